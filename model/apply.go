@@ -1,0 +1,110 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"time"
+)
+
+// Snapshot is what the server said about a task (a CreateTaskResult or a
+// tasks/get result), already decoded and checked by the client.
+type Snapshot struct {
+	TaskID         string
+	Status         Status
+	StatusMessage  string
+	CreatedAt      time.Time
+	TTLMs          *int64
+	PollIntervalMs *int64
+	InputRequests  map[string]InputRequest
+	Result         json.RawMessage
+	IsError        bool
+	Error          *RPCError
+}
+
+// Apply folds a server snapshot into the record. It reports whether
+// anything worth writing changed; a poll that changed nothing must not
+// cost a write. LastPolledAt is set either way but does not count.
+func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
+	t.LastPolledAt = now
+	if s.TaskID != "" && t.TaskID != s.TaskID {
+		t.TaskID = s.TaskID
+		changed = true
+	}
+	if t.Status != s.Status {
+		if err := t.MoveTo(s.Status, s.StatusMessage, now); err != nil {
+			return changed, err
+		}
+		changed = true
+	}
+	if t.StatusMessage != s.StatusMessage {
+		t.StatusMessage = s.StatusMessage
+		changed = true
+	}
+	if !s.CreatedAt.IsZero() && !t.ServerCreatedAt.Equal(s.CreatedAt) {
+		t.ServerCreatedAt = s.CreatedAt
+		changed = true
+	}
+	if !sameInt(t.TTLMs, s.TTLMs) {
+		t.TTLMs = s.TTLMs
+		changed = true
+	}
+	if !sameInt(t.PollIntervalMs, s.PollIntervalMs) {
+		t.PollIntervalMs = s.PollIntervalMs
+		changed = true
+	}
+	// Input requests belong to input_required; elsewhere they are stale.
+	inputs := s.InputRequests
+	if s.Status != StatusInputRequired {
+		inputs = nil
+	}
+	if !sameInputs(t.InputRequests, inputs) {
+		t.InputRequests = inputs
+		changed = true
+	}
+	if len(s.Result) > 0 && !bytes.Equal(t.Result, s.Result) {
+		t.Result = s.Result
+		t.IsError = s.IsError
+		changed = true
+	}
+	if s.Error != nil && (t.Error == nil || !sameRPCError(t.Error, s.Error)) {
+		t.Error = s.Error
+		changed = true
+	}
+	if changed {
+		t.UpdatedAt = now
+	}
+	return changed, nil
+}
+
+// MarkUnknown ends a task the server no longer knows.
+func (t *Task) MarkUnknown(why string, now time.Time) error {
+	return t.MoveTo(StatusUnknown, why, now)
+}
+
+// MarkAnswered records input keys as answered, once each.
+func (t *Task) MarkAnswered(keys []string, now time.Time) {
+	for _, k := range keys {
+		if !t.Answered(k) {
+			t.AnsweredKeys = append(t.AnsweredKeys, k)
+		}
+	}
+	t.UpdatedAt = now
+}
+
+func sameInt(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func sameRPCError(a, b *RPCError) bool {
+	return a.Code == b.Code && a.Message == b.Message && bytes.Equal(a.Data, b.Data)
+}
+
+func sameInputs(a, b map[string]InputRequest) bool {
+	return maps.EqualFunc(a, b, func(x, y InputRequest) bool {
+		return x.Method == y.Method && bytes.Equal(x.Params, y.Params)
+	})
+}

@@ -1,0 +1,74 @@
+package model
+
+import (
+	"math"
+	"time"
+)
+
+// PollPolicy decides when a task is polled next. It is a pure function of
+// its inputs so that every edge can be tested without a clock.
+type PollPolicy struct {
+	Default time.Duration // first interval when the server gives no hint
+	Floor   time.Duration // never poll faster than this, whatever the server says
+	Cap     time.Duration // growth and error backoff stop here
+	Growth  float64       // factor applied while nothing changes
+	Jitter  float64       // up to this fraction is added, never subtracted
+}
+
+// DefaultPollPolicy is DESIGN.md's policy: 1 s, ×1.6 while quiet, 30 s cap.
+var DefaultPollPolicy = PollPolicy{
+	Default: time.Second,
+	Floor:   250 * time.Millisecond,
+	Cap:     30 * time.Second,
+	Growth:  1.6,
+	Jitter:  0.1,
+}
+
+// PollInput is what the policy looks at after one poll.
+type PollInput struct {
+	Previous   time.Duration // the last base delay (0 before the first poll)
+	ServerHint time.Duration // the server's latest pollIntervalMs, 0 if none
+	Changed    bool          // the status changed in this poll
+	Errors     int           // consecutive failed polls, this one included
+	RetryAfter time.Duration // the server asked us to wait (429/503)
+	Now        time.Time
+	Deadline   time.Time // createdAt + ttlMs, zero if unknown
+}
+
+// Next returns the base delay (without jitter) before the next poll.
+func (p PollPolicy) Next(in PollInput) time.Duration {
+	start := p.Default
+	if in.ServerHint > 0 {
+		start = in.ServerHint
+	}
+	var d time.Duration
+	switch {
+	case in.Errors > 0:
+		// Exponential backoff from wherever we were, to the cap.
+		base := max(in.Previous, start)
+		d = time.Duration(float64(base) * math.Pow(2, float64(min(in.Errors, 32))))
+		d = min(d, p.Cap)
+	case in.Previous == 0 || in.Changed:
+		d = start
+	default:
+		d = min(time.Duration(float64(in.Previous)*p.Growth), p.Cap)
+	}
+	// The server's hint is a floor of its own, above the cap if it says so.
+	d = max(d, in.ServerHint, p.Floor)
+	if in.RetryAfter > d {
+		d = in.RetryAfter
+	}
+	// Do not sleep past the end of the task's life: one poll at the
+	// deadline decides whether it is still there.
+	if !in.Deadline.IsZero() && in.Errors == 0 && in.RetryAfter == 0 {
+		if left := in.Deadline.Sub(in.Now); left > 0 && left < d {
+			d = max(left, in.ServerHint, p.Floor)
+		}
+	}
+	return d
+}
+
+// WithJitter adds up to Jitter×base, with r drawn from [0,1).
+func (p PollPolicy) WithJitter(base time.Duration, r float64) time.Duration {
+	return base + time.Duration(float64(base)*p.Jitter*r)
+}

@@ -1,0 +1,103 @@
+// Package model is taskdeck's domain: the task record, its statuses and
+// their legal transitions, and the poll policy. It does no IO.
+package model
+
+import "fmt"
+
+// Status is where a task stands, as the server reported it or as taskdeck
+// knows it locally.
+type Status string
+
+// Statuses reported by the server (Tasks extension).
+const (
+	StatusWorking       Status = "working"
+	StatusInputRequired Status = "input_required"
+	StatusCompleted     Status = "completed"
+	StatusFailed        Status = "failed"
+	StatusCancelled     Status = "cancelled"
+)
+
+// Statuses only taskdeck knows.
+const (
+	// StatusCalling: the intent is on disk, no handle has come back yet.
+	StatusCalling Status = "calling"
+	// StatusOrphaned: a call whose handle was never received; the work may
+	// be running on the server, and only the operator can decide.
+	StatusOrphaned Status = "orphaned"
+	// StatusUnknown: the server no longer knows the task (-32602).
+	StatusUnknown Status = "unknown"
+)
+
+// AllStatuses lists every status, in the order a display would group them.
+var AllStatuses = []Status{
+	StatusCalling, StatusWorking, StatusInputRequired, StatusOrphaned,
+	StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown,
+}
+
+// ParseStatus accepts the exact name of a status.
+func ParseStatus(s string) (Status, error) {
+	for _, st := range AllStatuses {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("unknown status %q (one of: calling, working, input_required, orphaned, completed, failed, cancelled, unknown)", s)
+}
+
+// ServerStatus maps a status string from the wire; anything the protocol
+// does not define is rejected, so a lying server cannot invent states.
+func ServerStatus(s string) (Status, bool) {
+	switch st := Status(s); st {
+	case StatusWorking, StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled:
+		return st, true
+	}
+	return "", false
+}
+
+// Terminal statuses never change again.
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown:
+		return true
+	}
+	return false
+}
+
+// Pollable statuses have a server task worth asking about.
+func (s Status) Pollable() bool {
+	return s == StatusWorking || s == StatusInputRequired
+}
+
+// legal lists, for each status, the statuses it may move to.
+var legal = map[Status][]Status{
+	// A handle (any seed status), a direct result, a definite failure, or
+	// a call lost in flight.
+	StatusCalling:       {StatusWorking, StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled, StatusOrphaned},
+	StatusWorking:       {StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown},
+	StatusInputRequired: {StatusWorking, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown},
+	// Orphaned waits for the operator, who can only forget it.
+	StatusOrphaned: {},
+}
+
+// CanMove reports whether from → to is a legal transition. Staying put is
+// always legal (a poll that changed nothing).
+func CanMove(from, to Status) bool {
+	if from == to {
+		return true
+	}
+	for _, s := range legal[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// TransitionError says a move the state machine forbids was attempted.
+type TransitionError struct {
+	From, To Status
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("illegal status change %s → %s", e.From, e.To)
+}

@@ -1,0 +1,219 @@
+package model
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// ServerRef is what a record keeps to reach its server again after a
+// restart: the configured name, or the URL of an ad-hoc server. Secrets
+// (headers, env) stay in the config and are never stored.
+type ServerRef struct {
+	Name string `json:"name,omitempty"`
+	URL  string `json:"url,omitempty"`
+}
+
+// String names the server for display.
+func (r ServerRef) String() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.URL
+}
+
+// InputRequest is one entry of a task's inputRequests map, kept as the
+// server sent it so that nothing is lost for request kinds we do not render.
+type InputRequest struct {
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// RPCError is a JSON-RPC error object, as carried by a failed task.
+type RPCError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+// Transition is one entry of a record's history.
+type Transition struct {
+	At      time.Time `json:"at"`
+	From    Status    `json:"from,omitempty"`
+	To      Status    `json:"to"`
+	Message string    `json:"message,omitempty"`
+}
+
+// Task is taskdeck's durable record of one tools/call.
+type Task struct {
+	ID        string          `json:"id"`
+	Server    ServerRef       `json:"server"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// IdempotencyKey is the operator's key; ArgsHash tells a repeat of the
+	// same call from a different call under the same key.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	ArgsHash       string `json:"argsHash"`
+
+	TaskID         string `json:"taskId,omitempty"`
+	Status         Status `json:"status"`
+	StatusMessage  string `json:"statusMessage,omitempty"`
+	TTLMs          *int64 `json:"ttlMs,omitempty"`
+	PollIntervalMs *int64 `json:"pollIntervalMs,omitempty"`
+	// ServerCreatedAt is the server's createdAt, the origin of ttlMs.
+	ServerCreatedAt time.Time `json:"serverCreatedAt,omitzero"`
+
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+	LastPolledAt time.Time `json:"lastPolledAt,omitzero"`
+
+	InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
+	// AnsweredKeys are input request keys already answered: never asked again.
+	AnsweredKeys []string `json:"answeredKeys,omitempty"`
+
+	Result json.RawMessage `json:"result,omitempty"`
+	// IsError marks a completed result whose tool reported an error.
+	IsError bool      `json:"isError,omitempty"`
+	Error   *RPCError `json:"error,omitempty"`
+	// LocalError says what went wrong on our side (call refused, transport).
+	LocalError string `json:"localError,omitempty"`
+
+	CancelRequested bool         `json:"cancelRequested,omitempty"`
+	History         []Transition `json:"history,omitempty"`
+}
+
+// NewIntent builds the record written before tools/call is sent.
+func NewIntent(server ServerRef, tool string, args json.RawMessage, key string, now time.Time) *Task {
+	t := &Task{
+		ID:             NewID(now),
+		Server:         server,
+		Tool:           tool,
+		Arguments:      args,
+		IdempotencyKey: key,
+		ArgsHash:       ArgsHash(server, tool, args),
+		Status:         StatusCalling,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+	}
+	t.History = []Transition{{At: now, To: StatusCalling}}
+	return t
+}
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// NewID makes a local id that sorts by creation time: 6 bytes of
+// milliseconds and 4 random bytes, in lower-case Crockford base32.
+func NewID(now time.Time) string {
+	var b [10]byte
+	var ms [8]byte
+	binary.BigEndian.PutUint64(ms[:], uint64(now.UnixMilli()))
+	copy(b[:6], ms[2:])
+	if _, err := rand.Read(b[6:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return idEncoding.EncodeToString(b[:])
+}
+
+// ArgsHash fingerprints a call, so that a key reused for a different call
+// is caught. Arguments are canonicalised (object keys sorted) first.
+func ArgsHash(server ServerRef, tool string, args json.RawMessage) string {
+	canon := canonicalJSON(args)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", server.Name, server.URL, tool)
+	h.Write(canon)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func canonicalJSON(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return []byte("{}")
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return raw
+	}
+	out, _ := json.Marshal(v) // encoding/json sorts map keys
+	return out
+}
+
+// Clone returns a deep copy, so that callers may change it freely.
+func (t *Task) Clone() *Task {
+	c := *t
+	c.Arguments = slices.Clone(t.Arguments)
+	c.Result = slices.Clone(t.Result)
+	c.InputRequests = maps.Clone(t.InputRequests)
+	c.AnsweredKeys = slices.Clone(t.AnsweredKeys)
+	c.History = slices.Clone(t.History)
+	if t.Error != nil {
+		e := *t.Error
+		c.Error = &e
+	}
+	if t.TTLMs != nil {
+		v := *t.TTLMs
+		c.TTLMs = &v
+	}
+	if t.PollIntervalMs != nil {
+		v := *t.PollIntervalMs
+		c.PollIntervalMs = &v
+	}
+	return &c
+}
+
+// MoveTo changes the status, recording the transition. It refuses moves
+// the state machine forbids; moving to the current status does nothing.
+func (t *Task) MoveTo(to Status, msg string, now time.Time) error {
+	if t.Status == to {
+		return nil
+	}
+	if !CanMove(t.Status, to) {
+		return &TransitionError{From: t.Status, To: to}
+	}
+	t.History = append(t.History, Transition{At: now, From: t.Status, To: to, Message: msg})
+	t.Status = to
+	t.UpdatedAt = now
+	return nil
+}
+
+// Deadline is createdAt + ttlMs on the server's clock, or zero when the
+// task has no known lifetime.
+func (t *Task) Deadline() time.Time {
+	if t.TTLMs == nil || *t.TTLMs <= 0 || t.ServerCreatedAt.IsZero() {
+		return time.Time{}
+	}
+	return t.ServerCreatedAt.Add(time.Duration(*t.TTLMs) * time.Millisecond)
+}
+
+// ServerPollInterval is the server's latest hint, or 0.
+func (t *Task) ServerPollInterval() time.Duration {
+	if t.PollIntervalMs == nil || *t.PollIntervalMs <= 0 {
+		return 0
+	}
+	return time.Duration(*t.PollIntervalMs) * time.Millisecond
+}
+
+// Answered reports whether an input request key was already answered.
+func (t *Task) Answered(key string) bool {
+	return slices.Contains(t.AnsweredKeys, key)
+}
+
+// PendingInputs returns the keys of input requests still to be answered,
+// sorted, so that every caller asks in the same order.
+func (t *Task) PendingInputs() []string {
+	var keys []string
+	for k := range t.InputRequests {
+		if !t.Answered(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
