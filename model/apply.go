@@ -27,6 +27,9 @@ type Snapshot struct {
 // cost a write. LastPolledAt is set either way but does not count.
 func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
 	t.LastPolledAt = now
+	if !CanMove(t.Status, s.Status) {
+		return false, &TransitionError{From: t.Status, To: s.Status}
+	}
 	if s.TaskID != "" && t.TaskID != s.TaskID {
 		t.TaskID = s.TaskID
 		changed = true

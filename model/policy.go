@@ -46,12 +46,11 @@ func (p PollPolicy) Next(in PollInput) time.Duration {
 	case in.Errors > 0:
 		// Exponential backoff from wherever we were, to the cap.
 		base := max(in.Previous, start)
-		d = time.Duration(float64(base) * math.Pow(2, float64(min(in.Errors, 32))))
-		d = min(d, p.Cap)
+		d = scaleCapped(base, math.Pow(2, float64(min(in.Errors, 32))), p.Cap)
 	case in.Previous == 0 || in.Changed:
 		d = start
 	default:
-		d = min(time.Duration(float64(in.Previous)*p.Growth), p.Cap)
+		d = scaleCapped(in.Previous, p.Growth, p.Cap)
 	}
 	// The server's hint is a floor of its own, above the cap if it says so.
 	d = max(d, in.ServerHint, p.Floor)
@@ -68,7 +67,19 @@ func (p PollPolicy) Next(in PollInput) time.Duration {
 	return d
 }
 
-// WithJitter adds up to Jitter×base, with r drawn from [0,1).
+// scaleCapped returns min(d×f, limit), comparing in floating point first:
+// a product beyond the range of time.Duration must not wrap around to a
+// negative delay (which the floor would then turn into a fast poll).
+func scaleCapped(d time.Duration, f float64, limit time.Duration) time.Duration {
+	if x := float64(d) * f; x < float64(limit) {
+		return time.Duration(x)
+	}
+	return limit
+}
+
+// WithJitter adds up to Jitter×base, with r drawn from [0,1); r outside
+// [0,1] is clamped, so jitter never subtracts.
 func (p PollPolicy) WithJitter(base time.Duration, r float64) time.Duration {
+	r = min(max(r, 0), 1)
 	return base + time.Duration(float64(base)*p.Jitter*r)
 }

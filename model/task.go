@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
@@ -8,8 +9,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
+	"io"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -79,6 +81,9 @@ type Task struct {
 	InputRequests map[string]InputRequest `json:"inputRequests,omitempty"`
 	// AnsweredKeys are input request keys already answered: never asked again.
 	AnsweredKeys []string `json:"answeredKeys,omitempty"`
+	// PendingAnswers were given by the operator but not yet acknowledged by
+	// the server; they are re-sent until they are (re-sending is harmless).
+	PendingAnswers map[string]json.RawMessage `json:"pendingAnswers,omitempty"`
 
 	Result json.RawMessage `json:"result,omitempty"`
 	// IsError marks a completed result whose tool reported an error.
@@ -111,17 +116,40 @@ func NewIntent(server ServerRef, tool string, args json.RawMessage, key string, 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
 
 // NewID makes a local id that sorts by creation time: 6 bytes of
-// milliseconds and 4 random bytes, in lower-case Crockford base32.
+// milliseconds and 4 bytes of sequence, in lower-case Crockford base32.
+// The sequence starts at a random value in each new millisecond and counts
+// up within it, so ids made in one process never repeat and sort in call
+// order even when many share a millisecond (4 random bytes alone collide
+// once in ~100 runs of 10k ids in one millisecond).
 func NewID(now time.Time) string {
-	var b [10]byte
-	var ms [8]byte
-	binary.BigEndian.PutUint64(ms[:], uint64(now.UnixMilli()))
-	copy(b[:6], ms[2:])
-	if _, err := rand.Read(b[6:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
+	ms := uint64(now.UnixMilli())
+	idMu.Lock()
+	if ms == idLastMS {
+		idSeq++
+	} else {
+		var r [4]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			panic(err) // crypto/rand never fails on supported platforms
+		}
+		// The top bit stays clear: 2^31 ids per millisecond before a wrap.
+		idLastMS, idSeq = ms, binary.BigEndian.Uint32(r[:])>>1
 	}
+	seq := idSeq
+	idMu.Unlock()
+
+	var b [10]byte
+	var msb [8]byte
+	binary.BigEndian.PutUint64(msb[:], ms)
+	copy(b[:6], msb[2:])
+	binary.BigEndian.PutUint32(b[6:], seq)
 	return idEncoding.EncodeToString(b[:])
 }
+
+var (
+	idMu     sync.Mutex
+	idLastMS uint64
+	idSeq    uint32
+)
 
 // ArgsHash fingerprints a call, so that a key reused for a different call
 // is caught. Arguments are canonicalised (object keys sorted) first.
@@ -137,11 +165,21 @@ func canonicalJSON(raw json.RawMessage) []byte {
 	if len(raw) == 0 {
 		return []byte("{}")
 	}
+	// Numbers stay json.Number: through float64, integers beyond 2^53
+	// would collapse and two different calls would look the same.
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := dec.Decode(&v); err != nil {
 		return raw
 	}
-	out, _ := json.Marshal(v) // encoding/json sorts map keys
+	if _, err := dec.Token(); err != io.EOF {
+		return raw // trailing data: not one JSON value
+	}
+	out, err := json.Marshal(v) // encoding/json sorts map keys
+	if err != nil {
+		return raw
+	}
 	return out
 }
 
@@ -150,11 +188,24 @@ func (t *Task) Clone() *Task {
 	c := *t
 	c.Arguments = slices.Clone(t.Arguments)
 	c.Result = slices.Clone(t.Result)
-	c.InputRequests = maps.Clone(t.InputRequests)
+	if t.InputRequests != nil {
+		c.InputRequests = make(map[string]InputRequest, len(t.InputRequests))
+		for k, r := range t.InputRequests {
+			r.Params = slices.Clone(r.Params)
+			c.InputRequests[k] = r
+		}
+	}
 	c.AnsweredKeys = slices.Clone(t.AnsweredKeys)
+	if t.PendingAnswers != nil {
+		c.PendingAnswers = make(map[string]json.RawMessage, len(t.PendingAnswers))
+		for k, v := range t.PendingAnswers {
+			c.PendingAnswers[k] = slices.Clone(v)
+		}
+	}
 	c.History = slices.Clone(t.History)
 	if t.Error != nil {
 		e := *t.Error
+		e.Data = slices.Clone(t.Error.Data)
 		c.Error = &e
 	}
 	if t.TTLMs != nil {

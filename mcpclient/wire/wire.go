@@ -130,6 +130,9 @@ func DecodeCallResult(raw json.RawMessage) (*CallOutcome, error) {
 	if err := json.Unmarshal(raw, &head); err != nil {
 		return nil, invalid("tools/call result is not a JSON object: %v", err)
 	}
+	if !isObject(raw) { // null unmarshals into a struct without complaint
+		return nil, invalid("tools/call result is not a JSON object")
+	}
 	rt := ResultTypeComplete // a missing resultType is a pre-2026 server's final result
 	if head.ResultType != nil {
 		rt = *head.ResultType
@@ -178,8 +181,8 @@ func DecodeTask(r *GetTaskResult) (*model.Snapshot, error) {
 	case model.StatusInputRequired:
 		snap.InputRequests = r.InputRequests
 	case model.StatusCompleted:
-		if len(r.Result) == 0 {
-			return nil, invalid("completed task %s carries no result", short(r.TaskID))
+		if len(r.Result) == 0 || !isObject(r.Result) {
+			return nil, invalid("completed task %s carries no result object", short(r.TaskID))
 		}
 		snap.Result = compact(r.Result)
 		var res struct {
@@ -228,6 +231,13 @@ func short(id string) string {
 		return id[:6] + "…"
 	}
 	return id
+}
+
+// isObject reports whether raw holds a JSON object (not null, which
+// encoding/json accepts for any struct or json.RawMessage).
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 func compact(raw json.RawMessage) json.RawMessage {

@@ -1,0 +1,504 @@
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// ServerConfig is one entry of mcpServers. Exactly one of Command or URL is set.
+type ServerConfig struct {
+	Name    string            `json:"-"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+
+	path string // the file it came from, for messages; "" for --url
+}
+
+// Config is the server configuration, in the JSON shape MCP clients share:
+// {"mcpServers": {"NAME": {...}}}. Other top-level keys are ignored.
+type Config struct {
+	Servers map[string]ServerConfig
+
+	path string // the file it came from, for messages
+}
+
+// ConfigError says what is wrong with the configuration, where, and what
+// to do. Its text is one line.
+type ConfigError struct {
+	Path string // the config file; "" for --url and for a config built in code
+	// Where points into the file: "line 3, column 7" for a syntax error, a
+	// field path such as "mcpServers.build.args" otherwise; may be "".
+	Where string
+	// Line and Column are set (1-based) for syntax errors.
+	Line, Column int
+	Msg          string
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	if e.Path != "" {
+		b.WriteString("config ")
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	if e.Where != "" {
+		b.WriteString(e.Where)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	// One line, whatever a path or a wrapped error holds.
+	return strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, b.String())
+}
+
+// LoadConfig reads the file. A missing file is an empty config.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Config{Servers: map[string]ServerConfig{}, path: path}, nil
+	}
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is already in the message
+		}
+		return nil, &ConfigError{Path: path, Msg: fmt.Sprintf("cannot read the file (%v); check the path and its permissions, or pass --config another file", err)}
+	}
+	return ParseConfig(path, data)
+}
+
+// ParseConfig parses the contents of a config file; path is used in messages.
+func ParseConfig(path string, data []byte) (*Config, error) {
+	cfg := &Config{Servers: map[string]ServerConfig{}, path: path}
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a BOM some editors write
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, nil
+	}
+	fail := func(where, format string, args ...any) error {
+		return &ConfigError{Path: path, Where: where, Msg: fmt.Sprintf(format, args...)}
+	}
+
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			line, col := lineCol(data, se.Offset)
+			return nil, &ConfigError{Path: path, Where: fmt.Sprintf("line %d, column %d", line, col), Line: line, Column: col,
+				Msg: fmt.Sprintf("invalid JSON (%v); fix the syntax there (comments and trailing commas are not allowed)", se)}
+		}
+		return nil, fail("", "want a JSON object like {\"mcpServers\": {...}}, got %s", jsonKind(data))
+	}
+	raw, ok := top["mcpServers"]
+	if !ok || isJSONNull(raw) {
+		return cfg, nil
+	}
+	var servers map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &servers); err != nil {
+		return nil, fail("mcpServers", "want an object mapping server names to {\"command\": ...} or {\"url\": ...}, got %s", jsonKind(raw))
+	}
+	names := make([]string, 0, len(servers))
+	for name := range servers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s, err := parseServer(path, name, servers[name])
+		if err != nil {
+			return nil, err
+		}
+		cfg.Servers[name] = s
+	}
+	return cfg, nil
+}
+
+func parseServer(path, name string, raw json.RawMessage) (ServerConfig, error) {
+	where := "mcpServers" + fieldKey(name)
+	fail := func(field, format string, args ...any) error {
+		return &ConfigError{Path: path, Where: where + field, Msg: fmt.Sprintf(format, args...)}
+	}
+	s := ServerConfig{Name: name, path: path}
+	if strings.TrimSpace(name) == "" {
+		return s, fail("", "a server name is empty; give it a name, the one you will pass to --server")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || isJSONNull(raw) {
+		return s, fail("", "want an object with \"command\" (a local stdio server) or \"url\" (streamable HTTP), got %s", jsonKind(raw))
+	}
+	// Other clients' keys ("type", "disabled", "cwd", ...) are ignored.
+	decode := func(key string, dst any, want string) error {
+		v, ok := fields[key]
+		if !ok || isJSONNull(v) {
+			return nil
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			return fail("."+key, "want %s, got %s", want, jsonKind(v))
+		}
+		return nil
+	}
+	var rawArgs []json.RawMessage
+	var rawEnv, rawHeaders map[string]json.RawMessage
+	for _, d := range []struct {
+		key  string
+		dst  any
+		want string
+	}{
+		{"command", &s.Command, "a string (the program to run)"},
+		{"args", &rawArgs, `a list of strings, e.g. ["--stdio"]`},
+		{"env", &rawEnv, `an object of strings, e.g. {"LOG": "debug"}`},
+		{"url", &s.URL, "a string (an http:// or https:// URL)"},
+		{"headers", &rawHeaders, `an object of strings, e.g. {"Authorization": "Bearer ${TOKEN}"}`},
+	} {
+		if err := decode(d.key, d.dst, d.want); err != nil {
+			return s, err
+		}
+	}
+	for i, a := range rawArgs {
+		var v string
+		if err := json.Unmarshal(a, &v); err != nil {
+			return s, fail(fmt.Sprintf(".args[%d]", i), "want a string, got %s (args is a list of strings: quote it)", jsonKind(a))
+		}
+		s.Args = append(s.Args, v)
+	}
+	var err error
+	if s.Env, err = stringMap(rawEnv, func(k string) string { return ".env" + fieldKey(k) }, fail); err != nil {
+		return s, err
+	}
+	if s.Headers, err = stringMap(rawHeaders, func(k string) string { return ".headers" + fieldKey(k) }, fail); err != nil {
+		return s, err
+	}
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return s, fail(".env", "variable name %q is not valid; use a name without \"=\"", k)
+		}
+	}
+	if err := s.validate(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// stringMap checks that every value of an object is a string.
+func stringMap(raw map[string]json.RawMessage, field func(string) string, fail func(string, string, ...any) error) (map[string]string, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make(map[string]string, len(raw))
+	for _, k := range keys {
+		var v string
+		if err := json.Unmarshal(raw[k], &v); err != nil {
+			return nil, fail(field(k), "want a string, got %s (quote it)", jsonKind(raw[k]))
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// validate checks the shape of an entry. A URL that still holds ${VAR} is
+// checked after expansion instead.
+func (s ServerConfig) validate() error {
+	fail := func(field, msg string) error {
+		return &ConfigError{Path: s.path, Where: s.loc(field), Msg: msg}
+	}
+	switch {
+	case s.Command != "" && s.URL != "":
+		return fail("", "has both \"command\" and \"url\"; keep one (command for a local stdio server, url for streamable HTTP)")
+	case s.Command == "" && s.URL == "":
+		return fail("", "needs \"command\" (a local stdio server) or \"url\" (streamable HTTP)")
+	case s.URL != "" && !strings.Contains(s.URL, "${"):
+		if msg := checkURL(s.URL); msg != "" {
+			return fail(".url", msg)
+		}
+	}
+	return nil
+}
+
+// loc names the entry, and a field of it, in messages.
+func (s ServerConfig) loc(field string) string {
+	switch {
+	case s.path == "" && s.Name == "":
+		return "--url"
+	case s.path == "":
+		return strings.TrimSpace("server " + quoteName(s.Name) + " " + strings.TrimPrefix(field, "."))
+	default:
+		return "mcpServers" + fieldKey(s.Name) + field
+	}
+}
+
+func checkURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the whole URL, secrets included
+		}
+		return fmt.Sprintf("not a valid URL (%v); write it as https://host[:port]/path", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		if u.Scheme == "" || !strings.Contains(raw, "://") {
+			return "has no scheme; write it as https://host[:port]/path (or http:// for a local server)"
+		}
+		return fmt.Sprintf("scheme %q is not supported; use https:// (or http:// for a local server)", u.Scheme)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return "has no host; write it as https://host[:port]/path"
+	}
+	return ""
+}
+
+// Names returns the configured server names, sorted.
+func (c *Config) Names() []string {
+	if c == nil {
+		return nil
+	}
+	names := make([]string, 0, len(c.Servers))
+	for n := range c.Servers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Server returns a copy of the named entry.
+func (c *Config) Server(name string) (ServerConfig, error) {
+	if c != nil {
+		if s, ok := c.Servers[name]; ok {
+			s = s.clone()
+			s.Name = name
+			if s.path == "" {
+				s.path = c.path
+			}
+			return s, nil
+		}
+	}
+	var path string
+	if c != nil {
+		path = c.path
+	}
+	names := c.Names()
+	where := "the configuration"
+	if path != "" {
+		where = path
+	}
+	var msg string
+	if len(names) == 0 {
+		msg = fmt.Sprintf("no server named %s: no servers are configured; add one under \"mcpServers\" in %s, or pass --url", quoteName(name), where)
+	} else {
+		quoted := make([]string, len(names))
+		for i, n := range names {
+			quoted[i] = quoteName(n)
+		}
+		msg = fmt.Sprintf("no server named %s (configured: %s); add it under \"mcpServers\" in %s, or pass --url",
+			quoteName(name), strings.Join(quoted, ", "), where)
+	}
+	return ServerConfig{}, &ConfigError{Msg: msg}
+}
+
+// varRef matches ${...}; what is inside is checked separately so that a
+// malformed reference is an error rather than silently left in place.
+var varRef = regexp.MustCompile(`\$\{([^{}]*)\}`)
+var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Expand returns a copy with ${VAR} expanded from lookup (os.LookupEnv in
+// production) in Command, Args, Env values, URL and Headers values. $VAR
+// without braces is left as it is. An unset variable is an error naming the
+// variable and the server. The receiver is not changed: the loaded config
+// keeps the ${VAR} text, so nothing expanded is ever stored.
+func (s ServerConfig) Expand(lookup func(string) (string, bool)) (ServerConfig, error) {
+	out := s.clone()
+	var firstErr error
+	expand := func(field, v string) string {
+		if firstErr != nil || !strings.Contains(v, "${") {
+			return v
+		}
+		return varRef.ReplaceAllStringFunc(v, func(m string) string {
+			if firstErr != nil {
+				return m
+			}
+			name := m[2 : len(m)-1]
+			if !varName.MatchString(name) {
+				firstErr = &ConfigError{Path: s.path, Where: s.loc(field),
+					Msg: fmt.Sprintf("%q is not a variable reference taskdeck understands; write ${NAME} with letters, digits and _", m)}
+				return m
+			}
+			val, ok := lookup(name)
+			if !ok {
+				firstErr = &ConfigError{Path: s.path, Where: s.loc(field),
+					Msg: fmt.Sprintf("environment variable %s is not set (server %s); export it before starting taskdeck", name, quoteName(s.displayName()))}
+				return m
+			}
+			return val
+		})
+	}
+	out.Command = expand(".command", out.Command)
+	for i, a := range out.Args {
+		out.Args[i] = expand(fmt.Sprintf(".args[%d]", i), a)
+	}
+	for _, k := range sortedKeys(out.Env) {
+		out.Env[k] = expand(".env"+fieldKey(k), out.Env[k])
+	}
+	out.URL = expand(".url", out.URL)
+	for _, k := range sortedKeys(out.Headers) {
+		out.Headers[k] = expand(".headers"+fieldKey(k), out.Headers[k])
+	}
+	if firstErr != nil {
+		return ServerConfig{}, firstErr
+	}
+	if out.Command == "" && s.Command != "" {
+		return ServerConfig{}, &ConfigError{Path: s.path, Where: s.loc(".command"),
+			Msg: "is empty once variables are expanded; set the variable to the program to run"}
+	}
+	if out.URL != "" && out.URL != s.URL {
+		if msg := checkURL(out.URL); msg != "" {
+			// The expanded URL may hold a secret: say what is wrong, not what it is.
+			return ServerConfig{}, &ConfigError{Path: s.path, Where: s.loc(".url"), Msg: "once variables are expanded, " + msg}
+		}
+	}
+	return out, nil
+}
+
+// AdHoc makes a ServerConfig for --url, validated like a configured one.
+func AdHoc(rawURL string) (ServerConfig, error) {
+	s := ServerConfig{URL: rawURL}
+	if strings.TrimSpace(rawURL) == "" {
+		return ServerConfig{}, &ConfigError{Where: "--url", Msg: "is empty; pass the server's address, e.g. --url http://127.0.0.1:8080/mcp"}
+	}
+	if !strings.Contains(rawURL, "${") {
+		if msg := checkURL(rawURL); msg != "" {
+			return ServerConfig{}, &ConfigError{Where: "--url", Msg: msg}
+		}
+	}
+	return s, nil
+}
+
+// IsLoopbackOrHTTPS is false when a non-loopback host is reached over plain
+// http (the caller warns). Stdio servers are local, so true. Call it on an
+// expanded config.
+func (s ServerConfig) IsLoopbackOrHTTPS() bool {
+	if s.URL == "" {
+		return s.Command != ""
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return false
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+		return true
+	case "http":
+		host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+			return true
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
+}
+
+func (s ServerConfig) clone() ServerConfig {
+	c := s
+	c.Args = slices.Clone(s.Args)
+	c.Env = cloneStrings(s.Env)
+	c.Headers = cloneStrings(s.Headers)
+	return c
+}
+
+func (s ServerConfig) displayName() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return "--url"
+}
+
+func cloneStrings(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// fieldKey renders a key in a field path: .name, or ["odd name"].
+func fieldKey(k string) string {
+	if k != "" && plainKey.MatchString(k) {
+		return "." + k
+	}
+	return "[" + quoteName(k) + "]"
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// quoteName quotes a name for a message, escaping anything that could
+// break the line or the terminal.
+func quoteName(s string) string { return fmt.Sprintf("%q", s) }
+
+func lineCol(data []byte, offset int64) (line, col int) {
+	p := int(offset) - 1 // the offset counts the offending byte
+	p = max(0, min(p, len(data)))
+	before := data[:p]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	start := bytes.LastIndexByte(before, '\n') + 1
+	col = utf8.RuneCount(before[start:]) + 1
+	return line, col
+}
+
+func isJSONNull(raw json.RawMessage) bool {
+	return string(bytes.TrimSpace(raw)) == "null"
+}
+
+// jsonKind names the JSON type of a value for messages (never the value:
+// it may be a secret).
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "a list"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}

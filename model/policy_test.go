@@ -1,0 +1,154 @@
+package model
+
+import (
+	"testing"
+	"time"
+)
+
+var polNow = time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)
+
+func testPolicy() PollPolicy {
+	return PollPolicy{Default: time.Second, Floor: 250 * time.Millisecond, Cap: 30 * time.Second, Growth: 1.6, Jitter: 0.1}
+}
+
+func TestDefaultPollPolicy(t *testing.T) {
+	if DefaultPollPolicy != testPolicy() {
+		t.Fatalf("DefaultPollPolicy = %+v, DESIGN.md says %+v", DefaultPollPolicy, testPolicy())
+	}
+}
+
+func TestPollNext(t *testing.T) {
+	p := testPolicy()
+	const (
+		ms = time.Millisecond
+		s  = time.Second
+	)
+	cases := []struct {
+		name string
+		in   PollInput
+		want time.Duration
+	}{
+		{"first poll, no hint: Default", PollInput{}, s},
+		{"first poll, hint above floor", PollInput{ServerHint: 5 * s}, 5 * s},
+		{"first poll, hint below floor: Floor", PollInput{ServerHint: 100 * ms}, 250 * ms},
+		{"first poll, hint at floor", PollInput{ServerHint: 250 * ms}, 250 * ms},
+		{"growth ×1.6", PollInput{Previous: s}, 1600 * ms},
+		{"growth ×1.6 from hint", PollInput{Previous: 5 * s, ServerHint: 5 * s}, 8 * s},
+		{"growth stops at Cap", PollInput{Previous: 20 * s}, 30 * s},
+		{"at Cap stays at Cap", PollInput{Previous: 30 * s}, 30 * s},
+		{"change resets to Default", PollInput{Previous: 30 * s, Changed: true}, s},
+		{"change resets to hint", PollInput{Previous: 30 * s, Changed: true, ServerHint: 2 * s}, 2 * s},
+		{"hint above Cap honoured on first poll", PollInput{ServerHint: 60 * s}, 60 * s},
+		{"hint above Cap honoured while growing", PollInput{Previous: 60 * s, ServerHint: 60 * s}, 60 * s},
+		{"hint raised mid-growth wins", PollInput{Previous: s, ServerHint: 10 * s}, 10 * s},
+		{"one error doubles", PollInput{Previous: s, Errors: 1}, 2 * s},
+		{"two errors ×4", PollInput{Previous: s, Errors: 2}, 4 * s},
+		{"errors from start when no previous", PollInput{Errors: 1}, 2 * s},
+		{"errors use hint as base", PollInput{Previous: s, ServerHint: 3 * s, Errors: 1}, 6 * s},
+		{"errors stop at Cap", PollInput{Previous: s, Errors: 10}, 30 * s},
+		{"many errors stay at Cap", PollInput{Previous: 30 * s, Errors: 40}, 30 * s},
+		{"errors at Cap, every count", PollInput{Previous: 30 * s, Errors: 29}, 30 * s},
+		{"huge error count stays at Cap", PollInput{Previous: 30 * s, Errors: 1 << 30}, 30 * s},
+		{"errors with hint above Cap", PollInput{Previous: 60 * s, ServerHint: 60 * s, Errors: 3}, 60 * s},
+		{"RetryAfter above the computed delay", PollInput{Previous: s, Errors: 1, RetryAfter: 10 * s}, 10 * s},
+		{"RetryAfter above Cap honoured", PollInput{Previous: 30 * s, Errors: 5, RetryAfter: 120 * s}, 120 * s},
+		{"RetryAfter without error", PollInput{Previous: s, RetryAfter: 45 * s}, 45 * s},
+		{"RetryAfter below delay ignored", PollInput{Previous: 10 * s, Errors: 1, RetryAfter: s}, 20 * s},
+		{"deadline ahead shortens", PollInput{Previous: 10 * s, Now: polNow, Deadline: polNow.Add(5 * s)}, 5 * s},
+		{"deadline ahead but further than delay", PollInput{Previous: 10 * s, Now: polNow, Deadline: polNow.Add(time.Minute)}, 16 * s},
+		{"deadline ahead, never under floor", PollInput{Previous: 10 * s, Now: polNow, Deadline: polNow.Add(100 * ms)}, 250 * ms},
+		{"deadline ahead, never under hint", PollInput{Previous: 10 * s, ServerHint: 2 * s, Now: polNow, Deadline: polNow.Add(s)}, 2 * s},
+		{"deadline passed: normal", PollInput{Previous: 10 * s, Now: polNow, Deadline: polNow.Add(-s)}, 16 * s},
+		{"deadline exactly now: normal", PollInput{Previous: 10 * s, Now: polNow, Deadline: polNow}, 16 * s},
+		{"deadline ignored while erroring", PollInput{Previous: 10 * s, Errors: 1, Now: polNow, Deadline: polNow.Add(s)}, 20 * s},
+		{"deadline ignored under RetryAfter", PollInput{Previous: s, RetryAfter: 10 * s, Now: polNow, Deadline: polNow.Add(2 * s)}, 10 * s},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := p.Next(c.in); got != c.want {
+				t.Fatalf("Next(%+v) = %v, want %v", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+// TestPollSequence walks a quiet task from the first poll to the cap and
+// back, the way the tracker feeds Next its own output.
+func TestPollSequence(t *testing.T) {
+	p := testPolicy()
+	var prev time.Duration
+	var seen []time.Duration
+	for range 12 {
+		prev = p.Next(PollInput{Previous: prev})
+		seen = append(seen, prev)
+	}
+	want := []time.Duration{1000, 1600, 2560, 4096, 6553, 10485, 16777, 26843, 30000, 30000, 30000, 30000}
+	for i, w := range want {
+		got := seen[i].Round(time.Millisecond) / time.Millisecond
+		// float rounding may cost a nanosecond; compare in ms with slack of 1.
+		if d := int64(got) - int64(w); d < -1 || d > 1 {
+			t.Fatalf("step %d: %v (all: %v)", i, seen[i], seen)
+		}
+	}
+	if got := p.Next(PollInput{Previous: prev, Changed: true}); got != time.Second {
+		t.Fatalf("reset = %v", got)
+	}
+}
+
+// TestPollNeverFasterThanHintOrFloor is invariant 4: whatever the inputs,
+// the delay is never under the server's hint or the floor, never negative.
+func TestPollNeverFasterThanHintOrFloor(t *testing.T) {
+	p := testPolicy()
+	prevs := []time.Duration{0, time.Millisecond, time.Second, 30 * time.Second, time.Hour}
+	hints := []time.Duration{0, 10 * time.Millisecond, 3 * time.Second, 2 * time.Minute}
+	for _, prev := range prevs {
+		for _, hint := range hints {
+			for _, errs := range []int{0, 1, 5, 31, 32, 33, 64, 1000} {
+				for _, changed := range []bool{false, true} {
+					for _, dl := range []time.Duration{0, -time.Second, time.Millisecond, 2 * time.Second} {
+						in := PollInput{Previous: prev, ServerHint: hint, Errors: errs, Changed: changed, Now: polNow}
+						if dl != 0 {
+							in.Deadline = polNow.Add(dl)
+						}
+						got := p.Next(in)
+						if got < hint || got < p.Floor {
+							t.Fatalf("Next(%+v) = %v: under hint or floor", in, got)
+						}
+						if errs > 0 && got < min(p.Cap, max(prev, p.Floor)) {
+							t.Fatalf("Next(%+v) = %v: erroring faster than before", in, got)
+						}
+						if got > max(p.Cap, hint, prev*2) {
+							t.Fatalf("Next(%+v) = %v: over the cap", in, got)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestWithJitter(t *testing.T) {
+	p := testPolicy()
+	base := 10 * time.Second
+	if got := p.WithJitter(base, 0); got != base {
+		t.Fatalf("r=0: %v", got)
+	}
+	limit := base + time.Duration(float64(base)*p.Jitter)
+	for i := range 1000 {
+		r := float64(i) / 1000
+		got := p.WithJitter(base, r)
+		if got < base || got > limit {
+			t.Fatalf("r=%v: %v outside [%v, %v]", r, got, base, limit)
+		}
+	}
+	// Out-of-range draws are clamped: jitter never subtracts nor exceeds Jitter×base.
+	for _, r := range []float64{-1, -0.5, 1, 1.5, 100} {
+		got := p.WithJitter(base, r)
+		if got < base || got > limit {
+			t.Fatalf("r=%v: %v outside [%v, %v]", r, got, base, limit)
+		}
+	}
+	if got := (PollPolicy{}).WithJitter(base, 0.9); got != base {
+		t.Fatalf("no jitter configured: %v", got)
+	}
+}

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// ErrNotFound is returned (wrapped with the id or key) when no record
+// matches.
+var ErrNotFound = errors.New("task not found")
+
+// LockedError says that another process (or this one) already has the
+// store open. Badger allows one owner per directory.
+type LockedError struct {
+	Dir string
+	PID int // read from Badger's LOCK file; 0 when it could not be read
+}
+
+func (e *LockedError) Error() string {
+	switch e.PID {
+	case 0:
+		return fmt.Sprintf("store %s is in use by another taskdeck; close it or use --data-dir", e.Dir)
+	case os.Getpid():
+		return fmt.Sprintf("store %s is already open in this process (pid %d); close it first", e.Dir, e.PID)
+	}
+	return fmt.Sprintf("store %s is in use by another taskdeck (pid %d); close it or use --data-dir", e.Dir, e.PID)
+}
+
+// CorruptError says Badger refused to open the store because its files
+// are damaged.
+type CorruptError struct {
+	Dir    string
+	Reason string // Badger's message, on one line
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("store %s is damaged: %s; move it aside and start again", e.Dir, e.Reason)
+}
+
+// DuplicateKeyError says an idempotency key already names a record.
+type DuplicateKeyError struct {
+	Key      string
+	Existing *model.Task
+}
+
+func (e *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("idempotency key %q already names task %s", e.Key, e.Existing.ID)
+}
+
+// oneLine folds a multi-line message (some Badger errors contain
+// newlines) so that every error from Open fits on one terminal line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,36 @@
+package store
+
+import (
+	"log/slog"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// Writes is the number of write txns the store has committed.
+func Writes(s *Store) int64 { return s.writes.Load() }
+
+// MaxVersion is Badger's latest commit timestamp; every committed write
+// txn advances it.
+func MaxVersion(s *Store) uint64 { return s.db.MaxVersion() }
+
+// PutRaw writes one key behind the store's back, to plant damage.
+func PutRaw(s *Store, key, val string) error {
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(key), []byte(val)) })
+}
+
+// Keys lists every key in the store, in order.
+func Keys(s *Store) ([]string, error) {
+	var keys []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			keys = append(keys, string(it.Item().Key()))
+		}
+		return nil
+	})
+	return keys, err
+}
+
+// BadgerLogger is the adapter Open hands to Badger.
+func BadgerLogger(l *slog.Logger) badger.Logger { return badgerLogger{l} }

@@ -1,0 +1,46 @@
+package store
+
+import (
+	"bytes"
+
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// Key layout. Every prefix ends in a zero byte so that one prefix can
+// never match the start of another ("s\x00work" vs "s\x00working").
+//
+//	t\x00<id>               JSON of model.Task (the record)
+//	s\x00<status>\x00<id>   statusMark         (status index)
+//	k\x00<key>              id                 (idempotency index)
+//	v\x00                   schemaVersion
+var (
+	recordPrefix = []byte("t\x00")
+	statusRoot   = []byte("s\x00")
+	keyPrefix    = []byte("k\x00")
+	schemaKey    = []byte("v\x00")
+)
+
+// statusMark is non-empty because Badger reports a deleted key to
+// subscribers as an empty value; an empty mark would look deleted.
+var statusMark = []byte{1}
+
+// schemaVersion is bumped when the layout or the record encoding changes
+// in a way older code must not read.
+const schemaVersion = "1"
+
+func recordKey(id string) []byte { return append(bytes.Clone(recordPrefix), id...) }
+
+func statusPrefix(st model.Status) []byte {
+	k := append(bytes.Clone(statusRoot), st...)
+	return append(k, 0)
+}
+
+func statusKey(st model.Status, id string) []byte { return append(statusPrefix(st), id...) }
+
+func idemKey(key string) []byte { return append(bytes.Clone(keyPrefix), key...) }
+
+// splitStatusKey returns the status and id of a status index key.
+func splitStatusKey(k []byte) (model.Status, string, bool) {
+	st, id, ok := bytes.Cut(k[len(statusRoot):], []byte{0})
+	return model.Status(st), string(id), ok
+}

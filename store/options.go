@@ -1,0 +1,47 @@
+package store
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// options are the "small" set measured in shared/notes/libraries.md §3.8:
+// the defaults map gigabytes of sparse files and keep 256 MiB of cache for a
+// store that holds a few thousand small records.
+func options(dir string, logger *slog.Logger) badger.Options {
+	var l badger.Logger // a nil interface, which silences Badger entirely
+	if logger != nil {
+		l = badgerLogger{logger.With("component", "badger")}
+	}
+	return badger.DefaultOptions(dir).
+		WithLogger(l).                // never the default, which writes to stderr under the TUI
+		WithSyncWrites(true).         // a lost handle is a lost task; ~0.25 ms per txn
+		WithMemTableSize(8 << 20).    // also sets the txn size limit (15%), see pruneChunk
+		WithValueThreshold(64 << 10). // must stay <= 15% of MemTableSize; records stay in the LSM tree
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(4).
+		WithBlockCacheSize(8 << 20).
+		WithIndexCacheSize(4 << 20).
+		WithValueLogFileSize(16 << 20). // default 1 GiB, mapped twice
+		WithNumCompactors(2).           // the minimum Badger accepts
+		WithMetricsEnabled(false)
+}
+
+// badgerLogger forwards Badger's warnings and errors to slog. INFO and
+// DEBUG are dropped: Badger logs a dozen INFO lines on every open.
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) Errorf(f string, a ...any) {
+	b.l.Error(strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (b badgerLogger) Warningf(f string, a ...any) {
+	b.l.Warn(strings.TrimSpace(fmt.Sprintf(f, a...)))
+}
+
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}

@@ -1,0 +1,387 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// pruneChunk bounds one prune txn: each record costs three deletes, and
+// with an 8 MiB memtable about 5000 records in one txn hit ErrTxnTooBig
+// (libraries.md §3.6).
+const pruneChunk = 1000
+
+// errStale tells Update that the record changed between its read and its
+// write, so fn must see the newer record.
+var errStale = errors.New("record changed meanwhile")
+
+// Create writes a new record and its index keys in one synced txn. When
+// rec.IdempotencyKey already names a record it writes nothing and returns
+// a *DuplicateKeyError holding that record.
+func (s *Store) Create(rec *model.Task) error {
+	if err := checkRecord(rec); err != nil {
+		return err
+	}
+	val, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", rec.ID, err)
+	}
+	return s.commit(func(txn *badger.Txn) error {
+		switch _, err := txn.Get(recordKey(rec.ID)); {
+		case err == nil:
+			return fmt.Errorf("task %s already exists", rec.ID)
+		case !errors.Is(err, badger.ErrKeyNotFound):
+			return err
+		}
+		if rec.IdempotencyKey != "" {
+			// This read is conflict-tracked: of two racing Creates with
+			// one key, the second to commit gets ErrConflict, retries,
+			// and lands here.
+			existing, err := byKey(txn, rec.IdempotencyKey)
+			switch {
+			case err == nil:
+				return &DuplicateKeyError{Key: rec.IdempotencyKey, Existing: existing}
+			case !errors.Is(err, ErrNotFound):
+				return err
+			}
+			if err := txn.Set(idemKey(rec.IdempotencyKey), []byte(rec.ID)); err != nil {
+				return err
+			}
+		}
+		if err := txn.Set(recordKey(rec.ID), val); err != nil {
+			return err
+		}
+		return txn.Set(statusKey(rec.Status, rec.ID), statusMark)
+	})
+}
+
+// Update calls fn on a copy of record id. If fn reports no change or an
+// error, nothing is written (no write txn is even started: most polls
+// change nothing). Otherwise the copy is written with its status index in
+// one synced txn. If the record changed in between, fn runs again on the
+// new record. Update returns the record as it now stands.
+func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err error)) (*model.Task, error) {
+	for {
+		var cur *model.Task
+		var version uint64
+		err := s.db.View(func(txn *badger.Txn) error {
+			var err error
+			cur, version, err = getRecord(txn, id)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		next := cur.Clone()
+		changed, err := fn(next)
+		if err != nil {
+			return nil, err
+		}
+		if !changed {
+			return cur, nil
+		}
+		if next.ID != cur.ID || next.IdempotencyKey != cur.IdempotencyKey {
+			return nil, fmt.Errorf("task %s: update may not change the id or the idempotency key", id)
+		}
+		if err := checkRecord(next); err != nil {
+			return nil, err
+		}
+		val, err := json.Marshal(next)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", id, err)
+		}
+		err = s.commit(func(txn *badger.Txn) error {
+			item, err := txn.Get(recordKey(id))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				return fmt.Errorf("task %s: %w", id, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+			if item.Version() != version {
+				return errStale
+			}
+			if err := txn.Set(recordKey(id), val); err != nil {
+				return err
+			}
+			if next.Status == cur.Status {
+				return nil
+			}
+			if err := txn.Delete(statusKey(cur.Status, id)); err != nil {
+				return err
+			}
+			return txn.Set(statusKey(next.Status, id), statusMark)
+		})
+		if errors.Is(err, errStale) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return next, nil
+	}
+}
+
+// Get returns record id, or an error wrapping ErrNotFound.
+func (s *Store) Get(id string) (*model.Task, error) {
+	var t *model.Task
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		t, _, err = getRecord(txn, id)
+		return err
+	})
+	return t, err
+}
+
+// ByKey returns the record named by an idempotency key, or an error
+// wrapping ErrNotFound.
+func (s *Store) ByKey(key string) (*model.Task, error) {
+	var t *model.Task
+	err := s.db.View(func(txn *badger.Txn) error {
+		var err error
+		t, err = byKey(txn, key)
+		return err
+	})
+	return t, err
+}
+
+// ByStatus returns the records with any of the given statuses, sorted by
+// ID. It walks only those statuses' index keys and reads only their records.
+func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
+	var out []*model.Task
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, status := range dedupe(st) {
+			for _, id := range indexIDs(txn, status) {
+				t, _, err := getRecord(txn, id)
+				if errors.Is(err, ErrNotFound) {
+					return fmt.Errorf("status index names task %s, which has no record", id)
+				}
+				if err != nil {
+					return err
+				}
+				out = append(out, t)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b *model.Task) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// OpenTasks returns every record that is not terminal: calling, working,
+// input_required and orphaned. These are what a restart must re-attach to.
+func (s *Store) OpenTasks() ([]*model.Task, error) {
+	var open []model.Status
+	for _, st := range model.AllStatuses {
+		if !st.Terminal() {
+			open = append(open, st)
+		}
+	}
+	return s.ByStatus(open...)
+}
+
+// All returns every record, sorted by ID (IDs sort by creation time).
+func (s *Store) All() ([]*model.Task, error) {
+	var out []*model.Task
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: recordPrefix, PrefetchValues: true, PrefetchSize: 100})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			id := string(item.Key()[len(recordPrefix):])
+			t, err := decode(item, id)
+			if err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Delete removes record id and its index keys in one txn.
+func (s *Store) Delete(id string) error {
+	return s.commit(func(txn *badger.Txn) error {
+		t, _, err := getRecord(txn, id)
+		if err != nil {
+			return err
+		}
+		return deleteRecord(txn, t)
+	})
+}
+
+// Prune deletes terminal records last updated before cutoff (every
+// terminal record when cutoff is zero) and returns how many it deleted.
+// It works in chunks of pruneChunk records per txn, so an interruption
+// leaves some pruned and the rest intact; running it again finishes.
+func (s *Store) Prune(cutoff time.Time) (int, error) {
+	due := func(t *model.Task) bool {
+		return t.Status.Terminal() && (cutoff.IsZero() || t.UpdatedAt.Before(cutoff))
+	}
+	var ids []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, st := range model.AllStatuses {
+			if !st.Terminal() {
+				continue
+			}
+			for _, id := range indexIDs(txn, st) {
+				t, _, err := getRecord(txn, id)
+				if err != nil {
+					return err
+				}
+				if due(t) {
+					ids = append(ids, id)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for chunk := range slices.Chunk(ids, pruneChunk) {
+		n := 0
+		err := s.commit(func(txn *badger.Txn) error {
+			n = 0 // the txn may run again after a conflict
+			for _, id := range chunk {
+				// Re-read: another writer may have deleted it meanwhile.
+				t, _, err := getRecord(txn, id)
+				if errors.Is(err, ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if !due(t) {
+					continue
+				}
+				if err := deleteRecord(txn, t); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// Counts returns how many records have each status (statuses with none
+// are absent), from the status index keys alone.
+func (s *Store) Counts() (map[model.Status]int, error) {
+	counts := map[model.Status]int{}
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: statusRoot})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			st, _, ok := splitStatusKey(it.Item().Key())
+			if !ok {
+				return fmt.Errorf("malformed status index key %q", it.Item().Key())
+			}
+			counts[st]++
+		}
+		return nil
+	})
+	return counts, err
+}
+
+// checkRecord refuses records whose keys would be ambiguous.
+func checkRecord(t *model.Task) error {
+	if t.ID == "" || strings.ContainsRune(t.ID, 0) {
+		return fmt.Errorf("task id %q is empty or contains a zero byte", t.ID)
+	}
+	if _, err := model.ParseStatus(string(t.Status)); err != nil {
+		return fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+// getRecord reads and decodes record id, with the version Badger gave its
+// last write.
+func getRecord(txn *badger.Txn, id string) (*model.Task, uint64, error) {
+	item, err := txn.Get(recordKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, 0, fmt.Errorf("task %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("task %s: %w", id, err)
+	}
+	t, err := decode(item, id)
+	return t, item.Version(), err
+}
+
+func decode(item *badger.Item, id string) (*model.Task, error) {
+	t := new(model.Task)
+	err := item.Value(func(v []byte) error { return json.Unmarshal(v, t) })
+	if err != nil {
+		return nil, fmt.Errorf("task %s: record does not decode: %w", id, err)
+	}
+	return t, nil
+}
+
+func byKey(txn *badger.Txn, key string) (*model.Task, error) {
+	item, err := txn.Get(idemKey(key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("idempotency key %q: %w", key, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	id, err := item.ValueCopy(nil)
+	if err != nil {
+		return nil, err
+	}
+	t, _, err := getRecord(txn, string(id))
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("idempotency key %q names task %s, which has no record", key, id)
+	}
+	return t, err
+}
+
+// indexIDs lists the ids under one status, reading keys only.
+func indexIDs(txn *badger.Txn, st model.Status) []string {
+	prefix := statusPrefix(st)
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	defer it.Close()
+	var ids []string
+	for it.Rewind(); it.Valid(); it.Next() {
+		ids = append(ids, string(it.Item().Key()[len(prefix):]))
+	}
+	return ids
+}
+
+// deleteRecord removes a record and its index keys.
+func deleteRecord(txn *badger.Txn, t *model.Task) error {
+	if err := txn.Delete(recordKey(t.ID)); err != nil {
+		return err
+	}
+	if err := txn.Delete(statusKey(t.Status, t.ID)); err != nil {
+		return err
+	}
+	if t.IdempotencyKey == "" {
+		return nil
+	}
+	return txn.Delete(idemKey(t.IdempotencyKey))
+}
+
+func dedupe(st []model.Status) []model.Status {
+	out := slices.Clone(st)
+	slices.Sort(out)
+	return slices.Compact(out)
+}

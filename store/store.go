@@ -1,0 +1,234 @@
+// Package store keeps taskdeck's task records in an embedded Badger
+// database: one synced transaction per change, a status index and an
+// idempotency-key index written in the same transaction as the record.
+// It is the only package that imports Badger.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// Store is an open task store. Its methods are safe for concurrent use.
+type Store struct {
+	db  *badger.DB
+	dir string
+	// writes counts committed write txns, so tests can prove that a
+	// call which changed nothing cost no write.
+	writes atomic.Int64
+}
+
+// Open opens the store in dir, creating it (mode 0700) if needed. A nil
+// logger silences Badger; otherwise its warnings and errors go to logger.
+// Nothing is ever written to stdout or stderr.
+func Open(dir string, logger *slog.Logger) (*Store, error) {
+	if err := prepareDir(dir); err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(options(dir, logger))
+	if err != nil {
+		return nil, openError(dir, err)
+	}
+	s := &Store{db: db, dir: dir}
+	if err := s.checkSchema(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := restrictFiles(dir); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close flushes and closes the store.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	// Close writes new table files, with Badger's umask-dependent modes.
+	if perr := restrictFiles(s.dir); err == nil {
+		err = perr
+	}
+	return err
+}
+
+// Dir returns the directory the store was opened in.
+func (s *Store) Dir() string { return s.dir }
+
+// prepareDir makes sure dir is a private directory we can write to, and
+// turns each way it can fail into one line that says what to do.
+func prepareDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("cannot create store %s (%w); choose another --data-dir", dir, cause(err))
+		}
+		// MkdirAll's mode is filtered by the umask; make it exact.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("cannot make store %s private (%w); choose another --data-dir", dir, cause(err))
+		}
+	case err != nil:
+		return fmt.Errorf("cannot use store %s (%w); choose another --data-dir", dir, cause(err))
+	case !fi.IsDir():
+		return fmt.Errorf("store %s is not a directory; move it aside or use --data-dir", dir)
+	case fi.Mode().Perm()&0o077 != 0:
+		// Drop group and other bits only: an owner who made the store
+		// read-only meant it, and is told so below.
+		if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+			return fmt.Errorf("cannot make store %s private (%w); fix its owner or use --data-dir", dir, cause(err))
+		}
+	}
+	// Badger's own error for this is a failed LOCK write; a probe file
+	// names the real problem. It also catches read-only file systems.
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return fmt.Errorf("store %s is not writable (%w); fix its permissions or use --data-dir", dir, cause(err))
+	}
+	_ = f.Close()
+	return os.Remove(f.Name())
+}
+
+// cause strips the path from an *fs.PathError: messages already name dir.
+func cause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// restrictFiles makes every file in dir 0600. Badger creates its mapped
+// files with 0666 filtered by the umask and has no option for the mode.
+func restrictFiles(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("store %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // Badger removed it meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("store %s: %w", dir, err)
+		}
+		if fi.Mode().Perm()&^0o600 != 0 {
+			if err := os.Chmod(filepath.Join(dir, e.Name()), 0o600); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("store %s: %w", dir, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Badger flattens its errors into strings (y.Wrap without debug mode), so
+// they can only be told apart by their text. These markers are from
+// v4.9.6; the lock and corruption tests fail if an upgrade changes them.
+const lockMarker = "Cannot acquire directory lock"
+
+var corruptMarkers = []string{
+	"manifest has",            // bad magic, checksum mismatch, unsupported version
+	"MANIFEST invalid",        // a table added twice
+	"MANIFEST file has",       // an unknown change op
+	"magic number",            // the external magic
+	"checksum mismatch",       // tables, value log, key registry
+	"Encryption key mismatch", // KEYREGISTRY damaged
+	"Invalid datakey id",      // value log header names no known key
+	"Log truncate required",
+}
+
+// environmentMarkers are failures of the machine, not of the files; the
+// store must not be called damaged (and moved aside) because of them.
+var environmentMarkers = []string{
+	"permission denied", "no space left", "too many open files", "cannot allocate memory",
+}
+
+func openError(dir string, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, lockMarker) {
+		return &LockedError{Dir: dir, PID: lockPID(dir)}
+	}
+	if containsAny(msg, corruptMarkers) && !containsAny(msg, environmentMarkers) {
+		return &CorruptError{Dir: dir, Reason: oneLine(msg)}
+	}
+	return fmt.Errorf("cannot open store %s: %s", dir, oneLine(msg))
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// lockPID reads the pid Badger's lock holder wrote into dir/LOCK.
+func lockPID(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "LOCK"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// checkSchema writes the schema version into a new store and refuses a
+// store written by a newer, incompatible taskdeck.
+func (s *Store) checkSchema() error {
+	var found string
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(schemaKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		found = string(v)
+		return err
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("cannot read store %s: %w", s.dir, err)
+	case found == schemaVersion:
+		return nil
+	case found != "":
+		return fmt.Errorf("store %s has schema version %q, this taskdeck reads %q; use a newer taskdeck or another --data-dir", s.dir, found, schemaVersion)
+	}
+	return s.commit(func(txn *badger.Txn) error {
+		return txn.Set(schemaKey, []byte(schemaVersion))
+	})
+}
+
+// commit runs fn in a synced write txn. On ErrConflict another writer
+// committed first, so fn runs again on newer data; that always makes
+// progress, hence no retry limit.
+func (s *Store) commit(fn func(txn *badger.Txn) error) error {
+	for {
+		err := s.db.Update(fn)
+		if errors.Is(err, badger.ErrConflict) {
+			continue
+		}
+		if err == nil {
+			s.writes.Add(1)
+		}
+		return err
+	}
+}
