@@ -1,0 +1,549 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/ui/termtext"
+)
+
+func (a *app) demoServerCommand() *cobra.Command {
+	var addr string
+	var stdio bool
+	var speed float64
+	cmd := &cobra.Command{
+		Use:   "demo-server",
+		Short: "Run the demonstration MCP tasks server (HTTP prints its URL first)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			srv := demo.New(demo.Options{Speed: speed})
+			defer srv.Close()
+			if stdio {
+				return srv.ServeStdio(cmd.Context(), a.stdin, a.stdout)
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return usageErr("cannot listen on %s: %v; pick another --addr", addr, err)
+			}
+			fmt.Fprintf(a.stdout, "http://%s/mcp\n", ln.Addr())
+			mux := http.NewServeMux()
+			mux.Handle("/", srv.Handler())
+			// The server's own count of what it created, for tests and for
+			// checking taskdeck against the truth.
+			mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(w).Encode(srv.Stats())
+			})
+			hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				<-cmd.Context().Done()
+				shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer cancel()
+				hs.Shutdown(shutdown)
+			}()
+			if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8808", "HOST:PORT to serve streamable HTTP on")
+	cmd.Flags().BoolVar(&stdio, "stdio", false, "serve over standard input and output instead")
+	cmd.Flags().Float64Var(&speed, "speed", 1, "multiply the demo tools' durations (0.1 runs ten times faster)")
+	cmd.MarkFlagsMutuallyExclusive("addr", "stdio")
+	return cmd
+}
+
+func (a *app) callCommand() *cobra.Command {
+	var server, url, args, key string
+	var inputs []string
+	var wait, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "call (--server NAME | --url URL) TOOL",
+		Short: "Call a tool; its task handle is on disk before this returns",
+		Long: `Call a tool with the tasks extension declared. Without --wait, prints the
+task's local id as soon as the handle is synced. --input KEY=RESPONSE_JSON
+answers an input request with that key, before the task exists or inside
+it; on a terminal, taskdeck asks for what --input does not cover.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			ref, err := serverRef(server, url)
+			if err != nil {
+				return err
+			}
+			answers, err := parseInputs(inputs)
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if args != "" {
+				raw = json.RawMessage(args)
+			}
+			if _, err := mcpclient.NormalizeArgs(raw); err != nil {
+				return usageErr("--args: %v", err)
+			}
+			tr, err := a.open()
+			if err != nil {
+				return err
+			}
+			if ref.Name != "" {
+				if _, err := a.cfg.Server(ref.Name); err != nil {
+					return err
+				}
+			}
+			inputs := a.inputSource(answers)
+			rec, reused, err := tr.Call(cmd.Context(), mcpclient.CallRequest{
+				Server: ref, Tool: pos[0], Args: raw, Key: key, Input: inputs.forCall,
+			})
+			if err != nil {
+				return err
+			}
+			if reused {
+				fmt.Fprintf(a.stderr, "taskdeck: key %q already names task %s; nothing new was sent\n", key, rec.ID)
+			}
+			if !wait {
+				if asJSON {
+					return printJSON(a.stdout, rec)
+				}
+				fmt.Fprintln(a.stdout, rec.ID)
+				return nil
+			}
+			p := a.printer(asJSON)
+			p.change(rec)
+			rec, err = a.follow(cmd.Context(), tr, rec, p, inputs)
+			if err != nil {
+				return err
+			}
+			return outcome(rec)
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "", "configured server NAME")
+	cmd.Flags().StringVar(&url, "url", "", "ad-hoc server URL (streamable HTTP)")
+	cmd.Flags().StringVar(&args, "args", "", "tool arguments as a JSON object")
+	cmd.Flags().StringVar(&key, "key", "", "idempotency key: the same key and arguments never launch twice")
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "answer input KEY with RESPONSE_JSON (repeatable)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "follow the task to its end, printing each change")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON objects")
+	cmd.MarkFlagsMutuallyExclusive("server", "url")
+	cmd.MarkFlagsOneRequired("server", "url")
+	cmd.RegisterFlagCompletionFunc("server", a.completeServers)
+	return cmd
+}
+
+// follow polls one task until it ends, answering inputs it can, or
+// stops where it waits for input nobody here can give.
+func (a *app) follow(ctx context.Context, tr *mcpclient.Tracker, rec *model.Task, p *printer, inputs *inputSource) (*model.Task, error) {
+	last := rec
+	err := tr.Watch(ctx, []string{rec.ID}, mcpclient.WatchOptions{OnPoll: func(res mcpclient.PollResult) bool {
+		last = res.Task
+		p.poll(res)
+		if res.Task.Status != model.StatusInputRequired || len(res.Task.PendingInputs()) == 0 {
+			return true
+		}
+		answers, err := inputs.forTask(ctx, res.Task)
+		if err != nil || len(answers) == 0 {
+			if err != nil {
+				fmt.Fprintf(a.stderr, "taskdeck: %s\n", oneLine(err.Error()))
+			}
+			return false
+		}
+		if last, err = tr.Answer(ctx, res.Task.ID, answers); err != nil {
+			fmt.Fprintf(a.stderr, "taskdeck: %s\n", oneLine(err.Error()))
+			return !errors.As(err, new(*mcpclient.InputKeyError))
+		}
+		return true
+	}})
+	return last, err
+}
+
+// outcome turns a task's final state into the exit code.
+func outcome(rec *model.Task) error {
+	switch {
+	case rec.Status == model.StatusInputRequired:
+		return &exitError{code: exitWaiting, err: fmt.Errorf("task %s waits for input: answer with `taskdeck answer %s KEY RESPONSE_JSON`", rec.ID, rec.ID)}
+	case rec.Status == model.StatusCompleted && !rec.IsError:
+		return nil
+	case rec.Status == model.StatusCompleted:
+		return &exitError{code: exitTaskBad, err: fmt.Errorf("task %s completed with a tool error", rec.ID)}
+	default:
+		return &exitError{code: exitTaskBad, err: fmt.Errorf("task %s ended %s", rec.ID, rec.Status)}
+	}
+}
+
+func serverRef(server, url string) (model.ServerRef, error) {
+	if url != "" {
+		if _, err := mcpclient.AdHoc(url); err != nil {
+			return model.ServerRef{}, &exitError{code: exitUsage, err: err}
+		}
+		return model.ServerRef{URL: url}, nil
+	}
+	return model.ServerRef{Name: server}, nil
+}
+
+func parseInputs(inputs []string) (map[string]json.RawMessage, error) {
+	answers := map[string]json.RawMessage{}
+	for _, in := range inputs {
+		key, val, ok := strings.Cut(in, "=")
+		if !ok || key == "" {
+			return nil, usageErr("--input %q: want KEY=RESPONSE_JSON", in)
+		}
+		if !json.Valid([]byte(val)) {
+			return nil, usageErr("--input %s: the response is not valid JSON", key)
+		}
+		answers[key] = json.RawMessage(val)
+	}
+	return answers, nil
+}
+
+func (a *app) lsCommand() *cobra.Command {
+	var status string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List tasks from the store (no network)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var filter []model.Status
+			if status != "" {
+				st, err := model.ParseStatus(status)
+				if err != nil {
+					return usageErr("--status: %v", err)
+				}
+				filter = append(filter, st)
+			}
+			tr, err := a.open()
+			if err != nil {
+				return err
+			}
+			var tasks []*model.Task
+			if filter != nil {
+				tasks, err = tr.Store().ByStatus(filter...)
+			} else {
+				tasks, err = tr.Store().All()
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				for _, t := range tasks {
+					if err := printJSON(a.stdout, t); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			printTable(a.stdout, tasks, time.Now())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
+	cmd.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var names []string
+		for _, s := range model.AllStatuses {
+			names = append(names, string(s))
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+func (a *app) getCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:               "get ID",
+		Short:             "Show one task; an open task is refreshed from its server first",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			tr, rec, err := a.task(pos[0])
+			if err != nil {
+				return err
+			}
+			var pollErr error
+			if rec.Status.Pollable() {
+				res, err := tr.Poll(cmd.Context(), rec.ID)
+				if err != nil {
+					return err
+				}
+				rec, pollErr = res.Task, res.Err
+			}
+			if asJSON {
+				return printJSON(a.stdout, rec)
+			}
+			printDetail(a.stdout, rec, pollErr)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	return cmd
+}
+
+func (a *app) answerCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:               "answer ID KEY RESPONSE_JSON",
+		Short:             `Answer a task's input request, e.g. '{"action":"accept","content":{...}}'`,
+		Args:              cobra.ExactArgs(3),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			if !json.Valid([]byte(pos[2])) {
+				return usageErr(`RESPONSE_JSON is not valid JSON; e.g. '{"action":"accept","content":{"approve":true}}'`)
+			}
+			tr, rec, err := a.task(pos[0])
+			if err != nil {
+				return err
+			}
+			rec, err = tr.Answer(cmd.Context(), rec.ID, map[string]json.RawMessage{pos[1]: json.RawMessage(pos[2])})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "answered %s of task %s\n", termtext.Line(pos[1]), rec.ID)
+			return nil
+		},
+	}
+}
+
+func (a *app) cancelCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:               "cancel ID",
+		Short:             "Ask the server to cancel a task (tasks/cancel)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			tr, rec, err := a.task(pos[0])
+			if err != nil {
+				return err
+			}
+			if _, err := tr.Cancel(cmd.Context(), rec.ID); err != nil {
+				return err
+			}
+			// One poll tells whether the server has already stopped it.
+			res, err := tr.Poll(cmd.Context(), rec.ID)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "cancel sent; task %s is %s\n", rec.ID, res.Task.Status)
+			return nil
+		},
+	}
+}
+
+func (a *app) forgetCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:               "forget ID",
+		Short:             "Delete a task's local record without telling its server",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: a.completeIDs,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			tr, rec, err := a.task(pos[0])
+			if err != nil {
+				return err
+			}
+			if err := tr.Forget(rec.ID); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "forgot task %s\n", rec.ID)
+			return nil
+		},
+	}
+}
+
+func (a *app) pruneCommand() *cobra.Command {
+	var olderThan time.Duration
+	cmd := &cobra.Command{
+		Use:   "prune",
+		Short: "Delete finished tasks (completed, failed, cancelled, unknown)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if olderThan < 0 {
+				return usageErr("--older-than must not be negative")
+			}
+			tr, err := a.open()
+			if err != nil {
+				return err
+			}
+			n, err := tr.Prune(olderThan)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "pruned %d finished tasks\n", n)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "only tasks unchanged for this long (e.g. 24h)")
+	return cmd
+}
+
+func (a *app) watchCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Reconcile, then poll every open task until each has ended or waits for input",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tr, err := a.open()
+			if err != nil {
+				return err
+			}
+			p := a.printer(asJSON)
+			rep, err := tr.Reconcile(cmd.Context(), mcpclient.DefaultPerServer)
+			if err != nil {
+				return err
+			}
+			p.report(rep)
+			var ids []string
+			for _, t := range append(rep.Reattached, rep.Unreachable...) {
+				if t.Status == model.StatusWorking || len(t.PendingInputs()) == 0 && t.Status.Pollable() {
+					ids = append(ids, t.ID)
+				}
+			}
+			return tr.Watch(cmd.Context(), ids, mcpclient.WatchOptions{OnPoll: func(res mcpclient.PollResult) bool {
+				p.poll(res)
+				return res.Task.Status != model.StatusInputRequired || len(res.Task.PendingInputs()) == 0
+			}})
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line for each change")
+	return cmd
+}
+
+func (a *app) serversCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "servers",
+		Short: "List the configured servers",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			if len(cfg.Names()) == 0 {
+				fmt.Fprintf(a.stdout, "no servers configured in %s\n", a.configPath)
+				return nil
+			}
+			for _, name := range cfg.Names() {
+				s, _ := cfg.Server(name)
+				where := s.URL
+				if where == "" {
+					where = strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
+				}
+				fmt.Fprintf(a.stdout, "%-20s %s\n", name, where)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) toolsCommand() *cobra.Command {
+	var url string
+	cmd := &cobra.Command{
+		Use:               "tools (SERVER | --url URL)",
+		Short:             "List a server's tools",
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: a.completeServers,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			var name string
+			if len(pos) == 1 {
+				name = pos[0]
+			}
+			if (name == "") == (url == "") {
+				return usageErr("name one server: tools SERVER, or tools --url URL")
+			}
+			ref, err := serverRef(name, url)
+			if err != nil {
+				return err
+			}
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			if err := a.openLog(); err != nil {
+				return err
+			}
+			pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg, Logger: a.logger, ChildStderr: a.logFile})
+			defer pool.Close()
+			sess, err := pool.Session(cmd.Context(), ref)
+			if err != nil {
+				return err
+			}
+			tools, err := sess.ListTools(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if !sess.SupportsTasks {
+				fmt.Fprintln(a.stdout, "(this server does not advertise the tasks extension: calls return results directly)")
+			}
+			for _, t := range tools {
+				fmt.Fprintf(a.stdout, "%-20s %s\n", termtext.Line(t.Name), termtext.Line(t.Description))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "ad-hoc server URL")
+	return cmd
+}
+
+// task opens the store and finds a task by id or unique id prefix.
+func (a *app) task(id string) (*mcpclient.Tracker, *model.Task, error) {
+	tr, err := a.open()
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := tr.Store().Get(id)
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
+		return tr, rec, err
+	}
+	all, err := tr.Store().All()
+	if err != nil {
+		return nil, nil, err
+	}
+	var match *model.Task
+	for _, t := range all {
+		if strings.HasPrefix(t.ID, id) {
+			if match != nil {
+				return nil, nil, usageErr("%q matches several tasks; give more of the id", id)
+			}
+			match = t
+		}
+	}
+	if match == nil {
+		return nil, nil, usageErr("no task %q in %s; `taskdeck ls` lists them", id, a.dataDir)
+	}
+	return tr, match, nil
+}
+
+func (a *app) completeServers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	cfg, err := mcpclient.LoadConfig(a.configPath)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return cfg.Names(), cobra.ShellCompDirectiveNoFileComp
+}
+
+func (a *app) completeIDs(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	st, err := store.Open(a.dataDir, nil)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer st.Close()
+	all, _ := st.All()
+	var ids []string
+	for _, t := range all {
+		ids = append(ids, t.ID+"\t"+termtext.Line(t.Tool)+" "+string(t.Status))
+	}
+	return ids, cobra.ShellCompDirectiveNoFileComp
+}

@@ -1,0 +1,209 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// KeyConflictError: an idempotency key already names another call.
+type KeyConflictError struct {
+	Key      string
+	Existing *model.Task
+	SameCall bool // a concurrent launch of the same call won the race
+}
+
+func (e *KeyConflictError) Error() string {
+	if e.SameCall {
+		return fmt.Sprintf("key %q was just used for the same call (task %s); nothing more was sent", e.Key, e.Existing.ID)
+	}
+	return fmt.Sprintf("key %q already names task %s (%s on %s) with other arguments; use another key, or `taskdeck forget %s` first",
+		e.Key, e.Existing.ID, e.Existing.Tool, e.Existing.Server, e.Existing.ID)
+}
+
+// InputNeededError: the server wants answers before it starts the task.
+type InputNeededError struct {
+	Requests map[string]model.InputRequest
+}
+
+func (e *InputNeededError) Error() string {
+	keys := slices.Sorted(maps.Keys(e.Requests))
+	return fmt.Sprintf("the server needs input before it starts (keys: %s); run on a terminal, or pass --input KEY=RESPONSE_JSON", strings.Join(keys, ", "))
+}
+
+// StateError: the action does not fit the task's status.
+type StateError struct {
+	Task *model.Task
+	Want string
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("task %s is %s: %s", e.Task.ID, e.Task.Status, e.Want)
+}
+
+// InputKeyError: an answer names a key the task did not ask for, or one
+// already answered.
+type InputKeyError struct {
+	TaskID, Key string
+	Answered    bool
+	Pending     []string
+}
+
+func (e *InputKeyError) Error() string {
+	if e.Answered {
+		return fmt.Sprintf("task %s: input %q was already answered; each input is answered once", e.TaskID, e.Key)
+	}
+	if len(e.Pending) == 0 {
+		return fmt.Sprintf("task %s did not ask for input %q and asks for nothing now", e.TaskID, e.Key)
+	}
+	return fmt.Sprintf("task %s did not ask for input %q (it asks for: %s)", e.TaskID, e.Key, strings.Join(e.Pending, ", "))
+}
+
+// NormalizeArgs checks that tool arguments are one JSON object.
+func NormalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return json.RawMessage("{}"), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, errors.New(`arguments must be a JSON object, e.g. {"seconds": 5}`)
+	}
+	return compactJSON(raw), nil
+}
+
+// Answer sends answers to a task's input requests. Answers are checked
+// against the request first, then synced as answered (so no key is ever
+// asked twice, also after a restart) and sent with tasks/update. If the
+// send fails they stay pending and every later poll re-sends them.
+func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error) {
+	rec, err := t.store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status != model.StatusInputRequired {
+		return nil, &StateError{Task: rec, Want: "it is not waiting for input"}
+	}
+	for key, raw := range answers {
+		if rec.Answered(key) {
+			return nil, &InputKeyError{TaskID: id, Key: key, Answered: true}
+		}
+		req, ok := rec.InputRequests[key]
+		if !ok {
+			return nil, &InputKeyError{TaskID: id, Key: key, Pending: rec.PendingInputs()}
+		}
+		if err := model.ValidateAnswer(req, raw); err != nil {
+			return nil, fmt.Errorf("input %q: %w", key, err)
+		}
+	}
+	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
+		if r.PendingAnswers == nil {
+			r.PendingAnswers = map[string]json.RawMessage{}
+		}
+		for k, v := range answers {
+			r.PendingAnswers[k] = compactJSON(v)
+		}
+		r.MarkAnswered(slices.Sorted(maps.Keys(answers)), t.now())
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sess, err := t.pool.Session(ctx, rec.Server)
+	if err != nil {
+		return rec, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
+	}
+	rec, err = t.flushAnswers(ctx, sess, rec)
+	if err != nil {
+		return rec, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
+	}
+	return rec, nil
+}
+
+// flushAnswers sends pending answers and clears them once acknowledged.
+func (t *Tracker) flushAnswers(ctx context.Context, sess *Session, rec *model.Task) (*model.Task, error) {
+	sent := maps.Clone(rec.PendingAnswers)
+	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	err := sess.UpdateTask(cctx, rec.TaskID, sent)
+	cancel()
+	if errors.Is(err, ErrTaskUnknown) {
+		return t.markUnknown(rec.ID)
+	}
+	if err != nil {
+		return rec, err
+	}
+	return t.store.Update(rec.ID, func(r *model.Task) (bool, error) {
+		for k := range sent {
+			delete(r.PendingAnswers, k)
+		}
+		if len(r.PendingAnswers) == 0 {
+			r.PendingAnswers = nil
+		}
+		return true, nil
+	})
+}
+
+// Cancel asks the server to stop a task. The record is marked
+// cancel-requested first; the server's word on the outcome comes with the
+// next polls (it may finish first).
+func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
+	rec, err := t.store.Get(id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case rec.Status.Terminal():
+		return rec, &StateError{Task: rec, Want: "it has already ended; nothing to cancel"}
+	case !rec.Status.Pollable():
+		return rec, &StateError{Task: rec, Want: fmt.Sprintf("it has no server handle, so there is nothing to cancel; `taskdeck forget %s` removes the record", id)}
+	}
+	sess, err := t.pool.Session(ctx, rec.Server)
+	if err != nil {
+		return rec, err
+	}
+	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
+		changed := !r.CancelRequested
+		r.CancelRequested = true
+		return changed, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	err = sess.CancelTask(cctx, rec.TaskID)
+	cancel()
+	if errors.Is(err, ErrTaskUnknown) {
+		return t.markUnknown(id)
+	}
+	return rec, err
+}
+
+// Forget deletes a record without telling its server.
+func (t *Tracker) Forget(id string) error {
+	t.forgetPoll(id)
+	return t.store.Delete(id)
+}
+
+// Prune deletes finished records not changed for olderThan (0: all).
+func (t *Tracker) Prune(olderThan time.Duration) (int, error) {
+	var cutoff time.Time
+	if olderThan > 0 {
+		cutoff = t.now().Add(-olderThan)
+	}
+	return t.store.Prune(cutoff)
+}
+
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}

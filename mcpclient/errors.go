@@ -1,0 +1,110 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
+)
+
+// ErrTaskUnknown: the server answered -32602 to a tasks/* request. The task
+// expired, was purged, or the server lost it in a restart; it is gone.
+var ErrTaskUnknown = errors.New("the server no longer knows this task")
+
+// ErrNoTasks: the server does not implement the Tasks extension (-32601).
+var ErrNoTasks = errors.New("the server does not support the tasks extension")
+
+// ErrExtensionRequired: the server insists on the tasks extension (-32021).
+var ErrExtensionRequired = errors.New("the server requires the tasks extension on this request")
+
+// ServerError is any other JSON-RPC error the server answered with.
+type ServerError struct {
+	Code    int64
+	Message string
+	Data    json.RawMessage
+}
+
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("server error %d: %s", e.Code, e.Message)
+}
+
+// VersionError: the server does not speak our protocol version (-32022).
+type VersionError struct {
+	Supported []string
+}
+
+func (e *VersionError) Error() string {
+	if len(e.Supported) == 0 {
+		return "the server does not support protocol " + wire.ProtocolVersion
+	}
+	return fmt.Sprintf("the server does not support protocol %s (it supports %s)",
+		wire.ProtocolVersion, strings.Join(e.Supported, ", "))
+}
+
+// TransportError: the server could not be reached, or the exchange broke.
+// Whether a request that failed this way took effect is unknown.
+type TransportError struct {
+	Server string
+	Err    error
+	// RetryAfter is the wait the server asked for (429/503), if any.
+	RetryAfter time.Duration
+}
+
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("server %s unreachable: %s", e.Server, oneLine(e.Err.Error()))
+}
+
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// classify maps what go-sdk returned to our typed errors. taskMethod tells
+// whether -32602 means "task unknown" (tasks/*) or "bad params" (tools/call).
+func classify(server string, err error, taskMethod bool, info *callInfo) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		switch werr.Code {
+		case wire.CodeInvalidParams:
+			if taskMethod {
+				return ErrTaskUnknown
+			}
+		case wire.CodeMethodNotFound:
+			if taskMethod {
+				return ErrNoTasks
+			}
+		case wire.CodeMissingCapability, wire.LegacyCodeMissingCapability:
+			return ErrExtensionRequired
+		case wire.CodeUnsupportedVersion, wire.LegacyCodeUnsupportedVersion:
+			var data struct {
+				Supported []string `json:"supported"`
+			}
+			_ = json.Unmarshal(werr.Data, &data) // the list is a courtesy
+			return &VersionError{Supported: data.Supported}
+		}
+		return &ServerError{Code: werr.Code, Message: oneLine(werr.Message), Data: werr.Data}
+	}
+	te := &TransportError{Server: server, Err: err}
+	if info != nil {
+		te.RetryAfter = info.retryAfter
+	}
+	return te
+}
+
+// oneLine keeps multi-line transport messages to one line.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	const max = 300
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}

@@ -1,0 +1,304 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// Version is what taskdeck calls itself in clientInfo.
+var Version = "0.1.0"
+
+// PoolOptions configure how servers are reached.
+type PoolOptions struct {
+	Config *Config
+	// Lookup expands ${VAR}; os.LookupEnv when nil.
+	Lookup func(string) (string, bool)
+	// Logger gets go-sdk's logs; nil discards them.
+	Logger *slog.Logger
+	// ChildStderr receives stdio servers' stderr (the log file): never the
+	// terminal. nil discards it.
+	ChildStderr io.Writer
+	// Warn is told about risky connections (plain http to a remote host).
+	Warn func(msg string)
+}
+
+// Pool keeps one session per server, connecting on first use and again
+// after a transport failure. Sessions are stateless on the wire, so one
+// session serves any number of concurrent requests.
+type Pool struct {
+	opts PoolOptions
+
+	mu      sync.Mutex
+	entries map[model.ServerRef]*poolEntry
+	closed  bool
+}
+
+type poolEntry struct {
+	ready chan struct{}
+	sess  *Session
+	err   error
+}
+
+// NewPool makes a pool; nothing is connected until used.
+func NewPool(opts PoolOptions) *Pool {
+	if opts.Config == nil {
+		opts.Config = &Config{}
+	}
+	if opts.Lookup == nil {
+		opts.Lookup = os.LookupEnv
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ChildStderr == nil {
+		opts.ChildStderr = io.Discard
+	}
+	return &Pool{opts: opts, entries: map[model.ServerRef]*poolEntry{}}
+}
+
+// Resolve finds the configuration a reference points at.
+func (p *Pool) Resolve(ref model.ServerRef) (ServerConfig, error) {
+	if ref.Name != "" {
+		return p.opts.Config.Server(ref.Name)
+	}
+	return AdHoc(ref.URL)
+}
+
+// Session returns a connected session for the server, connecting once for
+// all concurrent callers.
+func (p *Pool) Session(ctx context.Context, ref model.ServerRef) (*Session, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errors.New("client is closed")
+	}
+	e, ok := p.entries[ref]
+	if !ok {
+		e = &poolEntry{ready: make(chan struct{})}
+		p.entries[ref] = e
+		p.mu.Unlock()
+		e.sess, e.err = p.connect(ctx, ref)
+		close(e.ready)
+		if e.err != nil {
+			p.forget(ref, e)
+		}
+	} else {
+		p.mu.Unlock()
+	}
+	select {
+	case <-e.ready:
+		return e.sess, e.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Drop closes a session that failed, so the next use reconnects.
+func (p *Pool) Drop(s *Session) {
+	p.mu.Lock()
+	e, ok := p.entries[s.ref]
+	if ok && e.sess == s {
+		delete(p.entries, s.ref)
+	}
+	p.mu.Unlock()
+	if ok && e.sess == s {
+		s.cs.Close()
+	}
+}
+
+func (p *Pool) forget(ref model.ServerRef, e *poolEntry) {
+	p.mu.Lock()
+	if p.entries[ref] == e {
+		delete(p.entries, ref)
+	}
+	p.mu.Unlock()
+}
+
+// Close ends every session (and stops stdio servers).
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.closed = true
+	entries := p.entries
+	p.entries = map[model.ServerRef]*poolEntry{}
+	p.mu.Unlock()
+	for _, e := range entries {
+		<-e.ready
+		if e.sess != nil {
+			e.sess.cs.Close()
+		}
+	}
+}
+
+func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, error) {
+	cfg, err := p.Resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err = cfg.Expand(p.opts.Lookup)
+	if err != nil {
+		return nil, err
+	}
+	var transport mcp.Transport
+	if cfg.URL != "" {
+		if !cfg.IsLoopbackOrHTTPS() && p.opts.Warn != nil {
+			p.opts.Warn(fmt.Sprintf("server %s is reached over plain http on a non-loopback address: traffic and task ids are not encrypted", ref))
+		}
+		transport = &mcp.StreamableClientTransport{
+			Endpoint:             cfg.URL,
+			HTTPClient:           &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: cfg.Headers}},
+			DisableStandaloneSSE: true,
+		}
+	} else {
+		// No shell: the command and its arguments go to exec as they are.
+		cmd := exec.Command(cfg.Command, cfg.Args...)
+		cmd.Env = os.Environ()
+		for k, v := range cfg.Env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		cmd.Stderr = p.opts.ChildStderr
+		transport = &mcp.CommandTransport{Command: cmd}
+	}
+
+	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+		Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
+	}}
+	caps.AddExtension(wire.ExtensionID, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "taskdeck", Version: Version}, &mcp.ClientOptions{
+		Logger:       p.opts.Logger,
+		Capabilities: caps,
+		// Input requests are the operator's to answer, not the SDK's.
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	for _, err := range []error{
+		mcp.AddSendingCustomMethod[*wire.GetTaskParams, *wire.GetTaskResult](client, wire.MethodGet),
+		mcp.AddSendingCustomMethod[*wire.UpdateTaskParams, *wire.AckResult](client, wire.MethodUpdate),
+		mcp.AddSendingCustomMethod[*wire.CancelTaskParams, *wire.AckResult](client, wire.MethodCancel),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	cs, err := client.Connect(ctx, captureTransport{transport}, &mcp.ClientSessionOptions{ProtocolVersion: wire.ProtocolVersion})
+	if err != nil {
+		return nil, classify(ref.String(), err, false, nil)
+	}
+	init := cs.InitializeResult()
+	if init == nil || init.ProtocolVersion != wire.ProtocolVersion {
+		cs.Close()
+		got := "an older protocol"
+		if init != nil {
+			got = init.ProtocolVersion
+		}
+		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", ref, got, wire.ProtocolVersion)
+	}
+	s := &Session{ref: ref, cs: cs}
+	if init.Capabilities != nil {
+		_, s.SupportsTasks = init.Capabilities.Extensions[wire.ExtensionID]
+	}
+	if init.ServerInfo != nil {
+		s.ServerName, s.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
+	}
+	return s, nil
+}
+
+// Session is a connection to one server.
+type Session struct {
+	ref                       model.ServerRef
+	cs                        *mcp.ClientSession
+	SupportsTasks             bool
+	ServerName, ServerVersion string
+}
+
+// Ref names the server this session talks to.
+func (s *Session) Ref() model.ServerRef { return s.ref }
+
+// CallTool sends tools/call with the tasks extension declared and returns
+// what came back: a result, a task handle, or input requests (MRTR).
+func (s *Session) CallTool(ctx context.Context, tool string, args json.RawMessage, answers map[string]json.RawMessage, requestState string) (*wire.CallOutcome, error) {
+	params := &mcp.CallToolParams{Name: tool, Arguments: args, RequestState: requestState}
+	if len(args) == 0 {
+		params.Arguments = json.RawMessage("{}")
+	}
+	if len(answers) > 0 {
+		raw, err := json.Marshal(answers)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &params.InputResponses); err != nil {
+			return nil, fmt.Errorf("input responses: %w", err)
+		}
+	}
+	info := &callInfo{}
+	_, err := s.cs.CallTool(withCallInfo(ctx, info), params)
+	if err != nil {
+		return nil, classify(s.ref.String(), err, false, info)
+	}
+	raw := info.result()
+	if raw == nil {
+		// Never decode through go-sdk's type: it would drop a task handle.
+		return nil, &TransportError{Server: s.ref.String(), Err: errors.New("tools/call result was not captured")}
+	}
+	return wire.DecodeCallResult(raw)
+}
+
+// GetTask sends one tasks/get.
+func (s *Session) GetTask(ctx context.Context, taskID string) (*model.Snapshot, error) {
+	info := &callInfo{taskID: taskID}
+	res, err := mcp.CallCustomMethod[*wire.GetTaskParams, *wire.GetTaskResult](
+		withCallInfo(ctx, info), s.cs, wire.MethodGet, &wire.GetTaskParams{TaskID: taskID})
+	if err != nil {
+		return nil, classify(s.ref.String(), err, true, info)
+	}
+	return wire.DecodeTask(res)
+}
+
+// UpdateTask sends answers to input requests with tasks/update.
+func (s *Session) UpdateTask(ctx context.Context, taskID string, answers map[string]json.RawMessage) error {
+	info := &callInfo{taskID: taskID}
+	_, err := mcp.CallCustomMethod[*wire.UpdateTaskParams, *wire.AckResult](
+		withCallInfo(ctx, info), s.cs, wire.MethodUpdate, &wire.UpdateTaskParams{TaskID: taskID, InputResponses: answers})
+	return classify(s.ref.String(), err, true, info)
+}
+
+// CancelTask sends tasks/cancel. An unknown task counts as cancelled: the
+// server has nothing left to stop.
+func (s *Session) CancelTask(ctx context.Context, taskID string) error {
+	info := &callInfo{taskID: taskID}
+	_, err := mcp.CallCustomMethod[*wire.CancelTaskParams, *wire.AckResult](
+		withCallInfo(ctx, info), s.cs, wire.MethodCancel, &wire.CancelTaskParams{TaskID: taskID})
+	return classify(s.ref.String(), err, true, info)
+}
+
+// ListTools lists every tool the server offers, following pagination.
+func (s *Session) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	for tool, err := range s.cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, classify(s.ref.String(), err, false, nil)
+		}
+		tools = append(tools, tool)
+	}
+	slices.SortFunc(tools, func(a, b *mcp.Tool) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return tools, nil
+}

@@ -1,0 +1,370 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// Tracker joins the MCP client and the store: every handle is on disk
+// before anyone hears of it, and every poll's outcome lands in the record.
+// Its API is free of UI types so that one owner can serve it to others.
+type Tracker struct {
+	store          *store.Store
+	pool           *Pool
+	policy         model.PollPolicy
+	now            func() time.Time
+	log            *slog.Logger
+	requestTimeout time.Duration
+
+	mu    sync.Mutex
+	polls map[string]*pollState
+}
+
+// pollState is what the tracker remembers between polls of one task. It
+// is kept in memory on purpose: a poll that changed nothing writes nothing.
+type pollState struct {
+	base       time.Duration
+	errors     int
+	lastErr    error
+	lastPolled time.Time
+	next       time.Time
+}
+
+// PollStatus is the poll state of a task, for display.
+type PollStatus struct {
+	LastPolled time.Time
+	Next       time.Time
+	Errors     int
+	LastError  error
+}
+
+// TrackerOptions tune a tracker; the zero value is the default.
+type TrackerOptions struct {
+	Policy         model.PollPolicy
+	Now            func() time.Time
+	Logger         *slog.Logger
+	RequestTimeout time.Duration // one request to a server; 30 s when zero
+}
+
+// NewTracker makes a tracker over an open store and a pool.
+func NewTracker(st *store.Store, pool *Pool, opts TrackerOptions) *Tracker {
+	if opts.Policy == (model.PollPolicy{}) {
+		opts.Policy = model.DefaultPollPolicy
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	return &Tracker{
+		store: st, pool: pool, policy: opts.Policy, now: opts.Now, log: opts.Logger,
+		requestTimeout: opts.RequestTimeout, polls: map[string]*pollState{},
+	}
+}
+
+// Store is the tracker's store, for read-only queries.
+func (t *Tracker) Store() *store.Store { return t.store }
+
+// Pool is the tracker's connection pool.
+func (t *Tracker) Pool() *Pool { return t.pool }
+
+// InputFunc answers input requests (MRTR, before a task exists) with
+// input responses keyed like the requests.
+type InputFunc func(ctx context.Context, requests map[string]model.InputRequest) (map[string]json.RawMessage, error)
+
+// CallRequest is one tools/call to make durable.
+type CallRequest struct {
+	Server model.ServerRef
+	Tool   string
+	Args   json.RawMessage // a JSON object; empty means {}
+	Key    string          // idempotency key; empty means none
+	Input  InputFunc       // nil: a call that needs input fails with *InputNeededError
+}
+
+// maxInputRounds bounds MRTR rounds, as go-sdk does, so a server that
+// keeps asking cannot hold a call forever.
+const maxInputRounds = 10
+
+// Call makes a tool call durable: the idempotency key is checked, the
+// intent is synced, tools/call is sent, and the handle (or result) is
+// synced before Call returns. reused is true when the key named an
+// existing task and nothing was sent.
+func (t *Tracker) Call(ctx context.Context, req CallRequest) (rec *model.Task, reused bool, err error) {
+	args, err := NormalizeArgs(req.Args)
+	if err != nil {
+		return nil, false, err
+	}
+	if req.Key != "" {
+		existing, err := t.keyHolder(req.Server, req.Tool, args, req.Key)
+		if err != nil || existing != nil {
+			return existing, existing != nil, err
+		}
+	}
+	sess, err := t.pool.Session(ctx, req.Server)
+	if err != nil {
+		return nil, false, err // nothing was sent, nothing is written
+	}
+	rec = model.NewIntent(req.Server, req.Tool, args, req.Key, t.now())
+	if err := t.store.Create(rec); err != nil {
+		var dup *store.DuplicateKeyError
+		if errors.As(err, &dup) {
+			return nil, false, &KeyConflictError{Key: req.Key, Existing: dup.Existing, SameCall: dup.Existing.ArgsHash == rec.ArgsHash}
+		}
+		return nil, false, err
+	}
+
+	var answers map[string]json.RawMessage
+	var state string
+	for round := 0; ; round++ {
+		cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+		out, err := sess.CallTool(cctx, rec.Tool, args, answers, state)
+		cancel()
+		if err != nil {
+			return t.callFailed(rec.ID, sess, err)
+		}
+		switch out.ResultType {
+		case wire.ResultTypeTask:
+			rec, err = t.apply(rec.ID, *out.Task)
+			return rec, false, err
+		case wire.ResultTypeComplete:
+			rec, err = t.apply(rec.ID, model.Snapshot{Status: model.StatusCompleted, Result: out.Result, IsError: out.IsError})
+			return rec, false, err
+		}
+		// input_required before any task exists.
+		if round+1 >= maxInputRounds {
+			return t.abandonCall(rec.ID, fmt.Errorf("the server asked for input %d times; giving up", maxInputRounds))
+		}
+		if req.Input == nil {
+			return t.abandonCall(rec.ID, &InputNeededError{Requests: out.InputRequests})
+		}
+		answers, err = req.Input(ctx, out.InputRequests)
+		if err != nil {
+			return t.abandonCall(rec.ID, err)
+		}
+		state = out.RequestState
+	}
+}
+
+// keyHolder returns the task an idempotency key already names, if it is
+// the same call. A call the server refused outright (no task was ever
+// created) releases its key, so the corrected call can be made.
+func (t *Tracker) keyHolder(server model.ServerRef, tool string, args json.RawMessage, key string) (*model.Task, error) {
+	existing, err := t.store.ByKey(key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if existing.ArgsHash != model.ArgsHash(server, tool, args) {
+		return nil, &KeyConflictError{Key: key, Existing: existing}
+	}
+	if existing.Status != model.StatusFailed || existing.TaskID != "" {
+		return existing, nil
+	}
+	_, err = t.store.Update(existing.ID, func(r *model.Task) (bool, error) {
+		r.IdempotencyKey = ""
+		return true, nil
+	})
+	return nil, err
+}
+
+// callFailed settles an intent whose tools/call got no usable answer.
+func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task, bool, error) {
+	var te *TransportError
+	isTransport := errors.As(cause, &te)
+	if isTransport {
+		t.pool.Drop(sess)
+	}
+	switch {
+	case isTransport && errors.Is(cause, syscall.ECONNREFUSED):
+		// The connection was refused: the request never left.
+		rec, err := t.settle(id, model.StatusFailed, "server unreachable; nothing was started", cause, nil)
+		return rec, false, errors.Join(cause, err)
+	case isTransport || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
+		rec, err := t.settle(id, model.StatusOrphaned, "the call was sent but no handle came back; the server may have started it", cause, nil)
+		return rec, false, errors.Join(cause, err)
+	default:
+		// The server answered with an error: nothing runs there.
+		var rpcErr *model.RPCError
+		var se *ServerError
+		if errors.As(cause, &se) {
+			rpcErr = &model.RPCError{Code: se.Code, Message: se.Message, Data: se.Data}
+		}
+		rec, err := t.settle(id, model.StatusFailed, "the server refused the call", cause, rpcErr)
+		return rec, false, errors.Join(cause, err)
+	}
+}
+
+// abandonCall ends an intent whose input requests were not answered.
+func (t *Tracker) abandonCall(id string, cause error) (*model.Task, bool, error) {
+	rec, err := t.settle(id, model.StatusFailed, "the server needed input before starting; none was given", cause, nil)
+	return rec, false, errors.Join(cause, err)
+}
+
+func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rpcErr *model.RPCError) (*model.Task, error) {
+	return t.store.Update(id, func(r *model.Task) (bool, error) {
+		if err := r.MoveTo(to, msg, t.now()); err != nil {
+			return false, err
+		}
+		r.StatusMessage = msg
+		r.LocalError = oneLine(cause.Error())
+		r.Error = rpcErr
+		return true, nil
+	})
+}
+
+// apply folds a snapshot into the stored record, writing only on change.
+func (t *Tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
+	return t.store.Update(id, func(r *model.Task) (bool, error) {
+		return r.Apply(snap, t.now())
+	})
+}
+
+// PollResult is the outcome of one poll step.
+type PollResult struct {
+	Task    *model.Task
+	Changed bool          // the record changed (and was written)
+	Next    time.Duration // delay before the next poll; 0 when polling is over
+	Err     error         // this poll's failure (the task keeps its state)
+}
+
+// Poll runs one step for a task: one tasks/get, the answer applied and
+// written if anything changed, and the delay before the next step. The
+// error return is for local failures (store); server trouble is in Err.
+func (t *Tracker) Poll(ctx context.Context, id string) (PollResult, error) {
+	rec, err := t.store.Get(id)
+	if err != nil {
+		return PollResult{}, err
+	}
+	if !rec.Status.Pollable() {
+		t.forgetPoll(id)
+		return PollResult{Task: rec}, nil
+	}
+	sess, err := t.pool.Session(ctx, rec.Server)
+	if err != nil {
+		return t.pollFailed(rec, nil, err), nil
+	}
+	if len(rec.PendingAnswers) > 0 {
+		if rec, err = t.flushAnswers(ctx, sess, rec); err != nil {
+			return t.pollFailed(rec, sess, err), nil
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	snap, err := sess.GetTask(cctx, rec.TaskID)
+	cancel()
+	if errors.Is(err, ErrTaskUnknown) {
+		rec, err := t.markUnknown(id)
+		return PollResult{Task: rec, Changed: true}, err
+	}
+	if err != nil {
+		return t.pollFailed(rec, sess, err), nil
+	}
+	changed := false
+	updated, err := t.store.Update(id, func(r *model.Task) (bool, error) {
+		c, err := r.Apply(*snap, t.now())
+		changed = c
+		return c, err
+	})
+	var te *model.TransitionError
+	if errors.As(err, &te) {
+		// A server that contradicts itself is a failing poll, not a new truth.
+		return t.pollFailed(rec, nil, fmt.Errorf("server reported %w", err)), nil
+	}
+	if err != nil {
+		return PollResult{}, err
+	}
+	statusChanged := updated.Status != rec.Status
+	return PollResult{Task: updated, Changed: changed, Next: t.schedule(updated, statusChanged, nil)}, nil
+}
+
+func (t *Tracker) markUnknown(id string) (*model.Task, error) {
+	t.forgetPoll(id)
+	return t.store.Update(id, func(r *model.Task) (bool, error) {
+		if r.Status.Terminal() {
+			return false, nil
+		}
+		return true, r.MarkUnknown("the server no longer knows this task (expired, or lost when the server restarted)", t.now())
+	})
+}
+
+func (t *Tracker) pollFailed(rec *model.Task, sess *Session, err error) PollResult {
+	var te *TransportError
+	if sess != nil && errors.As(err, &te) {
+		t.pool.Drop(sess)
+	}
+	t.log.Debug("poll failed", "task", rec.ID, "err", err)
+	return PollResult{Task: rec, Next: t.schedule(rec, false, err), Err: err}
+}
+
+// schedule runs the poll policy for a task and remembers the outcome.
+func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error) time.Duration {
+	if !rec.Status.Pollable() {
+		t.forgetPoll(rec.ID)
+		return 0
+	}
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ps := t.polls[rec.ID]
+	if ps == nil {
+		ps = &pollState{}
+		t.polls[rec.ID] = ps
+	}
+	in := model.PollInput{
+		Previous:   ps.base,
+		ServerHint: rec.ServerPollInterval(),
+		Changed:    changed,
+		Now:        now,
+		Deadline:   rec.Deadline(),
+	}
+	if pollErr != nil {
+		ps.errors++
+		in.Errors = ps.errors
+		var te *TransportError
+		if errors.As(pollErr, &te) {
+			in.RetryAfter = te.RetryAfter
+		}
+	} else {
+		ps.errors = 0
+	}
+	ps.lastErr = pollErr
+	ps.lastPolled = now
+	ps.base = t.policy.Next(in)
+	next := t.policy.WithJitter(ps.base, rand.Float64())
+	ps.next = now.Add(next)
+	return next
+}
+
+func (t *Tracker) forgetPoll(id string) {
+	t.mu.Lock()
+	delete(t.polls, id)
+	t.mu.Unlock()
+}
+
+// PollStatus tells when a task was last polled, when it is due, and the
+// last poll error, if any.
+func (t *Tracker) PollStatus(id string) PollStatus {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ps := t.polls[id]
+	if ps == nil {
+		return PollStatus{}
+	}
+	return PollStatus{LastPolled: ps.lastPolled, Next: ps.next, Errors: ps.errors, LastError: ps.lastErr}
+}

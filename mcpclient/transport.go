@@ -1,0 +1,158 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// callInfo rides in a request's context down to the transports, which
+// go-sdk gives no other way to reach: the HTTP layer reads the task id for
+// Mcp-Name and writes back Retry-After; the connection layer writes back
+// the raw tools/call result that go-sdk would otherwise decode lossily.
+type callInfo struct {
+	taskID string
+
+	mu         sync.Mutex
+	raw        json.RawMessage
+	retryAfter time.Duration
+}
+
+type callInfoKey struct{}
+
+func withCallInfo(ctx context.Context, info *callInfo) context.Context {
+	return context.WithValue(ctx, callInfoKey{}, info)
+}
+
+func callInfoFrom(ctx context.Context) *callInfo {
+	info, _ := ctx.Value(callInfoKey{}).(*callInfo)
+	return info
+}
+
+func (c *callInfo) result() json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.raw
+}
+
+// captureTransport wraps a transport so that the raw result of every
+// tools/call made with a callInfo is kept: go-sdk's CallToolResult drops
+// the task handle's fields (go-sdk-tasks.md, pitfall 1).
+type captureTransport struct {
+	mcp.Transport
+}
+
+func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &captureConn{Connection: conn, pending: map[jsonrpc.ID]*callInfo{}}, nil
+}
+
+type captureConn struct {
+	mcp.Connection
+
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]*callInfo
+}
+
+func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
+		if info := callInfoFrom(ctx); info != nil {
+			c.mu.Lock()
+			c.pending[req.ID] = info
+			c.mu.Unlock()
+			// A caller that gives up must not leave its slot behind.
+			context.AfterFunc(ctx, func() { c.drop(req.ID) })
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		info := c.pending[resp.ID]
+		delete(c.pending, resp.ID)
+		c.mu.Unlock()
+		if info != nil && resp.Error == nil {
+			info.mu.Lock()
+			info.raw = append(json.RawMessage(nil), resp.Result...)
+			info.mu.Unlock()
+		}
+	}
+	return msg, err
+}
+
+func (c *captureConn) drop(id jsonrpc.ID) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// headerTransport adds the configured headers to every request, sets
+// Mcp-Name to the task id on tasks/* requests (go-sdk does not, pitfall 5),
+// and reports a server's Retry-After back to the caller.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	info := callInfoFrom(req.Context())
+	if info != nil && info.taskID != "" {
+		req.Header.Set("Mcp-Name", headerValue(info.taskID))
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && info != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			info.mu.Lock()
+			info.retryAfter = d
+			info.mu.Unlock()
+		}
+	}
+	return resp, err
+}
+
+var encodedWordPattern = regexp.MustCompile(`^=\?base64\?.*\?=$`)
+
+// headerValue encodes a value that is not plain visible ASCII, or that
+// looks like an encoded value, as the transport spec asks.
+func headerValue(v string) string {
+	plain := !encodedWordPattern.MatchString(v)
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] >= 0x20 && v[i] < 0x7f
+	}
+	if plain {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}

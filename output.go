@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/ui/termtext"
+)
+
+// taskJSON is the --json shape of a task: stable field names for scripts.
+type taskJSON struct {
+	ID              string                        `json:"id"`
+	TaskID          string                        `json:"taskId,omitempty"`
+	Server          string                        `json:"server"`
+	Tool            string                        `json:"tool"`
+	Arguments       json.RawMessage               `json:"arguments,omitempty"`
+	Key             string                        `json:"key,omitempty"`
+	Status          model.Status                  `json:"status"`
+	StatusMessage   string                        `json:"statusMessage,omitempty"`
+	CreatedAt       time.Time                     `json:"createdAt"`
+	UpdatedAt       time.Time                     `json:"updatedAt"`
+	InputRequests   map[string]model.InputRequest `json:"inputRequests,omitempty"`
+	AnsweredKeys    []string                      `json:"answeredKeys,omitempty"`
+	Result          json.RawMessage               `json:"result,omitempty"`
+	IsError         bool                          `json:"isError,omitempty"`
+	Error           *model.RPCError               `json:"error,omitempty"`
+	LocalError      string                        `json:"localError,omitempty"`
+	CancelRequested bool                          `json:"cancelRequested,omitempty"`
+	History         []model.Transition            `json:"history,omitempty"`
+}
+
+func toJSON(t *model.Task) taskJSON {
+	return taskJSON{
+		ID: t.ID, TaskID: t.TaskID, Server: t.Server.String(), Tool: t.Tool, Arguments: t.Arguments,
+		Key: t.IdempotencyKey, Status: t.Status, StatusMessage: t.StatusMessage,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, InputRequests: t.InputRequests,
+		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,
+		LocalError: t.LocalError, CancelRequested: t.CancelRequested, History: t.History,
+	}
+}
+
+// printJSON writes one task as one line of JSON. encoding/json escapes
+// control characters, so hostile text stays inert and the line valid.
+func printJSON(w io.Writer, t *model.Task) error {
+	return json.NewEncoder(w).Encode(toJSON(t))
+}
+
+// printer reports changes of followed tasks, one line each.
+type printer struct {
+	w, errw io.Writer
+	asJSON  bool
+	seen    map[string]string // id → last printed state
+}
+
+func (a *app) printer(asJSON bool) *printer {
+	return &printer{w: a.stdout, errw: a.stderr, asJSON: asJSON, seen: map[string]string{}}
+}
+
+// change prints a task if its status or message moved since last time.
+func (p *printer) change(t *model.Task) {
+	state := string(t.Status) + "\x00" + t.StatusMessage + "\x00" + strings.Join(t.PendingInputs(), ",")
+	if p.seen[t.ID] == state {
+		return
+	}
+	p.seen[t.ID] = state
+	if p.asJSON {
+		printJSON(p.w, t)
+		return
+	}
+	fmt.Fprintf(p.w, "%s  %s  %-14s %s  %s\n", time.Now().Format("15:04:05"), t.ID,
+		t.Status, termtext.Line(t.Tool), termtext.Line(t.StatusMessage))
+	switch {
+	case t.Status == model.StatusInputRequired:
+		printInputs(p.w, t, "    ")
+	case t.Status == model.StatusCompleted:
+		fmt.Fprintf(p.w, "    %s\n", indent(resultText(t), "    "))
+	case t.Error != nil:
+		fmt.Fprintf(p.w, "    error %d: %s\n", t.Error.Code, termtext.Line(t.Error.Message))
+	case t.LocalError != "":
+		fmt.Fprintf(p.w, "    %s\n", termtext.Line(t.LocalError))
+	}
+}
+
+// poll prints a poll's outcome: changes, and failures as they happen.
+func (p *printer) poll(res mcpclient.PollResult) {
+	if res.Err != nil && !p.asJSON {
+		fmt.Fprintf(p.errw, "%s  %s  poll failed, retrying in %s: %s\n", time.Now().Format("15:04:05"),
+			res.Task.ID, res.Next.Round(time.Millisecond), termtext.Line(res.Err.Error()))
+		return
+	}
+	p.change(res.Task)
+}
+
+// report prints what start-up reconciliation found.
+func (p *printer) report(r *mcpclient.Report) {
+	if !p.asJSON {
+		fmt.Fprintf(p.w, "reconciled: %d re-attached, %d finished meanwhile, %d unknown to their server, %d orphaned, %d unreachable\n",
+			len(r.Reattached), len(r.Finished), len(r.Unknown), len(r.Orphaned), len(r.Unreachable))
+	}
+	for _, group := range [][]*model.Task{r.Finished, r.Unknown, r.Orphaned, r.Reattached} {
+		for _, t := range group {
+			p.change(t)
+		}
+	}
+}
+
+func printInputs(w io.Writer, t *model.Task, pad string) {
+	for _, key := range t.PendingInputs() {
+		req := t.InputRequests[key]
+		e, err := req.Elicitation()
+		if err != nil {
+			fmt.Fprintf(w, "%sinput %s: %s (%s)\n", pad, termtext.Line(key), termtext.Line(req.Method), termtext.Line(err.Error()))
+			continue
+		}
+		fmt.Fprintf(w, "%sinput %s: %s\n", pad, termtext.Line(key), termtext.Line(e.Message))
+		if e.Mode == "url" {
+			fmt.Fprintf(w, "%s  open %s, then: taskdeck answer %s %s '{\"action\":\"accept\"}'\n", pad, termtext.Line(e.URL), t.ID, termtext.Line(key))
+			continue
+		}
+		var fields []string
+		example := map[string]any{}
+		for _, f := range e.Schema.Properties {
+			req := ""
+			if e.Schema.IsRequired(f.Name) {
+				req = ", required"
+			}
+			fields = append(fields, fmt.Sprintf("%s (%s%s)", termtext.Line(f.Name), f.Type, req))
+			example[f.Name] = exampleValue(f)
+		}
+		if len(fields) > 0 {
+			fmt.Fprintf(w, "%s  fields: %s\n", pad, strings.Join(fields, ", "))
+		}
+		ex, _ := json.Marshal(map[string]any{"action": "accept", "content": example})
+		fmt.Fprintf(w, "%s  answer: taskdeck answer %s %s '%s'\n", pad, t.ID, termtext.Line(key), termtext.Line(string(ex)))
+	}
+}
+
+func exampleValue(p model.Property) any {
+	if len(p.Default) > 0 {
+		var v any
+		if json.Unmarshal(p.Default, &v) == nil {
+			return v
+		}
+	}
+	switch p.Type {
+	case "boolean":
+		return true
+	case "number", "integer":
+		if p.Minimum != nil {
+			return *p.Minimum
+		}
+		return 0
+	case "array":
+		return []string{p.Enum[0]}
+	}
+	if len(p.Enum) > 0 {
+		return p.Enum[0]
+	}
+	return "…"
+}
+
+// resultText renders a tool result's content for a terminal: text parts
+// as they are, anything else as indented JSON, all of it sanitized.
+func resultText(t *model.Task) string {
+	var res struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(t.Result, &res); err != nil {
+		return termtext.Sanitize(string(t.Result), true)
+	}
+	var parts []string
+	if t.IsError {
+		parts = append(parts, "tool error:")
+	}
+	for _, c := range res.Content {
+		if c.Type == "text" {
+			parts = append(parts, prettyIfJSON(c.Text))
+		} else {
+			parts = append(parts, "["+c.Type+" content]")
+		}
+	}
+	if len(res.Content) == 0 && len(res.StructuredContent) > 0 {
+		parts = append(parts, prettyIfJSON(string(res.StructuredContent)))
+	}
+	return termtext.Sanitize(strings.Join(parts, "\n"), true)
+}
+
+func prettyIfJSON(s string) string {
+	var buf bytes.Buffer
+	if trimmed := strings.TrimSpace(s); strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
+		if json.Indent(&buf, []byte(trimmed), "", "  ") == nil {
+			return buf.String()
+		}
+	}
+	return s
+}
+
+func indent(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
+
+// printTable lists tasks, newest last, one line each.
+func printTable(w io.Writer, tasks []*model.Task, now time.Time) {
+	if len(tasks) == 0 {
+		fmt.Fprintln(w, "no tasks")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tSERVER\tTOOL\tAGE\tMESSAGE")
+	for _, t := range tasks {
+		status := string(t.Status)
+		if t.Status == model.StatusCompleted && t.IsError {
+			status += " (tool error)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, status, clip(termtext.Line(t.Server.String()), 24),
+			clip(termtext.Line(t.Tool), 20), age(now.Sub(t.CreatedAt)), clip(termtext.Line(t.StatusMessage), 50))
+	}
+	tw.Flush()
+}
+
+// printDetail shows everything about one task.
+func printDetail(w io.Writer, t *model.Task, pollErr error) {
+	line := func(label, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "%-14s %s\n", label+":", value)
+		}
+	}
+	line("id", t.ID)
+	line("server", termtext.Line(t.Server.String()))
+	line("tool", termtext.Line(t.Tool))
+	line("arguments", termtext.Line(string(t.Arguments)))
+	line("key", termtext.Line(t.IdempotencyKey))
+	status := string(t.Status)
+	if t.CancelRequested && !t.Status.Terminal() {
+		status += " (cancel requested)"
+	}
+	line("status", status)
+	line("message", termtext.Line(t.StatusMessage))
+	line("created", t.CreatedAt.Local().Format(time.DateTime))
+	line("updated", t.UpdatedAt.Local().Format(time.DateTime))
+	if pollErr != nil {
+		line("poll error", termtext.Line(pollErr.Error()))
+	}
+	if t.Status == model.StatusInputRequired {
+		fmt.Fprintln(w, "waiting for input:")
+		printInputs(w, t, "  ")
+	}
+	if len(t.Result) > 0 {
+		fmt.Fprintf(w, "result:\n  %s\n", indent(resultText(t), "  "))
+	}
+	if t.Error != nil {
+		line("error", fmt.Sprintf("%d %s", t.Error.Code, termtext.Line(t.Error.Message)))
+	}
+	line("local error", termtext.Line(t.LocalError))
+	fmt.Fprintln(w, "history:")
+	for _, h := range t.History {
+		from := string(h.From)
+		if from == "" {
+			from = "·"
+		}
+		fmt.Fprintf(w, "  %s  %s → %s  %s\n", h.At.Local().Format(time.DateTime), from, h.To, termtext.Line(h.Message))
+	}
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// oneLine folds an error message onto one line.
+func oneLine(s string) string { return strings.Join(strings.Fields(termtext.Line(s)), " ") }

@@ -1,0 +1,52 @@
+// Package termtext makes untrusted text (anything a server sent) safe to
+// put on a terminal: escape sequences, control characters and bidi
+// overrides are removed, so a server cannot move the cursor, set the
+// title, write the clipboard or reorder what the operator reads.
+package termtext
+
+import (
+	"strings"
+	"unicode"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Sanitize strips escape sequences and control characters. Newlines and
+// tabs survive when multiline is true; otherwise they become spaces.
+func Sanitize(s string, multiline bool) string {
+	s = ansi.Strip(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			if multiline {
+				b.WriteRune(r)
+			} else {
+				b.WriteByte(' ')
+			}
+		case r == unicode.ReplacementChar:
+			b.WriteRune(r)
+		case unicode.IsControl(r) || isBidiControl(r):
+			// dropped: C0/C1 controls (NUL, BEL, a stray ESC, CSI…) and bidi
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// Line is Sanitize for a single line of display.
+func Line(s string) string { return Sanitize(s, false) }
+
+func isBidiControl(r rune) bool {
+	switch {
+	case r == 0x061C, r == 0x200E, r == 0x200F:
+		return true
+	case r >= 0x202A && r <= 0x202E:
+		return true
+	case r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
