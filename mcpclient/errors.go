@@ -61,6 +61,9 @@ func (e *TransportError) Error() string {
 
 func (e *TransportError) Unwrap() error { return e.Err }
 
+// codeSDKRejected is go-sdk's code for "rejected by transport".
+const codeSDKRejected = -32005
+
 // classify maps what go-sdk returned to our typed errors. taskMethod tells
 // whether -32602 means "task unknown" (tasks/*) or "bad params" (tools/call).
 func classify(server string, err error, taskMethod bool, info *callInfo) error {
@@ -71,7 +74,9 @@ func classify(server string, err error, taskMethod bool, info *callInfo) error {
 		return err
 	}
 	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
+	// go-sdk reports a request that never got a JSON-RPC answer (refused
+	// connection, 429/502/503/504) as its own "rejected by transport" error.
+	if errors.As(err, &werr) && !(werr.Code == codeSDKRejected && werr.Message == "rejected by transport") {
 		switch werr.Code {
 		case wire.CodeInvalidParams:
 			if taskMethod {
