@@ -1,9 +1,8 @@
 package mcpclient
 
 import (
-	"container/heap"
+	"cmp"
 	"context"
-	"sync"
 	"time"
 
 	"github.com/taskdeck/taskdeck/model"
@@ -47,10 +46,12 @@ func (t *Tracker) Reconcile(ctx context.Context, perServer int) (*Report, error)
 	if err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	err = t.pollEach(ctx, open, perServer, func(res PollResult) {
-		mu.Lock()
-		defer mu.Unlock()
+	ids := make([]string, len(open))
+	for i, rec := range open {
+		ids[i] = rec.ID
+	}
+	// One poll each: OnPoll lets every task go after its first answer.
+	err = t.Watch(ctx, ids, WatchOptions{PerServer: perServer, OnPoll: func(res PollResult) bool {
 		switch {
 		case res.Err != nil:
 			rep.Unreachable = append(rep.Unreachable, res.Task)
@@ -61,43 +62,9 @@ func (t *Tracker) Reconcile(ctx context.Context, perServer int) (*Report, error)
 		default:
 			rep.Reattached = append(rep.Reattached, res.Task)
 		}
-	})
+		return false
+	}})
 	return rep, err
-}
-
-// pollEach polls each task once, bounded per server.
-func (t *Tracker) pollEach(ctx context.Context, tasks []*model.Task, perServer int, done func(PollResult)) error {
-	lim := newLimiter(perServer)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for _, rec := range tasks {
-		if err := lim.acquire(ctx, rec.Server); err != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer lim.release(rec.Server)
-			res, err := t.Poll(ctx, rec.ID)
-			if err != nil {
-				mu.Lock()
-				firstErr = cmpErr(firstErr, err)
-				mu.Unlock()
-				return
-			}
-			done(res)
-		}()
-	}
-	wg.Wait()
-	return cmpErr(firstErr, ctx.Err())
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // WatchOptions tune Watch.
@@ -112,9 +79,6 @@ type WatchOptions struct {
 // has ended or OnPoll let it go, or ctx ends. At most PerServer polls per
 // server are in flight; waiting tasks cost no goroutine.
 func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) error {
-	if opts.PerServer <= 0 {
-		opts.PerServer = DefaultPerServer
-	}
 	if opts.OnPoll == nil {
 		opts.OnPoll = func(PollResult) bool { return true }
 	}
@@ -123,126 +87,46 @@ func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) er
 		res PollResult
 		err error
 	}
-	due := &dueHeap{}
-	now := time.Now()
+	sched := model.NewSchedule(cmp.Or(opts.PerServer, DefaultPerServer))
 	for _, id := range ids {
-		heap.Push(due, dueItem{id: id, at: now})
+		rec, err := t.store.Get(id)
+		if err != nil {
+			return err
+		}
+		sched.Set(id, rec.Server, time.Now())
 	}
-	servers := map[string]model.ServerRef{}
-	lim := newLimiter(opts.PerServer)
 	results := make(chan outcome)
-	inFlight := 0
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	for due.Len() > 0 || inFlight > 0 {
-		// Start every poll that is due, while its server has room.
-		for due.Len() > 0 && !(*due)[0].at.After(time.Now()) {
-			item := heap.Pop(due).(dueItem)
-			ref, ok := servers[item.id]
-			if !ok {
-				rec, err := t.store.Get(item.id)
-				if err != nil {
-					return err
-				}
-				ref = rec.Server
-				servers[item.id] = ref
-			}
-			if !lim.tryAcquire(ref) {
-				heap.Push(due, dueItem{id: item.id, at: time.Now().Add(10 * time.Millisecond)})
-				break
-			}
-			inFlight++
+	for sched.Len() > 0 {
+		for _, id := range sched.Take(time.Now()) {
 			go func() {
-				defer lim.release(ref)
-				res, err := t.Poll(ctx, item.id)
+				res, err := t.Poll(ctx, id)
 				select {
-				case results <- outcome{item.id, res, err}:
+				case results <- outcome{id, res, err}:
 				case <-ctx.Done():
 				}
 			}()
 		}
 		wait := time.Hour
-		if due.Len() > 0 {
-			wait = time.Until((*due)[0].at)
+		if at, ok := sched.Next(); ok {
+			wait = max(time.Until(at), 0)
 		}
-		timer.Reset(max(wait, 0))
+		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case o := <-results:
-			inFlight--
 			if o.err != nil {
 				return o.err
 			}
-			keep := opts.OnPoll(o.res)
-			if keep && o.res.Next > 0 {
-				heap.Push(due, dueItem{id: o.id, at: time.Now().Add(o.res.Next)})
+			var next time.Time
+			if opts.OnPoll(o.res) && o.res.Next > 0 {
+				next = time.Now().Add(o.res.Next)
 			}
+			sched.Done(o.id, next)
 		case <-timer.C:
 		}
 	}
 	return nil
 }
-
-type dueItem struct {
-	id string
-	at time.Time
-}
-
-type dueHeap []dueItem
-
-func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h dueHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *dueHeap) Push(x any)        { *h = append(*h, x.(dueItem)) }
-func (h *dueHeap) Pop() any {
-	old := *h
-	it := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return it
-}
-
-// limiter bounds concurrent work per server.
-type limiter struct {
-	per int
-	mu  sync.Mutex
-	sem map[model.ServerRef]chan struct{}
-}
-
-func newLimiter(per int) *limiter {
-	if per <= 0 {
-		per = DefaultPerServer
-	}
-	return &limiter{per: per, sem: map[model.ServerRef]chan struct{}{}}
-}
-
-func (l *limiter) ch(ref model.ServerRef) chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	c, ok := l.sem[ref]
-	if !ok {
-		c = make(chan struct{}, l.per)
-		l.sem[ref] = c
-	}
-	return c
-}
-
-func (l *limiter) acquire(ctx context.Context, ref model.ServerRef) error {
-	select {
-	case l.ch(ref) <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (l *limiter) tryAcquire(ref model.ServerRef) bool {
-	select {
-	case l.ch(ref) <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-func (l *limiter) release(ref model.ServerRef) { <-l.ch(ref) }

@@ -1,0 +1,61 @@
+package model
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestScheduleTakesDueTasksWithinServerLimits(t *testing.T) {
+	a, b := ServerRef{Name: "a"}, ServerRef{Name: "b"}
+	t0 := time.Unix(1000, 0)
+	s := NewSchedule(2)
+	for i, id := range []string{"a1", "a2", "a3"} {
+		s.Set(id, a, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	s.Set("b1", b, t0)
+	s.Set("later", b, t0.Add(time.Hour))
+
+	got := s.Take(t0.Add(time.Second))
+	slices.Sort(got)
+	if want := []string{"a1", "a2", "b1"}; !slices.Equal(got, want) {
+		t.Fatalf("took %v, want %v (a3 waits: server a is full)", got, want)
+	}
+	if s.InFlight() != 3 {
+		t.Fatalf("in flight %d", s.InFlight())
+	}
+	if again := s.Take(t0.Add(time.Second)); len(again) != 0 {
+		t.Fatalf("took %v while server a is full and the rest is in flight or not due", again)
+	}
+	// A finished poll frees its server's slot for the blocked task.
+	s.Done("a1", t0.Add(time.Minute))
+	if got := s.Take(t0.Add(time.Second)); !slices.Equal(got, []string{"a3"}) {
+		t.Fatalf("after a1 finished took %v, want [a3]", got)
+	}
+	// Done with a zero time removes the task.
+	s.Done("b1", time.Time{})
+	if _, _, ok := s.Due("b1"); ok || s.Len() != 4 {
+		t.Fatalf("b1 still scheduled, len %d", s.Len())
+	}
+	if at, ok := s.Next(); !ok || !at.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("next %v %v", at, ok)
+	}
+}
+
+func TestScheduleSetWhileInFlightAppliesAfterDone(t *testing.T) {
+	s := NewSchedule(1)
+	ref := ServerRef{Name: "a"}
+	t0 := time.Unix(0, 0)
+	s.Set("x", ref, t0)
+	if got := s.Take(t0); len(got) != 1 {
+		t.Fatal("not taken")
+	}
+	s.Set("x", ref, t0) // "poll now" pressed while a poll runs: still one in flight
+	if got := s.Take(t0); len(got) != 0 {
+		t.Fatalf("second poll of one task in flight: %v", got)
+	}
+	s.Remove("x")
+	if s.Len() != 0 || s.InFlight() != 0 {
+		t.Fatalf("remove left len %d in flight %d", s.Len(), s.InFlight())
+	}
+}
