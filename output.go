@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/ui/present"
 	"github.com/taskdeck/taskdeck/ui/termtext"
 )
 
@@ -80,7 +80,7 @@ func (p *printer) change(t *model.Task) {
 	case t.Status == model.StatusInputRequired:
 		printInputs(p.w, t, "    ")
 	case t.Status == model.StatusCompleted:
-		fmt.Fprintf(p.w, "    %s\n", indent(resultText(t), "    "))
+		fmt.Fprintf(p.w, "    %s\n", indent(present.Result(t), "    "))
 	case t.Error != nil:
 		fmt.Fprintf(p.w, "    error %d: %s\n", t.Error.Code, termtext.Line(t.Error.Message))
 	case t.LocalError != "":
@@ -112,101 +112,20 @@ func (p *printer) report(r *mcpclient.Report) {
 }
 
 func printInputs(w io.Writer, t *model.Task, pad string) {
-	for _, key := range t.PendingInputs() {
-		req := t.InputRequests[key]
-		e, err := req.Elicitation()
-		if err != nil {
-			fmt.Fprintf(w, "%sinput %s: %s (%s)\n", pad, termtext.Line(key), termtext.Line(req.Method), termtext.Line(err.Error()))
+	for _, in := range present.Inputs(t) {
+		fmt.Fprintf(w, "%sinput %s: %s\n", pad, in.Key, in.Message)
+		switch {
+		case in.Err != "":
+			fmt.Fprintf(w, "%s  cannot be answered here: %s\n", pad, in.Err)
 			continue
+		case in.URL != "":
+			fmt.Fprintf(w, "%s  open %s, then:\n", pad, in.URL)
+		case len(in.Fields) > 0:
+			fmt.Fprintf(w, "%s  fields: %s\n", pad, strings.Join(in.Fields, ", "))
 		}
-		fmt.Fprintf(w, "%sinput %s: %s\n", pad, termtext.Line(key), termtext.Line(e.Message))
-		if e.Mode == "url" {
-			fmt.Fprintf(w, "%s  open %s, then: taskdeck answer %s %s '{\"action\":\"accept\"}'\n", pad, termtext.Line(e.URL), t.ID, termtext.Line(key))
-			continue
-		}
-		var fields []string
-		example := map[string]any{}
-		for _, f := range e.Schema.Properties {
-			req := ""
-			if e.Schema.IsRequired(f.Name) {
-				req = ", required"
-			}
-			fields = append(fields, fmt.Sprintf("%s (%s%s)", termtext.Line(f.Name), f.Type, req))
-			example[f.Name] = exampleValue(f)
-		}
-		if len(fields) > 0 {
-			fmt.Fprintf(w, "%s  fields: %s\n", pad, strings.Join(fields, ", "))
-		}
-		ex, _ := json.Marshal(map[string]any{"action": "accept", "content": example})
-		fmt.Fprintf(w, "%s  answer: taskdeck answer %s %s '%s'\n", pad, t.ID, termtext.Line(key), termtext.Line(string(ex)))
+		fmt.Fprintf(w, "%s  answer: taskdeck answer %s %s '%s'\n", pad, t.ID, in.Key, in.Example)
 	}
 }
-
-func exampleValue(p model.Property) any {
-	if len(p.Default) > 0 {
-		var v any
-		if json.Unmarshal(p.Default, &v) == nil {
-			return v
-		}
-	}
-	switch p.Type {
-	case "boolean":
-		return true
-	case "number", "integer":
-		if p.Minimum != nil {
-			return *p.Minimum
-		}
-		return 0
-	case "array":
-		return []string{p.Enum[0]}
-	}
-	if len(p.Enum) > 0 {
-		return p.Enum[0]
-	}
-	return "…"
-}
-
-// resultText renders a tool result's content for a terminal: text parts
-// as they are, anything else as indented JSON, all of it sanitized.
-func resultText(t *model.Task) string {
-	var res struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-		StructuredContent json.RawMessage `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(t.Result, &res); err != nil {
-		return termtext.Sanitize(string(t.Result), true)
-	}
-	var parts []string
-	if t.IsError {
-		parts = append(parts, "tool error:")
-	}
-	for _, c := range res.Content {
-		if c.Type == "text" {
-			parts = append(parts, prettyIfJSON(c.Text))
-		} else {
-			parts = append(parts, "["+c.Type+" content]")
-		}
-	}
-	if len(res.Content) == 0 && len(res.StructuredContent) > 0 {
-		parts = append(parts, prettyIfJSON(string(res.StructuredContent)))
-	}
-	return termtext.Sanitize(strings.Join(parts, "\n"), true)
-}
-
-func prettyIfJSON(s string) string {
-	var buf bytes.Buffer
-	if trimmed := strings.TrimSpace(s); strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
-		if json.Indent(&buf, []byte(trimmed), "", "  ") == nil {
-			return buf.String()
-		}
-	}
-	return s
-}
-
-func indent(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
 
 // printTable lists tasks, newest last, one line each.
 func printTable(w io.Writer, tasks []*model.Task, now time.Time) {
@@ -217,12 +136,8 @@ func printTable(w io.Writer, tasks []*model.Task, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSERVER\tTOOL\tAGE\tMESSAGE")
 	for _, t := range tasks {
-		status := string(t.Status)
-		if t.Status == model.StatusCompleted && t.IsError {
-			status += " (tool error)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, status, clip(termtext.Line(t.Server.String()), 24),
-			clip(termtext.Line(t.Tool), 20), age(now.Sub(t.CreatedAt)), clip(termtext.Line(t.StatusMessage), 50))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, present.StatusText(t), clip(termtext.Line(t.Server.String()), 24),
+			clip(termtext.Line(t.Tool), 20), present.Age(now.Sub(t.CreatedAt)), clip(termtext.Line(t.StatusMessage), 50))
 	}
 	tw.Flush()
 }
@@ -239,11 +154,7 @@ func printDetail(w io.Writer, t *model.Task, pollErr error) {
 	line("tool", termtext.Line(t.Tool))
 	line("arguments", termtext.Line(string(t.Arguments)))
 	line("key", termtext.Line(t.IdempotencyKey))
-	status := string(t.Status)
-	if t.CancelRequested && !t.Status.Terminal() {
-		status += " (cancel requested)"
-	}
-	line("status", status)
+	line("status", present.StatusText(t))
 	line("message", termtext.Line(t.StatusMessage))
 	line("created", t.CreatedAt.Local().Format(time.DateTime))
 	line("updated", t.UpdatedAt.Local().Format(time.DateTime))
@@ -255,7 +166,7 @@ func printDetail(w io.Writer, t *model.Task, pollErr error) {
 		printInputs(w, t, "  ")
 	}
 	if len(t.Result) > 0 {
-		fmt.Fprintf(w, "result:\n  %s\n", indent(resultText(t), "  "))
+		fmt.Fprintf(w, "result:\n  %s\n", indent(present.Result(t), "  "))
 	}
 	if t.Error != nil {
 		line("error", fmt.Sprintf("%d %s", t.Error.Code, termtext.Line(t.Error.Message)))
@@ -279,17 +190,7 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-func age(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
+func indent(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
 
 // oneLine folds an error message onto one line.
 func oneLine(s string) string { return strings.Join(strings.Fields(termtext.Line(s)), " ") }

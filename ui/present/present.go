@@ -1,0 +1,159 @@
+// Package present turns task records into plain, sanitized text. The
+// command line and the dashboard both show tasks through it, so a result
+// or an input request reads the same in both.
+package present
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/ui/termtext"
+)
+
+// Result renders a tool result's content: text parts as they are (JSON
+// text indented), other parts by type, all of it sanitized.
+func Result(t *model.Task) string {
+	if len(t.Result) == 0 {
+		return ""
+	}
+	var res struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(t.Result, &res); err != nil {
+		return termtext.Sanitize(string(t.Result), true)
+	}
+	var parts []string
+	if t.IsError {
+		parts = append(parts, "tool error:")
+	}
+	for _, c := range res.Content {
+		if c.Type == "text" {
+			parts = append(parts, PrettyJSON(c.Text))
+		} else {
+			parts = append(parts, "["+c.Type+" content]")
+		}
+	}
+	if len(res.Content) == 0 && len(res.StructuredContent) > 0 {
+		parts = append(parts, PrettyJSON(string(res.StructuredContent)))
+	}
+	return termtext.Sanitize(strings.Join(parts, "\n"), true)
+}
+
+// PrettyJSON indents s when it is a JSON object or array, else returns it.
+func PrettyJSON(s string) string {
+	trimmed := strings.TrimSpace(s)
+	if !strings.HasPrefix(trimmed, "{") && !strings.HasPrefix(trimmed, "[") {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, []byte(trimmed), "", "  ") != nil {
+		return s
+	}
+	return buf.String()
+}
+
+// Input describes one pending input request: its message, its fields,
+// and the command line that answers it.
+type Input struct {
+	Key     string
+	Message string
+	URL     string   // url mode
+	Fields  []string // "name (type, required)"
+	Example string   // an answer of the right shape, as JSON
+	Err     string   // the request could not be read
+}
+
+// Inputs lists a task's pending input requests, in key order.
+func Inputs(t *model.Task) []Input {
+	var out []Input
+	for _, key := range t.PendingInputs() {
+		req := t.InputRequests[key]
+		in := Input{Key: termtext.Line(key)}
+		e, err := req.Elicitation()
+		if err != nil {
+			in.Message = termtext.Line(req.Method)
+			in.Err = termtext.Line(err.Error())
+			out = append(out, in)
+			continue
+		}
+		in.Message = termtext.Line(e.Message)
+		if e.Mode == "url" {
+			in.URL = termtext.Line(e.URL)
+			in.Example = `{"action":"accept"}`
+			out = append(out, in)
+			continue
+		}
+		example := map[string]any{}
+		for _, f := range e.Schema.Properties {
+			req := ""
+			if e.Schema.IsRequired(f.Name) {
+				req = ", required"
+			}
+			in.Fields = append(in.Fields, fmt.Sprintf("%s (%s%s)", termtext.Line(f.Name), f.Type, req))
+			example[f.Name] = exampleValue(f)
+		}
+		ex, _ := json.Marshal(map[string]any{"action": "accept", "content": example})
+		in.Example = termtext.Line(string(ex))
+		out = append(out, in)
+	}
+	return out
+}
+
+func exampleValue(p model.Property) any {
+	if len(p.Default) > 0 {
+		var v any
+		if json.Unmarshal(p.Default, &v) == nil {
+			return v
+		}
+	}
+	switch p.Type {
+	case "boolean":
+		return true
+	case "number", "integer":
+		if p.Minimum != nil {
+			return *p.Minimum
+		}
+		return 0
+	case "array":
+		return []string{p.Enum[0]}
+	}
+	if len(p.Enum) > 0 {
+		return p.Enum[0]
+	}
+	return "…"
+}
+
+// Age is a short human duration: 42s, 5m, 3h, 2d.
+func Age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+// StatusText is the status with the qualifiers an operator needs.
+func StatusText(t *model.Task) string {
+	s := string(t.Status)
+	switch {
+	case t.Status == model.StatusCompleted && t.IsError:
+		s += " (tool error)"
+	case t.CancelRequested && !t.Status.Terminal():
+		s += " (cancel requested)"
+	}
+	return s
+}
