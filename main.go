@@ -103,8 +103,10 @@ func isUsage(err error) bool {
 	var input *mcpclient.InputKeyError
 	var state *mcpclient.StateError
 	var need *mcpclient.InputNeededError
+	var answer *mcpclient.AnswerError
 	return errors.As(err, &cfg) || errors.As(err, &key) || errors.As(err, &input) ||
-		errors.As(err, &state) || errors.As(err, &need) || errors.Is(err, store.ErrNotFound)
+		errors.As(err, &state) || errors.As(err, &need) || errors.As(err, &answer) ||
+		errors.Is(err, store.ErrNotFound)
 }
 
 // app holds what the commands share: flags, and the store, pool and
@@ -115,6 +117,8 @@ type app struct {
 
 	dataDir, configPath string
 	verbose             bool
+	// quiet: the dashboard owns the terminal, so warnings go to the log.
+	quiet bool
 
 	cfg     *mcpclient.Config
 	logFile *os.File
@@ -154,6 +158,10 @@ crashes, restarts and servers that ask for input.
 ` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.dashboard(cmd.Context(), "? help · n new call · q quit")
+		},
 	}
 	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", defaultDataDir(), "directory of the task store and the log file")
 	root.PersistentFlags().StringVar(&a.configPath, "config", defaultConfigPath(), "server configuration (mcpServers JSON)")
@@ -162,6 +170,7 @@ crashes, restarts and servers that ask for input.
 		return &exitError{code: exitUsage, err: err}
 	})
 	root.AddCommand(
+		a.demoCommand(),
 		a.demoServerCommand(),
 		a.callCommand(),
 		a.lsCommand(),
@@ -179,7 +188,7 @@ crashes, restarts and servers that ask for input.
 
 // config loads the server configuration once.
 func (a *app) config() (*mcpclient.Config, error) {
-	if a.cfg == nil {
+	if a.cfg == nil { // demo sets its own
 		cfg, err := mcpclient.LoadConfig(a.configPath)
 		if err != nil {
 			return nil, err
@@ -210,10 +219,17 @@ func (a *app) open() (*mcpclient.Tracker, error) {
 		Config:      cfg,
 		Logger:      a.logger.With("component", "mcp"),
 		ChildStderr: a.logFile,
-		Warn:        func(msg string) { fmt.Fprintf(a.stderr, "taskdeck: warning: %s\n", msg) },
+		Warn:        a.warn,
 	})
 	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger})
 	return a.tracker, nil
+}
+
+func (a *app) warn(msg string) {
+	a.logger.Warn(msg)
+	if !a.quiet {
+		fmt.Fprintf(a.stderr, "taskdeck: warning: %s\n", msg)
+	}
 }
 
 // openLog sends every log line to a private file in the data directory:
@@ -235,6 +251,7 @@ func (a *app) openLog() error {
 	return nil
 }
 
+// close releases what open opened; it may be called more than once.
 func (a *app) close() {
 	if a.pool != nil {
 		a.pool.Close()
@@ -245,4 +262,5 @@ func (a *app) close() {
 	if a.logFile != nil {
 		a.logFile.Close()
 	}
+	a.pool, a.st, a.logFile, a.tracker = nil, nil, nil, nil
 }

@@ -67,6 +67,15 @@ func (e *InputKeyError) Error() string {
 	return fmt.Sprintf("task %s did not ask for input %q (it asks for: %s)", e.TaskID, e.Key, strings.Join(e.Pending, ", "))
 }
 
+// AnswerError: an answer does not fit the request it answers.
+type AnswerError struct {
+	Key string
+	Err error
+}
+
+func (e *AnswerError) Error() string { return fmt.Sprintf("input %q: %v", e.Key, e.Err) }
+func (e *AnswerError) Unwrap() error { return e.Err }
+
 // NormalizeArgs checks that tool arguments are one JSON object.
 func NormalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 	if len(strings.TrimSpace(string(raw))) == 0 {
@@ -88,6 +97,12 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 	if err != nil {
 		return nil, err
 	}
+	if rec.Status == model.StatusWorking {
+		// The record may be behind the server: ask before refusing.
+		if res, err := t.Poll(ctx, id); err == nil {
+			rec = res.Task
+		}
+	}
 	if rec.Status != model.StatusInputRequired {
 		return nil, &StateError{Task: rec, Want: "it is not waiting for input"}
 	}
@@ -100,7 +115,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 			return nil, &InputKeyError{TaskID: id, Key: key, Pending: rec.PendingInputs()}
 		}
 		if err := model.ValidateAnswer(req, raw); err != nil {
-			return nil, fmt.Errorf("input %q: %w", key, err)
+			return nil, &AnswerError{Key: key, Err: err}
 		}
 	}
 	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {

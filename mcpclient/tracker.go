@@ -299,7 +299,9 @@ func (t *Tracker) markUnknown(id string) (*model.Task, error) {
 		if r.Status.Terminal() {
 			return false, nil
 		}
-		return true, r.MarkUnknown("the server no longer knows this task (expired, or lost when the server restarted)", t.now())
+		const why = "the server no longer knows this task (expired, or lost when the server restarted)"
+		r.StatusMessage = why
+		return true, r.MarkUnknown(why, t.now())
 	})
 }
 

@@ -20,28 +20,38 @@ type Report struct {
 	Unreachable []*model.Task // could not be checked now; polled again later
 }
 
-// Reconcile runs at start: stale `calling` intents become `orphaned`
-// (never silently re-sent), then every open task is polled once, at most
-// perServer at a time per server.
-func (t *Tracker) Reconcile(ctx context.Context, perServer int) (*Report, error) {
-	calling, err := t.store.ByStatus(model.StatusCalling, model.StatusOrphaned)
+// OrphanStale turns the `calling` intents a crash left behind into
+// `orphaned` (their call may be running; they are never re-sent) and
+// returns every orphan, old and new.
+func (t *Tracker) OrphanStale() ([]*model.Task, error) {
+	found, err := t.store.ByStatus(model.StatusCalling, model.StatusOrphaned)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{}
-	for _, rec := range calling {
-		if rec.Status == model.StatusCalling {
-			rec, err = t.store.Update(rec.ID, func(r *model.Task) (bool, error) {
-				msg := "taskdeck stopped before the server's answer arrived; the server may have started this call"
-				r.StatusMessage = msg
-				return true, r.MoveTo(model.StatusOrphaned, msg, t.now())
-			})
-			if err != nil {
-				return nil, err
-			}
+	for i, rec := range found {
+		if rec.Status != model.StatusCalling {
+			continue
 		}
-		rep.Orphaned = append(rep.Orphaned, rec)
+		found[i], err = t.store.Update(rec.ID, func(r *model.Task) (bool, error) {
+			msg := "taskdeck stopped before the server's answer arrived; the server may have started this call"
+			r.StatusMessage = msg
+			return true, r.MoveTo(model.StatusOrphaned, msg, t.now())
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
+	return found, nil
+}
+
+// Reconcile runs at start: stale intents become orphans, then every open
+// task is polled once, at most perServer at a time per server.
+func (t *Tracker) Reconcile(ctx context.Context, perServer int) (*Report, error) {
+	orphans, err := t.OrphanStale()
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Orphaned: orphans}
 	open, err := t.store.ByStatus(model.StatusWorking, model.StatusInputRequired)
 	if err != nil {
 		return nil, err
