@@ -1,0 +1,439 @@
+// Package form shows one form on screen: the answer to an elicitation
+// (input request) or a tool's arguments. It hosts a huh v2 form as a
+// sub-model and turns what the operator typed into typed, validated values.
+package form
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/huh/v2"
+
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/ui/termtext"
+)
+
+// Action is how the operator ended the form.
+type Action string
+
+// The actions of an elicitation answer.
+const (
+	Accept  Action = "accept"
+	Decline Action = "decline"
+	Cancel  Action = "cancel"
+)
+
+// Result is the outcome of a form.
+type Result struct {
+	Action Action
+	// Content holds the accepted values: string, float64 (number), int64
+	// (integer), bool, []string (multi-select). Optional fields left empty
+	// are omitted.
+	Content map[string]any
+	raw     json.RawMessage // the JSON object typed in the fallback field
+}
+
+// JSON returns the accepted content as a JSON object, or nil when there is
+// none (declined, cancelled, or a URL request).
+func (r Result) JSON() json.RawMessage {
+	if r.raw != nil {
+		return r.raw
+	}
+	if r.Content == nil {
+		return nil
+	}
+	b, _ := json.Marshal(r.Content) // only strings, finite numbers, bools and []string
+	return b
+}
+
+// Form is one form on screen: the answer to one input request, or a tool's arguments.
+type Form struct {
+	title, desc string
+	fields      func() []huh.Field // built anew over the same values when the form is rebuilt
+	submit      func() (Result, error)
+	esc         Action
+
+	form          *huh.Form
+	width, height int
+	err           error // why the last submit was refused
+	result        *Result
+}
+
+// ForInput builds the form answering an elicitation (form mode: one field per
+// property in server order; URL mode: shows the message and the URL and asks
+// accept/decline). title names the task (e.g. "approve · input approve-1").
+func ForInput(title string, e *model.Elicitation) (*Form, error) {
+	if e == nil {
+		return nil, errors.New("no input request")
+	}
+	msg := termtext.Sanitize(e.Message, true)
+	switch e.Mode {
+	case "url":
+		var ok bool
+		fields := func() []huh.Field {
+			return []huh.Field{huh.NewConfirm().
+				Title("Open this URL, then accept").
+				Description(termtext.Line(e.URL)).
+				Affirmative("Accept").Negative("Decline").
+				Value(&ok)}
+		}
+		submit := func() (Result, error) {
+			if ok {
+				return Result{Action: Accept}, nil
+			}
+			return Result{Action: Decline}, nil
+		}
+		return newForm(title, msg, Decline, fields, submit), nil
+	case "form", "":
+		s := e.Schema
+		if s == nil {
+			s = &model.FormSchema{}
+		}
+		return schemaForm(title, msg, Decline, s, "nothing to fill in"), nil
+	}
+	return nil, fmt.Errorf("unknown elicitation mode %q", e.Mode)
+}
+
+// ForArguments builds the form for a tool's arguments from its inputSchema.
+// Flat schemas get one field per property; anything richer (nested objects,
+// arrays of objects, $ref, free-form objects) gets one text field where the
+// operator types the arguments as a JSON object.
+func ForArguments(title string, inputSchema json.RawMessage) (*Form, error) {
+	var top map[string]json.RawMessage
+	if len(bytes.TrimSpace(inputSchema)) > 0 {
+		if err := json.Unmarshal(inputSchema, &top); err != nil {
+			return nil, fmt.Errorf("inputSchema: %v", err)
+		}
+	}
+	s, err := model.ParseFormSchema(inputSchema)
+	if err != nil || !flat(top, s) {
+		return jsonForm(title), nil
+	}
+	return schemaForm(title, "", Cancel, s, "this tool takes no arguments"), nil
+}
+
+// flat reports whether a parsed schema says all the raw schema says.
+func flat(top map[string]json.RawMessage, s *model.FormSchema) bool {
+	for _, k := range []string{"$ref", "$defs", "definitions", "allOf", "anyOf", "oneOf", "patternProperties"} {
+		if _, ok := top[k]; ok {
+			return false
+		}
+	}
+	if len(s.Properties) == 0 {
+		extra := bytes.TrimSpace(top["additionalProperties"])
+		return len(extra) == 0 || string(extra) == "false"
+	}
+	return true
+}
+
+func newForm(title, desc string, esc Action, fields func() []huh.Field, submit func() (Result, error)) *Form {
+	f := &Form{title: termtext.Line(title), desc: desc, fields: fields, submit: submit, esc: esc, width: 80}
+	f.build()
+	return f
+}
+
+func (f *Form) build() {
+	km := huh.NewDefaultKeyMap()
+	km.Quit.SetEnabled(false)               // ctrl+c is ours: it cancels
+	km.Select.Filter.SetEnabled(false)      // filtering would claim esc
+	km.MultiSelect.Filter.SetEnabled(false) // likewise
+	km.Text.Editor.SetEnabled(false)        // no $EDITOR from inside the dashboard
+	g := huh.NewGroup(f.fields()...).Title(f.title).Description(f.desc)
+	f.form = huh.NewForm(g).WithKeyMap(km).WithTheme(huh.ThemeFunc(theme))
+	f.SetSize(f.width, f.height)
+}
+
+// theme is huh's Charm theme with errors marked "✗": its own " *" would
+// read as a second required mark.
+func theme(isDark bool) *huh.Styles {
+	s := huh.ThemeCharm(isDark)
+	for _, st := range []*huh.FieldStyles{&s.Focused, &s.Blurred} {
+		st.ErrorIndicator = st.ErrorIndicator.SetString(" ✗")
+		st.ErrorMessage = st.ErrorMessage.SetString("✗")
+	}
+	return s
+}
+
+// schemaForm has one field per property, or a single "submit" note when
+// there are none.
+func schemaForm(title, desc string, esc Action, s *model.FormSchema, empty string) *Form {
+	if len(s.Properties) == 0 {
+		fields := func() []huh.Field {
+			return []huh.Field{huh.NewNote().Title(empty).Next(true).NextLabel("Submit")}
+		}
+		submit := func() (Result, error) { return Result{Action: Accept, Content: map[string]any{}}, nil }
+		return newForm(title, desc, esc, fields, submit)
+	}
+	values := make([]*value, len(s.Properties))
+	for i, p := range s.Properties {
+		values[i] = newValue(p, s.IsRequired(p.Name))
+	}
+	fields := func() []huh.Field {
+		out := make([]huh.Field, len(values))
+		for i, v := range values {
+			out[i] = v.field()
+		}
+		return out
+	}
+	submit := func() (Result, error) {
+		content, err := collect(s, values)
+		return Result{Action: Accept, Content: content}, err
+	}
+	return newForm(title, desc, esc, fields, submit)
+}
+
+// collect gathers the typed values and checks them against the whole
+// schema once more: nothing invalid is accepted, whatever huh let through.
+func collect(s *model.FormSchema, values []*value) (map[string]any, error) {
+	content := map[string]any{}
+	for _, v := range values {
+		x, err := v.typed()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", v.p.Name, err)
+		}
+		if x != nil {
+			content[v.p.Name] = x
+		}
+	}
+	if err := s.Validate(checkable(content)); err != nil {
+		return nil, err
+	}
+	return content, nil
+}
+
+// jsonForm is the fallback: one text field holding a JSON object.
+func jsonForm(title string) *Form {
+	var text string
+	fields := func() []huh.Field {
+		return []huh.Field{huh.NewText().
+			Title("Arguments (a JSON object) *").
+			Description("alt+enter or ctrl+j for a new line").
+			Placeholder(`{"name": "value"}`).
+			Validate(func(s string) error { _, err := jsonObject(s); return err }).
+			Value(&text)}
+	}
+	submit := func() (Result, error) {
+		obj, err := jsonObject(text)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Action: Accept, Content: obj, raw: json.RawMessage(strings.TrimSpace(text))}, nil
+	}
+	return newForm(title, "", Cancel, fields, submit)
+}
+
+func jsonObject(s string) (map[string]any, error) {
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(s), &obj); err != nil || obj == nil {
+		return nil, errors.New(`must be a JSON object, e.g. {"name": "value"}`)
+	}
+	return obj, nil
+}
+
+// Init starts the form (focus, cursor).
+func (f *Form) Init() tea.Cmd { return f.form.Init() }
+
+// Update handles a message: keys, and the messages the form's own commands return.
+func (f *Form) Update(msg tea.Msg) (*Form, tea.Cmd) {
+	if f.result != nil {
+		return f, nil
+	}
+	if k, ok := msg.(tea.KeyPressMsg); ok {
+		switch k.String() {
+		case "ctrl+c":
+			f.result = &Result{Action: Cancel}
+			return f, nil
+		case "esc":
+			f.result = &Result{Action: f.esc}
+			return f, nil
+		}
+	}
+	m, cmd := f.form.Update(msg)
+	f.form = m.(*huh.Form) // huh v2: Update returns huh.Model, not tea.Model
+	if f.form.State != huh.StateCompleted {
+		return f, cmd
+	}
+	r, err := f.submit()
+	if err != nil {
+		// huh has finished and cannot be resumed: build it again over the same values.
+		f.err = err
+		f.build()
+		return f, f.form.Init()
+	}
+	f.result = &r
+	return f, nil
+}
+
+// View renders the form.
+func (f *Form) View() string {
+	var b strings.Builder
+	b.WriteString(f.form.View())
+	if f.err != nil {
+		b.WriteString("\n\n✗ " + termtext.Line(f.err.Error()))
+	}
+	if f.esc == Decline {
+		b.WriteString("\n\nesc decline · ctrl+c cancel")
+	} else {
+		b.WriteString("\n\nesc/ctrl+c cancel")
+	}
+	return b.String()
+}
+
+// footerLines is what View adds under huh's form: an error and the key hint.
+const footerLines = 4
+
+// SetSize sets the space the form may use.
+func (f *Form) SetSize(width, height int) {
+	f.width, f.height = width, height
+	f.form.WithWidth(width).WithHeight(height - footerLines) // huh ignores sizes ≤ 0
+}
+
+// Done reports the outcome once the operator submitted, declined or cancelled.
+func (f *Form) Done() (Result, bool) {
+	if f.result == nil {
+		return Result{}, false
+	}
+	return *f.result, true
+}
+
+// value holds what the operator entered for one property.
+type value struct {
+	p        model.Property
+	required bool
+	text     string   // string, number, integer, enum
+	on       bool     // boolean
+	picked   []string // array
+}
+
+func newValue(p model.Property, required bool) *value {
+	v := &value{p: p, required: required}
+	if len(p.Default) == 0 {
+		return v
+	}
+	switch p.Type {
+	case "boolean":
+		_ = json.Unmarshal(p.Default, &v.on)
+	case "array":
+		_ = json.Unmarshal(p.Default, &v.picked)
+	case "number", "integer":
+		var n json.Number
+		if json.Unmarshal(p.Default, &n) == nil {
+			v.text = n.String()
+		}
+	default:
+		if json.Unmarshal(p.Default, &v.text) == nil {
+			v.text = termtext.Line(v.text)
+		}
+	}
+	return v
+}
+
+func (v *value) field() huh.Field {
+	title := termtext.Line(v.p.Label())
+	if v.required {
+		title += " *"
+	}
+	desc := termtext.Sanitize(v.p.Description, true)
+	switch {
+	case v.p.Type == "boolean":
+		return huh.NewConfirm().Title(title).Description(desc).Value(&v.on)
+	case v.p.Type == "array":
+		return huh.NewMultiSelect[string]().Title(title).Description(desc).
+			Options(v.options()...).Value(&v.picked).
+			Validate(func(picked []string) error {
+				if v.required && len(picked) == 0 {
+					return errors.New("choose at least one")
+				}
+				return v.p.Check(anys(picked))
+			})
+	case len(v.p.Enum) > 0:
+		opts := v.options()
+		if !v.required {
+			opts = append([]huh.Option[string]{huh.NewOption("(none)", "")}, opts...)
+		}
+		return huh.NewSelect[string]().Title(title).Description(desc).Options(opts...).Value(&v.text)
+	}
+	return huh.NewInput().Title(title).Description(desc).Value(&v.text).
+		Validate(func(s string) error { _, err := v.parse(s); return err })
+}
+
+func (v *value) options() []huh.Option[string] {
+	opts := make([]huh.Option[string], len(v.p.Enum))
+	for i, e := range v.p.Enum {
+		label := e
+		if i < len(v.p.EnumTitles) && v.p.EnumTitles[i] != "" {
+			label = v.p.EnumTitles[i]
+		}
+		opts[i] = huh.NewOption(termtext.Line(label), e)
+	}
+	return opts
+}
+
+// typed is the property's value, or nil when an optional field is empty.
+func (v *value) typed() (any, error) {
+	switch v.p.Type {
+	case "boolean":
+		return v.on, nil
+	case "array":
+		if len(v.picked) == 0 && !v.required {
+			return nil, nil
+		}
+		return v.picked, nil
+	}
+	return v.parse(v.text)
+}
+
+// parse turns typed text into the property's value and checks it.
+func (v *value) parse(s string) (any, error) {
+	if s == "" {
+		if v.required {
+			return nil, errors.New("required")
+		}
+		return nil, nil
+	}
+	var x any = s
+	switch v.p.Type {
+	case "integer":
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, errors.New("must be a whole number")
+		}
+		x = n
+	case "number":
+		n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+			return nil, errors.New("must be a number")
+		}
+		x = n
+	}
+	if err := v.p.Check(x); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// checkable converts multi-select values to the []any model.Property.Check expects.
+func checkable(content map[string]any) map[string]any {
+	out := make(map[string]any, len(content))
+	for k, x := range content {
+		if ss, ok := x.([]string); ok {
+			x = anys(ss)
+		}
+		out[k] = x
+	}
+	return out
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
