@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/ui"
+)
+
+// dashboard opens the terminal UI on the store and config.
+func (a *app) dashboard(ctx context.Context, greeting string) error {
+	a.quiet = true // from here on, only the renderer writes to the terminal
+	tr, err := a.open()
+	if err != nil {
+		return err
+	}
+	return ui.Run(ctx, ui.Options{
+		Tracker:  tr,
+		Servers:  a.cfg.Names(),
+		Notify:   notificationsSupported(),
+		Greeting: greeting,
+	})
+}
+
+// notificationsSupported reports terminals known to show OSC 9 desktop
+// notifications; others get only the bell.
+func notificationsSupported() bool {
+	switch os.Getenv("TERM_PROGRAM") {
+	case "iTerm.app", "WezTerm", "ghostty":
+		return true
+	}
+	return false
+}
+
+func (a *app) demoCommand() *cobra.Command {
+	var speed float64
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Open the dashboard on a built-in demo server, with a few tasks in every state",
+		Long: `demo starts the demonstration MCP tasks server in this process on a loopback
+port, opens a store of its own in a temporary directory (removed on exit),
+launches a handful of tasks, and opens the dashboard on them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dir, err := os.MkdirTemp("", "taskdeck-demo-")
+			if err != nil {
+				return &exitError{code: exitLocal, err: fmt.Errorf("cannot create a temporary store: %v", err)}
+			}
+			// The store must be closed before its directory goes.
+			defer func() {
+				a.close()
+				os.RemoveAll(dir)
+			}()
+			srv := demo.New(demo.Options{Speed: speed})
+			defer srv.Close()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			go hs.Serve(ln)
+			defer hs.Close()
+
+			url := fmt.Sprintf("http://%s/mcp", ln.Addr())
+			a.dataDir = dir
+			a.cfg, err = mcpclient.ParseConfig("(demo)", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, url))
+			if err != nil {
+				return err
+			}
+			a.quiet = true
+			tr, err := a.open()
+			if err != nil {
+				return err
+			}
+			if err := launchDemoTasks(cmd.Context(), tr); err != nil {
+				return err
+			}
+			return a.dashboard(cmd.Context(), "demo server on "+url+": tasks launched in every state · ? help · n new call · q quit")
+		},
+	}
+	cmd.Flags().Float64Var(&speed, "speed", 1, "multiply the demo tools' durations")
+	return cmd
+}
+
+// launchDemoTasks starts one task per interesting state, so that a
+// newcomer sees every status within a minute.
+func launchDemoTasks(ctx context.Context, tr *mcpclient.Tracker) error {
+	ref := model.ServerRef{Name: "demo"}
+	calls := []struct{ tool, args string }{
+		{"sleep", `{"seconds":40}`},
+		{"pipeline", `{"stages":4}`},
+		{"approve", `{"action":"deploy to production"}`},
+		{"survey", `{}`},
+		{"echo", `{"text":"hello from the demo server"}`},
+		{"fail", `{"mode":"error"}`},
+		{"fail", `{"mode":"tool"}`},
+		{"sleep", `{"seconds":5}`},
+		{"sleep", `{"seconds":600}`},
+	}
+	var last *model.Task
+	for _, c := range calls {
+		rec, _, err := tr.Call(ctx, mcpclient.CallRequest{Server: ref, Tool: c.tool, Args: json.RawMessage(c.args)})
+		if err != nil {
+			return fmt.Errorf("demo task %s: %w", c.tool, err)
+		}
+		last = rec
+	}
+	_, err := tr.Cancel(ctx, last.ID) // the long sleep shows a cancelled task
+	return err
+}

@@ -1,0 +1,79 @@
+package ui
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// benchTasks makes n tasks in a realistic mix: most finished, some open.
+func benchTasks(n int) []*model.Task {
+	statuses := []model.Status{model.StatusCompleted, model.StatusCompleted, model.StatusCompleted, model.StatusWorking,
+		model.StatusFailed, model.StatusCancelled, model.StatusInputRequired, model.StatusCompleted}
+	tasks := make([]*model.Task, n)
+	for i := range tasks {
+		at := fixedNow.Add(-time.Duration(n-i) * time.Second)
+		t := model.NewIntent(model.ServerRef{Name: fmt.Sprintf("server-%d", i%4)}, fmt.Sprintf("tool-%d", i%17), nil, "", at)
+		t.ID = fmt.Sprintf("%010d", i)
+		t.Status = statuses[i%len(statuses)]
+		t.StatusMessage = fmt.Sprintf("step %d of %d", i%7, 7)
+		tasks[i] = t
+	}
+	return tasks
+}
+
+// perOp remembers each benchmark's cost at the smallest size, so that
+// larger sizes report their cost as a ratio to it (same process, same run).
+var perOp sync.Map
+
+func benchSizes(b *testing.B, op func(m *Model, tasks []*model.Task, i int)) {
+	for _, n := range []int{100, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			tasks := benchTasks(n)
+			m := loaded(b, tasks, 120, 40)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				op(m, tasks, i)
+				_ = m.View()
+			}
+			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			if n == 100 {
+				perOp.Store(b.Name(), ns)
+			} else if base, ok := perOp.Load(fmt.Sprintf("%s/tasks=100", parentName(b.Name()))); ok {
+				b.ReportMetric(ns/base.(float64), "x_vs_100")
+			}
+		})
+	}
+}
+
+func parentName(name string) string {
+	for i := len(name) - 1; i >= 0; i-- {
+		if name[i] == '/' {
+			return name[:i]
+		}
+	}
+	return name
+}
+
+// BenchmarkKeypress is one key (cursor down) through Update and View.
+func BenchmarkKeypress(b *testing.B) {
+	down := tea.KeyPressMsg{Code: tea.KeyDown}
+	benchSizes(b, func(m *Model, _ []*model.Task, _ int) { m.Update(down) })
+}
+
+// BenchmarkPollResult is one poll's answer (a changed task that moves in
+// the sort order) through Update and View.
+func BenchmarkPollResult(b *testing.B) {
+	benchSizes(b, func(m *Model, tasks []*model.Task, i int) {
+		t := tasks[(i*7919)%len(tasks)].Clone()
+		t.StatusMessage = fmt.Sprintf("poll %d", i)
+		t.UpdatedAt = fixedNow.Add(time.Duration(i) * time.Millisecond)
+		m.Update(polledMsg{id: t.ID, res: mcpclient.PollResult{Task: t, Changed: true, Next: time.Second}})
+	})
+}

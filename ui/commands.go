@@ -1,0 +1,135 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// Every bit of IO the dashboard does is one of these commands; each
+// returns a typed message, tagged with the task it is about, and never
+// touches the model.
+
+type (
+	tasksLoadedMsg struct {
+		tasks []*model.Task
+		err   error
+	}
+	orphansMsg struct {
+		orphans []*model.Task
+		err     error
+	}
+	tickMsg   time.Time
+	polledMsg struct {
+		id  string
+		res mcpclient.PollResult
+		err error
+	}
+	// taskUpdatedMsg carries a task after an action (answer, cancel, call).
+	taskUpdatedMsg struct {
+		verb string
+		task *model.Task
+		err  error
+	}
+	forgottenMsg struct {
+		ids []string
+		err error
+	}
+	prunedMsg struct {
+		n   int
+		err error
+	}
+	toolsMsg struct {
+		server string
+		tools  []*mcp.Tool
+		err    error
+	}
+)
+
+// tickEvery is the scheduler's heartbeat: due polls start on a tick, and
+// the age columns move with it.
+const tickEvery = 200 * time.Millisecond
+
+func tick() tea.Cmd {
+	return tea.Tick(tickEvery, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+func loadTasks(tr *mcpclient.Tracker) tea.Cmd {
+	return func() tea.Msg {
+		tasks, err := tr.Store().All()
+		return tasksLoadedMsg{tasks: tasks, err: err}
+	}
+}
+
+func orphanStale(tr *mcpclient.Tracker) tea.Cmd {
+	return func() tea.Msg {
+		orphans, err := tr.OrphanStale()
+		return orphansMsg{orphans: orphans, err: err}
+	}
+}
+
+func poll(ctx context.Context, tr *mcpclient.Tracker, id string) tea.Cmd {
+	return func() tea.Msg {
+		res, err := tr.Poll(ctx, id)
+		return polledMsg{id: id, res: res, err: err}
+	}
+}
+
+func answer(ctx context.Context, tr *mcpclient.Tracker, id, key string, resp json.RawMessage) tea.Cmd {
+	return func() tea.Msg {
+		t, err := tr.Answer(ctx, id, map[string]json.RawMessage{key: resp})
+		return taskUpdatedMsg{verb: "answered", task: t, err: err}
+	}
+}
+
+func cancelTasks(ctx context.Context, tr *mcpclient.Tracker, ids []string) tea.Cmd {
+	cmds := make([]tea.Cmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = func() tea.Msg {
+			t, err := tr.Cancel(ctx, id)
+			return taskUpdatedMsg{verb: "cancel sent", task: t, err: err}
+		}
+	}
+	return tea.Batch(cmds...)
+}
+
+func forget(tr *mcpclient.Tracker, ids []string) tea.Cmd {
+	return func() tea.Msg {
+		var errs []error
+		for _, id := range ids {
+			errs = append(errs, tr.Forget(id))
+		}
+		return forgottenMsg{ids: ids, err: errors.Join(errs...)}
+	}
+}
+
+func prune(tr *mcpclient.Tracker) tea.Cmd {
+	return func() tea.Msg {
+		n, err := tr.Prune(0)
+		return prunedMsg{n: n, err: err}
+	}
+}
+
+func listTools(ctx context.Context, tr *mcpclient.Tracker, server string) tea.Cmd {
+	return func() tea.Msg {
+		sess, err := tr.Pool().Session(ctx, model.ServerRef{Name: server})
+		if err != nil {
+			return toolsMsg{server: server, err: err}
+		}
+		tools, err := sess.ListTools(ctx)
+		return toolsMsg{server: server, tools: tools, err: err}
+	}
+}
+
+func call(ctx context.Context, tr *mcpclient.Tracker, server, tool string, args json.RawMessage) tea.Cmd {
+	return func() tea.Msg {
+		t, _, err := tr.Call(ctx, mcpclient.CallRequest{Server: model.ServerRef{Name: server}, Tool: tool, Args: args})
+		return taskUpdatedMsg{verb: "launched", task: t, err: err}
+	}
+}

@@ -1,0 +1,209 @@
+package ui
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/ui/present"
+	"github.com/taskdeck/taskdeck/ui/termtext"
+)
+
+// row is one task as the table shows it, with its server text already
+// sanitized (once, when it arrives, not on every frame). Rows are never
+// changed in place: an update makes a new row, so the old one can still
+// be found where the sort order put it.
+type row struct {
+	task                 *model.Task
+	server, tool, msg    string
+	search               string // lower-case text the filter matches
+	statusRank, isErrRnk int
+	waits                bool // input_required with questions not yet answered
+}
+
+func newRow(t *model.Task) *row {
+	r := &row{
+		task:   t,
+		server: termtext.Line(t.Server.String()),
+		tool:   termtext.Line(t.Tool),
+		msg:    termtext.Line(t.StatusMessage),
+	}
+	r.waits = t.Status == model.StatusInputRequired && len(t.PendingInputs()) > 0
+	if r.msg == "" && r.waits {
+		if inputs := present.Inputs(t); len(inputs) > 0 {
+			r.msg = "asks: " + inputs[0].Message
+		}
+	}
+	r.statusRank = slices.Index(model.AllStatuses, t.Status)
+	if t.IsError {
+		r.isErrRnk = 1
+	}
+	r.search = strings.ToLower(strings.Join([]string{t.ID, r.server, r.tool, string(t.Status), r.msg}, "\x00"))
+	return r
+}
+
+// sortOrder is one way of ordering the table.
+type sortOrder struct {
+	name string
+	cmp  func(a, b *row) int
+}
+
+// sortOrders are the orders `o` cycles through. Every order ends on the
+// id, so it is total and a row can be found by binary search.
+var sortOrders = []sortOrder{
+	{"newest", func(a, b *row) int { return cmp.Compare(b.task.ID, a.task.ID) }},
+	{"status", func(a, b *row) int {
+		return cmp.Or(cmp.Compare(a.statusRank, b.statusRank), cmp.Compare(a.isErrRnk, b.isErrRnk), cmp.Compare(b.task.ID, a.task.ID))
+	}},
+	{"last change", func(a, b *row) int {
+		return cmp.Or(b.task.UpdatedAt.Compare(a.task.UpdatedAt), cmp.Compare(b.task.ID, a.task.ID))
+	}},
+	{"server", func(a, b *row) int {
+		return cmp.Or(cmp.Compare(a.server, b.server), cmp.Compare(a.tool, b.tool), cmp.Compare(b.task.ID, a.task.ID))
+	}},
+	{"oldest", func(a, b *row) int { return cmp.Compare(a.task.ID, b.task.ID) }},
+}
+
+// taskList holds every task and the sorted, filtered view of them. An
+// update costs a binary search and a move, not a re-sort: it must stay
+// cheap at 100,000 tasks.
+type taskList struct {
+	byID    map[string]*row
+	all     []*row // sorted by order
+	visible []*row // the rows of all that pass the filter, same order
+	order   int
+	text    string       // filter text, lower case
+	status  model.Status // status filter; "" for all
+	counts  map[model.Status]int
+	waiting int // rows that wait for input
+}
+
+func newTaskList() *taskList {
+	return &taskList{byID: map[string]*row{}, counts: map[model.Status]int{}}
+}
+
+func (l *taskList) cmp(a, b *row) int { return sortOrders[l.order].cmp(a, b) }
+
+func (l *taskList) matches(r *row) bool {
+	if l.status != "" && r.task.Status != l.status {
+		return false
+	}
+	return l.text == "" || strings.Contains(r.search, l.text)
+}
+
+// Replace loads a whole set of tasks.
+func (l *taskList) Replace(tasks []*model.Task) {
+	l.byID = make(map[string]*row, len(tasks))
+	l.all = make([]*row, 0, len(tasks))
+	clear(l.counts)
+	l.waiting = 0
+	for _, t := range tasks {
+		r := newRow(t)
+		l.byID[t.ID] = r
+		l.all = append(l.all, r)
+		l.count(r, 1)
+	}
+	l.resort()
+}
+
+// Upsert adds or updates one task.
+func (l *taskList) Upsert(t *model.Task) {
+	if old, ok := l.byID[t.ID]; ok {
+		l.drop(old)
+	}
+	r := newRow(t)
+	l.byID[t.ID] = r
+	l.count(r, 1)
+	l.all = insertSorted(l.all, r, l.cmp)
+	if l.matches(r) {
+		l.visible = insertSorted(l.visible, r, l.cmp)
+	}
+}
+
+// Remove deletes a task.
+func (l *taskList) Remove(id string) {
+	if old, ok := l.byID[id]; ok {
+		l.drop(old)
+		delete(l.byID, id)
+	}
+}
+
+func (l *taskList) count(r *row, d int) {
+	l.counts[r.task.Status] += d
+	if r.waits {
+		l.waiting += d
+	}
+}
+
+func (l *taskList) drop(r *row) {
+	l.count(r, -1)
+	l.all = removeSorted(l.all, r, l.cmp)
+	l.visible = removeSorted(l.visible, r, l.cmp)
+}
+
+// Get returns a task by id.
+func (l *taskList) Get(id string) (*model.Task, bool) {
+	r, ok := l.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return r.task, true
+}
+
+// IndexOf finds a task in the visible rows, or -1.
+func (l *taskList) IndexOf(id string) int {
+	r, ok := l.byID[id]
+	if !ok {
+		return -1
+	}
+	i, found := slices.BinarySearchFunc(l.visible, r, l.cmp)
+	if !found {
+		return -1
+	}
+	return i
+}
+
+// SetFilter changes the filter text and status.
+func (l *taskList) SetFilter(text string, status model.Status) {
+	l.text, l.status = strings.ToLower(text), status
+	l.refilter()
+}
+
+// CycleOrder moves to the next sort order.
+func (l *taskList) CycleOrder() {
+	l.order = (l.order + 1) % len(sortOrders)
+	l.resort()
+}
+
+func (l *taskList) OrderName() string { return sortOrders[l.order].name }
+
+func (l *taskList) resort() {
+	slices.SortFunc(l.all, l.cmp)
+	l.refilter()
+}
+
+func (l *taskList) refilter() {
+	l.visible = l.visible[:0]
+	for _, r := range l.all {
+		if l.matches(r) {
+			l.visible = append(l.visible, r)
+		}
+	}
+}
+
+// Len is the number of tasks, filtered or not.
+func (l *taskList) Len() int { return len(l.all) }
+
+func insertSorted(rows []*row, r *row, cmp func(a, b *row) int) []*row {
+	i, _ := slices.BinarySearchFunc(rows, r, cmp)
+	return slices.Insert(rows, i, r)
+}
+
+func removeSorted(rows []*row, r *row, cmp func(a, b *row) int) []*row {
+	i, found := slices.BinarySearchFunc(rows, r, cmp)
+	if !found || rows[i] != r {
+		return rows
+	}
+	return slices.Delete(rows, i, i+1)
+}

@@ -1,0 +1,794 @@
+// Package ui is taskdeck's dashboard: one Bubble Tea root model that
+// shows every task live and acts on it by keypress. All IO happens in
+// commands (commands.go); Update only changes state.
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/ui/form"
+	"github.com/taskdeck/taskdeck/ui/termtext"
+)
+
+// Options configure the dashboard.
+type Options struct {
+	Tracker *mcpclient.Tracker
+	// Servers are the configured server names offered by `n`.
+	Servers []string
+	// PerServer bounds polls in flight per server.
+	PerServer int
+	// Notify sends the desktop-notification escape (OSC 9) besides the
+	// bell when a task starts waiting for input.
+	Notify bool
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Greeting is shown in the status line at start.
+	Greeting string
+}
+
+type mode int
+
+const (
+	modeTable mode = iota
+	modeDetail
+	modeFilter
+	modeHelp
+	modeConfirm
+	modeForm
+	modePick
+)
+
+// confirmation is a question whose yes runs a command.
+type confirmation struct {
+	question string
+	yes      func(m *Model) tea.Cmd
+}
+
+// picker is a one-of-many choice (server, then tool, for a new call).
+type picker struct {
+	title  string
+	items  []string
+	notes  []string
+	cursor int
+	pick   func(m *Model, item string) tea.Cmd
+}
+
+// formTarget says what a form's answer is for.
+type formTarget struct {
+	taskID, key  string // an input request
+	server, tool string // a new call's arguments
+}
+
+// pollNote is what the table shows about a task's polling.
+type pollNote struct {
+	err error
+}
+
+// Model is the dashboard's root model.
+type Model struct {
+	ctx     context.Context
+	tracker *mcpclient.Tracker
+	opts    Options
+	keys    KeyMap
+	styles  Styles
+	help    help.Model
+
+	width, height int
+	mode          mode
+
+	list   *taskList
+	cursor int
+	top    int
+	marked map[string]bool
+
+	sched *model.Schedule
+	polls map[string]pollNote
+	// startup holds tasks whose first poll after start is pending, for the
+	// reconciliation report.
+	startup map[string]bool
+	found   map[string]int
+	loaded  bool
+
+	filter       textinput.Model
+	statusFilter model.Status
+	detail       viewport.Model
+	detailID     string
+	confirm      *confirmation
+	pick         *picker
+	form         *form.Form
+	formFor      formTarget
+
+	flash    string
+	flashErr bool
+	now      time.Time
+}
+
+// New builds the dashboard. ctx bounds every command it starts.
+func New(ctx context.Context, opts Options) *Model {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.PerServer <= 0 {
+		opts.PerServer = mcpclient.DefaultPerServer
+	}
+	fi := textinput.New()
+	fi.Prompt = "/"
+	fi.Placeholder = "filter"
+	m := &Model{
+		ctx: ctx, tracker: opts.Tracker, opts: opts,
+		keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(),
+		width: 80, height: 24,
+		list: newTaskList(), marked: map[string]bool{},
+		sched: model.NewSchedule(opts.PerServer), polls: map[string]pollNote{},
+		startup: map[string]bool{}, found: map[string]int{},
+		filter: fi, detail: viewport.New(), flash: opts.Greeting, now: opts.Now(),
+	}
+	return m
+}
+
+// startupMsg is the store as found at start, stale intents orphaned.
+type startupMsg struct {
+	tasks   []*model.Task
+	orphans int
+	err     error
+}
+
+func startup(tr *mcpclient.Tracker) tea.Cmd {
+	return func() tea.Msg {
+		orphans, err := tr.OrphanStale()
+		if err != nil {
+			return startupMsg{err: err}
+		}
+		tasks, err := tr.Store().All()
+		return startupMsg{tasks: tasks, orphans: len(orphans), err: err}
+	}
+}
+
+// Init loads the store and starts the scheduler's heartbeat.
+func (m *Model) Init() tea.Cmd {
+	return tea.Batch(startup(m.tracker), tick())
+}
+
+// Update is the only place state changes.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		m.detail.SetWidth(msg.Width)
+		m.detail.SetHeight(max(m.height-4, 3))
+		if m.form != nil {
+			m.form.SetSize(msg.Width-4, m.height-6)
+		}
+		m.clampCursor()
+		return m, nil
+	case startupMsg:
+		return m, m.onStartup(msg)
+	case tasksLoadedMsg:
+		if msg.err != nil {
+			return m, m.fail(msg.err)
+		}
+		m.list.Replace(msg.tasks)
+		m.clampCursor()
+		return m, nil
+	case tickMsg:
+		m.now = time.Time(msg)
+		return m, tea.Batch(append(m.startDuePolls(), tick())...)
+	case polledMsg:
+		return m, m.onPolled(msg)
+	case taskUpdatedMsg:
+		return m, m.onTaskUpdated(msg)
+	case forgottenMsg:
+		for _, id := range msg.ids {
+			m.list.Remove(id)
+			m.sched.Remove(id)
+			delete(m.marked, id)
+			delete(m.polls, id)
+		}
+		m.clampCursor()
+		if msg.err != nil {
+			return m, m.fail(msg.err)
+		}
+		m.say(fmt.Sprintf("forgot %d task(s)", len(msg.ids)))
+		return m, nil
+	case prunedMsg:
+		if msg.err != nil {
+			return m, m.fail(msg.err)
+		}
+		m.say(fmt.Sprintf("pruned %d finished task(s)", msg.n))
+		return m, loadTasks(m.tracker)
+	case toolsMsg:
+		return m, m.onTools(msg)
+	case tea.KeyPressMsg:
+		return m, m.onKey(msg)
+	}
+	if m.mode == modeForm && m.form != nil {
+		return m, m.updateForm(msg)
+	}
+	if m.mode == modeFilter {
+		var cmd tea.Cmd
+		m.filter, cmd = m.filter.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m *Model) onStartup(msg startupMsg) tea.Cmd {
+	if msg.err != nil {
+		return m.fail(msg.err)
+	}
+	m.list.Replace(msg.tasks)
+	m.loaded = true
+	m.found["orphaned"] = msg.orphans
+	// Every open task is polled soon, spread over up to two seconds so a
+	// large store does not hit its servers all at once.
+	var open []*model.Task
+	for _, t := range msg.tasks {
+		if t.Status.Pollable() {
+			open = append(open, t)
+		}
+	}
+	spread := min(time.Duration(len(open))*2*time.Millisecond, 2*time.Second)
+	for i, t := range open {
+		at := m.now
+		if len(open) > 1 {
+			at = at.Add(spread * time.Duration(i) / time.Duration(len(open)))
+		}
+		m.sched.Set(t.ID, t.Server, at)
+		m.startup[t.ID] = true
+	}
+	m.clampCursor()
+	if len(open) == 0 {
+		m.reportStartup()
+	}
+	return nil
+}
+
+// reportStartup says what start-up reconciliation found.
+func (m *Model) reportStartup() {
+	m.say(fmt.Sprintf("reconciled: %d re-attached, %d finished meanwhile, %d unknown to their server, %d orphaned, %d unreachable",
+		m.found["reattached"], m.found["finished"], m.found["unknown"], m.found["orphaned"], m.found["unreachable"]))
+}
+
+func (m *Model) startDuePolls() []tea.Cmd {
+	var cmds []tea.Cmd
+	for _, id := range m.sched.Take(m.now) {
+		cmds = append(cmds, poll(m.ctx, m.tracker, id))
+	}
+	return cmds
+}
+
+func (m *Model) onPolled(msg polledMsg) tea.Cmd {
+	old, known := m.list.Get(msg.id)
+	if !known {
+		return nil // forgotten meanwhile: a stale answer
+	}
+	if msg.err != nil {
+		m.sched.Done(msg.id, time.Time{})
+		return m.fail(msg.err)
+	}
+	res := msg.res
+	var next time.Time
+	if res.Next > 0 {
+		next = m.opts.Now().Add(res.Next)
+	}
+	m.sched.Done(msg.id, next)
+	m.polls[msg.id] = pollNote{err: res.Err}
+	m.replaceTask(res.Task)
+	if m.startup[msg.id] {
+		delete(m.startup, msg.id)
+		switch {
+		case res.Err != nil:
+			m.found["unreachable"]++
+		case res.Task.Status == model.StatusUnknown:
+			m.found["unknown"]++
+		case res.Task.Status.Terminal():
+			m.found["finished"]++
+		default:
+			m.found["reattached"]++
+		}
+		if len(m.startup) == 0 {
+			m.reportStartup()
+		}
+	}
+	if old.Status != model.StatusInputRequired && res.Task.Status == model.StatusInputRequired {
+		return m.alert(res.Task)
+	}
+	return nil
+}
+
+// alert rings the bell (and notifies the desktop where asked) when a
+// task starts waiting for input.
+func (m *Model) alert(t *model.Task) tea.Cmd {
+	m.say(fmt.Sprintf("task %s (%s) waits for input: press i then a", t.ID, termtext.Line(t.Tool)))
+	cmds := []tea.Cmd{tea.Raw("\a")}
+	if m.opts.Notify {
+		text := strings.NewReplacer(";", " ", "\a", "", "\x1b", "").Replace("taskdeck: " + termtext.Line(t.Tool) + " waits for input")
+		cmds = append(cmds, tea.Raw("\x1b]9;"+text+"\a"))
+	}
+	return tea.Sequence(cmds...)
+}
+
+// replaceTask puts a new version of a task in the list, keeping the
+// selection on the same task.
+func (m *Model) replaceTask(t *model.Task) {
+	selected := m.selectedID()
+	m.list.Upsert(t)
+	if selected != "" {
+		if i := m.list.IndexOf(selected); i >= 0 {
+			m.cursor = i
+		}
+	}
+	m.clampCursor()
+	if m.mode == modeDetail && m.detailID == t.ID {
+		m.detail.SetContent(m.detailText(t))
+	}
+}
+
+func (m *Model) onTaskUpdated(msg taskUpdatedMsg) tea.Cmd {
+	if msg.task != nil {
+		m.replaceTask(msg.task)
+		if msg.task.Status.Pollable() {
+			m.sched.Set(msg.task.ID, msg.task.Server, m.opts.Now())
+		}
+	}
+	if msg.err != nil {
+		return m.fail(msg.err)
+	}
+	m.say(fmt.Sprintf("%s: task %s", msg.verb, msg.task.ID))
+	// More questions on the same task: ask the next one right away.
+	if msg.verb == "answered" && len(msg.task.PendingInputs()) > 0 {
+		return m.openAnswer(msg.task)
+	}
+	return nil
+}
+
+func (m *Model) onTools(msg toolsMsg) tea.Cmd {
+	if msg.err != nil {
+		m.mode = modeTable
+		return m.fail(msg.err)
+	}
+	p := &picker{title: "New call on " + msg.server + ": choose a tool"}
+	schemas := map[string]any{}
+	for _, t := range msg.tools {
+		name := termtext.Line(t.Name)
+		p.items = append(p.items, name)
+		p.notes = append(p.notes, termtext.Line(t.Description))
+		schemas[name] = t.InputSchema
+	}
+	if len(p.items) == 0 {
+		m.mode = modeTable
+		m.say("server " + msg.server + " offers no tools")
+		return nil
+	}
+	p.pick = func(m *Model, tool string) tea.Cmd {
+		raw, _ := json.Marshal(schemas[tool])
+		f, err := form.ForArguments(msg.server+" · "+tool, raw)
+		if err != nil {
+			m.mode = modeTable
+			return m.fail(err)
+		}
+		return m.openForm(f, formTarget{server: msg.server, tool: tool})
+	}
+	m.pick = p
+	m.mode = modePick
+	return nil
+}
+
+func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch m.mode {
+	case modeForm:
+		return m.updateForm(msg)
+	case modeFilter:
+		return m.keyFilter(msg)
+	case modeConfirm:
+		return m.keyConfirm(msg)
+	case modePick:
+		return m.keyPick(msg)
+	case modeHelp:
+		m.mode = modeTable
+		return nil
+	case modeDetail:
+		if cmd, done := m.keyDetail(msg); done {
+			return cmd
+		}
+	}
+	return m.keyTable(msg)
+}
+
+func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
+	k := m.keys
+	page := max(m.tableHeight()-1, 1)
+	switch {
+	case key.Matches(msg, k.Quit):
+		return tea.Quit
+	case key.Matches(msg, k.Up):
+		m.moveCursor(-1)
+	case key.Matches(msg, k.Down):
+		m.moveCursor(1)
+	case key.Matches(msg, k.PageUp):
+		m.moveCursor(-page)
+	case key.Matches(msg, k.PageDown):
+		m.moveCursor(page)
+	case key.Matches(msg, k.Top):
+		m.moveCursor(-len(m.list.visible))
+	case key.Matches(msg, k.Bottom):
+		m.moveCursor(len(m.list.visible))
+	case key.Matches(msg, k.Detail):
+		return m.openDetail()
+	case key.Matches(msg, k.Back):
+		m.mode = modeTable
+		clear(m.marked)
+	case key.Matches(msg, k.Filter):
+		m.mode = modeFilter
+		return m.filter.Focus()
+	case key.Matches(msg, k.StatusFilter):
+		m.cycleStatusFilter()
+	case key.Matches(msg, k.Sort):
+		selected := m.selectedID()
+		m.list.CycleOrder()
+		m.cursor = max(m.list.IndexOf(selected), 0)
+		m.clampCursor()
+		m.say("sorted by " + m.list.OrderName())
+	case key.Matches(msg, k.Mark):
+		if id := m.selectedID(); id != "" {
+			if m.marked[id] {
+				delete(m.marked, id)
+			} else {
+				m.marked[id] = true
+			}
+			m.moveCursor(1)
+		}
+	case key.Matches(msg, k.NextInput):
+		m.jumpToInput()
+	case key.Matches(msg, k.Answer):
+		if t := m.selected(); t != nil {
+			return m.openAnswer(t)
+		}
+	case key.Matches(msg, k.Cancel):
+		return m.askCancel()
+	case key.Matches(msg, k.Forget):
+		return m.askForget()
+	case key.Matches(msg, k.Prune):
+		return m.askPrune()
+	case key.Matches(msg, k.PollNow):
+		for _, t := range m.targets() {
+			if t.Status.Pollable() {
+				m.sched.Set(t.ID, t.Server, m.opts.Now())
+			}
+		}
+	case key.Matches(msg, k.NewCall):
+		return m.startNewCall()
+	case key.Matches(msg, k.Copy):
+		return m.copyResult()
+	case key.Matches(msg, k.Help):
+		m.mode = modeHelp
+	}
+	return nil
+}
+
+func (m *Model) keyDetail(msg tea.KeyPressMsg) (tea.Cmd, bool) {
+	switch {
+	case key.Matches(msg, m.keys.Back, m.keys.Detail):
+		m.mode = modeTable
+		return nil, true
+	case key.Matches(msg, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown):
+		var cmd tea.Cmd
+		m.detail, cmd = m.detail.Update(msg)
+		return cmd, true
+	}
+	return nil, false
+}
+
+func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "enter":
+		m.mode = modeTable
+		m.filter.Blur()
+		return nil
+	case "esc":
+		m.mode = modeTable
+		m.filter.Blur()
+		m.filter.SetValue("")
+		m.applyFilter()
+		return nil
+	}
+	var cmd tea.Cmd
+	m.filter, cmd = m.filter.Update(msg)
+	m.applyFilter()
+	return cmd
+}
+
+func (m *Model) keyConfirm(msg tea.KeyPressMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, m.keys.Confirm):
+		c := m.confirm
+		m.confirm, m.mode = nil, modeTable
+		return c.yes(m)
+	case key.Matches(msg, m.keys.Deny):
+		m.confirm, m.mode = nil, modeTable
+		m.say("nothing done")
+	}
+	return nil
+}
+
+func (m *Model) keyPick(msg tea.KeyPressMsg) tea.Cmd {
+	p := m.pick
+	switch {
+	case key.Matches(msg, m.keys.Up):
+		p.cursor = max(p.cursor-1, 0)
+	case key.Matches(msg, m.keys.Down):
+		p.cursor = min(p.cursor+1, len(p.items)-1)
+	case key.Matches(msg, m.keys.Back):
+		m.pick, m.mode = nil, modeTable
+	case msg.String() == "enter":
+		m.pick, m.mode = nil, modeTable
+		return p.pick(m, p.items[p.cursor])
+	}
+	return nil
+}
+
+func (m *Model) applyFilter() {
+	selected := m.selectedID()
+	m.list.SetFilter(m.filter.Value(), m.statusFilter)
+	m.cursor = max(m.list.IndexOf(selected), 0)
+	m.clampCursor()
+}
+
+func (m *Model) cycleStatusFilter() {
+	i := slices.Index(model.AllStatuses, m.statusFilter) // -1 for "all"
+	if i+1 < len(model.AllStatuses) {
+		m.statusFilter = model.AllStatuses[i+1]
+		m.say("showing " + string(m.statusFilter))
+	} else {
+		m.statusFilter = ""
+		m.say("showing all statuses")
+	}
+	m.applyFilter()
+}
+
+func (m *Model) jumpToInput() {
+	n := len(m.list.visible)
+	for step := 1; step <= n; step++ {
+		i := (m.cursor + step) % n
+		if m.list.visible[i].waits {
+			m.cursor = i
+			m.clampCursor()
+			return
+		}
+	}
+	m.say("no task waits for input here")
+}
+
+func (m *Model) openDetail() tea.Cmd {
+	t := m.selected()
+	if t == nil {
+		return nil
+	}
+	m.detailID = t.ID
+	m.detail.SetContent(m.detailText(t))
+	m.detail.GotoTop()
+	m.mode = modeDetail
+	return nil
+}
+
+// openAnswer opens the form for a task's next unanswered input request.
+func (m *Model) openAnswer(t *model.Task) tea.Cmd {
+	keys := t.PendingInputs()
+	if t.Status != model.StatusInputRequired || len(keys) == 0 {
+		m.say("task " + t.ID + " is not waiting for input")
+		return nil
+	}
+	key := keys[0]
+	e, err := t.InputRequests[key].Elicitation()
+	if err != nil {
+		return m.fail(fmt.Errorf("input %s of task %s cannot be answered here: %v; use `taskdeck answer`", termtext.Line(key), t.ID, err))
+	}
+	f, err := form.ForInput(termtext.Line(t.Tool)+" · input "+termtext.Line(key), e)
+	if err != nil {
+		return m.fail(err)
+	}
+	return m.openForm(f, formTarget{taskID: t.ID, key: key})
+}
+
+func (m *Model) openForm(f *form.Form, target formTarget) tea.Cmd {
+	f.SetSize(m.width-4, m.height-6)
+	m.form, m.formFor, m.mode = f, target, modeForm
+	return f.Init()
+}
+
+func (m *Model) updateForm(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	m.form, cmd = m.form.Update(msg)
+	res, done := m.form.Done()
+	if !done {
+		return cmd
+	}
+	target := m.formFor
+	m.form, m.mode = nil, modeTable
+	if target.tool != "" {
+		if res.Action != form.Accept {
+			m.say("new call abandoned")
+			return nil
+		}
+		m.say("launching " + target.tool + " on " + target.server + "…")
+		return call(m.ctx, m.tracker, target.server, target.tool, res.JSON())
+	}
+	resp := map[string]any{"action": res.Action}
+	if res.Action == form.Accept && res.Content != nil {
+		resp["content"] = res.Content
+	}
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		return m.fail(err)
+	}
+	return answer(m.ctx, m.tracker, target.taskID, target.key, raw)
+}
+
+func (m *Model) askCancel() tea.Cmd {
+	var ids []string
+	for _, t := range m.targets() {
+		if t.Status.Pollable() {
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) == 0 {
+		m.say("nothing to cancel: only working or waiting tasks can be cancelled")
+		return nil
+	}
+	m.ask(fmt.Sprintf("Cancel %s on the server?", plural(len(ids), "task")), func(m *Model) tea.Cmd {
+		clear(m.marked)
+		return cancelTasks(m.ctx, m.tracker, ids)
+	})
+	return nil
+}
+
+func (m *Model) askForget() tea.Cmd {
+	targets := m.targets()
+	if len(targets) == 0 {
+		return nil
+	}
+	ids := make([]string, len(targets))
+	open := 0
+	for i, t := range targets {
+		ids[i] = t.ID
+		if !t.Status.Terminal() {
+			open++
+		}
+	}
+	q := fmt.Sprintf("Forget %s? The local record is deleted; the server is not told.", plural(len(ids), "task"))
+	if open > 0 {
+		q += fmt.Sprintf(" %d of them may still run, and their handles will be lost.", open)
+	}
+	m.ask(q, func(m *Model) tea.Cmd {
+		clear(m.marked)
+		return forget(m.tracker, ids)
+	})
+	return nil
+}
+
+func (m *Model) askPrune() tea.Cmd {
+	n := 0
+	for st, c := range m.list.counts {
+		if st.Terminal() {
+			n += c
+		}
+	}
+	if n == 0 {
+		m.say("nothing to prune: no finished tasks")
+		return nil
+	}
+	m.ask(fmt.Sprintf("Prune %s (completed, failed, cancelled, unknown)?", plural(n, "finished task")), func(m *Model) tea.Cmd {
+		return prune(m.tracker)
+	})
+	return nil
+}
+
+func (m *Model) ask(q string, yes func(m *Model) tea.Cmd) {
+	m.confirm = &confirmation{question: q, yes: yes}
+	m.mode = modeConfirm
+}
+
+func (m *Model) startNewCall() tea.Cmd {
+	if len(m.opts.Servers) == 0 {
+		m.say("no servers configured: add them under mcpServers in the config file")
+		return nil
+	}
+	m.pick = &picker{title: "New call: choose a server", items: m.opts.Servers, pick: func(m *Model, server string) tea.Cmd {
+		m.say("listing tools of " + server + "…")
+		return listTools(m.ctx, m.tracker, server)
+	}}
+	m.mode = modePick
+	return nil
+}
+
+func (m *Model) copyResult() tea.Cmd {
+	t := m.selected()
+	if t == nil || len(t.Result) == 0 {
+		m.say("the selected task has no result to copy")
+		return nil
+	}
+	m.say(fmt.Sprintf("copied the result of %s (%d bytes) to the clipboard", t.ID, len(t.Result)))
+	return tea.SetClipboard(string(t.Result))
+}
+
+// targets are the marked tasks, or else the selected one.
+func (m *Model) targets() []*model.Task {
+	var out []*model.Task
+	for _, id := range slices.Sorted(maps.Keys(m.marked)) {
+		if t, ok := m.list.Get(id); ok {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		if t := m.selected(); t != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (m *Model) selected() *model.Task {
+	if m.mode == modeDetail {
+		if t, ok := m.list.Get(m.detailID); ok {
+			return t
+		}
+	}
+	if m.cursor < 0 || m.cursor >= len(m.list.visible) {
+		return nil
+	}
+	return m.list.visible[m.cursor].task
+}
+
+func (m *Model) selectedID() string {
+	if t := m.selected(); t != nil {
+		return t.ID
+	}
+	return ""
+}
+
+func (m *Model) moveCursor(d int) {
+	m.cursor += d
+	m.clampCursor()
+}
+
+// clampCursor keeps the cursor on a row and the row on screen.
+func (m *Model) clampCursor() {
+	n := len(m.list.visible)
+	m.cursor = max(min(m.cursor, n-1), 0)
+	h := m.tableHeight()
+	if m.cursor < m.top {
+		m.top = m.cursor
+	}
+	if m.cursor >= m.top+h {
+		m.top = m.cursor - h + 1
+	}
+	m.top = max(min(m.top, n-h), 0)
+}
+
+func (m *Model) say(s string) { m.flash, m.flashErr = s, false }
+
+func (m *Model) fail(err error) tea.Cmd {
+	m.flash, m.flashErr = termtext.Line(err.Error()), true
+	return nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

@@ -1,0 +1,545 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// harness runs the root model as Bubble Tea would: every command runs in
+// its own goroutine and its message comes back through Update, in order.
+type harness struct {
+	t     *testing.T
+	m     *Model
+	msgs  chan tea.Msg
+	raw   []string // what tea.Raw would have printed (bell, notifications)
+	clip  []string // what was put on the clipboard
+	demo  *demo.Server
+	store *store.Store
+	tr    *mcpclient.Tracker
+	ref   model.ServerRef
+}
+
+// newHarness starts a demo server on loopback and a tracker on a real
+// store; setup may launch tasks before the dashboard opens.
+func newHarness(t *testing.T, setup func(h *harness)) *harness {
+	t.Helper()
+	h := &harness{t: t, msgs: make(chan tea.Msg, 1024), ref: model.ServerRef{Name: "demo"}}
+	h.demo = demo.New(demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
+	srv := httptest.NewServer(h.demo.Handler())
+	cfg, err := mcpclient.ParseConfig("test", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store, err = store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
+	fast := model.PollPolicy{Default: 20 * time.Millisecond, Floor: 10 * time.Millisecond, Cap: 100 * time.Millisecond, Growth: 1.6}
+	h.tr = mcpclient.NewTracker(h.store, pool, mcpclient.TrackerOptions{Policy: fast})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() {
+		cancel()
+		pool.Close()
+		h.store.Close()
+		srv.Close()
+		h.demo.Close()
+	})
+	if setup != nil {
+		setup(h)
+	}
+	h.m = New(ctx, Options{Tracker: h.tr, Servers: []string{"demo"}, PerServer: 4})
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
+	h.run(h.m.Init())
+	h.until("the store is loaded", func(m *Model) bool { return m.loaded })
+	return h
+}
+
+func (h *harness) call(tool, args string) *model.Task {
+	h.t.Helper()
+	rec, _, err := h.tr.Call(context.Background(), mcpclient.CallRequest{Server: h.ref, Tool: tool, Args: json.RawMessage(args)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rec
+}
+
+// run starts a command the way the runtime would.
+func (h *harness) run(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	go func() { h.msgs <- cmd() }()
+}
+
+// send hands one message to Update and runs what it returns.
+func (h *harness) send(msg tea.Msg) {
+	switch msg := msg.(type) {
+	case nil:
+		return
+	case tea.RawMsg:
+		h.raw = append(h.raw, fmt.Sprint(msg.Msg))
+		return
+	}
+	// Batches and sequences are lists of commands (sequence's type is
+	// unexported); order does not matter to the dashboard.
+	if v := reflect.ValueOf(msg); v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeFor[tea.Cmd]() {
+		for i := range v.Len() {
+			h.run(v.Index(i).Interface().(tea.Cmd))
+		}
+		return
+	}
+	if s := fmt.Sprintf("%T", msg); s == "tea.setClipboardMsg" {
+		h.clip = append(h.clip, fmt.Sprint(msg))
+		return
+	}
+	_, cmd := h.m.Update(msg)
+	h.run(cmd)
+}
+
+func (h *harness) key(keys ...string) {
+	for _, k := range keys {
+		h.send(keyMsg(k))
+	}
+}
+
+func keyMsg(k string) tea.KeyPressMsg {
+	switch k {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	}
+	r := []rune(k)[0]
+	return tea.KeyPressMsg{Code: r, Text: k}
+}
+
+func (h *harness) typeText(s string) {
+	for _, r := range s {
+		h.send(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+}
+
+// until processes messages until cond holds.
+func (h *harness) until(what string, cond func(m *Model) bool) {
+	h.t.Helper()
+	deadline := time.After(20 * time.Second)
+	for !cond(h.m) {
+		select {
+		case msg := <-h.msgs:
+			h.send(msg)
+		case <-deadline:
+			h.t.Fatalf("timed out waiting until %s; screen:\n%s", what, h.screen())
+		}
+	}
+}
+
+// settle processes the messages that arrive within d.
+func (h *harness) settle(d time.Duration) {
+	end := time.After(d)
+	for {
+		select {
+		case msg := <-h.msgs:
+			h.send(msg)
+		case <-end:
+			return
+		}
+	}
+}
+
+func (h *harness) screen() string { return ansi.Strip(h.m.View().Content) }
+
+func (h *harness) status(id string) model.Status {
+	t, ok := h.m.list.Get(id)
+	if !ok {
+		return ""
+	}
+	return t.Status
+}
+
+func (h *harness) selectTask(id string) {
+	h.t.Helper()
+	i := h.m.list.IndexOf(id)
+	if i < 0 {
+		h.t.Fatalf("task %s is not visible", id)
+	}
+	h.m.cursor = i
+	h.m.clampCursor()
+}
+
+func TestRowsChangeStatusLive(t *testing.T) {
+	var sleep, approve *model.Task
+	h := newHarness(t, func(h *harness) {
+		sleep = h.call("sleep", `{"seconds":2}`)
+		approve = h.call("approve", `{"action":"ship"}`)
+	})
+	if got := h.status(sleep.ID); got != model.StatusWorking {
+		t.Fatalf("sleep shows %s at start", got)
+	}
+	h.until("sleep completes", func(m *Model) bool { return h.status(sleep.ID) == model.StatusCompleted })
+	h.until("approve asks", func(m *Model) bool { return h.status(approve.ID) == model.StatusInputRequired })
+	screen := h.screen()
+	for _, want := range []string{"✓ completed", "? input_required", "1 task waits for input", "asks: Approve ship?"} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	// The bell rang when the task started waiting.
+	h.settle(100 * time.Millisecond)
+	if !strings.Contains(strings.Join(h.raw, ""), "\a") {
+		t.Errorf("no bell for a task waiting for input (raw output %q)", h.raw)
+	}
+}
+
+func TestStartupReconciles(t *testing.T) {
+	var done, gone, stale *model.Task
+	h := newHarness(t, func(h *harness) {
+		done = h.call("sleep", `{"seconds":1}`)
+		time.Sleep(200 * time.Millisecond) // it ends while "taskdeck is away"
+		// A task its server never heard of, and a crash's leftover intent.
+		gone = model.NewIntent(h.ref, "sleep", nil, "", time.Now())
+		gone.TaskID, gone.Status = "no-such-task", model.StatusWorking
+		stale = model.NewIntent(h.ref, "sleep", nil, "", time.Now())
+		for _, rec := range []*model.Task{gone, stale} {
+			if err := h.store.Create(rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	h.until("the report", func(m *Model) bool { return strings.HasPrefix(m.flash, "reconciled:") })
+	want := "reconciled: 0 re-attached, 1 finished meanwhile, 1 unknown to their server, 1 orphaned, 0 unreachable"
+	if h.m.flash != want {
+		t.Fatalf("report %q, want %q", h.m.flash, want)
+	}
+	for id, st := range map[string]model.Status{done.ID: model.StatusCompleted, gone.ID: model.StatusUnknown, stale.ID: model.StatusOrphaned} {
+		if got := h.status(id); got != st {
+			t.Errorf("task %s shows %s, want %s", id, got, st)
+		}
+	}
+}
+
+func TestAnswerInputThroughTheForm(t *testing.T) {
+	var approve *model.Task
+	h := newHarness(t, func(h *harness) {
+		h.call("sleep", `{"seconds":600}`)
+		approve = h.call("approve", `{"action":"deploy"}`)
+	})
+	h.until("approve asks", func(m *Model) bool { return m.list.waiting == 1 })
+	h.m.cursor = h.m.list.IndexOf(approve.ID) + 1 // start elsewhere: i must find it
+	h.key("i")
+	if h.m.selectedID() != approve.ID {
+		t.Fatalf("i selected %s, want %s", h.m.selectedID(), approve.ID)
+	}
+	h.key("a")
+	if h.m.mode != modeForm || !strings.Contains(h.screen(), "Approve deploy?") {
+		t.Fatalf("no form after a:\n%s", h.screen())
+	}
+	updates := h.demo.Stats().Updates
+	h.key("left", "enter") // Confirm: move to "Yes", accept it
+	h.settle(100 * time.Millisecond)
+	h.key("enter") // an empty required reason is refused
+	h.settle(100 * time.Millisecond)
+	if h.m.mode != modeForm || h.demo.Stats().Updates != updates {
+		t.Fatalf("an empty reason was submitted:\n%s", h.screen())
+	}
+	h.typeText("all green")
+	h.key("enter")
+	h.until("approve completes", func(m *Model) bool { return h.status(approve.ID) == model.StatusCompleted })
+	final, _ := h.m.list.Get(approve.ID)
+	if !strings.Contains(string(final.Result), "approved deploy: all green") {
+		t.Fatalf("result %s", final.Result)
+	}
+	if h.demo.Stats().Updates != updates+1 {
+		t.Fatalf("server got %d updates, want 1", h.demo.Stats().Updates-updates)
+	}
+}
+
+func TestCancelAsksFirst(t *testing.T) {
+	var sleep *model.Task
+	h := newHarness(t, func(h *harness) { sleep = h.call("sleep", `{"seconds":600}`) })
+	h.selectTask(sleep.ID)
+	h.key("c")
+	if h.m.mode != modeConfirm || !strings.Contains(h.screen(), "Cancel 1 task on the server?") {
+		t.Fatalf("c did not ask:\n%s", h.screen())
+	}
+	h.key("n")
+	h.settle(200 * time.Millisecond)
+	if h.demo.Stats().Cancels != 0 || h.status(sleep.ID) != model.StatusWorking {
+		t.Fatal("saying no cancelled the task")
+	}
+	h.key("c", "y")
+	h.until("cancelled", func(m *Model) bool { return h.status(sleep.ID) == model.StatusCancelled })
+	if h.demo.Stats().Cancels != 1 {
+		t.Fatalf("server saw %d cancels", h.demo.Stats().Cancels)
+	}
+}
+
+func TestPruneAndForgetAskWithCounts(t *testing.T) {
+	var open *model.Task
+	h := newHarness(t, func(h *harness) {
+		h.call("echo", `{"text":"a"}`)
+		h.call("echo", `{"text":"b"}`)
+		open = h.call("sleep", `{"seconds":600}`)
+	})
+	h.key("p")
+	if !strings.Contains(h.screen(), "Prune 2 finished tasks") {
+		t.Fatalf("prune question:\n%s", h.screen())
+	}
+	h.key("y")
+	h.until("pruned", func(m *Model) bool { return m.list.Len() == 1 })
+	if all, _ := h.store.All(); len(all) != 1 || all[0].ID != open.ID {
+		t.Fatalf("store after prune: %d records", len(all))
+	}
+	h.selectTask(open.ID)
+	h.key("d")
+	if !strings.Contains(h.screen(), "1 of them may still run") {
+		t.Fatalf("forget of an open task must warn:\n%s", h.screen())
+	}
+	h.key("y")
+	h.until("forgotten", func(m *Model) bool { return m.list.Len() == 0 })
+	if _, err := h.store.Get(open.ID); err == nil {
+		t.Fatal("forgotten task still in the store")
+	}
+}
+
+func TestNewCallFromToolSchema(t *testing.T) {
+	h := newHarness(t, nil)
+	h.key("n")
+	if h.m.mode != modePick {
+		t.Fatal("n did not offer servers")
+	}
+	h.key("enter") // the only server
+	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
+	for h.m.pick.items[h.m.pick.cursor] != "sleep" {
+		h.key("down")
+	}
+	h.key("enter")
+	if h.m.mode != modeForm {
+		t.Fatalf("no argument form:\n%s", h.screen())
+	}
+	h.typeText("1")
+	h.key("enter")
+	h.until("launched", func(m *Model) bool { return m.list.Len() == 1 })
+	h.until("done", func(m *Model) bool { return m.list.all[0].task.Status == model.StatusCompleted })
+	if got := string(h.m.list.all[0].task.Arguments); got != `{"seconds":1}` {
+		t.Fatalf("arguments %s", got)
+	}
+}
+
+// loaded builds a dashboard on fixed tasks, with no server behind it.
+func loaded(t testing.TB, tasks []*model.Task, w, h int) *Model {
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tr := mcpclient.NewTracker(st, mcpclient.NewPool(mcpclient.PoolOptions{}), mcpclient.TrackerOptions{})
+	m := New(context.Background(), Options{Tracker: tr, Now: func() time.Time { return fixedNow }})
+	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	m.Update(startupMsg{tasks: tasks})
+	m.sched = model.NewSchedule(1) // nothing is polled here
+	return m
+}
+
+var fixedNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// sampleTasks is one task per status, with a tool error and a hostile
+// status message among them.
+func sampleTasks() []*model.Task {
+	var tasks []*model.Task
+	add := func(tool string, st model.Status, msg string, age time.Duration) *model.Task {
+		at := fixedNow.Add(-age)
+		t := model.NewIntent(model.ServerRef{Name: "build"}, tool, json.RawMessage(`{}`), "", at)
+		t.ID = fmt.Sprintf("t%02d", len(tasks)) // stable ids for the golden file
+		t.Status, t.StatusMessage, t.UpdatedAt = st, msg, at.Add(age/2)
+		tasks = append(tasks, t)
+		return t
+	}
+	add("compile", model.StatusWorking, "step 3 of 7: linking", 2*time.Minute)
+	ask := add("deploy", model.StatusInputRequired, "", 5*time.Minute)
+	ask.InputRequests = map[string]model.InputRequest{"ok": {Method: "elicitation/create",
+		Params: json.RawMessage(`{"message":"Deploy to prod?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}`)}}
+	add("test", model.StatusCompleted, "all 412 tests passed", time.Hour)
+	add("lint", model.StatusCompleted, "3 issues", 2*time.Hour).IsError = true
+	add("package", model.StatusFailed, "disk full", 3*time.Hour)
+	add("index", model.StatusCancelled, "", 26*time.Hour)
+	add("report", model.StatusUnknown, "", 50*time.Hour)
+	add("migrate", model.StatusOrphaned, "the call was sent but no handle came back", 10*time.Second)
+	add("evil", model.StatusWorking, "\x1b]0;pwned\x07\x1b[2J\x1b]52;c;ZXZpbA==\x07\u202eetoh\x00 ok", time.Second)
+	return tasks
+}
+
+func TestTableGolden(t *testing.T) {
+	m := loaded(t, sampleTasks(), 80, 24)
+	got := ansi.Strip(m.View().Content)
+	path := filepath.Join("testdata", "table-80x24.golden")
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		os.WriteFile(path, []byte(got), 0o644)
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./ui -run Golden -update)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("table differs from %s (rerun with -update if intended):\n%s", path, got)
+	}
+}
+
+// onlySGR matches the escape sequences the renderer may carry: colours
+// and text attributes. Anything else on screen came from a server.
+var escapeSeq = regexp.MustCompile("\x1b\\[[0-9;:]*m")
+
+func TestServerTextCannotControlTheTerminal(t *testing.T) {
+	tasks := sampleTasks()
+	m := loaded(t, tasks, 120, 30)
+	evil := tasks[len(tasks)-1]
+	screens := []string{m.View().Content}
+	m.cursor = m.list.IndexOf(evil.ID)
+	m.openDetail()
+	screens = append(screens, m.View().Content)
+	for _, s := range screens {
+		rest := escapeSeq.ReplaceAllString(s, "")
+		for _, bad := range []string{"\x1b", "\x07", "\x00", "\u202e"} {
+			if strings.Contains(rest, bad) {
+				t.Fatalf("server text reached the screen with %q:\n%q", bad, rest)
+			}
+		}
+	}
+	if !strings.Contains(ansi.Strip(screens[1]), "etoh ok") {
+		t.Fatal("the harmless part of the message is gone")
+	}
+}
+
+func TestSmallTerminalKeepsLayout(t *testing.T) {
+	m := loaded(t, sampleTasks(), 80, 24)
+	for _, mode := range []func(){func() {}, func() { m.openDetail() }, func() { m.mode = modeHelp }} {
+		mode()
+		lines := strings.Split(m.View().Content, "\n")
+		if len(lines) != 24 {
+			t.Fatalf("%d lines on a 24-line terminal", len(lines))
+		}
+		for _, l := range lines {
+			if w := ansi.StringWidth(l); w > 80 {
+				t.Fatalf("line of %d cells on an 80-column terminal: %q", w, ansi.Strip(l))
+			}
+		}
+		if !strings.Contains(ansi.Strip(lines[len(lines)-1]), "quit") {
+			t.Fatalf("footer lost: %q", ansi.Strip(lines[len(lines)-1]))
+		}
+		m.mode = modeTable
+	}
+}
+
+func TestFilterSortMarkAndCopy(t *testing.T) {
+	tasks := sampleTasks()
+	m := loaded(t, tasks, 120, 30)
+	h := &harness{t: t, m: m, msgs: make(chan tea.Msg, 16)}
+	h.key("/")
+	h.typeText("link")
+	if n := len(m.list.visible); n != 1 || m.list.visible[0].tool != "compile" {
+		t.Fatalf("filter 'link' shows %d rows", n)
+	}
+	h.key("esc")
+	if len(m.list.visible) != len(tasks) {
+		t.Fatal("esc did not clear the filter")
+	}
+	h.key("s") // first status in the cycle: calling (none here)
+	h.key("s") // working
+	if n := len(m.list.visible); n != 2 {
+		t.Fatalf("status filter working shows %d rows", n)
+	}
+	for range len(model.AllStatuses) - 1 { // the cycle: every status, then all
+		h.key("s")
+	}
+	if len(m.list.visible) != len(tasks) {
+		t.Fatal("the status filter does not cycle back to all")
+	}
+	h.key("o")
+	if m.list.OrderName() != "status" || m.list.visible[0].task.Status != model.StatusWorking {
+		t.Fatalf("sort %s starts with %s", m.list.OrderName(), m.list.visible[0].task.Status)
+	}
+	m.cursor = 0
+	h.key("space", "space")
+	if len(m.marked) != 2 || len(m.targets()) != 2 {
+		t.Fatalf("marked %v", m.marked)
+	}
+	done := tasks[2]
+	done.Result = json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`)
+	m.list.Upsert(done)
+	m.cursor = m.list.IndexOf(done.ID)
+	clear(m.marked)
+	_, cmd := m.Update(keyMsg("y"))
+	if cmd == nil || fmt.Sprint(cmd()) != string(done.Result) {
+		t.Fatal("y did not copy the result JSON")
+	}
+}
+
+func TestKeyMapHasNoClashes(t *testing.T) {
+	k := DefaultKeyMap()
+	seen := map[string]string{}
+	for _, group := range k.FullHelp() {
+		for _, b := range group {
+			if b.Help().Desc == "" {
+				t.Errorf("binding %v has no help text", b.Keys())
+			}
+			for _, key := range b.Keys() {
+				if other, ok := seen[key]; ok {
+					t.Errorf("key %q bound to both %q and %q", key, other, b.Help().Desc)
+				}
+				seen[key] = b.Help().Desc
+			}
+		}
+	}
+}
+
+func TestPollsInFlightAreBoundedPerServer(t *testing.T) {
+	h := newHarness(t, func(h *harness) {
+		for range 30 {
+			h.call("sleep", `{"seconds":600}`)
+		}
+	})
+	peak := 0
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case msg := <-h.msgs:
+			h.send(msg)
+			peak = max(peak, h.m.sched.InFlight())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if peak == 0 || peak > 4 {
+		t.Fatalf("peak polls in flight %d, want 1..4 (PerServer)", peak)
+	}
+	if h.demo.Stats().Gets < 30 {
+		t.Fatalf("only %d polls in 2 s for 30 tasks", h.demo.Stats().Gets)
+	}
+}
