@@ -36,6 +36,7 @@ type (
 		verb string
 		task *model.Task
 		err  error
+		call *newCall // for "launched": the call, to retry with answers
 	}
 	forgottenMsg struct {
 		ids []string
@@ -127,9 +128,25 @@ func listTools(ctx context.Context, tr *mcpclient.Tracker, server string) tea.Cm
 	}
 }
 
-func call(ctx context.Context, tr *mcpclient.Tracker, server, tool string, args json.RawMessage) tea.Cmd {
+// call launches a tool. answers, keyed like the server's input requests,
+// answer a call that needs input before its task exists; a request they
+// do not cover comes back as *mcpclient.InputNeededError.
+func call(ctx context.Context, tr *mcpclient.Tracker, c *newCall) tea.Cmd {
 	return func() tea.Msg {
-		t, _, err := tr.Call(ctx, mcpclient.CallRequest{Server: model.ServerRef{Name: server}, Tool: tool, Args: args})
-		return taskUpdatedMsg{verb: "launched", task: t, err: err}
+		t, _, err := tr.Call(ctx, mcpclient.CallRequest{
+			Server: model.ServerRef{Name: c.server}, Tool: c.tool, Args: c.args,
+			Input: func(_ context.Context, reqs map[string]model.InputRequest) (map[string]json.RawMessage, error) {
+				out := map[string]json.RawMessage{}
+				for key := range reqs {
+					ans, ok := c.answers[key]
+					if !ok {
+						return nil, &mcpclient.InputNeededError{Requests: reqs}
+					}
+					out[key] = ans
+				}
+				return out, nil
+			},
+		})
+		return taskUpdatedMsg{verb: "launched", task: t, err: err, call: c}
 	}
 }

@@ -6,6 +6,7 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -66,10 +67,21 @@ type picker struct {
 	pick   func(m *Model, item string) tea.Cmd
 }
 
-// formTarget says what a form's answer is for.
+// formTarget says what a form's answer is for: an input request of a
+// task, a new call's arguments, or an input request the server made
+// before the new call's task exists.
 type formTarget struct {
-	taskID, key  string // an input request
-	server, tool string // a new call's arguments
+	taskID, key string
+	call        *newCall
+	callKey     string // with call: the input request answered
+}
+
+// newCall is a call being put together in the dashboard.
+type newCall struct {
+	server, tool string
+	args         json.RawMessage
+	answers      map[string]json.RawMessage
+	asks         map[string]model.InputRequest // input requests still to answer
 }
 
 // pollNote is what the table shows about a task's polling.
@@ -345,6 +357,17 @@ func (m *Model) onTaskUpdated(msg taskUpdatedMsg) tea.Cmd {
 			m.sched.Set(msg.task.ID, msg.task.Server, m.opts.Now())
 		}
 	}
+	var need *mcpclient.InputNeededError
+	if msg.call != nil && errors.As(msg.err, &need) {
+		// The server asks before it starts: nothing runs there yet, so
+		// the attempt's record goes and the call is made again with answers.
+		msg.call.asks = need.Requests
+		cmd := m.askBeforeCall(msg.call)
+		if msg.task != nil {
+			return tea.Batch(cmd, forget(m.tracker, []string{msg.task.ID}))
+		}
+		return cmd
+	}
 	if msg.err != nil {
 		return m.fail(msg.err)
 	}
@@ -381,7 +404,7 @@ func (m *Model) onTools(msg toolsMsg) tea.Cmd {
 			m.mode = modeTable
 			return m.fail(err)
 		}
-		return m.openForm(f, formTarget{server: msg.server, tool: tool})
+		return m.openForm(f, formTarget{call: &newCall{server: msg.server, tool: tool, answers: map[string]json.RawMessage{}}})
 	}
 	m.pick = p
 	m.mode = modePick
@@ -619,23 +642,54 @@ func (m *Model) updateForm(msg tea.Msg) tea.Cmd {
 	}
 	target := m.formFor
 	m.form, m.mode = nil, modeTable
-	if target.tool != "" {
-		if res.Action != form.Accept {
-			m.say("new call abandoned")
-			return nil
-		}
-		m.say("launching " + target.tool + " on " + target.server + "…")
-		return call(m.ctx, m.tracker, target.server, target.tool, res.JSON())
+	c := target.call
+	switch {
+	case c != nil && target.callKey == "" && res.Action != form.Accept:
+		m.say("new call abandoned")
+		return nil
+	case c != nil && target.callKey == "":
+		c.args = res.JSON()
+		m.say("launching " + c.tool + " on " + c.server + "…")
+		return call(m.ctx, m.tracker, c)
 	}
+	raw, err := answerJSON(res)
+	if err != nil {
+		return m.fail(err)
+	}
+	if c == nil {
+		return answer(m.ctx, m.tracker, target.taskID, target.key, raw)
+	}
+	c.answers[target.callKey] = raw
+	delete(c.asks, target.callKey)
+	if len(c.asks) > 0 {
+		return m.askBeforeCall(c)
+	}
+	m.say("launching " + c.tool + " on " + c.server + " with the answers…")
+	return call(m.ctx, m.tracker, c)
+}
+
+// answerJSON is the input response a form's outcome stands for.
+func answerJSON(res form.Result) (json.RawMessage, error) {
 	resp := map[string]any{"action": res.Action}
 	if res.Action == form.Accept && res.Content != nil {
 		resp["content"] = res.Content
 	}
-	raw, err := json.Marshal(resp)
+	return json.Marshal(resp)
+}
+
+// askBeforeCall opens the form for the next input request a server made
+// before starting a new call's task.
+func (m *Model) askBeforeCall(c *newCall) tea.Cmd {
+	key := slices.Sorted(maps.Keys(c.asks))[0]
+	e, err := c.asks[key].Elicitation()
+	if err != nil {
+		return m.fail(fmt.Errorf("%s on %s asks for input %s, which the dashboard cannot show: %v", c.tool, c.server, termtext.Line(key), err))
+	}
+	f, err := form.ForInput(termtext.Line(c.tool)+" · before it starts · "+termtext.Line(key), e)
 	if err != nil {
 		return m.fail(err)
 	}
-	return answer(m.ctx, m.tracker, target.taskID, target.key, raw)
+	return m.openForm(f, formTarget{call: c, callKey: key})
 }
 
 func (m *Model) askCancel() tea.Cmd {

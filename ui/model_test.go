@@ -543,3 +543,26 @@ func TestPollsInFlightAreBoundedPerServer(t *testing.T) {
 		t.Fatalf("only %d polls in 2 s for 30 tasks", h.demo.Stats().Gets)
 	}
 }
+
+func TestNewCallThatAsksBeforeItStarts(t *testing.T) {
+	h := newHarness(t, nil)
+	h.key("n", "enter")
+	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
+	for h.m.pick.items[h.m.pick.cursor] != "confirm_first" {
+		h.key("down")
+	}
+	h.key("enter") // confirm_first takes no arguments: the form only submits
+	h.settle(100 * time.Millisecond)
+	h.key("enter")
+	h.until("the server's question", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
+	h.key("left", "enter") // yes
+	h.until("the task runs and ends", func(m *Model) bool {
+		return m.list.Len() == 1 && m.list.all[0].task.Status == model.StatusCompleted
+	})
+	if done := h.m.list.all[0].task; done.IsError || !strings.Contains(string(done.Result), `"text":"confirmed"`) {
+		t.Fatalf("result %s", done.Result)
+	}
+	if all, _ := h.store.All(); len(all) != 1 {
+		t.Fatalf("store holds %d records; the first attempt's should be gone", len(all))
+	}
+}
