@@ -271,7 +271,7 @@ func (m *Model) onStartup(msg startupMsg) tea.Cmd {
 
 // reportStartup says what start-up reconciliation found.
 func (m *Model) reportStartup() {
-	m.say(fmt.Sprintf("reconciled: %d re-attached, %d finished meanwhile, %d unknown to their server, %d orphaned, %d unreachable",
+	m.say(fmt.Sprintf("reconciled: %d re-attached · %d finished meanwhile · %d unknown · %d orphaned · %d unreachable",
 		m.found["reattached"], m.found["finished"], m.found["unknown"], m.found["orphaned"], m.found["unreachable"]))
 }
 

@@ -42,8 +42,16 @@ type harness struct {
 // store; setup may launch tasks before the dashboard opens.
 func newHarness(t *testing.T, setup func(h *harness)) *harness {
 	t.Helper()
+	return newHarnessWith(t, demo.Options{}, setup)
+}
+
+// newHarnessWith is newHarness with demo options (e.g. Hostile); speed and
+// poll interval are always the fast ones.
+func newHarnessWith(t *testing.T, opts demo.Options, setup func(h *harness)) *harness {
+	t.Helper()
 	h := &harness{t: t, msgs: make(chan tea.Msg, 1024), ref: model.ServerRef{Name: "demo"}}
-	h.demo = demo.New(demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
+	opts.Speed, opts.PollInterval = 0.05, 20*time.Millisecond
+	h.demo = demo.New(opts)
 	srv := httptest.NewServer(h.demo.Handler())
 	cfg, err := mcpclient.ParseConfig("test", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
 	if err != nil {
@@ -234,7 +242,7 @@ func TestStartupReconciles(t *testing.T) {
 		}
 	})
 	h.until("the report", func(m *Model) bool { return strings.HasPrefix(m.flash, "reconciled:") })
-	want := "reconciled: 0 re-attached, 1 finished meanwhile, 1 unknown to their server, 1 orphaned, 0 unreachable"
+	want := "reconciled: 0 re-attached · 1 finished meanwhile · 1 unknown · 1 orphaned · 0 unreachable"
 	if h.m.flash != want {
 		t.Fatalf("report %q, want %q", h.m.flash, want)
 	}

@@ -199,12 +199,14 @@ func (m *Model) viewPick() string {
 	h := max(m.height-headerLines-footerLines-6, 3)
 	start := max(0, min(p.cursor-h/2, len(p.items)-h))
 	for i := start; i < min(start+h, len(p.items)); i++ {
-		line := "  " + p.items[i]
+		line, note := "  "+p.items[i], ""
 		if i < len(p.notes) && p.notes[i] != "" {
-			line += "  " + m.styles.Dim.Render(p.notes[i])
+			note = "  " + p.notes[i]
 		}
 		if i == p.cursor {
-			line = m.styles.Selected.Render("> " + p.items[i])
+			line = m.styles.Selected.Render("> "+p.items[i]) + note
+		} else {
+			line += m.styles.Dim.Render(note)
 		}
 		b.WriteString(ansi.Truncate(line, m.width-6, "…") + "\n")
 	}
@@ -219,9 +221,10 @@ func (m *Model) box(s string) string {
 // detailText is everything about one task, for the detail pane.
 func (m *Model) detailText(t *model.Task) string {
 	var b strings.Builder
+	pad := strings.Repeat(" ", m.styles.Label.GetWidth()+1)
 	line := func(label, value string) {
 		if value != "" {
-			b.WriteString(m.styles.Label.Render(label) + " " + value + "\n")
+			b.WriteString(m.styles.Label.Render(label) + " " + strings.ReplaceAll(value, "\n", "\n"+pad) + "\n")
 		}
 	}
 	look := lookOf(t)

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Regenerates the screenshots of the real dashboard:
+#   screenshots/table.png   the task table, every status at once (`taskdeck demo`)
+#   screenshots/form.png    the input form of the demo's approve task, filled in
+#   screenshots/detail.png  the detail pane of that task once it completed
+#   screenshots/help.png    the help screen
+#
+# Run it from anywhere: bash screenshots/capture.sh
+# Needs Go (go.mod's version; the go command fetches it if older) and tmux
+# (installed with apt-get when missing). The ANSI-to-PNG renderer is freeze,
+# fetched and run with `go run` from the Go module proxy: nothing else to
+# install. Fonts are embedded in freeze (JetBrains Mono).
+#
+# How: build taskdeck, run `taskdeck demo` in a 120×32 tmux pane on a private
+# tmux server, drive it with send-keys, capture each state with
+# `tmux capture-pane -e` (ANSI colours), normalize the capture for freeze
+# (screenshots/ansi.go), render it with freeze, and halve the PNG.
+set -euo pipefail
+
+FREEZE=github.com/charmbracelet/freeze@v0.2.2
+WIDTH=120
+HEIGHT=32
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=screenshots
+
+say() { printf 'capture.sh: %s\n' "$*" >&2; }
+die() { say "$*"; exit 1; }
+
+if ! command -v go >/dev/null 2>&1; then
+	die "Go is needed: install it from https://go.dev/dl/ (or apt-get install golang-go) and run again"
+fi
+if ! command -v tmux >/dev/null 2>&1; then
+	say "tmux is missing; installing it with apt-get"
+	if [ "$(id -u)" -eq 0 ]; then
+		apt-get update -qq && apt-get install -y -qq tmux
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo apt-get update -qq && sudo apt-get install -y -qq tmux
+	else
+		die "tmux is needed: install it (apt-get install tmux) and run again"
+	fi
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/taskdeck-shots.XXXXXX")
+sock="$work/tmux.sock"
+tm() { tmux -S "$sock" "$@"; }
+cleanup() {
+	tm kill-server >/dev/null 2>&1 || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+say "building taskdeck"
+go build -o "$work/taskdeck" .
+say "fetching freeze ($FREEZE) and building the helper"
+# Build both once, so that the renders below do not wait on the network.
+GOBIN="$work/bin" go install "$FREEZE"
+go build -o "$work/bin/ansi" screenshots/ansi.go
+
+# escape-time 0: ESC reaches taskdeck at once; remain-on-exit keeps the pane.
+printf 'set -g escape-time 0\nset -g remain-on-exit on\nset -g status off\n' >"$work/tmux.conf"
+mkdir -p "$work/home"
+# env -i: a clean, known environment (no NO_COLOR, COLORTERM or TMUX from outside).
+tm -f "$work/tmux.conf" new-session -d -s shot -x "$WIDTH" -y "$HEIGHT" \
+	env -i HOME="$work/home" PATH="$PATH" TERM=xterm-256color TMPDIR="$work" LANG=C.UTF-8 \
+	"$work/taskdeck" demo
+
+screen() { tm capture-pane -p -t shot; }
+
+# wait_for DESCRIPTION SHELL-TEST: polls the screen (in $s) until the test holds.
+wait_for() {
+	local what=$1 test=$2 deadline=$((SECONDS + 60))
+	while :; do
+		s=$(screen)
+		if eval "$test"; then
+			return 0
+		fi
+		if [ "$(tm display-message -p -t shot '#{pane_dead}')" = 1 ]; then
+			printf '%s\n' "$s" >&2
+			die "taskdeck ended while waiting for $what"
+		fi
+		if [ $SECONDS -ge $deadline ]; then
+			printf '%s\n' "$s" >&2
+			die "gave up waiting for $what"
+		fi
+		sleep 0.1
+	done
+}
+has() { grep -qF -- "$1" <<<"$s"; }
+
+# The status of the table's row of TOOL ("" if none).
+row_status() { awk -v tool="$1" 'f && NF >= 4 && $4 == tool { print $2; exit } /STATUS.*TOOL/ { f = 1 }' <<<"$s"; }
+# The tool of the selected row, from the "N/M" position in the footer.
+selected_tool() {
+	local n
+	n=$(grep -oE '^[0-9]+/[0-9]+' <<<"$s" | tail -n 1 | cut -d/ -f1)
+	awk -v n="$n" 'f && NF >= 4 { if (++c == n) { print $4; exit } } /STATUS.*TOOL/ { f = 1 }' <<<"$s"
+}
+position() { grep -oE '^[0-9]+/[0-9]+' <<<"$s" | tail -n 1; }
+
+# shoot NAME: capture the pane with its colours and render NAME.png.
+shoot() {
+	local name=$1
+	tm capture-pane -e -N -p -t shot >"$work/$name.ansi"
+	"$work/bin/ansi" normalize "$work/$name.ansi" "$work/$name.norm"
+	(cd "$work" && "$work/bin/freeze" "$name.norm" --language ansi -o "$name.png" \
+		-c full --shadow.blur 0 --shadow.y 0 --margin 0 >/dev/null)
+	"$work/bin/ansi" shrink "$work/$name.png"
+	mv "$work/$name.png" "$out/$name.png"
+	say "wrote $out/$name.png"
+}
+
+# 1. The table: every status at once, while the long tasks still run.
+wait_for "every status in the table" '
+	[ "$(row_status pipeline)" = working ] && [ "$(row_status echo)" = completed ] &&
+	[ "$(row_status approve)" = input_required ] && has "✗ failed" && has "⊘ cancelled" &&
+	has "● working" && grep -q "slept [1-9][0-9]* of 40 s" <<<"$s" && has "reconciled:"'
+shoot table
+
+# 2. The approve task's form: i jumps to the next task waiting for input.
+for _ in 1 2 3 4; do
+	[ "$(selected_tool)" = approve ] && break
+	before=$(position)
+	tm send-keys -t shot i
+	wait_for "the cursor to move" '[ "$(position)" != "$before" ]'
+done
+[ "$(selected_tool)" = approve ] || die "i never reached the approve task"
+tm send-keys -t shot a
+wait_for "the approve form" 'has "Approve deploy to production?" && has "Reason *"'
+tm send-keys -t shot y # Yes, and on to the reason
+wait_for "the reason field" 'has "┃ Reason *"'
+tm send-keys -t shot -l "green on staging, go ahead"
+wait_for "the typed reason" 'has "> green on staging, go ahead"'
+shoot form
+
+# 3. The detail pane of the approve task, once completed.
+tm send-keys -t shot Enter
+wait_for "the approve task completed" '[ "$(row_status approve)" = completed ]'
+[ "$(selected_tool)" = approve ] || die "the cursor left the approve task"
+tm send-keys -t shot Enter
+wait_for "the detail pane" 'has "input_required → completed" && has "approved deploy to production"'
+shoot detail
+
+# 4. The help screen.
+tm send-keys -t shot Escape
+wait_for "the table again" 'has "STATUS" && has "MESSAGE"'
+tm send-keys -t shot '?'
+wait_for "the help screen" 'has "Statuses:" && has "any key closes this help"'
+shoot help
+
+# Quit: any key closes the help, q quits.
+tm send-keys -t shot q
+wait_for "the table again" 'has "STATUS"'
+tm send-keys -t shot q
+wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'
+say "done: $out/table.png $out/form.png $out/detail.png $out/help.png"
