@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -33,7 +36,7 @@ func (s *Store) Create(rec *model.Task) error {
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
-	return s.commit(func(txn *badger.Txn) error {
+	return s.commit(rec.ID, func(txn *badger.Txn) error {
 		switch _, err := txn.Get(recordKey(rec.ID)); {
 		case err == nil:
 			return fmt.Errorf("task %s already exists", rec.ID)
@@ -97,7 +100,7 @@ func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
-		err = s.commit(func(txn *badger.Txn) error {
+		err = s.commit(id, func(txn *badger.Txn) error {
 			item, err := txn.Get(recordKey(id))
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				return fmt.Errorf("task %s: %w", id, ErrNotFound)
@@ -155,18 +158,23 @@ func (s *Store) ByKey(key string) (*model.Task, error) {
 // ByStatus returns the records with any of the given statuses, sorted by
 // ID. It walks only those statuses' index keys and reads only their records.
 func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
-	var out []*model.Task
+	var ids []string
+	var vals [][]byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		for _, status := range dedupe(st) {
 			for _, id := range indexIDs(txn, status) {
-				t, _, err := getRecord(txn, id)
-				if errors.Is(err, ErrNotFound) {
+				item, err := txn.Get(recordKey(id))
+				if errors.Is(err, badger.ErrKeyNotFound) {
 					return fmt.Errorf("status index names task %s, which has no record", id)
 				}
 				if err != nil {
-					return err
+					return fmt.Errorf("task %s: %w", id, err)
 				}
-				out = append(out, t)
+				v, err := item.ValueCopy(nil)
+				if err != nil {
+					return fmt.Errorf("task %s: %w", id, err)
+				}
+				ids, vals = append(ids, id), append(vals, v)
 			}
 		}
 		return nil
@@ -174,7 +182,39 @@ func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	out, err := decodeAll(ids, vals)
+	if err != nil {
+		return nil, err
+	}
 	slices.SortFunc(out, func(a, b *model.Task) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// decodeAll decodes records on every core: at start-up, decoding the open
+// tasks' JSON is most of the time it takes to list them.
+func decodeAll(ids []string, vals [][]byte) ([]*model.Task, error) {
+	out := make([]*model.Task, len(vals))
+	errs := make([]error, len(vals))
+	workers := min(runtime.GOMAXPROCS(0), len(vals)/64+1)
+	per := (len(vals) + workers - 1) / max(workers, 1)
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(vals); lo += per {
+		hi := min(lo+per, len(vals))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				t := new(model.Task)
+				if err := json.Unmarshal(vals[i], t); err != nil {
+					errs[i] = fmt.Errorf("task %s: record does not decode: %w", ids[i], err)
+					continue
+				}
+				out[i] = t
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -210,9 +250,29 @@ func (s *Store) All() ([]*model.Task, error) {
 	return out, err
 }
 
+// Newest returns up to limit records, newest first (ids sort by creation
+// time). It reads only those records, however large the store.
+func (s *Store) Newest(limit int) ([]*model.Task, error) {
+	var out []*model.Task
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: recordPrefix, Reverse: true, PrefetchValues: true, PrefetchSize: 100})
+		defer it.Close()
+		for it.Seek(append(bytes.Clone(recordPrefix), 0xff)); it.Valid() && len(out) < limit; it.Next() {
+			item := it.Item()
+			t, err := decode(item, string(item.Key()[len(recordPrefix):]))
+			if err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // Delete removes record id and its index keys in one txn.
 func (s *Store) Delete(id string) error {
-	return s.commit(func(txn *badger.Txn) error {
+	return s.commit(id, func(txn *badger.Txn) error {
 		t, _, err := getRecord(txn, id)
 		if err != nil {
 			return err
@@ -253,7 +313,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 	total := 0
 	for chunk := range slices.Chunk(ids, pruneChunk) {
 		n := 0
-		err := s.commit(func(txn *badger.Txn) error {
+		err := s.commit("", func(txn *badger.Txn) error {
 			n = 0 // the txn may run again after a conflict
 			for _, id := range chunk {
 				// Re-read: another writer may have deleted it meanwhile.

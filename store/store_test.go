@@ -466,3 +466,27 @@ func TestUndecodableRecordIsAnErrorNamingIt(t *testing.T) {
 		t.Fatalf("Counts = %v", counts)
 	}
 }
+
+func TestNewestReadsTheLatestRecords(t *testing.T) {
+	s := openStore(t, t.TempDir())
+	var ids []string
+	for i := range 30 {
+		rec := create(t, s, "", model.StatusCompleted, t0.Add(time.Duration(i)*time.Second))
+		ids = append(ids, rec.ID)
+	}
+	got, err := s.Newest(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 5 {
+		t.Fatalf("Newest(5) returned %d records", len(got))
+	}
+	for i, rec := range got {
+		if want := ids[len(ids)-1-i]; rec.ID != want {
+			t.Fatalf("Newest(5)[%d] = %s, want %s", i, rec.ID, want)
+		}
+	}
+	if all, _ := s.Newest(100); len(all) != 30 {
+		t.Fatalf("Newest(100) on 30 records returned %d", len(all))
+	}
+}

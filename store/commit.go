@@ -1,0 +1,137 @@
+package store
+
+import (
+	"errors"
+	"sync"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// Group commit. With SyncWrites, Badger syncs its WAL once per transaction
+// even when its write goroutine takes several at once (db.go writeRequests
+// calls writeToLSM, and so SyncWAL, per request), so N concurrent commits
+// cost N fsyncs. commit therefore joins the changes of concurrent callers
+// into one Badger transaction: one caller at a time leads, runs every
+// queued change in one txn, and one fsync covers them all. Every caller
+// still returns only after its own change is synced, as before.
+
+// maxGroup bounds one group: 128 records of ~1 KiB with their index keys
+// stay far below Badger's txn size limit (15% of the 8 MiB memtable).
+const maxGroup = 128
+
+type group struct {
+	mu      sync.Mutex
+	queue   []*commitReq
+	leading bool
+}
+
+type commitReq struct {
+	// key is the record the change writes. Two changes to one record never
+	// share a txn: inside one, Update's version check could not see the
+	// other's pending write. "" runs alone (prune chunks, the schema).
+	key  string
+	fn   func(txn *badger.Txn) error
+	err  error
+	wake chan bool // false: done, err is set; true: lead the next group
+}
+
+// errAbort stops a group's txn when one change fails; the others run again
+// without it.
+var errAbort = errors.New("a change in the group failed")
+
+// commit runs fn in a synced write txn, possibly shared with concurrent
+// callers' changes. fn must have no effect but its txn's, since it may run
+// more than once. On ErrConflict another writer committed first, so fn runs
+// again on newer data; that always makes progress, hence no retry limit.
+func (s *Store) commit(key string, fn func(txn *badger.Txn) error) error {
+	r := &commitReq{key: key, fn: fn, wake: make(chan bool, 1)}
+	g := &s.group
+	g.mu.Lock()
+	g.queue = append(g.queue, r)
+	lead := !g.leading
+	g.leading = true
+	g.mu.Unlock()
+	if !lead && !<-r.wake {
+		return r.err
+	}
+	// r is at the head of the queue, so take includes it.
+	s.runGroup(g.take())
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		g.queue[0].wake <- true // hand over: no caller leads for long
+	} else {
+		g.leading = false
+	}
+	g.mu.Unlock()
+	return r.err
+}
+
+// take removes the next group from the queue: the head, and the changes
+// after it up to the first that must run alone or repeats a record.
+func (g *group) take() []*commitReq {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 1
+	if g.queue[0].key != "" {
+		seen := map[string]bool{g.queue[0].key: true}
+		for n < len(g.queue) && n < maxGroup {
+			k := g.queue[n].key
+			if k == "" || seen[k] {
+				break
+			}
+			seen[k] = true
+			n++
+		}
+	}
+	batch := make([]*commitReq, n)
+	copy(batch, g.queue)
+	g.queue = append(g.queue[:0], g.queue[n:]...)
+	return batch
+}
+
+// runGroup commits the changes of a group in one txn and tells each caller
+// its outcome. A change that fails is dropped and the rest run again.
+func (s *Store) runGroup(batch []*commitReq) {
+	var failed []*commitReq
+	defer func() {
+		for _, r := range failed {
+			r.wake <- false
+		}
+	}()
+	for len(batch) > 0 {
+		bad := -1
+		err := s.db.Update(func(txn *badger.Txn) error {
+			for i, r := range batch {
+				if err := r.fn(txn); err != nil {
+					bad, r.err = i, err
+					return errAbort
+				}
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			s.writes.Add(int64(len(batch)))
+			for _, r := range batch {
+				r.err = nil
+				r.wake <- false
+			}
+			return
+		case bad >= 0:
+			failed = append(failed, batch[bad])
+			batch = append(batch[:bad:bad], batch[bad+1:]...)
+		case errors.Is(err, badger.ErrConflict):
+			// Run again on newer data.
+		case len(batch) > 1:
+			// Too big, or the disk failed: let each change find its own fate.
+			for _, r := range batch {
+				s.runGroup([]*commitReq{r})
+			}
+			return
+		default:
+			batch[0].err = err
+			batch[0].wake <- false
+			return
+		}
+	}
+}

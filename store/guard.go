@@ -1,0 +1,142 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// checkFiles looks for two kinds of damage before Badger opens dir,
+// because Badger does not report them:
+//   - a listed table file cut short: Badger reads its footer without
+//     bounds checks and panics in a goroutine that no caller can recover;
+//   - tables that a missing or cut-short MANIFEST no longer lists: Badger
+//     would delete them as leftovers of an unfinished compaction, and with
+//     them every record they hold.
+//
+// A clean store passes; so does one left by a crash (kill -9): there the
+// MANIFEST is whole, and a table it does not list, even an empty one, is a
+// real leftover that Badger removes.
+func checkFiles(dir string, opt badger.Options) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // prepareDir has vouched for dir; let Badger say what is wrong
+	}
+	var tables []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".sst") {
+			tables = append(tables, e.Name())
+		}
+	}
+	if len(tables) == 0 {
+		return nil
+	}
+	fp, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
+	if errors.Is(err, fs.ErrNotExist) {
+		return &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is missing but %d table files are there", len(tables))}
+	}
+	if err != nil {
+		return nil
+	}
+	defer fp.Close()
+	fi, err := fp.Stat()
+	if err != nil {
+		return nil
+	}
+	m, truncAt, err := badger.ReplayManifestFile(fp, opt.ExternalMagicVersion, opt)
+	if err != nil {
+		return nil // Badger reports a bad MANIFEST itself
+	}
+	var unlisted []string
+	for _, name := range tables {
+		id, err := strconv.ParseUint(strings.TrimSuffix(name, ".sst"), 10, 64)
+		if err != nil {
+			continue
+		}
+		if _, listed := m.Tables[id]; !listed {
+			unlisted = append(unlisted, name)
+			continue
+		}
+		if reason := tableFooter(filepath.Join(dir, name)); reason != "" {
+			return &CorruptError{Dir: dir, Reason: "table " + name + " " + reason}
+		}
+	}
+	if len(unlisted) > 0 && truncAt < fi.Size() {
+		slices.Sort(unlisted)
+		return &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is cut short (%d of %d bytes readable) and no longer lists %s",
+			truncAt, fi.Size(), strings.Join(unlisted, ", "))}
+	}
+	return nil
+}
+
+// tableFooter checks the footer of a table file the way Badger reads it
+// (table.initIndex): the last 4 bytes are the checksum length, before the
+// checksum come 4 bytes of index length, before them the index. It returns
+// why the footer cannot be read, or "".
+func tableFooter(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	size := fi.Size()
+	var u32 [4]byte
+	if size < 8 {
+		return fmt.Sprintf("is cut short (%d bytes)", size)
+	}
+	if _, err := f.ReadAt(u32[:], size-4); err != nil {
+		return ""
+	}
+	sumLen := int64(binary.BigEndian.Uint32(u32[:]))
+	if sumLen > size-8 {
+		return fmt.Sprintf("is cut short or damaged (its footer names a %d-byte checksum in %d bytes)", sumLen, size)
+	}
+	if _, err := f.ReadAt(u32[:], size-8-sumLen); err != nil {
+		return ""
+	}
+	if indexLen := int64(binary.BigEndian.Uint32(u32[:])); indexLen > size-8-sumLen {
+		return fmt.Sprintf("is cut short or damaged (its footer names a %d-byte index in %d bytes)", indexLen, size)
+	}
+	return ""
+}
+
+// closeTimeout bounds Close. Badger's Close flushes the memtable into a new
+// table and retries a failed flush forever.
+var closeTimeout = 20 * time.Second
+
+// ErrNoRoomToFlush is returned by Close when the disk is too full to flush
+// the store. Nothing is lost: every change was synced to Badger's
+// write-ahead log, which the next Open replays.
+var ErrNoRoomToFlush = errors.New("too little free disk space to flush the store")
+
+// closeDB closes db unless its disk is nearly full, within closeTimeout.
+// Badger writes the flushed table through a memory map: on a full disk the
+// first store to an unbacked page kills the process with SIGBUS, which no
+// Go code can recover. Skipping the flush instead leaves the store as a
+// crash would, which Open handles.
+func (s *Store) closeDB() error {
+	if free, ok := freeBytes(s.dir); ok && free < uint64(s.db.Opts().MemTableSize) {
+		return fmt.Errorf("store %s: %w (%d KiB free); every change is synced and is read back at the next start, but free some space", s.dir, ErrNoRoomToFlush, free>>10)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.db.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(closeTimeout):
+		return fmt.Errorf("store %s did not close within %s (is its disk failing or full?); every change is synced and is read back at the next start", s.dir, closeTimeout)
+	}
+}
