@@ -5,7 +5,26 @@ import (
 	"encoding/json"
 	"maps"
 	"time"
+	"unicode/utf8"
 )
+
+// MaxStatusMessage bounds the status message kept from a server, in
+// bytes: a longer one is cut at a character boundary and ends in "…". A
+// status message is a line for a table row; a server that sends megabytes
+// must not cost megabytes per record and per history entry.
+const MaxStatusMessage = 4 << 10
+
+// ClipStatusMessage applies MaxStatusMessage.
+func ClipStatusMessage(s string) string {
+	if len(s) <= MaxStatusMessage {
+		return s
+	}
+	cut := MaxStatusMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
 
 // Snapshot is what the server said about a task (a CreateTaskResult or a
 // tasks/get result), already decoded and checked by the client.
@@ -24,9 +43,11 @@ type Snapshot struct {
 
 // Apply folds a server snapshot into the record. It reports whether
 // anything worth writing changed; a poll that changed nothing must not
-// cost a write. LastPolledAt is set either way but does not count.
+// cost a write. LastPolledAt is set either way but does not count. The
+// status message is clipped to MaxStatusMessage.
 func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
 	t.LastPolledAt = now
+	s.StatusMessage = ClipStatusMessage(s.StatusMessage)
 	if !CanMove(t.Status, s.Status) {
 		return false, &TransitionError{From: t.Status, To: s.Status}
 	}

@@ -3,8 +3,10 @@ package model
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -312,5 +314,29 @@ func TestMarkUnknownAndAnswered(t *testing.T) {
 	_ = orphan.MoveTo(StatusOrphaned, "", applyT0)
 	if err := orphan.MarkUnknown("", applyT0); err == nil {
 		t.Fatal("orphaned → unknown was allowed")
+	}
+}
+
+func TestApplyClipsHugeStatusMessage(t *testing.T) {
+	now := time.Now()
+	rec := NewIntent(ServerRef{Name: "s"}, "sleep", nil, "", now)
+	huge := strings.Repeat("é", 10<<20/2) // 10 MB of two-byte characters
+	if _, err := rec.Apply(Snapshot{TaskID: "t", Status: StatusWorking, StatusMessage: huge}, now); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.StatusMessage); n > MaxStatusMessage+len("…") || !strings.HasSuffix(rec.StatusMessage, "…") || !utf8.ValidString(rec.StatusMessage) {
+		t.Fatalf("stored status message: %d bytes, valid UTF-8 %v", n, utf8.ValidString(rec.StatusMessage))
+	}
+	for _, h := range rec.History {
+		if len(h.Message) > MaxStatusMessage+len("…") {
+			t.Fatalf("history keeps %d bytes", len(h.Message))
+		}
+	}
+	// The same huge message again is no change, hence no write.
+	if changed, err := rec.Apply(Snapshot{TaskID: "t", Status: StatusWorking, StatusMessage: huge}, now); err != nil || changed {
+		t.Fatalf("repeat: changed=%v err=%v", changed, err)
+	}
+	if got := ClipStatusMessage("short"); got != "short" {
+		t.Fatalf("short message clipped to %q", got)
 	}
 }

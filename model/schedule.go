@@ -2,6 +2,7 @@ package model
 
 import (
 	"container/heap"
+	"slices"
 	"time"
 )
 
@@ -12,22 +13,39 @@ import (
 // its owner (the UI's Update, or a watch loop) serialises access.
 type Schedule struct {
 	perServer int
-	due       dueHeap
-	entries   map[string]*dueEntry
-	inFlight  map[ServerRef]int
+	// One due-time heap per server: a server at its in-flight limit is
+	// skipped whole, so Take costs O(servers + taken·log n) however many
+	// of its tasks are overdue. (With one heap for all, Take popped and
+	// pushed back every overdue task of a full server on each call.)
+	servers map[ServerRef]*serverQueue
+	entries map[string]*dueEntry
+}
+
+type serverQueue struct {
+	due      dueHeap
+	inFlight int
 }
 
 type dueEntry struct {
 	id       string
 	server   ServerRef
 	at       time.Time
-	index    int // position in the heap, -1 while in flight
+	index    int // position in its server's heap, -1 while in flight
 	inFlight bool
 }
 
 // NewSchedule makes an empty schedule.
 func NewSchedule(perServer int) *Schedule {
-	return &Schedule{perServer: max(perServer, 1), entries: map[string]*dueEntry{}, inFlight: map[ServerRef]int{}}
+	return &Schedule{perServer: max(perServer, 1), servers: map[ServerRef]*serverQueue{}, entries: map[string]*dueEntry{}}
+}
+
+func (s *Schedule) queue(ref ServerRef) *serverQueue {
+	q, ok := s.servers[ref]
+	if !ok {
+		q = &serverQueue{}
+		s.servers[ref] = q
+	}
+	return q
 }
 
 // Set (re)schedules a task's next poll. A task whose poll is in flight
@@ -39,12 +57,13 @@ func (s *Schedule) Set(id string, server ServerRef, at time.Time) {
 		s.entries[id] = e
 	}
 	e.at = at
+	q := s.queue(e.server)
 	switch {
 	case e.inFlight:
 	case e.index >= 0:
-		heap.Fix(&s.due, e.index)
+		heap.Fix(&q.due, e.index)
 	default:
-		heap.Push(&s.due, e)
+		heap.Push(&q.due, e)
 	}
 }
 
@@ -54,32 +73,36 @@ func (s *Schedule) Remove(id string) {
 	if !ok {
 		return
 	}
+	q := s.queue(e.server)
 	if e.index >= 0 {
-		heap.Remove(&s.due, e.index)
+		heap.Remove(&q.due, e.index)
 	}
 	if e.inFlight {
-		s.inFlight[e.server]--
+		q.inFlight--
 	}
 	delete(s.entries, id)
+	if q.due.Len() == 0 && q.inFlight == 0 {
+		delete(s.servers, e.server)
+	}
 }
 
-// Take returns the tasks due at now whose server has room, marking them
-// in flight. A due task whose server is full waits for a Done.
+// Take returns the tasks due at now whose server has room, earliest
+// first, marking them in flight. A due task whose server is full waits
+// for a Done.
 func (s *Schedule) Take(now time.Time) []string {
-	var ids []string
-	var blocked []*dueEntry
-	for s.due.Len() > 0 && !s.due[0].at.After(now) {
-		e := heap.Pop(&s.due).(*dueEntry)
-		if s.inFlight[e.server] >= s.perServer {
-			blocked = append(blocked, e)
-			continue
+	var taken []*dueEntry
+	for _, q := range s.servers {
+		for q.inFlight < s.perServer && q.due.Len() > 0 && !q.due[0].at.After(now) {
+			e := heap.Pop(&q.due).(*dueEntry)
+			e.inFlight = true
+			q.inFlight++
+			taken = append(taken, e)
 		}
-		e.inFlight = true
-		s.inFlight[e.server]++
-		ids = append(ids, e.id)
 	}
-	for _, e := range blocked {
-		heap.Push(&s.due, e)
+	slices.SortStableFunc(taken, func(a, b *dueEntry) int { return a.at.Compare(b.at) })
+	ids := make([]string, len(taken))
+	for i, e := range taken {
+		ids[i] = e.id
 	}
 	return ids
 }
@@ -91,24 +114,29 @@ func (s *Schedule) Done(id string, next time.Time) {
 	if !ok {
 		return
 	}
+	q := s.queue(e.server)
 	if e.inFlight {
 		e.inFlight = false
-		s.inFlight[e.server]--
+		q.inFlight--
 	}
 	if next.IsZero() {
 		s.Remove(id)
 		return
 	}
 	e.at = next
-	heap.Push(&s.due, e)
+	heap.Push(&q.due, e)
 }
 
-// Next is when the earliest waiting task is due.
+// Next is when the earliest waiting task is due (its server may be full).
 func (s *Schedule) Next() (time.Time, bool) {
-	if s.due.Len() == 0 {
-		return time.Time{}, false
+	var at time.Time
+	ok := false
+	for _, q := range s.servers {
+		if q.due.Len() > 0 && (!ok || q.due[0].at.Before(at)) {
+			at, ok = q.due[0].at, true
+		}
 	}
-	return s.due[0].at, true
+	return at, ok
 }
 
 // Due is when a task is due, and whether its poll is in flight now.
@@ -126,8 +154,8 @@ func (s *Schedule) Len() int { return len(s.entries) }
 // InFlight is the number of polls in flight.
 func (s *Schedule) InFlight() int {
 	n := 0
-	for _, c := range s.inFlight {
-		n += c
+	for _, q := range s.servers {
+		n += q.inFlight
 	}
 	return n
 }
