@@ -93,13 +93,14 @@ func NormalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 // asked twice, also after a restart) and sent with tasks/update. If the
 // send fails they stay pending and every later poll re-sends them.
 func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error) {
+	defer t.tasks.lock(id)()
 	rec, err := t.store.Get(id)
 	if err != nil {
 		return nil, err
 	}
 	if rec.Status == model.StatusWorking {
 		// The record may be behind the server: ask before refusing.
-		if res, err := t.Poll(ctx, id); err == nil {
+		if res, err := t.poll(ctx, id); err == nil {
 			rec = res.Task
 		}
 	}
@@ -131,7 +132,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 	if err != nil {
 		return nil, err
 	}
-	sess, err := t.pool.Session(ctx, rec.Server)
+	sess, err := t.session(ctx, rec.Server)
 	if err != nil {
 		return rec, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
 	}
@@ -169,6 +170,7 @@ func (t *Tracker) flushAnswers(ctx context.Context, sess *Session, rec *model.Ta
 // cancel-requested first; the server's word on the outcome comes with the
 // next polls (it may finish first).
 func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
+	defer t.tasks.lock(id)()
 	rec, err := t.store.Get(id)
 	if err != nil {
 		return nil, err
@@ -179,7 +181,7 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	case !rec.Status.Pollable():
 		return rec, &StateError{Task: rec, Want: fmt.Sprintf("it has no server handle, so there is nothing to cancel; `taskdeck forget %s` removes the record", id)}
 	}
-	sess, err := t.pool.Session(ctx, rec.Server)
+	sess, err := t.session(ctx, rec.Server)
 	if err != nil {
 		return rec, err
 	}
@@ -202,6 +204,7 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 
 // Forget deletes a record without telling its server.
 func (t *Tracker) Forget(id string) error {
+	defer t.tasks.lock(id)()
 	t.forgetPoll(id)
 	return t.store.Delete(id)
 }

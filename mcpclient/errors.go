@@ -53,6 +53,11 @@ type TransportError struct {
 	Err    error
 	// RetryAfter is the wait the server asked for (429/503), if any.
 	RetryAfter time.Duration
+	// Transient: go-sdk rejected this one request (429/5xx, an HTTP
+	// exchange that failed) and keeps the session usable. Otherwise the
+	// session is broken (go-sdk fails it for good, e.g. on a body it
+	// cannot decode) and must be dropped and reconnected.
+	Transient bool
 }
 
 func (e *TransportError) Error() string {
@@ -97,9 +102,11 @@ func classify(server string, err error, taskMethod bool, info *callInfo) error {
 		}
 		return &ServerError{Code: werr.Code, Message: oneLine(werr.Message), Data: werr.Data}
 	}
-	te := &TransportError{Server: server, Err: err}
+	te := &TransportError{Server: server, Err: err, Transient: werr != nil && werr.Code == codeSDKRejected}
 	if info != nil {
+		info.mu.Lock()
 		te.RetryAfter = info.retryAfter
+		info.mu.Unlock()
 	}
 	return te
 }

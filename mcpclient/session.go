@@ -106,16 +106,29 @@ func (p *Pool) Session(ctx context.Context, ref model.ServerRef) (*Session, erro
 	}
 }
 
-// Drop closes a session that failed, so the next use reconnects.
+// Drop closes a session that failed, so the next use reconnects. The close
+// runs in the background: go-sdk's Close waits for the session's requests
+// in flight, which against a stalled server would hold the caller (a poll)
+// far past its request timeout.
 func (p *Pool) Drop(s *Session) {
 	p.mu.Lock()
 	e, ok := p.entries[s.ref]
-	if ok && e.sess == s {
+	mine := ok && e.isReady() && e.sess == s // an entry still connecting is someone else's
+	if mine {
 		delete(p.entries, s.ref)
 	}
 	p.mu.Unlock()
-	if ok && e.sess == s {
-		s.cs.Close()
+	if mine {
+		go s.cs.Close()
+	}
+}
+
+func (e *poolEntry) isReady() bool {
+	select {
+	case <-e.ready:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -158,7 +171,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		}
 		transport = &mcp.StreamableClientTransport{
 			Endpoint:             cfg.URL,
-			HTTPClient:           &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: cfg.Headers}},
+			HTTPClient:           &http.Client{Transport: &headerTransport{base: pooledTransport(), headers: cfg.Headers}},
 			DisableStandaloneSSE: true,
 		}
 	} else {
@@ -212,6 +225,20 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		s.ServerName, s.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
 	}
 	return s, nil
+}
+
+// pooledTransport is http.DefaultTransport with room to keep a connection
+// idle for every poll that may be in flight: the default keeps two per
+// host, so with more in flight most polls paid for a new TCP connection
+// (and left one in TIME_WAIT).
+func pooledTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = 2 * DefaultPerServer
+	return t
 }
 
 // Session is a connection to one server.

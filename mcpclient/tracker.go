@@ -29,6 +29,7 @@ type Tracker struct {
 
 	mu    sync.Mutex
 	polls map[string]*pollState
+	tasks taskLocks
 }
 
 // pollState is what the tracker remembers between polls of one task. It
@@ -115,7 +116,7 @@ func (t *Tracker) Call(ctx context.Context, req CallRequest) (rec *model.Task, r
 			return existing, existing != nil, err
 		}
 	}
-	sess, err := t.pool.Session(ctx, req.Server)
+	sess, err := t.session(ctx, req.Server)
 	if err != nil {
 		return nil, false, err // nothing was sent, nothing is written
 	}
@@ -188,8 +189,8 @@ func (t *Tracker) keyHolder(server model.ServerRef, tool string, args json.RawMe
 func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task, bool, error) {
 	var te *TransportError
 	isTransport := errors.As(cause, &te)
-	if isTransport {
-		t.pool.Drop(sess)
+	if isTransport && !te.Transient {
+		t.pool.Drop(sess) // broken for good: the next use reconnects
 	}
 	switch {
 	case isTransport && errors.Is(cause, syscall.ECONNREFUSED):
@@ -236,6 +237,16 @@ func (t *Tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
 	})
 }
 
+// session returns a connected session. Connecting is bounded by the
+// request timeout like any request: a server that accepts connections but
+// never answers fails the step (and shows the error) instead of holding it.
+// The session outlives ctx: go-sdk detaches it from the connect context.
+func (t *Tracker) session(ctx context.Context, ref model.ServerRef) (*Session, error) {
+	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	defer cancel()
+	return t.pool.Session(cctx, ref)
+}
+
 // PollResult is the outcome of one poll step.
 type PollResult struct {
 	Task    *model.Task
@@ -248,6 +259,11 @@ type PollResult struct {
 // written if anything changed, and the delay before the next step. The
 // error return is for local failures (store); server trouble is in Err.
 func (t *Tracker) Poll(ctx context.Context, id string) (PollResult, error) {
+	defer t.tasks.lock(id)()
+	return t.poll(ctx, id)
+}
+
+func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	rec, err := t.store.Get(id)
 	if err != nil {
 		return PollResult{}, err
@@ -256,7 +272,7 @@ func (t *Tracker) Poll(ctx context.Context, id string) (PollResult, error) {
 		t.forgetPoll(id)
 		return PollResult{Task: rec}, nil
 	}
-	sess, err := t.pool.Session(ctx, rec.Server)
+	sess, err := t.session(ctx, rec.Server)
 	if err != nil {
 		return t.pollFailed(rec, nil, err), nil
 	}
@@ -307,7 +323,10 @@ func (t *Tracker) markUnknown(id string) (*model.Task, error) {
 
 func (t *Tracker) pollFailed(rec *model.Task, sess *Session, err error) PollResult {
 	var te *TransportError
-	if sess != nil && errors.As(err, &te) {
+	if sess != nil && errors.As(err, &te) && !te.Transient {
+		// go-sdk failed the session for good; a transient rejection (a
+		// 503, a refused or dropped connection) leaves it usable, and a
+		// reconnect would only add a request to a struggling server.
 		t.pool.Drop(sess)
 	}
 	t.log.Debug("poll failed", "task", rec.ID, "err", err)

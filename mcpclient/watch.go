@@ -109,7 +109,9 @@ func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) er
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for sched.Len() > 0 {
-		for _, id := range sched.Take(time.Now()) {
+		now := time.Now()
+		taken := sched.Take(now)
+		for _, id := range taken {
 			go func() {
 				res, err := t.Poll(ctx, id)
 				select {
@@ -121,6 +123,11 @@ func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) er
 		wait := time.Hour
 		if at, ok := sched.Next(); ok {
 			wait = max(time.Until(at), 0)
+			if !at.After(now) && len(taken) == 0 {
+				// What is due waits for a slot, which only a result frees:
+				// do not spin on the timer meanwhile.
+				wait = time.Hour
+			}
 		}
 		timer.Reset(wait)
 		select {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/model"
@@ -225,12 +226,20 @@ func (t Task) snapshot() (*model.Snapshot, error) {
 	return s, nil
 }
 
-// short keeps task ids (bearer tokens) out of messages.
+// short keeps task ids (bearer tokens) out of messages: at most six
+// characters, each unprintable one (a newline, an escape) shown as '?'.
 func short(id string) string {
-	if len(id) > 6 {
-		return id[:6] + "…"
+	r := []rune(id)
+	tail := ""
+	if len(r) > 6 {
+		r, tail = r[:6], "…"
 	}
-	return id
+	for i, c := range r {
+		if !unicode.IsPrint(c) {
+			r[i] = '?'
+		}
+	}
+	return string(r) + tail
 }
 
 // isObject reports whether raw holds a JSON object (not null, which

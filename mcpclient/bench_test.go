@@ -1,0 +1,160 @@
+package mcpclient_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// benchEnv is a tracker over a real store with open tasks on a demo server
+// on loopback. The server records the first tasks/get it sees, so a bare
+// POST can repeat it byte for byte.
+type benchEnv struct {
+	srv     *httptest.Server
+	tracker *mcpclient.Tracker
+	ids     []string
+	taskIDs []string
+
+	mu     sync.Mutex
+	header http.Header
+	body   []byte
+}
+
+func newBenchEnv(b *testing.B, tasks int) *benchEnv {
+	b.Helper()
+	e := &benchEnv{}
+	d := demo.New(demo.Options{PollInterval: time.Second, TTL: time.Hour})
+	h := d.Handler()
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tasks/get" {
+			e.mu.Lock()
+			if e.body == nil {
+				e.body, _ = io.ReadAll(r.Body)
+				e.header = r.Header.Clone()
+				r.Body = io.NopCloser(bytes.NewReader(e.body))
+			}
+			e.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	st, err := store.Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := mcpclient.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.srv.URL+"/mcp"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
+	e.tracker = mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{})
+	b.Cleanup(func() {
+		pool.Close()
+		st.Close()
+		e.srv.Close()
+		d.Close()
+	})
+	for i := range tasks {
+		rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{
+			Server: model.ServerRef{Name: "demo"}, Tool: "approve", Args: json.RawMessage(fmt.Sprintf(`{"action":"a%d"}`, i))})
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.ids, e.taskIDs = append(e.ids, rec.ID), append(e.taskIDs, rec.TaskID)
+	}
+	if res, err := e.tracker.Poll(context.Background(), e.ids[0]); err != nil || res.Err != nil {
+		b.Fatal(err, res.Err)
+	}
+	return e
+}
+
+// bare posts the recorded tasks/get for task i with a plain http.Client.
+func (e *benchEnv) bare(client *http.Client, i int) error {
+	id := e.taskIDs[i%len(e.taskIDs)]
+	body := bytes.Replace(e.body, []byte(e.header.Get("Mcp-Name")), []byte(id), 1)
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/mcp", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	for k, v := range e.header {
+		if k != "Content-Length" {
+			req.Header[k] = v
+		}
+	}
+	req.Header.Set("Mcp-Name", id)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("bare POST: %s", resp.Status)
+	}
+	return nil
+}
+
+func (e *benchEnv) poll(i int) error {
+	res, err := e.tracker.Poll(context.Background(), e.ids[i%len(e.ids)])
+	if err == nil {
+		err = res.Err
+	}
+	return err
+}
+
+// BenchmarkPoll times tracker.Poll (store read, tasks/get through go-sdk,
+// apply, no write) and, in the same run, a bare POST of the same tasks/get
+// body. x-bare is the ratio of the two; the target is ≤ 1.2.
+func BenchmarkPoll(b *testing.B) {
+	e := newBenchEnv(b, 100)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer client.CloseIdleConnections()
+	for _, inFlight := range []int{1, mcpclient.DefaultPerServer} {
+		b.Run(fmt.Sprintf("inflight=%d", inFlight), func(b *testing.B) {
+			run := func(n int, f func(int) error) time.Duration {
+				var wg sync.WaitGroup
+				var next sync.Mutex
+				i := 0
+				start := time.Now()
+				for range inFlight {
+					wg.Go(func() {
+						for {
+							next.Lock()
+							k := i
+							i++
+							next.Unlock()
+							if k >= n {
+								return
+							}
+							if err := f(k); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				return time.Since(start)
+			}
+			b.ResetTimer()
+			ours := run(b.N, e.poll)
+			b.StopTimer()
+			base := run(b.N, func(i int) error { return e.bare(client, i) })
+			b.ReportMetric(float64(base.Nanoseconds())/float64(b.N), "bare-ns/op")
+			b.ReportMetric(float64(ours)/float64(base), "x-bare")
+		})
+	}
+}
