@@ -58,6 +58,38 @@ func TestBadInput(t *testing.T) {
 			path := writeFile(t, "typed.json", `{"mcpServers": ["a"]}`)
 			return []string{"--config", path, "ls"}
 		}, exitUsage, []string{"typed.json", "mcpServers"}},
+		{"wrong-typed config: args", func(t *testing.T) []string {
+			path := writeFile(t, "typed.json", `{"mcpServers": {"a": {"command": "x", "args": "--stdio"}}}`)
+			return []string{"--config", path, "call", "--server", "a", "echo"}
+		}, exitUsage, []string{"mcpServers.a.args", "list of strings"}},
+		{"wrong-typed config: env value", func(t *testing.T) []string {
+			path := writeFile(t, "typed.json", `{"mcpServers": {"a": {"command": "x", "env": {"TOKEN": 5}}}}`)
+			return []string{"--config", path, "call", "--server", "a", "echo"}
+		}, exitUsage, []string{"mcpServers.a.env.TOKEN", "want a string, got a number"}},
+		{"wrong-typed config: headers", func(t *testing.T) []string {
+			path := writeFile(t, "typed.json", `{"mcpServers": {"a": {"url": "http://127.0.0.1:1/mcp", "headers": ["Authorization: x"]}}}`)
+			return []string{"--config", path, "call", "--server", "a", "echo"}
+		}, exitUsage, []string{"mcpServers.a.headers", "object of strings"}},
+		{"wrong-typed config: url", func(t *testing.T) []string {
+			path := writeFile(t, "typed.json", `{"mcpServers": {"a": {"url": 5}}}`)
+			return []string{"--config", path, "call", "--server", "a", "echo"}
+		}, exitUsage, []string{"mcpServers.a.url", "got a number"}},
+		{"wrong-typed config: server is a string", func(t *testing.T) []string {
+			path := writeFile(t, "typed.json", `{"mcpServers": {"a": "build-mcp --stdio"}}`)
+			return []string{"--config", path, "call", "--server", "a", "echo"}
+		}, exitUsage, []string{"mcpServers.a", "got a string"}},
+		{"config: both command and url", func(t *testing.T) []string {
+			path := writeFile(t, "typed.json", `{"mcpServers": {"a": {"command": "x", "url": "http://127.0.0.1:1/mcp"}}}`)
+			return []string{"--config", path, "call", "--server", "a", "echo"}
+		}, exitUsage, []string{"mcpServers.a", "both"}},
+		{"config: top level is a list", func(t *testing.T) []string {
+			path := writeFile(t, "typed.json", `["a"]`)
+			return []string{"--config", path, "ls"}
+		}, exitUsage, []string{"typed.json", "got a list"}},
+		{"config: unset ${VAR}", func(t *testing.T) []string {
+			path := writeFile(t, "vars.json", `{"mcpServers": {"a": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer ${TASKDECK_TEST_UNSET}"}}}}`)
+			return []string{"--config", path, "call", "--server", "a", "echo"}
+		}, exitUsage, []string{"TASKDECK_TEST_UNSET", "not set"}},
 		{"unknown --server", func(*testing.T) []string {
 			return []string{"call", "--server", "nope", "echo"}
 		}, exitUsage, []string{`"nope"`}},

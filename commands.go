@@ -22,12 +22,13 @@ func (a *app) demoServerCommand() *cobra.Command {
 	var addr string
 	var stdio bool
 	var speed float64
+	var hostile bool
 	cmd := &cobra.Command{
 		Use:   "demo-server",
 		Short: "Run the demonstration MCP tasks server (HTTP prints its URL first)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			srv := demo.New(demo.Options{Speed: speed})
+			srv := demo.New(demo.Options{Speed: speed, Hostile: hostile})
 			defer srv.Close()
 			if stdio {
 				return srv.ServeStdio(cmd.Context(), a.stdin, a.stdout)
@@ -61,6 +62,8 @@ func (a *app) demoServerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8808", "HOST:PORT to serve streamable HTTP on")
 	cmd.Flags().BoolVar(&stdio, "stdio", false, "serve over standard input and output instead")
 	cmd.Flags().Float64Var(&speed, "speed", 1, "multiply the demo tools' durations (0.1 runs ten times faster)")
+	cmd.Flags().BoolVar(&hostile, "hostile", false, "also serve a tool whose texts carry terminal escapes (for tests)")
+	cmd.Flags().MarkHidden("hostile")
 	cmd.MarkFlagsMutuallyExclusive("addr", "stdio")
 	return cmd
 }
@@ -471,7 +474,7 @@ func (a *app) toolsCommand() *cobra.Command {
 			if err := a.openLog(); err != nil {
 				return err
 			}
-			pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg, Logger: a.logger, ChildStderr: a.logFile})
+			pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg, Logger: a.logger, ChildStderr: a.logFile, Warn: a.warn})
 			defer pool.Close()
 			sess, err := pool.Session(cmd.Context(), ref)
 			if err != nil {

@@ -257,7 +257,11 @@ func (a *app) close() {
 		a.pool.Close()
 	}
 	if a.st != nil {
-		a.st.Close()
+		if err := a.st.Close(); err != nil {
+			// What was synced is safe; say why the store was not closed cleanly.
+			a.logger.Error("closing the store", "err", err)
+			fmt.Fprintf(a.stderr, "taskdeck: warning: %s\n", oneLine(err.Error()))
+		}
 	}
 	if a.logFile != nil {
 		a.logFile.Close()

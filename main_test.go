@@ -244,14 +244,15 @@ type demoServer struct {
 	p    *proc
 }
 
-// startDemo starts a demo server on addr ("127.0.0.1:0" for any port).
-func startDemo(t *testing.T, addr string) *demoServer {
+// startDemo starts a demo server on addr ("127.0.0.1:0" for any port),
+// with extra flags (e.g. --hostile).
+func startDemo(t *testing.T, addr string, extra ...string) *demoServer {
 	t.Helper()
 	var p *proc
 	var url string
 	// A port just freed by a killed server may be briefly refused; retry.
 	for attempt := 0; ; attempt++ {
-		p = startTD(t, testEnv(t), "demo-server", "--addr", addr, "--speed", demoSpeed)
+		p = startTD(t, testEnv(t), append([]string{"demo-server", "--addr", addr, "--speed", demoSpeed}, extra...)...)
 		waitFor(t, "the demo server's URL", func() bool {
 			return strings.Contains(p.stdout.String(), "\n") || p.exited()
 		})

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,9 +49,37 @@ func toJSON(t *model.Task) taskJSON {
 }
 
 // printJSON writes one task as one line of JSON. encoding/json escapes
-// control characters, so hostile text stays inert and the line valid.
+// C0 controls (ESC, BEL, NUL…); inertJSON escapes what it leaves raw, so
+// hostile text stays inert on a terminal and the line valid.
 func printJSON(w io.Writer, t *model.Task) error {
-	return json.NewEncoder(w).Encode(toJSON(t))
+	b, err := json.Marshal(toJSON(t))
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(inertJSON(b), '\n'))
+	return err
+}
+
+// inertJSON escapes DEL, C1 controls (U+0080–U+009F, e.g. the 8-bit CSI
+// U+009B) and bidi controls as \uXXXX. Valid JSON holds such characters
+// only inside strings, where the escape means the same character.
+func inertJSON(b []byte) []byte {
+	if !slices.ContainsFunc([]rune(string(b)), needsEscape) {
+		return b
+	}
+	var out bytes.Buffer
+	for _, r := range string(b) {
+		if needsEscape(r) {
+			fmt.Fprintf(&out, `\u%04x`, r)
+		} else {
+			out.WriteRune(r)
+		}
+	}
+	return out.Bytes()
+}
+
+func needsEscape(r rune) bool {
+	return r == 0x7f || r >= 0x80 && r <= 0x9f || termtext.IsBidiControl(r)
 }
 
 // printer reports changes of followed tasks, one line each.

@@ -25,6 +25,9 @@ type Options struct {
 	TTL          time.Duration // task lifetime advertised as ttlMs (default 10m); tasks are deleted after it
 	PollInterval time.Duration // pollIntervalMs advertised (default 500ms)
 	Speed        float64       // multiplies tool durations (default 1; tests use e.g. 0.05). 0 = 1.
+	// Hostile adds HostileTool, whose texts carry terminal escapes, for
+	// tests that prove clients show server text inert. Off by default.
+	Hostile bool
 }
 
 // Stats are counters for tests.
@@ -79,6 +82,9 @@ func New(opts Options) *Server {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "taskdeck-demo", Version: "0.1.0"},
 		&mcp.ServerOptions{Capabilities: caps, Logger: sdkLog})
 	s.addTools()
+	if opts.Hostile {
+		s.addHostile()
+	}
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	must(mcp.AddReceivingCustomMethod(s.mcp, wire.MethodGet, s.getTask))
 	must(mcp.AddReceivingCustomMethod(s.mcp, wire.MethodUpdate, s.updateTask))

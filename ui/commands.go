@@ -18,8 +18,9 @@ import (
 
 type (
 	tasksLoadedMsg struct {
-		tasks []*model.Task
-		err   error
+		tasks  []*model.Task
+		hidden int // older finished records not loaded
+		err    error
 	}
 	orphansMsg struct {
 		orphans []*model.Task
@@ -61,11 +62,42 @@ func tick() tea.Cmd {
 	return tea.Tick(tickEvery, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-func loadTasks(tr *mcpclient.Tracker) tea.Cmd {
+func loadTasks(tr *mcpclient.Tracker, limit int) tea.Cmd {
 	return func() tea.Msg {
-		tasks, err := tr.Store().All()
-		return tasksLoadedMsg{tasks: tasks, err: err}
+		tasks, hidden, err := loadView(tr, limit)
+		return tasksLoadedMsg{tasks: tasks, hidden: hidden, err: err}
 	}
+}
+
+// loadView reads every open task and the newest limit records, and counts
+// the records left out: a store of a million records opens as fast as one
+// of thousands.
+func loadView(tr *mcpclient.Tracker, limit int) (tasks []*model.Task, hidden int, err error) {
+	st := tr.Store()
+	open, err := st.OpenTasks()
+	if err != nil {
+		return nil, 0, err
+	}
+	recent, err := st.Newest(limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	counts, err := st.Counts()
+	if err != nil {
+		return nil, 0, err
+	}
+	seen := make(map[string]bool, len(open)+len(recent))
+	for _, t := range append(open, recent...) {
+		if !seen[t.ID] {
+			seen[t.ID] = true
+			tasks = append(tasks, t)
+		}
+	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	return tasks, max(total-len(tasks), 0), nil
 }
 
 func orphanStale(tr *mcpclient.Tracker) tea.Cmd {

@@ -38,6 +38,9 @@ type Options struct {
 	Now func() time.Time
 	// Greeting is shown in the status line at start.
 	Greeting string
+	// Recent bounds the finished tasks loaded (every open task is); 20,000
+	// when zero.
+	Recent int
 }
 
 type mode int
@@ -113,6 +116,7 @@ type Model struct {
 	startup map[string]bool
 	found   map[string]int
 	loaded  bool
+	hidden  int // older records not loaded (see Options.Recent)
 
 	filter       textinput.Model
 	statusFilter model.Status
@@ -136,6 +140,9 @@ func New(ctx context.Context, opts Options) *Model {
 	if opts.PerServer <= 0 {
 		opts.PerServer = mcpclient.DefaultPerServer
 	}
+	if opts.Recent <= 0 {
+		opts.Recent = 20_000
+	}
 	fi := textinput.New()
 	fi.Prompt = "/"
 	fi.Placeholder = "filter"
@@ -153,25 +160,24 @@ func New(ctx context.Context, opts Options) *Model {
 
 // startupMsg is the store as found at start, stale intents orphaned.
 type startupMsg struct {
-	tasks   []*model.Task
+	tasksLoadedMsg
 	orphans int
-	err     error
 }
 
-func startup(tr *mcpclient.Tracker) tea.Cmd {
+func startup(tr *mcpclient.Tracker, limit int) tea.Cmd {
 	return func() tea.Msg {
 		orphans, err := tr.OrphanStale()
 		if err != nil {
-			return startupMsg{err: err}
+			return startupMsg{tasksLoadedMsg: tasksLoadedMsg{err: err}}
 		}
-		tasks, err := tr.Store().All()
-		return startupMsg{tasks: tasks, orphans: len(orphans), err: err}
+		tasks, hidden, err := loadView(tr, limit)
+		return startupMsg{tasksLoadedMsg: tasksLoadedMsg{tasks: tasks, hidden: hidden, err: err}, orphans: len(orphans)}
 	}
 }
 
 // Init loads the store and starts the scheduler's heartbeat.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(startup(m.tracker), tick())
+	return tea.Batch(startup(m.tracker, m.opts.Recent), tick())
 }
 
 // Update is the only place state changes.
@@ -194,6 +200,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.fail(msg.err)
 		}
 		m.list.Replace(msg.tasks)
+		m.hidden = msg.hidden
 		m.clampCursor()
 		return m, nil
 	case tickMsg:
@@ -221,7 +228,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.fail(msg.err)
 		}
 		m.say(fmt.Sprintf("pruned %d finished task(s)", msg.n))
-		return m, loadTasks(m.tracker)
+		return m, loadTasks(m.tracker, m.opts.Recent)
 	case toolsMsg:
 		return m, m.onTools(msg)
 	case tea.KeyPressMsg:
@@ -243,6 +250,7 @@ func (m *Model) onStartup(msg startupMsg) tea.Cmd {
 		return m.fail(msg.err)
 	}
 	m.list.Replace(msg.tasks)
+	m.hidden = msg.hidden
 	m.loaded = true
 	m.found["orphaned"] = msg.orphans
 	// Every open task is polled soon, spread over up to two seconds so a
@@ -386,11 +394,12 @@ func (m *Model) onTools(msg toolsMsg) tea.Cmd {
 	}
 	p := &picker{title: "New call on " + msg.server + ": choose a tool"}
 	schemas := map[string]any{}
+	names := map[string]string{} // shown (sanitized) name → the server's name, which the call must use
 	for _, t := range msg.tools {
 		name := termtext.Line(t.Name)
 		p.items = append(p.items, name)
 		p.notes = append(p.notes, termtext.Line(t.Description))
-		schemas[name] = t.InputSchema
+		schemas[name], names[name] = t.InputSchema, t.Name
 	}
 	if len(p.items) == 0 {
 		m.mode = modeTable
@@ -404,7 +413,7 @@ func (m *Model) onTools(msg toolsMsg) tea.Cmd {
 			m.mode = modeTable
 			return m.fail(err)
 		}
-		return m.openForm(f, formTarget{call: &newCall{server: msg.server, tool: tool, answers: map[string]json.RawMessage{}}})
+		return m.openForm(f, formTarget{call: &newCall{server: msg.server, tool: names[tool], answers: map[string]json.RawMessage{}}})
 	}
 	m.pick = p
 	m.mode = modePick

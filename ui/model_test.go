@@ -371,7 +371,7 @@ func loaded(t testing.TB, tasks []*model.Task, w, h int) *Model {
 	tr := mcpclient.NewTracker(st, mcpclient.NewPool(mcpclient.PoolOptions{}), mcpclient.TrackerOptions{})
 	m := New(context.Background(), Options{Tracker: tr, Now: func() time.Time { return fixedNow }})
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	m.Update(startupMsg{tasks: tasks})
+	m.Update(startupMsg{tasksLoadedMsg: tasksLoadedMsg{tasks: tasks}})
 	m.sched = model.NewSchedule(1) // nothing is polled here
 	return m
 }
@@ -572,5 +572,39 @@ func TestNewCallThatAsksBeforeItStarts(t *testing.T) {
 	}
 	if all, _ := h.store.All(); len(all) != 1 {
 		t.Fatalf("store holds %d records; the first attempt's should be gone", len(all))
+	}
+}
+
+func TestLargeStoreLoadsOpenTasksAndTheNewest(t *testing.T) {
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var open []string
+	for i := range 12 {
+		rec := model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", nil, "", fixedNow.Add(time.Duration(i)*time.Second))
+		rec.Status = model.StatusCompleted
+		if i < 2 { // the oldest two are still open
+			rec.Status, rec.TaskID = model.StatusWorking, fmt.Sprint("remote-", i)
+			open = append(open, rec.ID)
+		}
+		if err := st.Create(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := mcpclient.NewTracker(st, mcpclient.NewPool(mcpclient.PoolOptions{}), mcpclient.TrackerOptions{})
+	m := New(context.Background(), Options{Tracker: tr, Recent: 5, Now: func() time.Time { return fixedNow }})
+	m.Update(startup(tr, 5)())
+	if m.list.Len() != 7 || m.hidden != 5 {
+		t.Fatalf("loaded %d tasks, %d hidden; want the 2 open and the 5 newest, 5 hidden", m.list.Len(), m.hidden)
+	}
+	for _, id := range open {
+		if _, ok := m.list.Get(id); !ok {
+			t.Fatalf("open task %s not loaded", id)
+		}
+	}
+	if !strings.Contains(ansi.Strip(m.View().Content), "+5 older finished not shown") {
+		t.Fatal("the footer does not say that older tasks are not shown")
 	}
 }

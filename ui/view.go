@@ -165,6 +165,9 @@ func (m *Model) viewFooter() string {
 	if m.list.Len() != len(m.list.visible) {
 		info += fmt.Sprintf(" of %d", m.list.Len())
 	}
+	if m.hidden > 0 {
+		info += fmt.Sprintf(" (+%d older finished not shown)", m.hidden)
+	}
 	info += " · sort: " + m.list.OrderName()
 	if m.statusFilter != "" {
 		info += " · status: " + string(m.statusFilter)

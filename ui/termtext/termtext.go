@@ -27,7 +27,7 @@ func Sanitize(s string, multiline bool) string {
 			}
 		case r == unicode.ReplacementChar:
 			b.WriteRune(r)
-		case unicode.IsControl(r) || isBidiControl(r):
+		case unicode.IsControl(r) || IsBidiControl(r):
 			// dropped: C0/C1 controls (NUL, BEL, a stray ESC, CSI…) and bidi
 		default:
 			b.WriteRune(r)
@@ -39,7 +39,9 @@ func Sanitize(s string, multiline bool) string {
 // Line is Sanitize for a single line of display.
 func Line(s string) string { return Sanitize(s, false) }
 
-func isBidiControl(r rune) bool {
+// IsBidiControl reports the bidirectional formatting characters (LRM, RLM,
+// ALM, embeddings, overrides, isolates), which reorder what is shown.
+func IsBidiControl(r rune) bool {
 	switch {
 	case r == 0x061C, r == 0x200E, r == 0x200F:
 		return true

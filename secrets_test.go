@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestSecretsStayOutOfStoreAndLog: a secret used through ${VAR} in an
+// HTTP server's headers and in a stdio server's env reaches neither the
+// store's files (raw bytes, Badger's included) nor the log, also at debug
+// level; the data directory is 0700 and every file in it 0600.
+func TestSecretsStayOutOfStoreAndLog(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	secret := "tdsecret-" + rand.Text()
+	d := newDeck(t)
+	d.env = append(d.env, "TD_TOKEN="+secret)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{
+		"web":{"url":%q,"headers":{"Authorization":"Bearer ${TD_TOKEN}","X-Api-Key":"${TD_TOKEN}"}},
+		"local":{"command":%q,"args":["demo-server","--stdio","--speed",%q],"env":{"DEMO_TOKEN":"${TD_TOKEN}"}}}}`,
+		srv.url, tdBin, demoSpeed))
+
+	for _, v := range [][]string{nil, {"-v"}} {
+		run := func(args ...string) result { return d.run(append(v, args...)...) }
+		run("call", "--server", "web", "echo", "--args", `{"text":"hi"}`).must(t, 0)
+		run("call", "--server", "web", "sleep", "--args", `{"seconds":1}`, "--wait").must(t, 0)
+		run("call", "--server", "local", "echo", "--args", `{"text":"hi"}`).must(t, 0)
+		run("call", "--server", "web", "fail", "--args", `{"mode":"error"}`, "--wait").must(t, exitTaskBad)
+		run("tools", "web").must(t, 0)
+		run("tools", "local").must(t, 0)
+		run("watch").must(t, 0)
+	}
+	// A poll that fails is what taskdeck logs at debug level.
+	open := onlyID(t, d.run("call", "--server", "web", "sleep", "--args", `{"seconds":600}`).must(t, 0))
+	srv.p.kill()
+	d.run("-v", "get", open).must(t, 0)
+	if n := len(d.ls()); n != 9 {
+		t.Fatalf("%d tasks, want 9", n)
+	}
+
+	dir, err := os.Stat(d.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir.Mode().Perm() != 0o700 {
+		t.Errorf("data directory is %v, want 0700", dir.Mode().Perm())
+	}
+	var files []string
+	err = filepath.WalkDir(d.dataDir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		files = append(files, filepath.Base(path))
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s is %v, want 0600", path, fi.Mode().Perm())
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("the secret is in %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"taskdeck.log", "MANIFEST"} {
+		if !strings.Contains(strings.Join(files, " "), want) {
+			t.Errorf("no %s among the files checked: %v", want, files)
+		}
+	}
+	if log, _ := os.ReadFile(filepath.Join(d.dataDir, "taskdeck.log")); !bytes.Contains(log, []byte("level=DEBUG")) {
+		t.Errorf("-v wrote no debug lines to the log, so the check proves less than it says")
+	}
+}
+
+// TestTaskIDsStayOutOfTheLog: server task ids are bearer tokens; at the
+// default log level none of them is written to the log.
+func TestTaskIDsStayOutOfTheLog(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.run("call", "--url", srv.url, "sleep", "--args", `{"seconds":1}`, "--wait").must(t, 0)
+	d.run("call", "--url", srv.url, "fail", "--args", `{"mode":"error"}`, "--wait").must(t, exitTaskBad)
+	approve := onlyID(t, d.run("call", "--url", srv.url, "approve", "--args", `{"action":"x"}`).must(t, 0))
+	d.waitStatus(approve, "input_required")
+	d.run("answer", approve, "approve-1", approveAnswer).must(t, 0)
+	d.run("watch").must(t, 0)
+	cancel := onlyID(t, d.run("call", "--url", srv.url, "sleep", "--args", `{"seconds":600}`).must(t, 0))
+	d.run("cancel", cancel).must(t, 0)
+	d.run("watch").must(t, 0)
+	// The server was taken down under an open task: errors get logged too.
+	open := onlyID(t, d.run("call", "--url", srv.url, "sleep", "--args", `{"seconds":600}`).must(t, 0))
+	ids := srv.stats(t).TaskIDs
+	srv.p.kill()
+	d.run("get", open).must(t, 0)
+
+	if len(ids) < 5 {
+		t.Fatalf("server created %d tasks", len(ids))
+	}
+	log, err := os.ReadFile(filepath.Join(d.dataDir, "taskdeck.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if bytes.Contains(log, []byte(id)) {
+			t.Errorf("task id %s… is in the log at the default level", id[:6])
+		}
+	}
+}
+
+// TestStdioCommandIsNotShellInterpreted: a configured command holding
+// shell syntax is one program name to exec, never a shell command line.
+func TestStdioCommandIsNotShellInterpreted(t *testing.T) {
+	t.Parallel()
+	d := newDeck(t)
+	marker := filepath.Join(t.TempDir(), "pwned")
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{
+		"space":{"command":"touch %[1]s"},
+		"semicolon":{"command":"/bin/true;touch %[1]s"},
+		"subshell":{"command":"$(touch %[1]s)"},
+		"args":{"command":"/bin/true","args":[";","touch","%[1]s","&&","touch","%[1]s"]}}}`, marker))
+	for _, name := range []string{"space", "semicolon", "subshell"} {
+		r := d.run("call", "--server", name, "echo").must(t, exitUnreachable)
+		oneErrorLine(t, r, "server "+name+" unreachable", "no such file or directory")
+	}
+	// /bin/true takes the shell syntax as arguments, ignores them, and
+	// exits: the server is gone before it answered.
+	r := d.run("call", "--server", "args", "echo")
+	if r.code == 0 {
+		t.Fatalf("a server that exits at once was called\n%s", r)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a shell ran the configured command")
+	}
+}
+
+// TestPlainHTTPToARemoteHostWarns: reaching a non-loopback server over
+// plain http prints one warning line. No traffic leaves the machine: the
+// taskdeck process gets HTTP_PROXY pointing at a loopback proxy (Go's
+// transport honours it for every non-loopback host), which records the
+// request and hands it to a loopback demo server.
+func TestPlainHTTPToARemoteHostWarns(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	target, _ := url.Parse("http://" + srv.addr)
+	var mu sync.Mutex
+	hosts := map[string]int{}
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		hosts[r.URL.Host]++
+		mu.Unlock()
+		r.Host = target.Host // the demo server refuses other hosts (DNS rebinding)
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	d := newDeck(t)
+	var env []string
+	for _, kv := range d.env {
+		k, _, _ := strings.Cut(strings.ToUpper(kv), "=")
+		if k != "HTTP_PROXY" && k != "HTTPS_PROXY" && k != "NO_PROXY" && k != "ALL_PROXY" {
+			env = append(env, kv)
+		}
+	}
+	d.env = append(env, "HTTP_PROXY="+proxy.URL, "NO_PROXY=")
+	remote := "http://192.0.2.1:9/mcp" // TEST-NET-1: documentation only
+	warning := "taskdeck: warning: server " + remote + " is reached over plain http on a non-loopback address"
+
+	for _, args := range [][]string{{"tools", "--url", remote}, {"call", "--url", remote, "echo", "--args", `{"text":"x"}`}} {
+		r := d.run(args...).must(t, 0)
+		if lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], warning) {
+			t.Fatalf("want exactly one warning line on stderr\n%s", r)
+		}
+	}
+	// The loopback demo server, not TEST-NET, answered.
+	r := d.run("call", "--url", "http://"+srv.addr+"/mcp", "echo").must(t, 0)
+	if r.stderr != "" {
+		t.Fatalf("a loopback server warned\n%s", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if hosts["192.0.2.1:9"] == 0 || len(hosts) != 1 {
+		t.Fatalf("the proxy saw %v, want requests for 192.0.2.1:9 only", hosts)
+	}
+}
