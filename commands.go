@@ -179,6 +179,8 @@ func outcome(rec *model.Task) error {
 		return nil
 	case rec.Status == model.StatusCompleted:
 		return &exitError{code: exitTaskBad, err: fmt.Errorf("task %s completed with a tool error", rec.ID)}
+	case rec.Status == model.StatusCalling || rec.Status == model.StatusOrphaned:
+		return &exitError{code: exitTaskBad, err: fmt.Errorf("task %s has no handle: the answer to its call never arrived, and the server may run it; `taskdeck forget %s` frees its key", rec.ID, rec.ID)}
 	default:
 		return &exitError{code: exitTaskBad, err: fmt.Errorf("task %s ended %s", rec.ID, rec.Status)}
 	}
