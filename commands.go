@@ -264,18 +264,28 @@ func (a *app) lsCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) getCommand() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:               "get ID",
-		Short:             "Show one task; an open task is refreshed from its server first",
-		Args:              cobra.ExactArgs(1),
+// taskCommand builds a command that acts on the task its first argument
+// names (an id, or a unique prefix of one).
+func (a *app) taskCommand(use, short string, nargs int, run func(cmd *cobra.Command, tr *mcpclient.Tracker, rec *model.Task, args []string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:               use,
+		Short:             short,
+		Args:              cobra.ExactArgs(nargs),
 		ValidArgsFunction: a.completeIDs,
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			tr, rec, err := a.task(pos[0])
 			if err != nil {
 				return err
 			}
+			return run(cmd, tr, rec, pos[1:])
+		},
+	}
+}
+
+func (a *app) getCommand() *cobra.Command {
+	var asJSON bool
+	cmd := a.taskCommand("get ID", "Show one task; an open task is refreshed from its server first", 1,
+		func(cmd *cobra.Command, tr *mcpclient.Tracker, rec *model.Task, _ []string) error {
 			var pollErr error
 			if rec.Status.Pollable() {
 				res, err := tr.Poll(cmd.Context(), rec.ID)
@@ -289,47 +299,30 @@ func (a *app) getCommand() *cobra.Command {
 			}
 			printDetail(a.stdout, rec, pollErr)
 			return nil
-		},
-	}
+		})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
 	return cmd
 }
 
 func (a *app) answerCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:               "answer ID KEY RESPONSE_JSON",
-		Short:             `Answer a task's input request, e.g. '{"action":"accept","content":{...}}'`,
-		Args:              cobra.ExactArgs(3),
-		ValidArgsFunction: a.completeIDs,
-		RunE: func(cmd *cobra.Command, pos []string) error {
-			if !json.Valid([]byte(pos[2])) {
+	return a.taskCommand("answer ID KEY RESPONSE_JSON", `Answer a task's input request, e.g. '{"action":"accept","content":{...}}'`, 3,
+		func(cmd *cobra.Command, tr *mcpclient.Tracker, rec *model.Task, args []string) error {
+			key, resp := args[0], json.RawMessage(args[1])
+			if !json.Valid(resp) {
 				return usageErr(`RESPONSE_JSON is not valid JSON; e.g. '{"action":"accept","content":{"approve":true}}'`)
 			}
-			tr, rec, err := a.task(pos[0])
+			rec, err := tr.Answer(cmd.Context(), rec.ID, map[string]json.RawMessage{key: resp})
 			if err != nil {
 				return err
 			}
-			rec, err = tr.Answer(cmd.Context(), rec.ID, map[string]json.RawMessage{pos[1]: json.RawMessage(pos[2])})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "answered %s of task %s\n", termtext.Line(pos[1]), rec.ID)
+			fmt.Fprintf(a.stdout, "answered %s of task %s\n", termtext.Line(key), rec.ID)
 			return nil
-		},
-	}
+		})
 }
 
 func (a *app) cancelCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:               "cancel ID",
-		Short:             "Ask the server to cancel a task (tasks/cancel)",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: a.completeIDs,
-		RunE: func(cmd *cobra.Command, pos []string) error {
-			tr, rec, err := a.task(pos[0])
-			if err != nil {
-				return err
-			}
+	return a.taskCommand("cancel ID", "Ask the server to cancel a task (tasks/cancel)", 1,
+		func(cmd *cobra.Command, tr *mcpclient.Tracker, rec *model.Task, _ []string) error {
 			if _, err := tr.Cancel(cmd.Context(), rec.ID); err != nil {
 				return err
 			}
@@ -340,28 +333,18 @@ func (a *app) cancelCommand() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "cancel sent; task %s is %s\n", rec.ID, res.Task.Status)
 			return nil
-		},
-	}
+		})
 }
 
 func (a *app) forgetCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:               "forget ID",
-		Short:             "Delete a task's local record without telling its server",
-		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: a.completeIDs,
-		RunE: func(cmd *cobra.Command, pos []string) error {
-			tr, rec, err := a.task(pos[0])
-			if err != nil {
-				return err
-			}
+	return a.taskCommand("forget ID", "Delete a task's local record without telling its server", 1,
+		func(_ *cobra.Command, tr *mcpclient.Tracker, rec *model.Task, _ []string) error {
 			if err := tr.Forget(rec.ID); err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "forgot task %s\n", rec.ID)
 			return nil
-		},
-	}
+		})
 }
 
 func (a *app) pruneCommand() *cobra.Command {
