@@ -13,11 +13,13 @@ import (
 //	s\x00<status>\x00<id>   statusMark         (status index)
 //	k\x00<key>              id                 (idempotency index)
 //	v\x00                   schemaVersion
+//	c\x00                   set by a prune: compact at the next open
 var (
 	recordPrefix = []byte("t\x00")
 	statusRoot   = []byte("s\x00")
 	keyPrefix    = []byte("k\x00")
 	schemaKey    = []byte("v\x00")
+	compactKey   = []byte("c\x00")
 )
 
 // statusMark is non-empty because Badger reports a deleted key to

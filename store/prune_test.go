@@ -1,8 +1,12 @@
 package store_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,8 +47,9 @@ func TestPrune(t *testing.T) {
 	if n != oldTerminal {
 		t.Fatalf("Prune deleted %d, want %d", n, oldTerminal)
 	}
-	if chunks := store.Writes(s) - writes; chunks != 3 {
-		t.Errorf("Prune used %d write txns for %d records, want 3 chunks of at most 1000", chunks, oldTerminal)
+	// Three chunks of at most 1000, and the note to compact at next open.
+	if txns := store.Writes(s) - writes; txns != 3+1 {
+		t.Errorf("Prune used %d write txns for %d records, want 3 chunks of at most 1000 and the compaction note", txns, oldTerminal)
 	}
 
 	all, err := s.All()
@@ -83,10 +88,65 @@ func TestPrune(t *testing.T) {
 	if !slices.Equal(ids(rest), sortedIDs(open...)) {
 		t.Fatalf("after Prune(zero), All = %v, want the open records %v", ids(rest), sortedIDs(open...))
 	}
-	// Only the open records' keys remain: record, status and key index each.
+	// Only the open records' keys remain (record, status and key index
+	// each), with the schema version and the note to compact.
 	keys, err := store.Keys(s)
 	must(t, err)
-	if want := 1 + 3*len(open); len(keys) != want {
+	if want := 2 + 3*len(open); len(keys) != want {
 		t.Fatalf("%d keys left, want %d", len(keys), want)
 	}
+}
+
+func TestPruneGivesDiskSpaceBack(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for range 1000 {
+				rec := model.NewIntent(model.ServerRef{Name: "s"}, "tool", json.RawMessage(`{"seconds":5}`), "", t0)
+				rec.Status = model.StatusCompleted
+				rec.Result = json.RawMessage(`{"content":[{"type":"text","text":"slept 5 s"}]}`)
+				if err := s.Create(rec); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	must(t, s.Close())
+	full := dirBytes(t, dir)
+
+	s = openStore(t, dir)
+	if n, err := s.Prune(time.Time{}); err != nil || n != 64000 {
+		t.Fatalf("pruned %d: %v", n, err)
+	}
+	must(t, s.Close())
+	// The space comes back when the store is next opened.
+	s = openStore(t, dir)
+	must(t, s.Close())
+	after := dirBytes(t, dir)
+	t.Logf("%d records: %d bytes; after pruning them all and reopening: %d bytes", 64000, full, after)
+	if after >= full*3/4 {
+		t.Fatalf("the store holds %d bytes after pruning every record, %d before: pruning gave no space back", after, full)
+	}
+}
+
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		n += info.Size()
+		return nil
+	})
+	must(t, err)
+	return n
 }

@@ -339,7 +339,33 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 		}
 		total += n
 	}
-	return total, nil
+	if total > 0 {
+		// Deletes are tombstones that Badger drops only when compaction
+		// reaches the last level. They are still in the memtable now;
+		// after Close has flushed them, the next Open flattens the tree.
+		err = s.commit("", func(txn *badger.Txn) error { return txn.Set(compactKey, []byte{1}) })
+	}
+	return total, err
+}
+
+// compactIfPruned gives the space of pruned records back: it flattens the
+// tree when the last session pruned. A failed flatten loses nothing, as
+// compaction catches up in time, so it is tried again at the next open.
+func (s *Store) compactIfPruned() error {
+	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(compactKey)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if s.db.Flatten(2) != nil {
+		return nil
+	}
+	return s.commit("", func(txn *badger.Txn) error { return txn.Delete(compactKey) })
 }
 
 // Counts returns how many records have each status (statuses with none

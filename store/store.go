@@ -55,6 +55,10 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	if err := s.compactIfPruned(); err != nil {
+		_ = db.Close()
+		return nil, openError(dir, err)
+	}
 	if err := restrictFiles(dir); err != nil {
 		_ = db.Close()
 		return nil, err
