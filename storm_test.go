@@ -33,10 +33,12 @@ type stormAttempt struct {
 	n      int
 	key    string
 	args   string
+	url    string // the proxy URL, tagged with the attempt that owns the key
 	wait   bool
 	reused bool // the key was used by an earlier attempt
 
-	received chan struct{} // closed when its tools/call reached the proxy
+	received     chan struct{} // closed when its tools/call reached the proxy
+	receivedOnce sync.Once
 
 	mu       sync.Mutex
 	reqAt    time.Duration // since start; 0: no tools/call reached the proxy
@@ -77,8 +79,12 @@ type stormProxy struct {
 	srv      *httptest.Server
 	upstream string
 
-	mu     sync.Mutex
-	cur    *stormAttempt
+	mu sync.Mutex
+	// byURL finds the attempt a request belongs to from its URL, tagged
+	// per key: a killed process's request may still sit in the listen
+	// backlog when the next process starts, so "the current attempt" is
+	// not a safe guess.
+	byURL  map[string]*stormAttempt
 	byTask map[string]*stormAttempt
 	open   int // client connections not yet closed
 }
@@ -110,7 +116,7 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := &stormProxy{upstream: upstream, byTask: map[string]*stormAttempt{}}
+	sp := &stormProxy{upstream: upstream, byURL: map[string]*stormAttempt{}, byTask: map[string]*stormAttempt{}}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
 	rp.ErrorLog = nil
 	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
@@ -135,12 +141,15 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 			return
 		}
 		sp.mu.Lock()
-		a := sp.cur
+		a := sp.byURL[r.URL.RawQuery]
 		sp.mu.Unlock()
+		if a == nil {
+			panic("tools/call from no attempt: " + r.URL.String())
+		}
 		a.mu.Lock()
 		a.reqAt = max(time.Since(a.start), time.Nanosecond)
 		a.mu.Unlock()
-		close(a.received)
+		a.receivedOnce.Do(func() { close(a.received) })
 		// Deliver the call whatever becomes of the client.
 		out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, upstream, bytes.NewReader(body))
 		if err != nil {
@@ -213,20 +222,23 @@ func TestCrashStorm(t *testing.T) {
 			// Re-run an earlier key with the same arguments: it must never
 			// launch a second task while its record exists.
 			prev := attempts[rand.N(len(attempts))]
-			a.key, a.args, a.reused = prev.key, prev.args, true
+			a.key, a.args, a.url, a.reused = prev.key, prev.args, prev.url, true
 		} else {
 			a.key = fmt.Sprintf("K_%d", i)
 			// 10–29 demo seconds: 0.5–1.5 s at --speed 0.05.
 			a.args = fmt.Sprintf(`{"seconds":%d}`, 10+rand.N(20))
+			a.url = fmt.Sprintf("%s?attempt=%d", proxyURL, i)
 		}
-		args := []string{"call", "--url", proxyURL, "sleep", "--args", a.args, "--key", a.key}
+		args := []string{"call", "--url", a.url, "sleep", "--args", a.args, "--key", a.key}
 		if a.wait {
 			args = append(args, "--wait")
 		}
 		a.start = time.Now() // before the proxy can see a
-		proxy.mu.Lock()
-		proxy.cur = a
-		proxy.mu.Unlock()
+		if !a.reused {
+			proxy.mu.Lock()
+			proxy.byURL[fmt.Sprintf("attempt=%d", i)] = a
+			proxy.mu.Unlock()
+		}
 		p := d.start(args...)
 
 		// When to kill: three kinds of random moment, so that every phase

@@ -291,19 +291,23 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	if err != nil {
 		return t.pollFailed(rec, sess, err), nil
 	}
-	changed := false
-	updated, err := t.store.Update(id, func(r *model.Task) (bool, error) {
-		c, err := r.Apply(*snap, t.now())
-		changed = c
-		return c, err
-	})
+	// Most polls change nothing: find out on the record in hand, so that
+	// only a change costs the store a read-modify-write.
+	changed, err := rec.Clone().Apply(*snap, t.now())
 	var te *model.TransitionError
 	if errors.As(err, &te) {
 		// A server that contradicts itself is a failing poll, not a new truth.
 		return t.pollFailed(rec, nil, fmt.Errorf("server reported %w", err)), nil
 	}
-	if err != nil {
-		return PollResult{}, err
+	updated := rec
+	if changed {
+		updated, err = t.apply(id, *snap)
+		if errors.As(err, &te) {
+			return t.pollFailed(rec, nil, fmt.Errorf("server reported %w", err)), nil
+		}
+		if err != nil {
+			return PollResult{}, err
+		}
 	}
 	statusChanged := updated.Status != rec.Status
 	return PollResult{Task: updated, Changed: changed, Next: t.schedule(updated, statusChanged, nil)}, nil
