@@ -249,9 +249,6 @@ type Session struct {
 	ServerName, ServerVersion string
 }
 
-// Ref names the server this session talks to.
-func (s *Session) Ref() model.ServerRef { return s.ref }
-
 // CallTool sends tools/call with the tasks extension declared and returns
 // what came back: a result, a task handle, or input requests (MRTR).
 func (s *Session) CallTool(ctx context.Context, tool string, args json.RawMessage, answers map[string]json.RawMessage, requestState string) (*wire.CallOutcome, error) {

@@ -257,14 +257,5 @@ func compact(raw json.RawMessage) json.RawMessage {
 	return buf.Bytes()
 }
 
-// ExtensionMeta is the per-request capability declaration that opts a
-// request into tasks (and declares form and URL elicitation).
-func ExtensionMeta() map[string]any {
-	return map[string]any{
-		"elicitation": map[string]any{"form": map[string]any{}, "url": map[string]any{}},
-		"extensions":  map[string]any{ExtensionID: map[string]any{}},
-	}
-}
-
 // NowString formats a time as the protocol does.
 func NowString(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
