@@ -459,7 +459,8 @@ func (a *app) toolsCommand() *cobra.Command {
 			if err := a.openLog(); err != nil {
 				return err
 			}
-			pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg, Logger: a.logger, ChildStderr: a.logFile, Warn: a.warn})
+			// No store: listing tools works while another process holds it.
+			pool := a.newPool(cfg)
 			defer pool.Close()
 			sess, err := pool.Session(cmd.Context(), ref)
 			if err != nil {

@@ -47,8 +47,8 @@ func TestHTTPFullCycle(t *testing.T) {
 		r := d.run("call", "--url", srv.url, "approve", "--args", `{"action":"deploy"}`).must(t, 0)
 		id := onlyID(t, r)
 		d.waitStatus(id, "input_required")
-		g := d.run("get", id).must(t, 0)
-		mustContain(t, g, g.stdout, "input_required", "approve-1", "Approve deploy?",
+		g := d.run("get", id[:10]).must(t, 0) // a unique prefix names the task
+		mustContain(t, g, g.stdout, "id:            "+id, "input_required", "approve-1", "Approve deploy?",
 			"taskdeck answer "+id+" approve-1 ", "approve (boolean, required)", "reason (string, required)")
 
 		a := d.run("answer", id, "approve-1", approveAnswer).must(t, 0)

@@ -215,14 +215,19 @@ func (a *app) open() (*mcpclient.Tracker, error) {
 		return nil, err
 	}
 	a.st = st
-	a.pool = mcpclient.NewPool(mcpclient.PoolOptions{
+	a.pool = a.newPool(cfg)
+	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger})
+	return a.tracker, nil
+}
+
+// newPool connects to servers with the app's log file and warnings.
+func (a *app) newPool(cfg *mcpclient.Config) *mcpclient.Pool {
+	return mcpclient.NewPool(mcpclient.PoolOptions{
 		Config:      cfg,
 		Logger:      a.logger.With("component", "mcp"),
 		ChildStderr: a.logFile,
 		Warn:        a.warn,
 	})
-	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger})
-	return a.tracker, nil
 }
 
 func (a *app) warn(msg string) {

@@ -131,8 +131,7 @@ func (p *printer) poll(res mcpclient.PollResult) {
 // report prints what start-up reconciliation found.
 func (p *printer) report(r *mcpclient.Report) {
 	if !p.asJSON {
-		fmt.Fprintf(p.w, "reconciled: %d re-attached, %d finished meanwhile, %d unknown to their server, %d orphaned, %d unreachable\n",
-			len(r.Reattached), len(r.Finished), len(r.Unknown), len(r.Orphaned), len(r.Unreachable))
+		fmt.Fprintln(p.w, r)
 	}
 	for _, group := range [][]*model.Task{r.Finished, r.Unknown, r.Orphaned, r.Reattached} {
 		for _, t := range group {
@@ -203,12 +202,8 @@ func printDetail(w io.Writer, t *model.Task, pollErr error) {
 	}
 	line("local error", termtext.Line(t.LocalError))
 	fmt.Fprintln(w, "history:")
-	for _, h := range t.History {
-		from := string(h.From)
-		if from == "" {
-			from = "·"
-		}
-		fmt.Fprintf(w, "  %s  %s → %s  %s\n", h.At.Local().Format(time.DateTime), from, h.To, termtext.Line(h.Message))
+	for _, h := range present.History(t, time.DateTime) {
+		fmt.Fprintf(w, "  %s\n", h)
 	}
 }
 

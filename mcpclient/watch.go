@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/taskdeck/taskdeck/model"
@@ -62,19 +63,30 @@ func (t *Tracker) Reconcile(ctx context.Context, perServer int) (*Report, error)
 	}
 	// One poll each: OnPoll lets every task go after its first answer.
 	err = t.Watch(ctx, ids, WatchOptions{PerServer: perServer, OnPoll: func(res PollResult) bool {
-		switch {
-		case res.Err != nil:
-			rep.Unreachable = append(rep.Unreachable, res.Task)
-		case res.Task.Status == model.StatusUnknown:
-			rep.Unknown = append(rep.Unknown, res.Task)
-		case res.Task.Status.Terminal():
-			rep.Finished = append(rep.Finished, res.Task)
-		default:
-			rep.Reattached = append(rep.Reattached, res.Task)
-		}
+		rep.Add(res)
 		return false
 	}})
 	return rep, err
+}
+
+// Add files a task by the outcome of its first poll after start.
+func (r *Report) Add(res PollResult) {
+	switch {
+	case res.Err != nil:
+		r.Unreachable = append(r.Unreachable, res.Task)
+	case res.Task.Status == model.StatusUnknown:
+		r.Unknown = append(r.Unknown, res.Task)
+	case res.Task.Status.Terminal():
+		r.Finished = append(r.Finished, res.Task)
+	default:
+		r.Reattached = append(r.Reattached, res.Task)
+	}
+}
+
+// String is the one-line summary the command line and the dashboard show.
+func (r *Report) String() string {
+	return fmt.Sprintf("reconciled: %d re-attached · %d finished meanwhile · %d unknown · %d orphaned · %d unreachable",
+		len(r.Reattached), len(r.Finished), len(r.Unknown), len(r.Orphaned), len(r.Unreachable))
 }
 
 // WatchOptions tune Watch.

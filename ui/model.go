@@ -114,7 +114,7 @@ type Model struct {
 	// startup holds tasks whose first poll after start is pending, for the
 	// reconciliation report.
 	startup map[string]bool
-	found   map[string]int
+	report  mcpclient.Report
 	loaded  bool
 	hidden  int // older records not loaded (see Options.Recent)
 
@@ -152,8 +152,8 @@ func New(ctx context.Context, opts Options) *Model {
 		width: 80, height: 24,
 		list: newTaskList(), marked: map[string]bool{},
 		sched: model.NewSchedule(opts.PerServer), polls: map[string]pollNote{},
-		startup: map[string]bool{}, found: map[string]int{},
-		filter: fi, detail: viewport.New(), flash: opts.Greeting, now: opts.Now(),
+		startup: map[string]bool{},
+		filter:  fi, detail: viewport.New(), flash: opts.Greeting, now: opts.Now(),
 	}
 	return m
 }
@@ -161,7 +161,7 @@ func New(ctx context.Context, opts Options) *Model {
 // startupMsg is the store as found at start, stale intents orphaned.
 type startupMsg struct {
 	tasksLoadedMsg
-	orphans int
+	orphans []*model.Task
 }
 
 func startup(tr *mcpclient.Tracker, limit int) tea.Cmd {
@@ -171,7 +171,7 @@ func startup(tr *mcpclient.Tracker, limit int) tea.Cmd {
 			return startupMsg{tasksLoadedMsg: tasksLoadedMsg{err: err}}
 		}
 		tasks, hidden, err := loadView(tr, limit)
-		return startupMsg{tasksLoadedMsg: tasksLoadedMsg{tasks: tasks, hidden: hidden, err: err}, orphans: len(orphans)}
+		return startupMsg{tasksLoadedMsg: tasksLoadedMsg{tasks: tasks, hidden: hidden, err: err}, orphans: orphans}
 	}
 }
 
@@ -252,7 +252,7 @@ func (m *Model) onStartup(msg startupMsg) tea.Cmd {
 	m.list.Replace(msg.tasks)
 	m.hidden = msg.hidden
 	m.loaded = true
-	m.found["orphaned"] = msg.orphans
+	m.report.Orphaned = msg.orphans
 	// Every open task is polled soon, spread over up to two seconds so a
 	// large store does not hit its servers all at once.
 	var open []*model.Task
@@ -279,8 +279,7 @@ func (m *Model) onStartup(msg startupMsg) tea.Cmd {
 
 // reportStartup says what start-up reconciliation found.
 func (m *Model) reportStartup() {
-	m.say(fmt.Sprintf("reconciled: %d re-attached · %d finished meanwhile · %d unknown · %d orphaned · %d unreachable",
-		m.found["reattached"], m.found["finished"], m.found["unknown"], m.found["orphaned"], m.found["unreachable"]))
+	m.say(m.report.String())
 }
 
 func (m *Model) startDuePolls() []tea.Cmd {
@@ -310,16 +309,7 @@ func (m *Model) onPolled(msg polledMsg) tea.Cmd {
 	m.replaceTask(res.Task)
 	if m.startup[msg.id] {
 		delete(m.startup, msg.id)
-		switch {
-		case res.Err != nil:
-			m.found["unreachable"]++
-		case res.Task.Status == model.StatusUnknown:
-			m.found["unknown"]++
-		case res.Task.Status.Terminal():
-			m.found["finished"]++
-		default:
-			m.found["reattached"]++
-		}
+		m.report.Add(res)
 		if len(m.startup) == 0 {
 			m.reportStartup()
 		}
@@ -336,7 +326,9 @@ func (m *Model) alert(t *model.Task) tea.Cmd {
 	m.say(fmt.Sprintf("task %s (%s) waits for input: press i then a", t.ID, termtext.Line(t.Tool)))
 	cmds := []tea.Cmd{tea.Raw("\a")}
 	if m.opts.Notify {
-		text := strings.NewReplacer(";", " ", "\a", "", "\x1b", "").Replace("taskdeck: " + termtext.Line(t.Tool) + " waits for input")
+		// Sanitized text has no ESC or BEL to end the sequence early; a
+		// ';' would start a new OSC 9 parameter in some terminals.
+		text := strings.ReplaceAll("taskdeck: "+termtext.Line(t.Tool)+" waits for input", ";", " ")
 		cmds = append(cmds, tea.Raw("\x1b]9;"+text+"\a"))
 	}
 	return tea.Sequence(cmds...)

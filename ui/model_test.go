@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -606,5 +607,30 @@ func TestLargeStoreLoadsOpenTasksAndTheNewest(t *testing.T) {
 	}
 	if !strings.Contains(ansi.Strip(m.View().Content), "+5 older finished not shown") {
 		t.Fatal("the footer does not say that older tasks are not shown")
+	}
+}
+
+func TestWaitingForInputRingsAndNotifies(t *testing.T) {
+	tasks := sampleTasks()
+	for _, notify := range []bool{false, true} {
+		m := loaded(t, tasks, 120, 30)
+		m.opts.Notify = notify
+		h := &harness{t: t, m: m, msgs: make(chan tea.Msg, 16)}
+		asks := tasks[1].Clone() // deploy, waiting for input
+		asks.Tool = "deploy;\x1b]0;evil\x07"
+		h.send(m.alert(asks)())
+		h.settle(100 * time.Millisecond)
+		slices.Sort(h.raw) // the harness runs a sequence's commands concurrently
+		raw := strings.Join(h.raw, "|")
+		if !strings.Contains(raw, "\a") {
+			t.Fatalf("notify=%v: no bell in %q", notify, raw)
+		}
+		osc := strings.Contains(raw, "\x1b]9;")
+		if osc != notify {
+			t.Fatalf("notify=%v: OSC 9 sent = %v (%q)", notify, osc, raw)
+		}
+		if notify && raw != "\a|\x1b]9;taskdeck: deploy  waits for input\a" { // sorted: BEL < ESC
+			t.Fatalf("notification carries server control text: %q", raw)
+		}
 	}
 }

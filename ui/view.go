@@ -281,12 +281,8 @@ func (m *Model) detailText(t *model.Task) string {
 		}
 	}
 	b.WriteString("\n" + m.styles.Title.Render("History") + "\n")
-	for _, h := range t.History {
-		from := string(h.From)
-		if from == "" {
-			from = "·"
-		}
-		b.WriteString(fmt.Sprintf("  %s  %s → %s  %s\n", h.At.Local().Format(time.TimeOnly), from, h.To, termtext.Line(h.Message)))
+	for _, h := range present.History(t, time.TimeOnly) {
+		b.WriteString("  " + h + "\n")
 	}
 	b.WriteString("\n" + m.styles.Dim.Render("esc back · ↑/↓ scroll · a answer · c cancel · d forget · y copy"))
 	return b.String()

@@ -157,3 +157,17 @@ func StatusText(t *model.Task) string {
 	}
 	return s
 }
+
+// History is a record's transitions, one line each, oldest first:
+// "15:04:05  working → completed  message" (layout formats the time).
+func History(t *model.Task, layout string) []string {
+	lines := make([]string, len(t.History))
+	for i, h := range t.History {
+		from := string(h.From)
+		if from == "" {
+			from = "·"
+		}
+		lines[i] = strings.TrimRight(fmt.Sprintf("%s  %s → %s  %s", h.At.Local().Format(layout), from, h.To, termtext.Line(h.Message)), " ")
+	}
+	return lines
+}
