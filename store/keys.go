@@ -10,7 +10,8 @@ import (
 // never match the start of another ("s\x00work" vs "s\x00working").
 //
 //	t\x00<id>               JSON of model.Task (the record)
-//	s\x00<status>\x00<id>   statusMark         (status index)
+//	s\x00<status>\x00<id>   a copy of the record while it is open, else
+//	                        statusMark         (status index)
 //	k\x00<key>              id                 (idempotency index)
 //	v\x00                   schemaVersion
 //	c\x00                   set by a prune: compact at the next open
@@ -22,8 +23,8 @@ var (
 	compactKey   = []byte("c\x00")
 )
 
-// statusMark is non-empty because Badger reports a deleted key to
-// subscribers as an empty value; an empty mark would look deleted.
+// statusMark is a terminal record's index value. One byte can never be a
+// record's JSON, which tells it from the copy an open record's entry holds.
 var statusMark = []byte{1}
 
 // schemaVersion is bumped when the layout or the record encoding changes

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -58,10 +56,7 @@ func (s *Store) Create(rec *model.Task) error {
 				return err
 			}
 		}
-		if err := txn.Set(recordKey(rec.ID), val); err != nil {
-			return err
-		}
-		return txn.Set(statusKey(rec.Status, rec.ID), statusMark)
+		return putRecord(txn, rec, val, "")
 	})
 }
 
@@ -111,16 +106,7 @@ func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err erro
 			if item.Version() != version {
 				return errStale
 			}
-			if err := txn.Set(recordKey(id), val); err != nil {
-				return err
-			}
-			if next.Status == cur.Status {
-				return nil
-			}
-			if err := txn.Delete(statusKey(cur.Status, id)); err != nil {
-				return err
-			}
-			return txn.Set(statusKey(next.Status, id), statusMark)
+			return putRecord(txn, next, val, cur.Status)
 		})
 		if errors.Is(err, errStale) {
 			continue
@@ -156,33 +142,28 @@ func (s *Store) ByKey(key string) (*model.Task, error) {
 }
 
 // ByStatus returns the records with any of the given statuses, sorted by
-// ID. It walks only those statuses' index keys and reads only their records.
+// ID. It walks only those statuses' index keys: an open record's copy is
+// read from its index entry, a terminal one from the record itself.
 func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
-	var ids []string
-	var vals [][]byte
+	var out []*model.Task
 	err := s.db.View(func(txn *badger.Txn) error {
 		for _, status := range dedupe(st) {
-			for _, id := range indexIDs(txn, status) {
-				item, err := txn.Get(recordKey(id))
-				if errors.Is(err, badger.ErrKeyNotFound) {
-					return fmt.Errorf("status index names task %s, which has no record", id)
-				}
+			prefix := statusPrefix(status)
+			// Values are inline: decoding them in place, unprefetched,
+			// saves a copy of every record.
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			for it.Rewind(); it.Valid(); it.Next() {
+				t, err := indexedRecord(txn, it.Item(), string(it.Item().Key()[len(prefix):]))
 				if err != nil {
-					return fmt.Errorf("task %s: %w", id, err)
+					it.Close()
+					return err
 				}
-				v, err := item.ValueCopy(nil)
-				if err != nil {
-					return fmt.Errorf("task %s: %w", id, err)
-				}
-				ids, vals = append(ids, id), append(vals, v)
+				out = append(out, t)
 			}
+			it.Close()
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	out, err := decodeAll(ids, vals)
 	if err != nil {
 		return nil, err
 	}
@@ -190,32 +171,30 @@ func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
 	return out, nil
 }
 
-// decodeAll decodes records on every core: at start-up, decoding the open
-// tasks' JSON is most of the time it takes to list them.
-func decodeAll(ids []string, vals [][]byte) ([]*model.Task, error) {
-	out := make([]*model.Task, len(vals))
-	errs := make([]error, len(vals))
-	workers := min(runtime.GOMAXPROCS(0), len(vals)/64+1)
-	per := (len(vals) + workers - 1) / max(workers, 1)
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(vals); lo += per {
-		hi := min(lo+per, len(vals))
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				t := new(model.Task)
-				if err := json.Unmarshal(vals[i], t); err != nil {
-					errs[i] = fmt.Errorf("task %s: record does not decode: %w", ids[i], err)
-					continue
-				}
-				out[i] = t
-			}
-		})
+// indexedRecord decodes the record a status index entry names: from the
+// entry itself when it holds a copy, else from the record (terminal
+// records, and open ones written before entries held copies).
+func indexedRecord(txn *badger.Txn, entry *badger.Item, id string) (*model.Task, error) {
+	t := new(model.Task)
+	copied := false
+	err := entry.Value(func(v []byte) error {
+		if bytes.Equal(v, statusMark) {
+			return nil
+		}
+		copied = true
+		return unmarshalRecord(v, t)
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("task %s: record does not decode: %w", id, err)
+	case copied:
+		return t, nil
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	t, _, err = getRecord(txn, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("status index names task %s, which has no record", id)
 	}
-	return out, nil
+	return t, err
 }
 
 // OpenTasks returns every record that is not terminal: calling, working,
@@ -414,7 +393,7 @@ func getRecord(txn *badger.Txn, id string) (*model.Task, uint64, error) {
 
 func decode(item *badger.Item, id string) (*model.Task, error) {
 	t := new(model.Task)
-	err := item.Value(func(v []byte) error { return json.Unmarshal(v, t) })
+	err := item.Value(func(v []byte) error { return unmarshalRecord(v, t) })
 	if err != nil {
 		return nil, fmt.Errorf("task %s: record does not decode: %w", id, err)
 	}
@@ -438,6 +417,29 @@ func byKey(txn *badger.Txn, key string) (*model.Task, error) {
 		return nil, fmt.Errorf("idempotency key %q names task %s, which has no record", key, id)
 	}
 	return t, err
+}
+
+// putRecord writes a record and its status index entry; prev is the
+// status it had ("" for a new record). An open record's entry holds a copy
+// of the record, so that start-up lists the open tasks from one contiguous
+// key range instead of a point lookup (and a block decompression) per
+// task. A terminal record's entry holds only statusMark.
+func putRecord(txn *badger.Txn, t *model.Task, val []byte, prev model.Status) error {
+	if err := txn.Set(recordKey(t.ID), val); err != nil {
+		return err
+	}
+	if prev != "" && prev != t.Status {
+		if err := txn.Delete(statusKey(prev, t.ID)); err != nil {
+			return err
+		}
+	}
+	switch {
+	case !t.Status.Terminal():
+		return txn.Set(statusKey(t.Status, t.ID), val)
+	case prev != t.Status:
+		return txn.Set(statusKey(t.Status, t.ID), statusMark)
+	}
+	return nil
 }
 
 // indexIDs lists the ids under one status, reading keys only.

@@ -490,3 +490,60 @@ func TestNewestReadsTheLatestRecords(t *testing.T) {
 		t.Fatalf("Newest(100) on 30 records returned %d", len(all))
 	}
 }
+
+// Open records are listed from the copy their status index entry holds;
+// the copy must follow every change of the record, and a store written
+// before entries held copies must still list its open tasks in full.
+func TestOpenTasksFollowEveryChange(t *testing.T) {
+	s := newStore(t)
+	rec := create(t, s, "k", model.StatusWorking, t0)
+	listed := func() *model.Task {
+		t.Helper()
+		open, err := s.OpenTasks()
+		must(t, err)
+		for _, o := range open {
+			if o.ID == rec.ID {
+				return o
+			}
+		}
+		return nil
+	}
+	_, err := s.Update(rec.ID, func(r *model.Task) (bool, error) { r.StatusMessage = "half way"; return true, nil })
+	must(t, err)
+	if got := listed(); got == nil || got.StatusMessage != "half way" {
+		t.Fatalf("after a message change OpenTasks lists %+v", got)
+	}
+	_, err = s.Update(rec.ID, func(r *model.Task) (bool, error) {
+		return true, r.MoveTo(model.StatusInputRequired, "need a name", t0.Add(time.Second))
+	})
+	must(t, err)
+	if got := listed(); got == nil || got.Status != model.StatusInputRequired || len(got.History) != 3 {
+		t.Fatalf("after a move OpenTasks lists %+v", got)
+	}
+	_, err = s.Update(rec.ID, func(r *model.Task) (bool, error) {
+		return true, r.MoveTo(model.StatusCompleted, "done", t0.Add(2*time.Second))
+	})
+	must(t, err)
+	if got := listed(); got != nil {
+		t.Fatalf("a completed task is still listed as open: %+v", got)
+	}
+	done, err := s.ByStatus(model.StatusCompleted)
+	must(t, err)
+	if len(done) != 1 || done[0].StatusMessage != "half way" || len(done[0].History) != 4 {
+		t.Fatalf("ByStatus(completed) = %+v", done)
+	}
+
+	// The layout before copies: an open record's entry holds the mark.
+	old := create(t, s, "", model.StatusWorking, t0)
+	must(t, store.PutRaw(s, "s\x00working\x00"+old.ID, "\x01"))
+	open, err := s.OpenTasks()
+	must(t, err)
+	if len(open) != 1 || open[0].ID != old.ID || open[0].Tool != old.Tool || !open[0].CreatedAt.Equal(old.CreatedAt) {
+		t.Fatalf("OpenTasks with an entry in the old layout = %+v", open)
+	}
+	// A damaged copy is an error naming the task, not a silent skip.
+	must(t, store.PutRaw(s, "s\x00working\x00"+old.ID, "{not json"))
+	if _, err := s.OpenTasks(); err == nil || !strings.Contains(err.Error(), old.ID) {
+		t.Fatalf("OpenTasks over a damaged copy: %v, want an error naming %s", err, old.ID)
+	}
+}
