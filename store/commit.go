@@ -7,13 +7,11 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 )
 
-// Group commit. With SyncWrites, Badger syncs its WAL once per transaction
-// even when its write goroutine takes several at once (db.go writeRequests
-// calls writeToLSM, and so SyncWAL, per request), so N concurrent commits
-// cost N fsyncs. commit therefore joins the changes of concurrent callers
-// into one Badger transaction: one caller at a time leads, runs every
-// queued change in one txn, and one fsync covers them all. Every caller
-// still returns only after its own change is synced, as before.
+// Group commit. Every transaction costs a sync (walsync.go), so N
+// concurrent commits would cost N fsyncs. commit therefore joins the
+// changes of concurrent callers into one Badger transaction: one caller at
+// a time leads, runs every queued change in one txn, and one sync covers
+// them all. Every caller returns only after its own change is synced.
 
 // maxGroup bounds one group: 128 records of ~1 KiB with their index keys
 // stay far below Badger's txn size limit (15% of the 8 MiB memtable).
@@ -29,10 +27,13 @@ type commitReq struct {
 	// key is the record the change writes. Two changes to one record never
 	// share a txn: inside one, Update's version check could not see the
 	// other's pending write. "" runs alone (prune chunks, the schema).
-	key  string
-	fn   func(txn *badger.Txn) error
-	err  error
-	wake chan bool // false: done, err is set; true: lead the next group
+	key string
+	// bigValue: the change writes a value that goes to the value log,
+	// which the WAL sync does not cover.
+	bigValue bool
+	fn       func(txn *badger.Txn) error
+	err      error
+	wake     chan bool // false: done, err is set; true: lead the next group
 }
 
 // errAbort stops a group's txn when one change fails; the others run again
@@ -44,7 +45,16 @@ var errAbort = errors.New("a change in the group failed")
 // more than once. On ErrConflict another writer committed first, so fn runs
 // again on newer data; that always makes progress, hence no retry limit.
 func (s *Store) commit(key string, fn func(txn *badger.Txn) error) error {
-	r := &commitReq{key: key, fn: fn, wake: make(chan bool, 1)}
+	return s.enqueue(&commitReq{key: key, fn: fn})
+}
+
+// commitRecord is commit for a change that writes val as a record.
+func (s *Store) commitRecord(id string, val []byte, fn func(txn *badger.Txn) error) error {
+	return s.enqueue(&commitReq{key: id, bigValue: len(val) >= valueThreshold, fn: fn})
+}
+
+func (s *Store) enqueue(r *commitReq) error {
+	r.wake = make(chan bool, 1)
 	g := &s.group
 	g.mu.Lock()
 	g.queue = append(g.queue, r)
@@ -109,11 +119,20 @@ func (s *Store) runGroup(batch []*commitReq) {
 			}
 			return nil
 		})
+		if err != nil && bad < 0 && !errors.Is(err, badger.ErrConflict) && s.wal != nil {
+			s.wal.stale = true // Badger's write failed, maybe creating a WAL
+		}
 		switch {
 		case err == nil:
-			s.writes.Add(int64(len(batch)))
+			// Applied, and durable once synced. A failed sync is every
+			// caller's error; running the changes again would apply
+			// them twice.
+			err = s.sync(batch)
+			if err == nil {
+				s.writes.Add(int64(len(batch)))
+			}
 			for _, r := range batch {
-				r.err = nil
+				r.err = err
 				r.wake <- false
 			}
 			return
@@ -134,4 +153,20 @@ func (s *Store) runGroup(batch []*commitReq) {
 			return
 		}
 	}
+}
+
+// sync makes a committed group durable: the WAL alone, unless a change
+// wrote to the value log or the WAL is unknown.
+func (s *Store) sync(batch []*commitReq) error {
+	full := s.wal == nil
+	for _, r := range batch {
+		full = full || r.bigValue
+	}
+	if !full {
+		err := s.wal.sync()
+		if !errors.Is(err, errWALUnknown) {
+			return err
+		}
+	}
+	return s.db.Sync()
 }

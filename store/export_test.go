@@ -34,3 +34,12 @@ func Keys(s *Store) ([]string, error) {
 
 // BadgerLogger is the adapter Open hands to Badger.
 func BadgerLogger(l *slog.Logger) badger.Logger { return badgerLogger{l} }
+
+// SyncedWAL names the file the store syncs after each commit, "" when it
+// falls back to Badger's db.Sync.
+func SyncedWAL(s *Store) string {
+	if s.wal == nil || s.wal.f == nil {
+		return ""
+	}
+	return s.wal.f.Name()
+}

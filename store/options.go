@@ -8,6 +8,11 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 )
 
+// valueThreshold keeps records in the LSM tree (so the value log stays
+// empty and needs no GC); a value this big or bigger goes to the value
+// log. It must stay <= 15% of MemTableSize.
+const valueThreshold = 64 << 10
+
 // options are the "small" set measured in shared/notes/libraries.md §3.8:
 // the defaults map gigabytes of sparse files and keep 256 MiB of cache for a
 // store that holds a few thousand small records.
@@ -17,10 +22,10 @@ func options(dir string, logger *slog.Logger) badger.Options {
 		l = badgerLogger{logger.With("component", "badger")}
 	}
 	return badger.DefaultOptions(dir).
-		WithLogger(l).                // never the default, which writes to stderr under the TUI
-		WithSyncWrites(true).         // a lost handle is a lost task; ~0.25 ms per txn
-		WithMemTableSize(8 << 20).    // also sets the txn size limit (15%), see pruneChunk
-		WithValueThreshold(64 << 10). // must stay <= 15% of MemTableSize; records stay in the LSM tree
+		WithLogger(l).             // never the default, which writes to stderr under the TUI
+		WithSyncWrites(false).     // the store syncs each commit itself, see walsync.go
+		WithMemTableSize(8 << 20). // also sets the txn size limit (15%), see pruneChunk
+		WithValueThreshold(valueThreshold).
 		WithNumMemtables(2).
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(4).

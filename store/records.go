@@ -34,7 +34,7 @@ func (s *Store) Create(rec *model.Task) error {
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
-	return s.commit(rec.ID, func(txn *badger.Txn) error {
+	return s.commitRecord(rec.ID, val, func(txn *badger.Txn) error {
 		switch _, err := txn.Get(recordKey(rec.ID)); {
 		case err == nil:
 			return fmt.Errorf("task %s already exists", rec.ID)
@@ -95,7 +95,7 @@ func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
-		err = s.commit(id, func(txn *badger.Txn) error {
+		err = s.commitRecord(id, val, func(txn *badger.Txn) error {
 			item, err := txn.Get(recordKey(id))
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				return fmt.Errorf("task %s: %w", id, ErrNotFound)

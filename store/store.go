@@ -27,6 +27,9 @@ type Store struct {
 	// cost no write.
 	writes atomic.Int64
 	group  group
+	// wal syncs each commit; nil when the WAL cannot be found, and then
+	// db.Sync does (walsync.go).
+	wal *walSyncer
 }
 
 // Open opens the store in dir, creating it (mode 0700) if needed. A nil
@@ -51,6 +54,9 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 		return nil, openError(dir, err)
 	}
 	s := &Store{db: db, dir: dir}
+	if w, ok := newWALSyncer(dir); ok {
+		s.wal = w
+	}
 	if err := s.checkSchema(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -69,6 +75,9 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 // Close flushes and closes the store.
 func (s *Store) Close() error {
 	err := s.closeDB()
+	if s.wal != nil {
+		s.wal.close()
+	}
 	// Close writes new table files, with Badger's umask-dependent modes.
 	if perr := restrictFiles(s.dir); err == nil {
 		err = perr
