@@ -3,8 +3,8 @@
 // the durable handle write, polling of open tasks, write amplification,
 // start-up with a large store (to the open-task list and to the real
 // dashboard's first frame in a pseudo-terminal), and store size. It needs
-// SQLite (cgo), so it
-// lives in a module of its own and the product's dependencies stay lean.
+// SQLite (cgo), so it lives in a module of its own and the product's
+// dependencies stay lean.
 //
 //	cd bench && go run . [-quick] [-only write,poll,startup] [-out RESULTS.md]
 package main
