@@ -2,7 +2,10 @@ module github.com/taskdeck/taskdeck/bench
 
 go 1.26.8
 
-require github.com/taskdeck/taskdeck v0.0.0
+require (
+	github.com/creack/pty v1.1.24
+	github.com/taskdeck/taskdeck v0.0.0
+)
 
 require (
 	github.com/google/jsonschema-go v0.4.3 // indirect

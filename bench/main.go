@@ -1,8 +1,10 @@
 // Command bench measures taskdeck's costs side by side with what a user
 // would otherwise use and with the limits of the machine, in one process:
 // the durable handle write, polling of open tasks, write amplification,
-// start-up with a large store, and store size. It needs SQLite (cgo), so it
-// lives in a module of its own and the product's dependencies stay lean.
+// start-up with a large store (to the open-task list and to the real
+// dashboard's first frame in a pseudo-terminal), and store size. It needs
+// SQLite (cgo), so it lives in a module of its own and the product's
+// dependencies stay lean.
 //
 //	cd bench && go run . [-quick] [-only write,poll,startup] [-out RESULTS.md]
 package main

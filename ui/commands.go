@@ -17,14 +17,19 @@ import (
 // touches the model.
 
 type (
-	tasksLoadedMsg struct {
+	// openLoadedMsg carries every open task: what a restart must show,
+	// and all the first frame waits for.
+	openLoadedMsg struct {
+		tasks []*model.Task
+		err   error
+	}
+	// recentLoadedMsg carries the newest finished records, read after the
+	// open tasks are shown. gen is the load it belongs to.
+	recentLoadedMsg struct {
+		gen    int
 		tasks  []*model.Task
 		hidden int // older finished records not loaded
 		err    error
-	}
-	orphansMsg struct {
-		orphans []*model.Task
-		err     error
 	}
 	tickMsg   time.Time
 	polledMsg struct {
@@ -62,48 +67,49 @@ func tick() tea.Cmd {
 	return tea.Tick(tickEvery, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-func loadTasks(tr *mcpclient.Tracker, limit int) tea.Cmd {
-	return func() tea.Msg {
-		tasks, hidden, err := loadView(tr, limit)
-		return tasksLoadedMsg{tasks: tasks, hidden: hidden, err: err}
-	}
+func loadOpen(tr *mcpclient.Tracker) tea.Cmd {
+	return func() tea.Msg { return readOpen(tr) }
 }
 
-// loadView reads every open task and the newest limit records, and counts
-// the records left out: a store of a million records opens as fast as one
-// of thousands.
-func loadView(tr *mcpclient.Tracker, limit int) (tasks []*model.Task, hidden int, err error) {
-	st := tr.Store()
-	open, err := st.OpenTasks()
-	if err != nil {
-		return nil, 0, err
-	}
-	recent, err := st.Newest(limit)
-	if err != nil {
-		return nil, 0, err
-	}
-	counts, err := st.Counts()
-	if err != nil {
-		return nil, 0, err
-	}
-	seen := make(map[string]bool, len(open)+len(recent))
-	for _, t := range append(open, recent...) {
-		if !seen[t.ID] {
-			seen[t.ID] = true
-			tasks = append(tasks, t)
+func readOpen(tr *mcpclient.Tracker) openLoadedMsg {
+	tasks, err := tr.Store().OpenTasks()
+	return openLoadedMsg{tasks: tasks, err: err}
+}
+
+// loadRecent reads the newest limit records and counts the records left
+// out. Only finished ones come back: the open tasks (openIDs) are already
+// shown, and only they are polled. It reads limit records however large
+// the store, but counting walks every status index key.
+func loadRecent(tr *mcpclient.Tracker, gen, limit int, openIDs []string) tea.Cmd {
+	return func() tea.Msg {
+		st := tr.Store()
+		recent, err := st.Newest(limit)
+		if err != nil {
+			return recentLoadedMsg{gen: gen, err: err}
 		}
-	}
-	total := 0
-	for _, n := range counts {
-		total += n
-	}
-	return tasks, max(total-len(tasks), 0), nil
-}
-
-func orphanStale(tr *mcpclient.Tracker) tea.Cmd {
-	return func() tea.Msg {
-		orphans, err := tr.OrphanStale()
-		return orphansMsg{orphans: orphans, err: err}
+		counts, err := st.Counts()
+		if err != nil {
+			return recentLoadedMsg{gen: gen, err: err}
+		}
+		shown := make(map[string]bool, len(openIDs))
+		for _, id := range openIDs {
+			shown[id] = true
+		}
+		loaded := len(shown)
+		var done []*model.Task
+		for _, t := range recent {
+			if !shown[t.ID] {
+				loaded++
+				if t.Status.Terminal() {
+					done = append(done, t)
+				}
+			}
+		}
+		total := 0
+		for _, n := range counts {
+			total += n
+		}
+		return recentLoadedMsg{gen: gen, tasks: done, hidden: max(total-loaded, 0)}
 	}
 }
 

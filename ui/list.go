@@ -98,7 +98,16 @@ func (l *taskList) Replace(tasks []*model.Task) {
 	l.all = make([]*row, 0, len(tasks))
 	clear(l.counts)
 	l.waiting = 0
+	l.Merge(tasks)
+}
+
+// Merge adds the tasks the list does not hold yet, with one sort instead
+// of an insertion each; the tasks it holds are left as they are.
+func (l *taskList) Merge(tasks []*model.Task) {
 	for _, t := range tasks {
+		if _, ok := l.byID[t.ID]; ok {
+			continue
+		}
 		r := newRow(t)
 		l.byID[t.ID] = r
 		l.all = append(l.all, r)

@@ -115,8 +115,14 @@ type Model struct {
 	// reconciliation report.
 	startup map[string]bool
 	report  mcpclient.Report
-	loaded  bool
-	hidden  int // older records not loaded (see Options.Recent)
+	loaded  bool // the open tasks are in the list
+	hidden  int  // older records not loaded (see Options.Recent)
+	// loadGen numbers the loads of the list; recent records of an older
+	// load are dropped. recentPending is true until they arrive, and
+	// forgotten holds what was forgotten meanwhile, not to be merged back.
+	loadGen       int
+	recentPending bool
+	forgotten     map[string]bool
 
 	filter       textinput.Model
 	statusFilter model.Status
@@ -158,26 +164,26 @@ func New(ctx context.Context, opts Options) *Model {
 	return m
 }
 
-// startupMsg is the store as found at start, stale intents orphaned.
+// startupMsg is the store's open tasks as found at start, stale intents
+// orphaned. The finished records follow in a recentLoadedMsg.
 type startupMsg struct {
-	tasksLoadedMsg
+	openLoadedMsg
 	orphans []*model.Task
 }
 
-func startup(tr *mcpclient.Tracker, limit int) tea.Cmd {
+func startup(tr *mcpclient.Tracker) tea.Cmd {
 	return func() tea.Msg {
 		orphans, err := tr.OrphanStale()
 		if err != nil {
-			return startupMsg{tasksLoadedMsg: tasksLoadedMsg{err: err}}
+			return startupMsg{openLoadedMsg: openLoadedMsg{err: err}}
 		}
-		tasks, hidden, err := loadView(tr, limit)
-		return startupMsg{tasksLoadedMsg: tasksLoadedMsg{tasks: tasks, hidden: hidden, err: err}, orphans: orphans}
+		return startupMsg{openLoadedMsg: readOpen(tr), orphans: orphans}
 	}
 }
 
 // Init loads the store and starts the scheduler's heartbeat.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(startup(m.tracker, m.opts.Recent), tick())
+	return tea.Batch(startup(m.tracker), tick())
 }
 
 // Update is the only place state changes.
@@ -195,14 +201,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case startupMsg:
 		return m, m.onStartup(msg)
-	case tasksLoadedMsg:
+	case openLoadedMsg:
 		if msg.err != nil {
 			return m, m.fail(msg.err)
 		}
-		m.list.Replace(msg.tasks)
-		m.hidden = msg.hidden
-		m.clampCursor()
-		return m, nil
+		return m, m.showOpen(msg.tasks)
+	case recentLoadedMsg:
+		return m, m.onRecent(msg)
 	case tickMsg:
 		m.now = time.Time(msg)
 		return m, tea.Batch(append(m.startDuePolls(), tick())...)
@@ -212,6 +217,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onTaskUpdated(msg)
 	case forgottenMsg:
 		for _, id := range msg.ids {
+			if m.recentPending {
+				m.forgotten[id] = true
+			}
 			m.list.Remove(id)
 			m.sched.Remove(id)
 			delete(m.marked, id)
@@ -228,7 +236,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.fail(msg.err)
 		}
 		m.say(fmt.Sprintf("pruned %d finished task(s)", msg.n))
-		return m, loadTasks(m.tracker, m.opts.Recent)
+		return m, loadOpen(m.tracker)
 	case toolsMsg:
 		return m, m.onTools(msg)
 	case tea.KeyPressMsg:
@@ -249,8 +257,7 @@ func (m *Model) onStartup(msg startupMsg) tea.Cmd {
 	if msg.err != nil {
 		return m.fail(msg.err)
 	}
-	m.list.Replace(msg.tasks)
-	m.hidden = msg.hidden
+	recent := m.showOpen(msg.tasks)
 	m.loaded = true
 	m.report.Orphaned = msg.orphans
 	// Every open task is polled soon, spread over up to two seconds so a
@@ -270,10 +277,47 @@ func (m *Model) onStartup(msg startupMsg) tea.Cmd {
 		m.sched.Set(t.ID, t.Server, at)
 		m.startup[t.ID] = true
 	}
-	m.clampCursor()
 	if len(open) == 0 {
 		m.reportStartup()
 	}
+	return recent
+}
+
+// showOpen replaces the list with the open tasks, so that they are on
+// screen at once, and loads the recent finished records after them.
+func (m *Model) showOpen(open []*model.Task) tea.Cmd {
+	m.list.Replace(open)
+	m.clampCursor()
+	m.hidden = 0
+	m.loadGen++
+	m.recentPending, m.forgotten = true, map[string]bool{}
+	ids := make([]string, len(open))
+	for i, t := range open {
+		ids[i] = t.ID
+	}
+	return loadRecent(m.tracker, m.loadGen, m.opts.Recent, ids)
+}
+
+// onRecent merges the recent finished records into the list. Tasks it
+// already holds keep their version, which is as new or newer; the
+// selected task stays selected, on the same line of the screen.
+func (m *Model) onRecent(msg recentLoadedMsg) tea.Cmd {
+	if msg.gen != m.loadGen {
+		return nil // the list was loaded again since
+	}
+	forgotten := m.forgotten
+	m.recentPending, m.forgotten = false, nil
+	if msg.err != nil {
+		return m.fail(msg.err)
+	}
+	tasks := slices.DeleteFunc(msg.tasks, func(t *model.Task) bool { return forgotten[t.ID] })
+	selected, line := m.selectedID(), m.cursor-m.top
+	m.list.Merge(tasks)
+	m.hidden = msg.hidden
+	if i := m.list.IndexOf(selected); i >= 0 {
+		m.cursor, m.top = i, i-line
+	}
+	m.clampCursor()
 	return nil
 }
 

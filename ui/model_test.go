@@ -79,7 +79,7 @@ func newHarnessWith(t *testing.T, opts demo.Options, setup func(h *harness)) *ha
 	h.m = New(ctx, Options{Tracker: h.tr, Servers: []string{"demo"}, PerServer: 4})
 	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
 	h.run(h.m.Init())
-	h.until("the store is loaded", func(m *Model) bool { return m.loaded })
+	h.until("the store is loaded", func(m *Model) bool { return m.loaded && !m.recentPending })
 	return h
 }
 
@@ -372,7 +372,8 @@ func loaded(t testing.TB, tasks []*model.Task, w, h int) *Model {
 	tr := mcpclient.NewTracker(st, mcpclient.NewPool(mcpclient.PoolOptions{}), mcpclient.TrackerOptions{})
 	m := New(context.Background(), Options{Tracker: tr, Now: func() time.Time { return fixedNow }})
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	m.Update(startupMsg{tasksLoadedMsg: tasksLoadedMsg{tasks: tasks}})
+	_, recent := m.Update(startupMsg{openLoadedMsg: openLoadedMsg{tasks: tasks}})
+	m.Update(recent())
 	m.sched = model.NewSchedule(1) // nothing is polled here
 	return m
 }
@@ -576,19 +577,21 @@ func TestNewCallThatAsksBeforeItStarts(t *testing.T) {
 	}
 }
 
-func TestLargeStoreLoadsOpenTasksAndTheNewest(t *testing.T) {
+func TestOpenTasksShowFirstAndRecentFinishedFollow(t *testing.T) {
 	st, err := store.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var open []string
-	for i := range 12 {
+	var open, done []string
+	for i := range 16 {
 		rec := model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", nil, "", fixedNow.Add(time.Duration(i)*time.Second))
 		rec.Status = model.StatusCompleted
-		if i < 2 { // the oldest two are still open
+		if i < 6 { // the oldest six are still open
 			rec.Status, rec.TaskID = model.StatusWorking, fmt.Sprint("remote-", i)
 			open = append(open, rec.ID)
+		} else {
+			done = append(done, rec.ID)
 		}
 		if err := st.Create(rec); err != nil {
 			t.Fatal(err)
@@ -596,17 +599,43 @@ func TestLargeStoreLoadsOpenTasksAndTheNewest(t *testing.T) {
 	}
 	tr := mcpclient.NewTracker(st, mcpclient.NewPool(mcpclient.PoolOptions{}), mcpclient.TrackerOptions{})
 	m := New(context.Background(), Options{Tracker: tr, Recent: 5, Now: func() time.Time { return fixedNow }})
-	m.Update(startup(tr, 5)())
-	if m.list.Len() != 7 || m.hidden != 5 {
-		t.Fatalf("loaded %d tasks, %d hidden; want the 2 open and the 5 newest, 5 hidden", m.list.Len(), m.hidden)
+	m.Update(tea.WindowSizeMsg{Width: 120, Height: 8}) // 4 rows: the list scrolls
+	_, recent := m.Update(startup(tr)())
+
+	// First frame: the open tasks, and a note that the rest is coming.
+	screen := ansi.Strip(m.View().Content)
+	if m.list.Len() != 6 || strings.Contains(screen, "completed") || !strings.Contains(screen, "1/6 (loading finished tasks…)") {
+		t.Fatalf("first frame should show the 6 open tasks alone:\n%s", screen)
 	}
-	for _, id := range open {
+	h := &harness{t: t, m: m, msgs: make(chan tea.Msg, 16)}
+	h.key("down") // the operator picks the second newest open task meanwhile
+	picked, line := m.selectedID(), m.cursor-m.top
+	if picked != open[4] || line != 1 {
+		t.Fatalf("selected %s at line %d, want %s at line 1", picked, line, open[4])
+	}
+	msg := recent()
+	// The newest record is forgotten after it was read, before it arrives.
+	if err := tr.Forget(done[len(done)-1]); err != nil {
+		t.Fatal(err)
+	}
+	h.send(forgottenMsg{ids: done[len(done)-1:]})
+	h.send(msg)
+
+	// The 4 newest finished that are left follow; 5 records are not loaded.
+	screen = ansi.Strip(m.View().Content)
+	if m.list.Len() != 10 || m.hidden != 5 || !strings.Contains(screen, "/10 (+5 older finished not shown)") {
+		t.Fatalf("after the merge: %d tasks, %d hidden; want 6 open + 4 newest finished, 5 hidden:\n%s", m.list.Len(), m.hidden, screen)
+	}
+	for _, id := range append(open, done[len(done)-5:len(done)-1]...) {
 		if _, ok := m.list.Get(id); !ok {
-			t.Fatalf("open task %s not loaded", id)
+			t.Errorf("task %s not loaded", id)
 		}
 	}
-	if !strings.Contains(ansi.Strip(m.View().Content), "+5 older finished not shown") {
-		t.Fatal("the footer does not say that older tasks are not shown")
+	if _, ok := m.list.Get(done[len(done)-1]); ok {
+		t.Error("a task forgotten while loading came back")
+	}
+	if m.selectedID() != picked || m.cursor-m.top != line {
+		t.Fatalf("selection moved to %s at line %d, was %s at line %d", m.selectedID(), m.cursor-m.top, picked, line)
 	}
 }
 

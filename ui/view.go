@@ -165,7 +165,10 @@ func (m *Model) viewFooter() string {
 	if m.list.Len() != len(m.list.visible) {
 		info += fmt.Sprintf(" of %d", m.list.Len())
 	}
-	if m.hidden > 0 {
+	switch {
+	case m.recentPending:
+		info += " (loading finished tasks…)"
+	case m.hidden > 0:
 		info += fmt.Sprintf(" (+%d older finished not shown)", m.hidden)
 	}
 	info += " · sort: " + m.list.OrderName()
