@@ -16,10 +16,10 @@ import (
 // Handler serves stateless streamable HTTP at any path.
 func (s *Server) Handler() http.Handler { return s.http }
 
-func newHTTPHandler(srv *mcp.Server, log *slog.Logger) http.Handler {
+func newHTTPHandler(srv *mcp.Server, log *slog.Logger, jsonResponse bool) http.Handler {
 	// Stateless is required: go-sdk serves 2026-07-28 over HTTP only then.
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, Logger: log})
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: jsonResponse, Logger: log})
 	return nameHeaderCheck(h)
 }
 

@@ -28,6 +28,9 @@ type Options struct {
 	// Hostile adds HostileTool, whose texts carry terminal escapes, for
 	// tests that prove clients show server text inert. Off by default.
 	Hostile bool
+	// JSONResponse answers each POST with one application/json body
+	// instead of an SSE stream (go-sdk's default); real servers do either.
+	JSONResponse bool
 }
 
 // Stats are counters for tests.
@@ -89,7 +92,7 @@ func New(opts Options) *Server {
 	must(mcp.AddReceivingCustomMethod(s.mcp, wire.MethodGet, s.getTask))
 	must(mcp.AddReceivingCustomMethod(s.mcp, wire.MethodUpdate, s.updateTask))
 	must(mcp.AddReceivingCustomMethod(s.mcp, wire.MethodCancel, s.cancelTask))
-	s.http = newHTTPHandler(s.mcp, sdkLog)
+	s.http = newHTTPHandler(s.mcp, sdkLog, opts.JSONResponse)
 	return s
 }
 
