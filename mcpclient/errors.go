@@ -54,9 +54,10 @@ type TransportError struct {
 	// RetryAfter is the wait the server asked for (429/503), if any.
 	RetryAfter time.Duration
 	// Transient: go-sdk rejected this one request (429/5xx, an HTTP
-	// exchange that failed) and keeps the session usable. Otherwise the
-	// session is broken (go-sdk fails it for good, e.g. on a body it
-	// cannot decode) and must be dropped and reconnected.
+	// exchange that failed) and keeps the session usable, or the request
+	// went out on its own (tasks/get over HTTP), past the session.
+	// Otherwise the session is broken (go-sdk fails it for good, e.g. on
+	// a body it cannot decode) and must be dropped and reconnected.
 	Transient bool
 }
 
@@ -102,7 +103,8 @@ func classify(server string, err error, taskMethod bool, info *callInfo) error {
 		}
 		return &ServerError{Code: werr.Code, Message: oneLine(werr.Message), Data: werr.Data}
 	}
-	te := &TransportError{Server: server, Err: err, Transient: werr != nil && werr.Code == codeSDKRejected}
+	var own *requestError
+	te := &TransportError{Server: server, Err: err, Transient: werr != nil && werr.Code == codeSDKRejected || errors.As(err, &own)}
 	if info != nil {
 		info.mu.Lock()
 		te.RetryAfter = info.retryAfter

@@ -165,15 +165,13 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		return nil, err
 	}
 	var transport mcp.Transport
+	var hc *http.Client
 	if cfg.URL != "" {
 		if !cfg.IsLoopbackOrHTTPS() && p.opts.Warn != nil {
 			p.opts.Warn(fmt.Sprintf("server %s is reached over plain http on a non-loopback address: traffic and task ids are not encrypted", ref))
 		}
-		transport = &mcp.StreamableClientTransport{
-			Endpoint:             cfg.URL,
-			HTTPClient:           &http.Client{Transport: &headerTransport{base: pooledTransport(), headers: cfg.Headers}},
-			DisableStandaloneSSE: true,
-		}
+		hc = &http.Client{Transport: &headerTransport{base: pooledTransport(), headers: cfg.Headers}}
+		transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true}
 	} else {
 		// No shell: the command and its arguments go to exec as they are.
 		cmd := exec.Command(cfg.Command, cfg.Args...)
@@ -204,7 +202,8 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 			return nil, err
 		}
 	}
-	cs, err := client.Connect(ctx, captureTransport{transport}, &mcp.ClientSessionOptions{ProtocolVersion: wire.ProtocolVersion})
+	meta := &sentMeta{}
+	cs, err := client.Connect(ctx, captureTransport{transport, meta}, &mcp.ClientSessionOptions{ProtocolVersion: wire.ProtocolVersion})
 	if err != nil {
 		return nil, classify(ref.String(), err, false, nil)
 	}
@@ -218,6 +217,9 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", ref, got, wire.ProtocolVersion)
 	}
 	s := &Session{ref: ref, cs: cs}
+	if hc != nil && meta.get() != nil {
+		s.direct = &directGet{client: hc, url: cfg.URL, meta: meta.get()}
+	}
 	if init.Capabilities != nil {
 		_, s.SupportsTasks = init.Capabilities.Extensions[wire.ExtensionID]
 	}
@@ -245,6 +247,7 @@ func pooledTransport() http.RoundTripper {
 type Session struct {
 	ref                       model.ServerRef
 	cs                        *mcp.ClientSession
+	direct                    *directGet // tasks/get over HTTP; nil for stdio
 	SupportsTasks             bool
 	ServerName, ServerVersion string
 }
@@ -278,11 +281,19 @@ func (s *Session) CallTool(ctx context.Context, tool string, args json.RawMessag
 	return wire.DecodeCallResult(raw)
 }
 
-// GetTask sends one tasks/get.
+// GetTask sends one tasks/get: over HTTP on its own, over stdio through
+// go-sdk's session.
 func (s *Session) GetTask(ctx context.Context, taskID string) (*model.Snapshot, error) {
 	info := &callInfo{taskID: taskID}
-	res, err := mcp.CallCustomMethod[*wire.GetTaskParams, *wire.GetTaskResult](
-		withCallInfo(ctx, info), s.cs, wire.MethodGet, &wire.GetTaskParams{TaskID: taskID})
+	ctx = withCallInfo(ctx, info)
+	var res *wire.GetTaskResult
+	var err error
+	if s.direct != nil {
+		res, err = s.direct.get(ctx, taskID)
+	} else {
+		res, err = mcp.CallCustomMethod[*wire.GetTaskParams, *wire.GetTaskResult](
+			ctx, s.cs, wire.MethodGet, &wire.GetTaskParams{TaskID: taskID})
+	}
 	if err != nil {
 		return nil, classify(s.ref.String(), err, true, info)
 	}

@@ -45,9 +45,11 @@ func (c *callInfo) result() json.RawMessage {
 
 // captureTransport wraps a transport so that the raw result of every
 // tools/call made with a callInfo is kept: go-sdk's CallToolResult drops
-// the task handle's fields (go-sdk-tasks.md, pitfall 1).
+// the task handle's fields (go-sdk-tasks.md, pitfall 1). It also keeps
+// the _meta go-sdk sends with server/discover, for the direct tasks/get.
 type captureTransport struct {
 	mcp.Transport
+	meta *sentMeta
 }
 
 func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -55,17 +57,46 @@ func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &captureConn{Connection: conn, pending: map[jsonrpc.ID]*callInfo{}}, nil
+	return &captureConn{Connection: conn, meta: t.meta, pending: map[jsonrpc.ID]*callInfo{}}, nil
+}
+
+// sentMeta is the per-request _meta (protocol version, client info and
+// capabilities) as go-sdk encodes it; its encoding of the capabilities
+// is its own (the plain one would add "roots":{}).
+type sentMeta struct {
+	mu  sync.Mutex
+	raw json.RawMessage
+}
+
+func (m *sentMeta) get() json.RawMessage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.raw
+}
+
+func (m *sentMeta) keep(params json.RawMessage) {
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) == nil && len(p.Meta) > 0 {
+		m.mu.Lock()
+		m.raw = p.Meta
+		m.mu.Unlock()
+	}
 }
 
 type captureConn struct {
 	mcp.Connection
+	meta *sentMeta
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*callInfo
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "server/discover" {
+		c.meta.keep(req.Params)
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
 		if info := callInfoFrom(ctx); info != nil {
 			c.mu.Lock()

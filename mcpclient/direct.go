@@ -1,0 +1,262 @@
+package mcpclient
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
+)
+
+// maxResponseBytes bounds what one tasks/get answer may make us read: the
+// bound go-sdk puts on one SSE event.
+const maxResponseBytes = mcp.DefaultMaxEventSize
+
+// directGet sends tasks/get over streamable HTTP without go-sdk's session
+// layer: the poll is most of what taskdeck sends, and one POST through
+// go-sdk (JSON-RPC connection, its read and write goroutines, SSE and
+// generic decoding) cost more than the request itself. The request is the
+// one go-sdk sends, through the same http.Client, so the configured
+// headers, Mcp-Name, Retry-After and the idle connections still apply.
+type directGet struct {
+	client *http.Client
+	url    string
+	meta   json.RawMessage // the per-request _meta go-sdk sends
+	nextID atomic.Int64
+}
+
+// requestError is a direct request that got no JSON-RPC answer. It holds
+// no session state, so the session stays usable (TransportError.Transient).
+type requestError struct{ err error }
+
+func (e *requestError) Error() string { return e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+func failed(format string, args ...any) error {
+	return &requestError{fmt.Errorf(format, args...)}
+}
+
+// get sends one tasks/get. Errors are a *jsonrpc.Error when the server
+// answered with one, for classify to map like go-sdk's.
+func (d *directGet) get(ctx context.Context, taskID string) (*wire.GetTaskResult, error) {
+	id := d.nextID.Add(1)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body(id, taskID)))
+	if err != nil {
+		return nil, &requestError{err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", wire.ProtocolVersion)
+	req.Header.Set("Mcp-Method", wire.MethodGet)
+	// Mcp-Name and the configured headers are headerTransport's job.
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return nil, &requestError{err}
+	}
+	defer drainAndClose(resp.Body)
+	return readAnswer(resp, id)
+}
+
+// drainAndClose reads what is left of a body, so that its connection goes
+// back to the idle pool, but soon gives up on a stream kept open.
+func drainAndClose(body io.ReadCloser) {
+	stop := time.AfterFunc(100*time.Millisecond, func() { body.Close() })
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	stop.Stop()
+	body.Close()
+}
+
+// body is the JSON-RPC request, as go-sdk would encode it.
+func (d *directGet) body(id int64, taskID string) []byte {
+	quoted, _ := json.Marshal(taskID) // a string always encodes
+	b := make([]byte, 0, 96+len(d.meta)+len(quoted))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = strconv.AppendInt(b, id, 10)
+	b = append(b, `,"method":"tasks/get","params":{"_meta":`...)
+	b = append(b, d.meta...)
+	b = append(b, `,"taskId":`...)
+	b = append(b, quoted...)
+	return append(b, "}}"...)
+}
+
+// readAnswer reads the response to request id, whether the server sent
+// one JSON body or an SSE stream.
+func readAnswer(resp *http.Response, id int64) (*wire.GetTaskResult, error) {
+	body := &boundedReader{r: resp.Body, left: maxResponseBytes}
+	if err := checkStatus(resp, body); err != nil {
+		return nil, err
+	}
+	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ctype {
+	case "application/json":
+		raw, err := io.ReadAll(body)
+		if err != nil {
+			return nil, &requestError{err}
+		}
+		msg, err := decodeMessage(raw)
+		if err != nil {
+			return nil, err
+		}
+		if !msg.answers(id) {
+			return nil, failed("the server's answer is not the response to tasks/get")
+		}
+		return msg.answer()
+	case "text/event-stream":
+		return readEvents(body, id)
+	}
+	return nil, failed("unsupported content type %q", ctype)
+}
+
+// checkStatus turns a non-2xx answer into an error as go-sdk does: 429
+// and 5xx are transport failures (their Retry-After is kept), other
+// statuses carry the server's JSON-RPC error when the body has one.
+func checkStatus(resp *http.Response, body io.Reader) error {
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	if code != http.StatusTooManyRequests && code < 500 {
+		if raw, err := io.ReadAll(body); err == nil {
+			if msg, err := decodeMessage(raw); err == nil && msg.Error != nil {
+				return msg.Error
+			}
+		}
+	}
+	return failed("tasks/get: HTTP %d %s", code, http.StatusText(code))
+}
+
+// message is the part of a JSON-RPC message a tasks/get caller reads.
+type message struct {
+	ID     json.RawMessage     `json:"id"`
+	Method string              `json:"method"`
+	Result *wire.GetTaskResult `json:"result"`
+	Error  *jsonrpc.Error      `json:"error"`
+}
+
+func decodeMessage(raw []byte) (*message, error) {
+	var msg message
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return nil, failed("decoding the tasks/get response: %w: %v", wire.ErrInvalid, err)
+	}
+	return &msg, nil
+}
+
+// answers tells whether the message is the response to request id, not
+// a notification or a request from the server.
+func (m *message) answers(id int64) bool {
+	return m.Method == "" && (m.Result != nil || m.Error != nil) &&
+		string(bytes.TrimSpace(m.ID)) == strconv.FormatInt(id, 10)
+}
+
+func (m *message) answer() (*wire.GetTaskResult, error) {
+	if m.Error != nil {
+		return nil, m.Error
+	}
+	return m.Result, nil
+}
+
+// readEvents reads SSE events until the one that answers request id;
+// anything else on the stream (priming events, notifications) is skipped.
+func readEvents(body io.Reader, id int64) (*wire.GetTaskResult, error) {
+	var msg *message
+	err := scanEvents(body, func(data []byte) (bool, error) {
+		m, err := decodeMessage(data)
+		if err == nil && m.answers(id) {
+			msg = m
+		}
+		return msg != nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if msg == nil {
+		return nil, failed("the tasks/get stream ended without a response")
+	}
+	return msg.answer()
+}
+
+// scanEvents calls yield with the data of each "message" event (the
+// default type) until yield says it is done, the stream ends, or it
+// breaks. Data lines are joined with newlines, as the SSE format says.
+func scanEvents(r io.Reader, yield func(data []byte) (done bool, err error)) error {
+	br := bufio.NewReader(r)
+	var data []byte
+	var name string
+	hasData := false
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			line, err = readLongLine(br, line)
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return &requestError{fmt.Errorf("reading the tasks/get stream: %w", err)}
+		}
+		eof := err != nil
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 { // a blank line ends an event; so does the end of the stream
+			if len(data) > 0 && (name == "" || name == "message") { // an event without data is a priming one
+				if done, err := yield(data); done || err != nil {
+					return err
+				}
+			}
+			data, name, hasData = data[:0], "", false
+			if eof {
+				return nil
+			}
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if hasData {
+				data = append(data, '\n')
+			}
+			data, hasData = append(data, value...), true
+		case "event":
+			name = string(value)
+		}
+	}
+}
+
+// readLongLine finishes a line longer than the reader's buffer.
+func readLongLine(br *bufio.Reader, start []byte) ([]byte, error) {
+	line := append([]byte(nil), start...)
+	rest, err := br.ReadBytes('\n')
+	return append(line, rest...), err
+}
+
+// errTooLarge: the answer went past maxResponseBytes.
+var errTooLarge = fmt.Errorf("the response is larger than %d MiB", maxResponseBytes>>20)
+
+// boundedReader reads at most left bytes, then fails with errTooLarge if
+// the body goes on.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, err := b.r.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, errTooLarge
+	}
+	p = p[:min(int64(len(p)), b.left)]
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
