@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -138,10 +139,17 @@ func checkStatus(resp *http.Response, body io.Reader) error {
 
 // message is the part of a JSON-RPC message a tasks/get caller reads.
 type message struct {
-	ID     json.RawMessage     `json:"id"`
-	Method string              `json:"method"`
-	Result *wire.GetTaskResult `json:"result"`
-	Error  *jsonrpc.Error      `json:"error"`
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result *getResult      `json:"result"`
+	Error  *jsonrpc.Error  `json:"error"`
+}
+
+// getResult is wire.GetTaskResult less its _meta, which nothing reads
+// and which would cost a map per poll to decode.
+type getResult struct {
+	ResultType string `json:"resultType"`
+	wire.DetailedTask
 }
 
 func decodeMessage(raw []byte) (*message, error) {
@@ -163,7 +171,7 @@ func (m *message) answer() (*wire.GetTaskResult, error) {
 	if m.Error != nil {
 		return nil, m.Error
 	}
-	return m.Result, nil
+	return &wire.GetTaskResult{ResultType: m.Result.ResultType, DetailedTask: m.Result.DetailedTask}, nil
 }
 
 // readEvents reads SSE events until the one that answers request id;
@@ -190,7 +198,12 @@ func readEvents(body io.Reader, id int64) (*wire.GetTaskResult, error) {
 // default type) until yield says it is done, the stream ends, or it
 // breaks. Data lines are joined with newlines, as the SSE format says.
 func scanEvents(r io.Reader, yield func(data []byte) (done bool, err error)) error {
-	br := bufio.NewReader(r)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil)
+		readers.Put(br)
+	}()
 	var data []byte
 	var name string
 	hasData := false
@@ -229,6 +242,9 @@ func scanEvents(r io.Reader, yield func(data []byte) (done bool, err error)) err
 		}
 	}
 }
+
+// readers saves each poll a fresh 4 KiB buffer.
+var readers = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
 
 // readLongLine finishes a line longer than the reader's buffer.
 func readLongLine(br *bufio.Reader, start []byte) ([]byte, error) {
