@@ -293,9 +293,10 @@ func TestIdempotencyKeyLaunchesOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k2"})
+			var c *mcpclient.KeyConflictError // one per goroutine: errors.As writes it
 			if err == nil {
 				ids <- rec.ID
-			} else if !errors.As(err, &conflict) {
+			} else if !errors.As(err, &c) {
 				t.Errorf("concurrent call: %v", err)
 			}
 		}()
