@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"runtime"
+	"sync"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,20 +147,22 @@ func (s *Store) ByKey(key string) (*model.Task, error) {
 // ID. It walks only those statuses' index keys: an open record's copy is
 // read from its index entry, a terminal one from the record itself.
 func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
-	var out []*model.Task
+	var ids []string
+	var vals [][]byte
+	var buf arena
 	err := s.db.View(func(txn *badger.Txn) error {
 		for _, status := range dedupe(st) {
 			prefix := statusPrefix(status)
-			// Values are inline: decoding them in place, unprefetched,
-			// saves a copy of every record.
+			// Values are inline: read in place, unprefetched, one copy.
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 			for it.Rewind(); it.Valid(); it.Next() {
-				t, err := indexedRecord(txn, it.Item(), string(it.Item().Key()[len(prefix):]))
+				id := string(it.Item().Key()[len(prefix):])
+				v, err := indexedValue(txn, it.Item(), id, &buf)
 				if err != nil {
 					it.Close()
 					return err
 				}
-				out = append(out, t)
+				ids, vals = append(ids, id), append(vals, v)
 			}
 			it.Close()
 		}
@@ -167,34 +171,85 @@ func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	out, err := decodeAll(ids, vals)
+	if err != nil {
+		return nil, err
+	}
 	slices.SortFunc(out, func(a, b *model.Task) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
 
-// indexedRecord decodes the record a status index entry names: from the
-// entry itself when it holds a copy, else from the record (terminal
-// records, and open ones written before entries held copies).
-func indexedRecord(txn *badger.Txn, entry *badger.Item, id string) (*model.Task, error) {
-	t := new(model.Task)
-	copied := false
-	err := entry.Value(func(v []byte) error {
-		if bytes.Equal(v, statusMark) {
-			return nil
+// indexedValue copies into buf the record JSON for a status index entry:
+// the entry itself when it holds a copy, else the record's own value
+// (terminal records, and open ones written before entries held copies).
+func indexedValue(txn *badger.Txn, entry *badger.Item, id string, buf *arena) ([]byte, error) {
+	var v []byte
+	err := entry.Value(func(val []byte) error {
+		if !bytes.Equal(val, statusMark) {
+			v = buf.copy(val)
 		}
-		copied = true
-		return unmarshalRecord(v, t)
+		return nil
 	})
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("task %s: record does not decode: %w", id, err)
-	case copied:
-		return t, nil
+	if err != nil || v != nil {
+		return v, err
 	}
-	t, _, err = getRecord(txn, id)
-	if errors.Is(err, ErrNotFound) {
+	item, err := txn.Get(recordKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
 		return nil, fmt.Errorf("status index names task %s, which has no record", id)
 	}
-	return t, err
+	if err == nil {
+		err = item.Value(func(val []byte) error { v = buf.copy(val); return nil })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	return v, nil
+}
+
+// arena hands out copies carved from large chunks: one allocation per
+// record was a good part of the time to list them at start-up.
+type arena struct{ chunk []byte }
+
+const arenaChunk = 1 << 20
+
+func (a *arena) copy(v []byte) []byte {
+	if len(v) > arenaChunk/4 {
+		return bytes.Clone(v)
+	}
+	if cap(a.chunk)-len(a.chunk) < len(v) {
+		a.chunk = make([]byte, 0, arenaChunk)
+	}
+	n := len(a.chunk)
+	a.chunk = append(a.chunk, v...)
+	return a.chunk[n:len(a.chunk):len(a.chunk)]
+}
+
+// decodeAll decodes records on every core: at start-up, decoding the open
+// tasks is most of the time it takes to list them.
+func decodeAll(ids []string, vals [][]byte) ([]*model.Task, error) {
+	out := make([]*model.Task, len(vals))
+	errs := make([]error, len(vals))
+	workers := min(runtime.GOMAXPROCS(0), len(vals)/64+1)
+	per := (len(vals) + workers - 1) / max(workers, 1)
+	var wg sync.WaitGroup
+	for lo := 0; lo < len(vals); lo += per {
+		hi := min(lo+per, len(vals))
+		wg.Go(func() {
+			for i := lo; i < hi; i++ {
+				t := new(model.Task)
+				if err := unmarshalRecord(vals[i], t); err != nil {
+					errs[i] = fmt.Errorf("task %s: record does not decode: %w", ids[i], err)
+					continue
+				}
+				out[i] = t
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // OpenTasks returns every record that is not terminal: calling, working,

@@ -14,6 +14,9 @@ import (
 // Sanitize strips escape sequences and control characters. Newlines and
 // tabs survive when multiline is true; otherwise they become spaces.
 func Sanitize(s string, multiline bool) string {
+	if printableASCII(s) {
+		return s // most text; the dashboard sanitizes every row at start-up
+	}
 	s = ansi.Strip(s)
 	var b strings.Builder
 	b.Grow(len(s))
@@ -34,6 +37,17 @@ func Sanitize(s string, multiline bool) string {
 		}
 	}
 	return b.String()
+}
+
+// printableASCII reports whether s is all printable ASCII, which holds no
+// escape, control or bidi character.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // Line is Sanitize for a single line of display.
