@@ -43,3 +43,16 @@ func SyncedWAL(s *Store) string {
 	}
 	return s.wal.f.Name()
 }
+
+// Raw reads one key behind the store's back.
+func Raw(s *Store, key string) (string, error) {
+	var v []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err == nil {
+			v, err = item.ValueCopy(nil)
+		}
+		return err
+	})
+	return string(v), err
+}

@@ -9,8 +9,9 @@ import (
 // Key layout. Every prefix ends in a zero byte so that one prefix can
 // never match the start of another ("s\x00work" vs "s\x00working").
 //
-//	t\x00<id>               JSON of model.Task (the record)
-//	s\x00<status>\x00<id>   a copy of the record while it is open, else
+//	t\x00<id>               JSON of model.Task (the record) once it is
+//	                        terminal; while it is open, openRef(status)
+//	s\x00<status>\x00<id>   the record's JSON while it is open, else
 //	                        statusMark         (status index)
 //	k\x00<key>              id                 (idempotency index)
 //	v\x00                   schemaVersion
@@ -24,12 +25,24 @@ var (
 )
 
 // statusMark is a terminal record's index value. One byte can never be a
-// record's JSON, which tells it from the copy an open record's entry holds.
+// record's JSON, which tells it from the record an open task's entry holds.
 var statusMark = []byte{1}
 
+// openRef is an open record's value under its record key: the status
+// whose index entry holds the record. JSON never starts with a zero byte.
+func openRef(st model.Status) []byte { return append([]byte{0}, st...) }
+
+func parseOpenRef(v []byte) (model.Status, bool) {
+	if len(v) > 0 && v[0] == 0 {
+		return model.Status(v[1:]), true
+	}
+	return "", false
+}
+
 // schemaVersion is bumped when the layout or the record encoding changes
-// in a way older code must not read.
-const schemaVersion = "1"
+// in a way older code must not read. Version 1 kept every record under
+// its record key; this code reads it as it is (see checkSchema).
+const schemaVersion = "2"
 
 func recordKey(id string) []byte { return append(bytes.Clone(recordPrefix), id...) }
 

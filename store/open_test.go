@@ -290,6 +290,23 @@ func TestNewerSchemaRefused(t *testing.T) {
 	}
 }
 
+// A store written by the version 1 layout opens, reads its records and
+// is marked version 2.
+func TestVersion1StoreOpens(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	rec := create(t, s, "", model.StatusCompleted, t0)
+	must(t, store.PutRaw(s, "v\x00", "1"))
+	must(t, s.Close())
+	s = openStore(t, dir)
+	if got, err := s.Get(rec.ID); err != nil || got.Status != model.StatusCompleted {
+		t.Fatalf("Get after opening a version 1 store = %+v, %v", got, err)
+	}
+	if v, err := store.Raw(s, "v\x00"); err != nil || v != "2" {
+		t.Fatalf("schema version after opening a version 1 store: %q, %v", v, err)
+	}
+}
+
 // Badger's default logger writes to stderr, which would tear the
 // dashboard. Nothing may reach it, with or without a logger.
 func TestNothingOnStderr(t *testing.T) {

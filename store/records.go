@@ -2,13 +2,13 @@ package store
 
 import (
 	"bytes"
-	"runtime"
-	"sync"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -180,8 +180,9 @@ func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
 }
 
 // indexedValue copies into buf the record JSON for a status index entry:
-// the entry itself when it holds a copy, else the record's own value
-// (terminal records, and open ones written before entries held copies).
+// the entry itself when it holds the record (open tasks), else the
+// record's own value (terminal records, and open ones in the version 1
+// layout).
 func indexedValue(txn *badger.Txn, entry *badger.Item, id string, buf *arena) ([]byte, error) {
 	var v []byte
 	err := entry.Value(func(val []byte) error {
@@ -198,7 +199,7 @@ func indexedValue(txn *badger.Txn, entry *badger.Item, id string, buf *arena) ([
 		return nil, fmt.Errorf("status index names task %s, which has no record", id)
 	}
 	if err == nil {
-		err = item.Value(func(val []byte) error { v = buf.copy(val); return nil })
+		err = withRecordJSON(txn, item, id, func(val []byte) error { v = buf.copy(val); return nil })
 	}
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", id, err)
@@ -273,7 +274,7 @@ func (s *Store) All() ([]*model.Task, error) {
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
 			id := string(item.Key()[len(recordPrefix):])
-			t, err := decode(item, id)
+			t, err := decode(txn, item, id)
 			if err != nil {
 				return err
 			}
@@ -293,7 +294,7 @@ func (s *Store) Newest(limit int) ([]*model.Task, error) {
 		defer it.Close()
 		for it.Seek(append(bytes.Clone(recordPrefix), 0xff)); it.Valid() && len(out) < limit; it.Next() {
 			item := it.Item()
-			t, err := decode(item, string(item.Key()[len(recordPrefix):]))
+			t, err := decode(txn, item, string(item.Key()[len(recordPrefix):]))
 			if err != nil {
 				return err
 			}
@@ -442,17 +443,43 @@ func getRecord(txn *badger.Txn, id string) (*model.Task, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("task %s: %w", id, err)
 	}
-	t, err := decode(item, id)
+	t, err := decode(txn, item, id)
 	return t, item.Version(), err
 }
 
-func decode(item *badger.Item, id string) (*model.Task, error) {
+// decode decodes the record whose record-key item is item.
+func decode(txn *badger.Txn, item *badger.Item, id string) (*model.Task, error) {
 	t := new(model.Task)
-	err := item.Value(func(v []byte) error { return unmarshalRecord(v, t) })
+	err := withRecordJSON(txn, item, id, func(v []byte) error { return unmarshalRecord(v, t) })
 	if err != nil {
 		return nil, fmt.Errorf("task %s: record does not decode: %w", id, err)
 	}
 	return t, nil
+}
+
+// withRecordJSON calls fn with the JSON of the record whose record-key
+// item is item, following an open record's openRef to its index entry.
+// The slice is valid only during fn.
+func withRecordJSON(txn *badger.Txn, item *badger.Item, id string, fn func([]byte) error) error {
+	var st model.Status
+	var isRef bool
+	err := item.Value(func(v []byte) error {
+		if st, isRef = parseOpenRef(v); isRef {
+			return nil
+		}
+		return fn(v)
+	})
+	if err != nil || !isRef {
+		return err
+	}
+	entry, err := txn.Get(statusKey(st, id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return fmt.Errorf("its %s index entry is missing", st)
+	}
+	if err != nil {
+		return err
+	}
+	return entry.Value(fn)
 }
 
 func byKey(txn *badger.Txn, key string) (*model.Task, error) {
@@ -475,26 +502,30 @@ func byKey(txn *badger.Txn, key string) (*model.Task, error) {
 }
 
 // putRecord writes a record and its status index entry; prev is the
-// status it had ("" for a new record). An open record's entry holds a copy
-// of the record, so that start-up lists the open tasks from one contiguous
-// key range instead of a point lookup (and a block decompression) per
-// task. A terminal record's entry holds only statusMark.
+// status it had ("" for a new record). An open record lives in its index
+// entry, so that start-up lists the open tasks from one contiguous key
+// range, and its record key holds openRef, rewritten on every change
+// because Update's version check reads it. A terminal record lives under
+// its record key and its entry holds statusMark.
 func putRecord(txn *badger.Txn, t *model.Task, val []byte, prev model.Status) error {
-	if err := txn.Set(recordKey(t.ID), val); err != nil {
-		return err
-	}
 	if prev != "" && prev != t.Status {
 		if err := txn.Delete(statusKey(prev, t.ID)); err != nil {
 			return err
 		}
 	}
-	switch {
-	case !t.Status.Terminal():
+	if !t.Status.Terminal() {
+		if err := txn.Set(recordKey(t.ID), openRef(t.Status)); err != nil {
+			return err
+		}
 		return txn.Set(statusKey(t.Status, t.ID), val)
-	case prev != t.Status:
-		return txn.Set(statusKey(t.Status, t.ID), statusMark)
 	}
-	return nil
+	if err := txn.Set(recordKey(t.ID), val); err != nil {
+		return err
+	}
+	if prev == t.Status {
+		return nil
+	}
+	return txn.Set(statusKey(t.Status, t.ID), statusMark)
 }
 
 // indexIDs lists the ids under one status, reading keys only.

@@ -239,6 +239,9 @@ func (s *Store) checkSchema() error {
 		return fmt.Errorf("cannot read store %s: %w", s.dir, err)
 	case found == schemaVersion:
 		return nil
+	case found == "1":
+		// Version 1 kept open records under their record keys; reads
+		// follow either layout, and every write uses the new one.
 	case found != "":
 		return fmt.Errorf("store %s has schema version %q, this taskdeck reads %q; use a newer taskdeck or another --data-dir", s.dir, found, schemaVersion)
 	}

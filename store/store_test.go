@@ -491,9 +491,9 @@ func TestNewestReadsTheLatestRecords(t *testing.T) {
 	}
 }
 
-// Open records are listed from the copy their status index entry holds;
-// the copy must follow every change of the record, and a store written
-// before entries held copies must still list its open tasks in full.
+// An open record lives in its status index entry, where start-up lists
+// it; every change and every way of reading must find it there, and a
+// store in the version 1 layout must still read in full.
 func TestOpenTasksFollowEveryChange(t *testing.T) {
 	s := newStore(t)
 	rec := create(t, s, "k", model.StatusWorking, t0)
@@ -512,6 +512,19 @@ func TestOpenTasksFollowEveryChange(t *testing.T) {
 	must(t, err)
 	if got := listed(); got == nil || got.StatusMessage != "half way" {
 		t.Fatalf("after a message change OpenTasks lists %+v", got)
+	}
+	// Every other way in finds the open record where it lives.
+	if got, err := s.Get(rec.ID); err != nil || got.StatusMessage != "half way" {
+		t.Fatalf("Get of an open record = %+v, %v", got, err)
+	}
+	if got, err := s.ByKey("k"); err != nil || got.StatusMessage != "half way" {
+		t.Fatalf("ByKey of an open record = %+v, %v", got, err)
+	}
+	if all, err := s.All(); err != nil || len(all) != 1 || all[0].StatusMessage != "half way" {
+		t.Fatalf("All = %+v, %v", all, err)
+	}
+	if newest, err := s.Newest(5); err != nil || len(newest) != 1 || newest[0].StatusMessage != "half way" {
+		t.Fatalf("Newest = %+v, %v", newest, err)
 	}
 	_, err = s.Update(rec.ID, func(r *model.Task) (bool, error) {
 		return true, r.MoveTo(model.StatusInputRequired, "need a name", t0.Add(time.Second))
@@ -533,17 +546,32 @@ func TestOpenTasksFollowEveryChange(t *testing.T) {
 		t.Fatalf("ByStatus(completed) = %+v", done)
 	}
 
-	// The layout before copies: an open record's entry holds the mark.
+	// Schema version 1: an open record under its record key, the mark in
+	// its index entry. It reads as it is, and its next change moves it.
 	old := create(t, s, "", model.StatusWorking, t0)
+	oldJSON, _ := json.Marshal(old)
+	must(t, store.PutRaw(s, "t\x00"+old.ID, string(oldJSON)))
 	must(t, store.PutRaw(s, "s\x00working\x00"+old.ID, "\x01"))
 	open, err := s.OpenTasks()
 	must(t, err)
 	if len(open) != 1 || open[0].ID != old.ID || open[0].Tool != old.Tool || !open[0].CreatedAt.Equal(old.CreatedAt) {
 		t.Fatalf("OpenTasks with an entry in the old layout = %+v", open)
 	}
-	// A damaged copy is an error naming the task, not a silent skip.
+	_, err = s.Update(old.ID, func(r *model.Task) (bool, error) { r.StatusMessage = "moved"; return true, nil })
+	must(t, err)
+	if got, err := s.Get(old.ID); err != nil || got.StatusMessage != "moved" {
+		t.Fatalf("Get after updating an old-layout record = %+v, %v", got, err)
+	}
+	if open, err := s.OpenTasks(); err != nil || len(open) != 1 || open[0].StatusMessage != "moved" {
+		t.Fatalf("OpenTasks after updating an old-layout record = %+v, %v", open, err)
+	}
+	// A damaged record in an index entry is an error naming the task, not
+	// a silent skip.
 	must(t, store.PutRaw(s, "s\x00working\x00"+old.ID, "{not json"))
 	if _, err := s.OpenTasks(); err == nil || !strings.Contains(err.Error(), old.ID) {
-		t.Fatalf("OpenTasks over a damaged copy: %v, want an error naming %s", err, old.ID)
+		t.Fatalf("OpenTasks over a damaged entry: %v, want an error naming %s", err, old.ID)
+	}
+	if _, err := s.Get(old.ID); err == nil || !strings.Contains(err.Error(), old.ID) {
+		t.Fatalf("Get over a damaged entry: %v, want an error naming %s", err, old.ID)
 	}
 }

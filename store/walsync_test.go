@@ -34,10 +34,10 @@ func TestEachCommitSyncsTheWALHoldingIt(t *testing.T) {
 		}
 		return filepath.Join(dir, wals[len(wals)-1])
 	}
-	// 16 KiB of arguments: the 8 MiB memtable fills every ~250 records.
+	// 16 KiB of arguments: the 8 MiB memtable fills every ~500 records.
 	args, _ := json.Marshal(map[string]string{"blob": strings.Repeat("x", 16<<10)})
 	var walsSeen []string
-	for i := range 700 {
+	for i := range 1300 {
 		rec := model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", args, "", t0)
 		must(t, s.Create(rec))
 		synced := store.SyncedWAL(s)
