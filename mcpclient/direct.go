@@ -31,10 +31,11 @@ const maxResponseBytes = mcp.DefaultMaxEventSize
 // one go-sdk sends, through the same http.Client, so the configured
 // headers, Mcp-Name, Retry-After and the idle connections still apply.
 type directGet struct {
-	client *http.Client
-	url    string
-	meta   json.RawMessage // the per-request _meta go-sdk sends
-	nextID atomic.Int64
+	client  *http.Client
+	headers *headerTransport // client's; set here, so it need not clone
+	url     string
+	meta    json.RawMessage // the per-request _meta go-sdk sends
+	nextID  atomic.Int64
 }
 
 // requestError is a direct request that got no JSON-RPC answer. It holds
@@ -60,7 +61,7 @@ func (d *directGet) get(ctx context.Context, taskID string) (*wire.GetTaskResult
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", wire.ProtocolVersion)
 	req.Header.Set("Mcp-Method", wire.MethodGet)
-	// Mcp-Name and the configured headers are headerTransport's job.
+	d.headers.setHeaders(req.Header, taskID)
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return nil, &requestError{err}

@@ -166,11 +166,13 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 	}
 	var transport mcp.Transport
 	var hc *http.Client
+	var ht *headerTransport
 	if cfg.URL != "" {
 		if !cfg.IsLoopbackOrHTTPS() && p.opts.Warn != nil {
 			p.opts.Warn(fmt.Sprintf("server %s is reached over plain http on a non-loopback address: traffic and task ids are not encrypted", ref))
 		}
-		hc = &http.Client{Transport: &headerTransport{base: pooledTransport(), headers: cfg.Headers}}
+		ht = &headerTransport{base: pooledTransport(), headers: cfg.Headers}
+		hc = &http.Client{Transport: ht}
 		transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true}
 	} else {
 		// No shell: the command and its arguments go to exec as they are.
@@ -218,7 +220,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 	}
 	s := &Session{ref: ref, cs: cs}
 	if hc != nil && meta.get() != nil {
-		s.direct = &directGet{client: hc, url: cfg.URL, meta: meta.get()}
+		s.direct = &directGet{client: hc, headers: ht, url: cfg.URL, meta: meta.get()}
 	}
 	if init.Capabilities != nil {
 		_, s.SupportsTasks = init.Capabilities.Extensions[wire.ExtensionID]

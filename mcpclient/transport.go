@@ -5,8 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -140,13 +140,17 @@ type headerTransport struct {
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	for k, v := range t.headers {
-		req.Header.Set(k, v)
-	}
 	info := callInfoFrom(req.Context())
-	if info != nil && info.taskID != "" {
-		req.Header.Set("Mcp-Name", headerValue(info.taskID))
+	taskID := ""
+	if info != nil {
+		taskID = info.taskID
+	}
+	// A RoundTripper must not change the request it is given, but a clone
+	// per request is a good part of a poll's cost: the direct tasks/get
+	// sets the headers itself, so only a request that lacks one is cloned.
+	if !t.hasHeaders(req.Header, taskID) {
+		req = req.Clone(req.Context())
+		t.setHeaders(req.Header, taskID)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err == nil && info != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
@@ -159,12 +163,37 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-var encodedWordPattern = regexp.MustCompile(`^=\?base64\?.*\?=$`)
+// setHeaders puts the configured headers on h, and Mcp-Name when the
+// request is about a task.
+func (t *headerTransport) setHeaders(h http.Header, taskID string) {
+	for k, v := range t.headers {
+		h.Set(k, v)
+	}
+	if taskID != "" {
+		h.Set("Mcp-Name", headerValue(taskID))
+	}
+}
+
+// hasHeaders tells whether h already holds exactly what setHeaders would
+// put there.
+func (t *headerTransport) hasHeaders(h http.Header, taskID string) bool {
+	only := func(k, v string) bool {
+		vs := h.Values(k)
+		return len(vs) == 1 && vs[0] == v
+	}
+	for k, v := range t.headers {
+		if !only(k, v) {
+			return false
+		}
+	}
+	return taskID == "" || only("Mcp-Name", headerValue(taskID))
+}
 
 // headerValue encodes a value that is not plain visible ASCII, or that
 // looks like an encoded value, as the transport spec asks.
 func headerValue(v string) string {
-	plain := !encodedWordPattern.MatchString(v)
+	const open, end = "=?base64?", "?="
+	plain := len(v) < len(open)+len(end) || !strings.HasPrefix(v, open) || !strings.HasSuffix(v, end)
 	for i := 0; plain && i < len(v); i++ {
 		plain = v[i] >= 0x20 && v[i] < 0x7f
 	}
