@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 )
 
@@ -153,12 +154,53 @@ type getResult struct {
 	wire.DetailedTask
 }
 
+// maxDepth bounds how deeply a server's answer may nest, as go-sdk does:
+// segmentio's decoder recurses without a limit.
+const maxDepth = 1000
+
+// decodeMessage decodes with segmentio's decoder, several times faster
+// than encoding/json on an answer. When it refuses one, encoding/json
+// decides, so nothing accepted before is refused now and errors read as
+// they did.
 func decodeMessage(raw []byte) (*message, error) {
+	if tooDeep(raw, maxDepth) {
+		return nil, failed("decoding the tasks/get response: %w: nested deeper than %d", wire.ErrInvalid, maxDepth)
+	}
 	var msg message
+	if segjson.Unmarshal(raw, &msg) == nil {
+		return &msg, nil
+	}
+	msg = message{}
 	if err := json.Unmarshal(raw, &msg); err != nil {
 		return nil, failed("decoding the tasks/get response: %w: %v", wire.ErrInvalid, err)
 	}
 	return &msg, nil
+}
+
+// tooDeep tells whether the arrays and objects in raw nest deeper than
+// max. It only counts brackets outside strings; whether raw is JSON at
+// all is the decoder's to say.
+func tooDeep(raw []byte, max int) bool {
+	depth := 0
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			escaped = c == '\\'
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
 }
 
 // answers tells whether the message is the response to request id, not
