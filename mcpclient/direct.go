@@ -241,13 +241,17 @@ func readEvents(body io.Reader, id int64) (*wire.GetTaskResult, error) {
 // default type) until yield says it is done, the stream ends, or it
 // breaks. Data lines are joined with newlines, as the SSE format says.
 func scanEvents(r io.Reader, yield func(data []byte) (done bool, err error)) error {
-	br := readers.Get().(*bufio.Reader)
+	sc := scanners.Get().(*scanner)
+	br := sc.br
 	br.Reset(r)
+	data := sc.data[:0]
 	defer func() {
 		br.Reset(nil)
-		readers.Put(br)
+		if cap(data) <= maxKeptData {
+			sc.data = data
+		}
+		scanners.Put(sc)
 	}()
-	var data []byte
 	var name string
 	hasData := false
 	for {
@@ -286,8 +290,19 @@ func scanEvents(r io.Reader, yield func(data []byte) (done bool, err error)) err
 	}
 }
 
-// readers saves each poll a fresh 4 KiB buffer.
-var readers = sync.Pool{New: func() any { return bufio.NewReader(nil) }}
+// scanner is what scanEvents reuses from one poll to the next: its read
+// buffer and the buffer events are gathered in. What yield decodes from
+// the data is copied out of it.
+type scanner struct {
+	br   *bufio.Reader
+	data []byte
+}
+
+var scanners = sync.Pool{New: func() any { return &scanner{br: bufio.NewReader(nil)} }}
+
+// maxKeptData: a rare large answer's buffer is left to the GC rather
+// than kept for every later poll.
+const maxKeptData = 64 << 10
 
 // readLongLine finishes a line longer than the reader's buffer.
 func readLongLine(br *bufio.Reader, start []byte) ([]byte, error) {
