@@ -291,9 +291,12 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	if err != nil {
 		return t.pollFailed(rec, sess, err), nil
 	}
-	// Most polls change nothing: find out on the record in hand, so that
-	// only a change costs the store a read-modify-write.
-	changed, err := rec.Clone().Apply(*snap, t.now())
+	// Most polls change nothing: find out on the record in hand (this
+	// poll's own copy), so that only a change costs the store a
+	// read-modify-write. A poll that changes nothing moves only its
+	// LastPolledAt, which is not stored.
+	was := rec.Status
+	changed, err := rec.Apply(*snap, t.now())
 	var te *model.TransitionError
 	if errors.As(err, &te) {
 		// A server that contradicts itself is a failing poll, not a new truth.
@@ -309,7 +312,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 			return PollResult{}, err
 		}
 	}
-	statusChanged := updated.Status != rec.Status
+	statusChanged := updated.Status != was
 	return PollResult{Task: updated, Changed: changed, Next: t.schedule(updated, statusChanged, nil)}, nil
 }
 
