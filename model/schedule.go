@@ -2,6 +2,7 @@ package model
 
 import (
 	"container/heap"
+	"maps"
 	"slices"
 	"time"
 )
@@ -46,6 +47,14 @@ func (s *Schedule) queue(ref ServerRef) *serverQueue {
 		s.servers[ref] = q
 	}
 	return q
+}
+
+// Grow makes room for n more tasks: scheduling the thousands of open
+// tasks found at start-up would otherwise rehash the index as it grows.
+func (s *Schedule) Grow(n int) {
+	grown := make(map[string]*dueEntry, len(s.entries)+n)
+	maps.Copy(grown, s.entries)
+	s.entries = grown
 }
 
 // Set (re)schedules a task's next poll. A task whose poll is in flight

@@ -114,6 +114,7 @@ type Model struct {
 	// startup holds tasks whose first poll after start is pending, for the
 	// reconciliation report.
 	startup map[string]bool
+	load    tea.Cmd // reads the store for the first frame
 	report  mcpclient.Report
 	loaded  bool // the open tasks are in the list
 	hidden  int  // older records not loaded (see Options.Recent)
@@ -158,8 +159,8 @@ func New(ctx context.Context, opts Options) *Model {
 		width: 80, height: 24,
 		list: newTaskList(), marked: map[string]bool{},
 		sched: model.NewSchedule(opts.PerServer), polls: map[string]pollNote{},
-		startup: map[string]bool{},
-		filter:  fi, detail: viewport.New(), flash: opts.Greeting, now: opts.Now(),
+		startup: map[string]bool{}, load: startup(opts.Tracker),
+		filter: fi, detail: viewport.New(), flash: opts.Greeting, now: opts.Now(),
 	}
 	return m
 }
@@ -183,7 +184,7 @@ func startup(tr *mcpclient.Tracker) tea.Cmd {
 
 // Init loads the store and starts the scheduler's heartbeat.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(startup(m.tracker), tick())
+	return tea.Batch(m.load, tick())
 }
 
 // Update is the only place state changes.
@@ -268,6 +269,8 @@ func (m *Model) onStartup(msg startupMsg) tea.Cmd {
 			open = append(open, t)
 		}
 	}
+	m.sched.Grow(len(open))
+	m.startup = make(map[string]bool, len(open))
 	spread := min(time.Duration(len(open))*2*time.Millisecond, 2*time.Second)
 	for i, t := range open {
 		at := m.now
