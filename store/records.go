@@ -247,10 +247,27 @@ func decodeAll(ids []string, vals [][]byte) ([]*model.Task, error) {
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	return out, firstOf(errs)
+}
+
+// firstOf returns the first error, saying how many more there were: an
+// error is one line, however many records are damaged.
+func firstOf(errs []error) error {
+	var first error
+	more := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case first == nil:
+			first = err
+		default:
+			more++
+		}
 	}
-	return out, nil
+	if more > 0 {
+		return fmt.Errorf("%w (and %d more records that do not decode)", first, more)
+	}
+	return first
 }
 
 // OpenTasks returns every record that is not terminal: calling, working,

@@ -575,3 +575,16 @@ func TestOpenTasksFollowEveryChange(t *testing.T) {
 		t.Fatalf("Get over a damaged entry: %v, want an error naming %s", err, old.ID)
 	}
 }
+
+// Two damaged records still make one line, naming the first.
+func TestDamagedRecordsAreOneLine(t *testing.T) {
+	s := newStore(t)
+	for _, id := range []string{"0000000000000001", "0000000000000002"} {
+		must(t, store.PutRaw(s, "s\x00working\x00"+id, "{not json"))
+		must(t, store.PutRaw(s, "t\x00"+id, "\x00working"))
+	}
+	_, err := s.OpenTasks()
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "0000000000000001") || !strings.Contains(err.Error(), "1 more") {
+		t.Fatalf("OpenTasks over two damaged records: %q, want one line naming the first and counting the other", err)
+	}
+}
