@@ -278,10 +278,10 @@ func workingResult(id json.RawMessage, taskID string) string {
 // Every answer a server may give to tasks/get over HTTP ends as the typed
 // error callers already know (or a result), never a panic; failures of a
 // single POST keep the session (no new server/discover).
-// streamEnded is set when the fake that holds its stream open lets go.
-var streamEnded atomic.Bool
-
 func TestPollAnswersOverHTTP(t *testing.T) {
+	// streamEnded is set when the fake that holds its stream open lets
+	// go; one per run, as a handler outlives its test.
+	var streamEnded atomic.Bool
 	d := demo.New(demo.Options{PollInterval: 20 * time.Millisecond})
 	upstream := httptest.NewServer(d.Handler())
 	target, _ := url.Parse(upstream.URL)
