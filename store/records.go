@@ -144,8 +144,8 @@ func (s *Store) ByKey(key string) (*model.Task, error) {
 }
 
 // ByStatus returns the records with any of the given statuses, sorted by
-// ID. It walks only those statuses' index keys: an open record's copy is
-// read from its index entry, a terminal one from the record itself.
+// ID. It walks only those statuses' index keys: an open record is read
+// from its index entry, a terminal one from under its record key.
 func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
 	var ids []string
 	var vals [][]byte

@@ -119,11 +119,10 @@ type Model struct {
 	loaded  bool // the open tasks are in the list
 	hidden  int  // older records not loaded (see Options.Recent)
 	// loadGen numbers the loads of the list; recent records of an older
-	// load are dropped. recentPending is true until they arrive, and
-	// forgotten holds what was forgotten meanwhile, not to be merged back.
-	loadGen       int
-	recentPending bool
-	forgotten     map[string]bool
+	// load are dropped. Until they arrive, forgotten is non-nil and holds
+	// what was forgotten meanwhile, not to be merged back.
+	loadGen   int
+	forgotten map[string]bool
 
 	filter       textinput.Model
 	statusFilter model.Status
@@ -218,7 +217,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onTaskUpdated(msg)
 	case forgottenMsg:
 		for _, id := range msg.ids {
-			if m.recentPending {
+			if m.recentPending() {
 				m.forgotten[id] = true
 			}
 			m.list.Remove(id)
@@ -293,13 +292,17 @@ func (m *Model) showOpen(open []*model.Task) tea.Cmd {
 	m.clampCursor()
 	m.hidden = 0
 	m.loadGen++
-	m.recentPending, m.forgotten = true, map[string]bool{}
+	m.forgotten = map[string]bool{}
 	ids := make([]string, len(open))
 	for i, t := range open {
 		ids[i] = t.ID
 	}
 	return loadRecent(m.tracker, m.loadGen, m.opts.Recent, ids)
 }
+
+// recentPending tells whether the recent finished records of the last
+// load are still to come.
+func (m *Model) recentPending() bool { return m.forgotten != nil }
 
 // onRecent merges the recent finished records into the list. Tasks it
 // already holds keep their version, which is as new or newer; the
@@ -309,7 +312,7 @@ func (m *Model) onRecent(msg recentLoadedMsg) tea.Cmd {
 		return nil // the list was loaded again since
 	}
 	forgotten := m.forgotten
-	m.recentPending, m.forgotten = false, nil
+	m.forgotten = nil
 	if msg.err != nil {
 		return m.fail(msg.err)
 	}

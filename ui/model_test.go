@@ -79,7 +79,7 @@ func newHarnessWith(t *testing.T, opts demo.Options, setup func(h *harness)) *ha
 	h.m = New(ctx, Options{Tracker: h.tr, Servers: []string{"demo"}, PerServer: 4})
 	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
 	h.run(h.m.Init())
-	h.until("the store is loaded", func(m *Model) bool { return m.loaded && !m.recentPending })
+	h.until("the store is loaded", func(m *Model) bool { return m.loaded && !m.recentPending() })
 	return h
 }
 

@@ -166,7 +166,7 @@ func (m *Model) viewFooter() string {
 		info += fmt.Sprintf(" of %d", m.list.Len())
 	}
 	switch {
-	case m.recentPending:
+	case m.recentPending():
 		info += " (loading finished tasks…)"
 	case m.hidden > 0:
 		info += fmt.Sprintf(" (+%d older finished not shown)", m.hidden)

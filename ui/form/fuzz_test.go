@@ -51,15 +51,7 @@ func FuzzForInput(f *testing.F) {
 			return
 		}
 		fm, err := ForInput(title, e)
-		if err != nil {
-			if strings.ContainsAny(err.Error(), "\r\n") {
-				t.Fatalf("error is not one line: %q", err)
-			}
-			return
-		}
-		fm.SetSize(80, 24)
-		fm.Init()
-		safeView(t, fm.View())
+		checkBuilt(t, fm, err)
 	})
 }
 
@@ -80,14 +72,21 @@ func FuzzForArguments(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, schema []byte, title string) {
 		fm, err := ForArguments(title, schema)
-		if err != nil {
-			if strings.ContainsAny(err.Error(), "\r\n") {
-				t.Fatalf("error is not one line: %q", err)
-			}
-			return
-		}
-		fm.SetSize(80, 24)
-		fm.Init()
-		safeView(t, fm.View())
+		checkBuilt(t, fm, err)
 	})
+}
+
+// checkBuilt holds what any built form must do: refuse in one line, or
+// render safely.
+func checkBuilt(t *testing.T, fm *Form, err error) {
+	t.Helper()
+	if err != nil {
+		if strings.ContainsAny(err.Error(), "\r\n") {
+			t.Fatalf("error is not one line: %q", err)
+		}
+		return
+	}
+	fm.SetSize(80, 24)
+	fm.Init()
+	safeView(t, fm.View())
 }
