@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -54,6 +55,11 @@ func (s *Store) commitRecord(id string, val []byte, fn func(txn *badger.Txn) err
 }
 
 func (s *Store) enqueue(r *commitReq) error {
+	s.closing.RLock()
+	defer s.closing.RUnlock()
+	if s.closed {
+		return fmt.Errorf("store %s is closed; the change was not made", s.dir)
+	}
 	r.wake = make(chan bool, 1)
 	g := &s.group
 	g.mu.Lock()

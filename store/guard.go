@@ -122,7 +122,8 @@ var closeTimeout = 20 * time.Second
 // write-ahead log, which the next Open replays.
 var ErrNoRoomToFlush = errors.New("too little free disk space to flush the store")
 
-// closeDB closes db unless its disk is nearly full, within closeTimeout.
+// closeDB closes db unless its disk is nearly full, within closeTimeout,
+// once the commits in flight are synced.
 // Badger writes the flushed table through a memory map: on a full disk the
 // first store to an unbacked page kills the process with SIGBUS, which no
 // Go code can recover. Skipping the flush instead leaves the store as a
@@ -132,7 +133,16 @@ func (s *Store) closeDB() error {
 		return fmt.Errorf("store %s: %w (%d KiB free); every change is synced and is read back at the next start, but free some space", s.dir, ErrNoRoomToFlush, free>>10)
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.db.Close() }()
+	go func() {
+		s.closing.Lock()
+		defer s.closing.Unlock()
+		s.closed = true
+		err := s.db.Close()
+		if s.wal != nil {
+			s.wal.close()
+		}
+		done <- err
+	}()
 	select {
 	case err := <-done:
 		return err

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -27,6 +28,10 @@ type Store struct {
 	// cost no write.
 	writes atomic.Int64
 	group  group
+	// closing: commits hold it for reading; Close takes it to wait for
+	// those in flight, and then sets closed so that later ones are refused.
+	closing sync.RWMutex
+	closed  bool
 	// wal syncs each commit; nil when the WAL cannot be found, and then
 	// db.Sync does (walsync.go).
 	wal *walSyncer
@@ -75,9 +80,6 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 // Close flushes and closes the store.
 func (s *Store) Close() error {
 	err := s.closeDB()
-	if s.wal != nil {
-		s.wal.close()
-	}
 	// Close writes new table files, with Badger's umask-dependent modes.
 	if perr := restrictFiles(s.dir); err == nil {
 		err = perr

@@ -588,3 +588,48 @@ func TestDamagedRecordsAreOneLine(t *testing.T) {
 		t.Fatalf("OpenTasks over two damaged records: %q, want one line naming the first and counting the other", err)
 	}
 }
+
+// Quitting while polls still write: Close waits for the commits in flight,
+// every write that reported success is there at the next Open, and a write
+// after Close is refused with a line that says so.
+func TestCloseWhileWriting(t *testing.T) {
+	dir := t.TempDir()
+	s, err := store.Open(dir, nil)
+	must(t, err)
+	var (
+		mu    sync.Mutex
+		saved []string
+		wg    sync.WaitGroup
+	)
+	started := make(chan struct{}, 8)
+	for range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				rec := intent("", t0)
+				if err := s.Create(rec); err != nil {
+					if !strings.Contains(err.Error(), "is closed") {
+						t.Errorf("write during Close: %v", err)
+					}
+					return
+				}
+				mu.Lock()
+				saved = append(saved, rec.ID)
+				mu.Unlock()
+				if i == 0 {
+					started <- struct{}{}
+				}
+			}
+		})
+	}
+	for range 8 {
+		<-started
+	}
+	must(t, s.Close())
+	wg.Wait()
+	s = openStore(t, dir)
+	all, err := s.All()
+	must(t, err)
+	if missing := len(saved) - len(all); missing != 0 || len(saved) == 0 {
+		t.Fatalf("%d writes reported success, %d records after reopening", len(saved), len(all))
+	}
+}
