@@ -2,7 +2,6 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -58,7 +57,7 @@ func (s *Store) enqueue(r *commitReq) error {
 	s.closing.RLock()
 	defer s.closing.RUnlock()
 	if s.closed {
-		return fmt.Errorf("store %s is closed; the change was not made", s.dir)
+		return s.closedError()
 	}
 	r.wake = make(chan bool, 1)
 	g := &s.group

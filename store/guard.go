@@ -123,7 +123,7 @@ var closeTimeout = 20 * time.Second
 var ErrNoRoomToFlush = errors.New("too little free disk space to flush the store")
 
 // closeDB closes db unless its disk is nearly full, within closeTimeout,
-// once the commits in flight are synced.
+// once the reads and commits in flight are done.
 // Badger writes the flushed table through a memory map: on a full disk the
 // first store to an unbacked page kills the process with SIGBUS, which no
 // Go code can recover. Skipping the flush instead leaves the store as a
@@ -134,9 +134,9 @@ func (s *Store) closeDB() error {
 	}
 	done := make(chan error, 1)
 	go func() {
-		s.closing.Lock()
-		defer s.closing.Unlock()
-		s.closed = true
+		s.closing.Lock() // waits for the reads and commits in flight
+		s.closed = true  // and refuses those that come later
+		s.closing.Unlock()
 		err := s.db.Close()
 		if s.wal != nil {
 			s.wal.close()

@@ -71,7 +71,7 @@ func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err erro
 	for {
 		var cur *model.Task
 		var version uint64
-		err := s.db.View(func(txn *badger.Txn) error {
+		err := s.view(func(txn *badger.Txn) error {
 			var err error
 			cur, version, err = getRecord(txn, id)
 			return err
@@ -123,7 +123,7 @@ func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err erro
 // Get returns record id, or an error wrapping ErrNotFound.
 func (s *Store) Get(id string) (*model.Task, error) {
 	var t *model.Task
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		var err error
 		t, _, err = getRecord(txn, id)
 		return err
@@ -135,7 +135,7 @@ func (s *Store) Get(id string) (*model.Task, error) {
 // wrapping ErrNotFound.
 func (s *Store) ByKey(key string) (*model.Task, error) {
 	var t *model.Task
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		var err error
 		t, err = byKey(txn, key)
 		return err
@@ -150,7 +150,7 @@ func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
 	var ids []string
 	var vals [][]byte
 	var buf arena
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		for _, status := range dedupe(st) {
 			prefix := statusPrefix(status)
 			// Values are inline: read in place, unprefetched, one copy.
@@ -285,7 +285,7 @@ func (s *Store) OpenTasks() ([]*model.Task, error) {
 // All returns every record, sorted by ID (IDs sort by creation time).
 func (s *Store) All() ([]*model.Task, error) {
 	var out []*model.Task
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: recordPrefix, PrefetchValues: true, PrefetchSize: 100})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -306,7 +306,7 @@ func (s *Store) All() ([]*model.Task, error) {
 // time). It reads only those records, however large the store.
 func (s *Store) Newest(limit int) ([]*model.Task, error) {
 	var out []*model.Task
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: recordPrefix, Reverse: true, PrefetchValues: true, PrefetchSize: 100})
 		defer it.Close()
 		for it.Seek(append(bytes.Clone(recordPrefix), 0xff)); it.Valid() && len(out) < limit; it.Next() {
@@ -342,7 +342,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 		return t.Status.Terminal() && (cutoff.IsZero() || t.UpdatedAt.Before(cutoff))
 	}
 	var ids []string
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		for _, st := range model.AllStatuses {
 			if !st.Terminal() {
 				continue
@@ -404,7 +404,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 // tree when the last session pruned. A failed flatten loses nothing, as
 // compaction catches up in time, so it is tried again at the next open.
 func (s *Store) compactIfPruned() error {
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		_, err := txn.Get(compactKey)
 		return err
 	})
@@ -424,7 +424,7 @@ func (s *Store) compactIfPruned() error {
 // are absent), from the status index keys alone.
 func (s *Store) Counts() (map[model.Status]int, error) {
 	counts := map[model.Status]int{}
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: statusRoot})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

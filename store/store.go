@@ -28,8 +28,8 @@ type Store struct {
 	// cost no write.
 	writes atomic.Int64
 	group  group
-	// closing: commits hold it for reading; Close takes it to wait for
-	// those in flight, and then sets closed so that later ones are refused.
+	// closing: reads and commits hold it for reading; Close takes it to
+	// wait for those in flight, then sets closed so later ones are refused.
 	closing sync.RWMutex
 	closed  bool
 	// wal syncs each commit; nil when the WAL cannot be found, and then
@@ -85,6 +85,21 @@ func (s *Store) Close() error {
 		err = perr
 	}
 	return err
+}
+
+// view runs fn in a read txn, unless the store is closed: Badger panics
+// on a read that overlaps its Close.
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
+	s.closing.RLock()
+	defer s.closing.RUnlock()
+	if s.closed {
+		return s.closedError()
+	}
+	return s.db.View(fn)
+}
+
+func (s *Store) closedError() error {
+	return fmt.Errorf("store %s is closed (taskdeck is quitting); nothing was read or written", s.dir)
 }
 
 // Dir returns the directory the store was opened in.
@@ -224,7 +239,7 @@ func lockPID(dir string) int {
 // store written by a newer, incompatible taskdeck.
 func (s *Store) checkSchema() error {
 	var found string
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.view(func(txn *badger.Txn) error {
 		item, err := txn.Get(schemaKey)
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil

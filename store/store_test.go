@@ -589,10 +589,17 @@ func TestDamagedRecordsAreOneLine(t *testing.T) {
 	}
 }
 
-// Quitting while polls still write: Close waits for the commits in flight,
-// every write that reported success is there at the next Open, and a write
-// after Close is refused with a line that says so.
-func TestCloseWhileWriting(t *testing.T) {
+// Quitting while polls still read and write: Close waits for the reads
+// and commits in flight (a read that overlaps Badger's Close would panic),
+// every write that reported success is there at the next Open, and what
+// comes after Close is refused with a line that says so.
+func TestCloseWhileReadingAndWriting(t *testing.T) {
+	for range 5 {
+		closeWhileBusy(t)
+	}
+}
+
+func closeWhileBusy(t *testing.T) {
 	dir := t.TempDir()
 	s, err := store.Open(dir, nil)
 	must(t, err)
@@ -601,35 +608,50 @@ func TestCloseWhileWriting(t *testing.T) {
 		saved []string
 		wg    sync.WaitGroup
 	)
-	started := make(chan struct{}, 8)
+	refused := func(err error) bool {
+		if !strings.Contains(err.Error(), "is closed") {
+			t.Errorf("during Close: %v", err)
+		}
+		return true
+	}
+	busy := make(chan struct{}, 12)
 	for range 8 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				rec := intent("", t0)
-				if err := s.Create(rec); err != nil {
-					if !strings.Contains(err.Error(), "is closed") {
-						t.Errorf("write during Close: %v", err)
-					}
+				if err := s.Create(rec); err != nil && refused(err) {
 					return
 				}
 				mu.Lock()
 				saved = append(saved, rec.ID)
 				mu.Unlock()
 				if i == 0 {
-					started <- struct{}{}
+					busy <- struct{}{}
 				}
 			}
 		})
 	}
-	for range 8 {
-		<-started
+	for range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				if _, err := s.All(); err != nil && refused(err) {
+					return
+				}
+				if i == 0 {
+					busy <- struct{}{}
+				}
+			}
+		})
+	}
+	for range 12 {
+		<-busy
 	}
 	must(t, s.Close())
 	wg.Wait()
 	s = openStore(t, dir)
 	all, err := s.All()
 	must(t, err)
-	if missing := len(saved) - len(all); missing != 0 || len(saved) == 0 {
+	if len(all) != len(saved) || len(saved) == 0 {
 		t.Fatalf("%d writes reported success, %d records after reopening", len(saved), len(all))
 	}
 }
