@@ -655,3 +655,35 @@ func closeWhileBusy(t *testing.T) {
 		t.Fatalf("%d writes reported success, %d records after reopening", len(saved), len(all))
 	}
 }
+
+// Start-up lists the open tasks in batches decoded while the rest are
+// read: several batches' worth, of every open status, come back whole,
+// once each, sorted by ID, and no finished record among them.
+func TestOpenTasksListsEveryOpenRecord(t *testing.T) {
+	s := newStore(t)
+	open := []model.Status{model.StatusCalling, model.StatusWorking, model.StatusInputRequired, model.StatusOrphaned}
+	var want []*model.Task
+	for i := range 1000 {
+		at := t0.Add(time.Duration(i) * time.Millisecond)
+		if i%5 == 4 {
+			create(t, s, "", model.StatusCompleted, at)
+			continue
+		}
+		want = append(want, create(t, s, "", open[i%4], at))
+	}
+	got, err := s.OpenTasks()
+	must(t, err)
+	if !slices.Equal(ids(got), sortedIDs(want...)) {
+		t.Fatalf("OpenTasks listed %d records, want the %d open ones in ID order", len(got), len(want))
+	}
+	byID := map[string]*model.Task{}
+	for _, w := range want {
+		byID[w.ID] = w
+	}
+	for _, g := range got {
+		w := byID[g.ID]
+		if g.Status != w.Status || len(g.History) != len(w.History) || !g.History[len(g.History)-1].At.Equal(w.History[len(w.History)-1].At) {
+			t.Fatalf("task %s listed as %s with history %+v, stored as %s with %+v", g.ID, g.Status, g.History, w.Status, w.History)
+		}
+	}
+}
