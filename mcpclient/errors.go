@@ -62,6 +62,9 @@ type TransportError struct {
 }
 
 func (e *TransportError) Error() string {
+	if errors.Is(e.Err, wire.ErrInvalid) { // it answered, but not in the protocol
+		return fmt.Sprintf("server %s: %s", e.Server, oneLine(e.Err.Error()))
+	}
 	return fmt.Sprintf("server %s unreachable: %s", e.Server, oneLine(e.Err.Error()))
 }
 

@@ -350,6 +350,13 @@ func TestFaultsOnTheWire(t *testing.T) {
 					}
 				}
 			}
+			// A server that answered outside the protocol was reached: the
+			// error says what was wrong with the answer instead.
+			if answered := c.f == faultBadJSON || c.f == faultBadStatus || c.f == faultBadResult; answered && firstErr != nil {
+				if msg := firstErr.Error(); strings.Contains(msg, "unreachable") || !strings.Contains(msg, "invalid response") {
+					t.Errorf("under %s the error reads %q; want an invalid response, not an unreachable server", c.f, msg)
+				}
+			}
 			if c.f == faultHugeMessage {
 				for _, id := range ids {
 					rec, _ := e.store.Get(id)
