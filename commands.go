@@ -426,7 +426,7 @@ func (a *app) serversCommand() *cobra.Command {
 				if where == "" {
 					where = strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
 				}
-				fmt.Fprintf(a.stdout, "%-20s %s\n", name, where)
+				fmt.Fprintf(a.stdout, "%-20s %s\n", termtext.Line(name), termtext.Line(where))
 			}
 			return nil
 		},

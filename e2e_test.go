@@ -320,3 +320,19 @@ func TestJSONShape(t *testing.T) {
 		t.Fatalf("ls --status failed:\n%s", out)
 	}
 }
+
+// The server list comes from a file anyone may have handed the user: what
+// it prints has its escapes and controls stripped, as server text does.
+func TestServersListIsSanitized(t *testing.T) {
+	t.Parallel()
+	d := newDeck(t)
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"evil\x1b[2J": map[string]any{"command": "tool", "args": []string{"\x1b]0;pwned\x07", "--flag"}},
+	}})
+	d.writeConfig(string(cfg))
+	r := d.run("servers").must(t, 0)
+	mustContain(t, r, r.stdout, "evil", "tool", "--flag")
+	if strings.ContainsAny(r.stdout, "\x1b\x07") {
+		t.Fatalf("servers printed escapes: %q", r.stdout)
+	}
+}
