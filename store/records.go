@@ -223,13 +223,14 @@ func (a *arena) copy(v []byte) []byte {
 	return a.chunk[n:len(a.chunk):len(a.chunk)]
 }
 
-// pipeline decodes records on other cores while the caller reads on:
-// at start-up, reading and decoding the open tasks is most of the time it
-// takes to list them, and one after the other they took a third longer.
+// pipeline decodes records on other cores while the caller reads on: at
+// start-up, reading and decoding the open tasks is most of the time it
+// takes to list them, and decoding only after the last read left the
+// other cores idle while Badger's iterator ran.
 type pipeline struct {
 	wg      sync.WaitGroup
-	batches []*batch
-	next    *batch
+	batches []*decodeBatch
+	next    *decodeBatch
 }
 
 // batchSize records go to one goroutine: enough to make its start-up
@@ -237,7 +238,7 @@ type pipeline struct {
 // waiting.
 const batchSize = 256
 
-type batch struct {
+type decodeBatch struct {
 	ids  []string
 	vals [][]byte
 	out  []*model.Task
@@ -246,7 +247,7 @@ type batch struct {
 
 func (p *pipeline) add(id string, v []byte) {
 	if p.next == nil {
-		p.next = &batch{ids: make([]string, 0, batchSize), vals: make([][]byte, 0, batchSize)}
+		p.next = &decodeBatch{ids: make([]string, 0, batchSize), vals: make([][]byte, 0, batchSize)}
 	}
 	p.next.ids, p.next.vals = append(p.next.ids, id), append(p.next.vals, v)
 	if len(p.next.ids) == batchSize {
@@ -277,7 +278,7 @@ func (p *pipeline) wait() ([]*model.Task, error) {
 	return out, firstOf(errs)
 }
 
-func (b *batch) decode() {
+func (b *decodeBatch) decode() {
 	b.out, b.errs = make([]*model.Task, 0, len(b.vals)), make([]error, len(b.vals))
 	for i, v := range b.vals {
 		t := new(model.Task)
