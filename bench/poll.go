@@ -224,15 +224,24 @@ func overheadRun(e *pollEnv, c, n int, poll func(i int) error) (wall, cpu, srvCP
 // steady is one design's steady state with every task open.
 type steady struct {
 	pollsPerSec, cpuPerPoll, memPerTask, rssPerTask float64
-	maxGoroutines, baseGoroutines                   int
-	changed, polls, errs                            int64
-	writeBytes                                      int64
+	// gap is the median time between two polls of one task, over the
+	// polls in the window: the rate a design keeps, which polls/s in a
+	// window of fixed length only samples.
+	gap                           float64
+	maxGoroutines, baseGoroutines int
+	changed, polls, errs          int64
+	writeBytes                    int64
 }
 
 // steadyRun runs a polling design for warm+window and measures the window.
 // run must poll until ctx ends, calling count after every poll.
 func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Context, count func(mcpclient.PollResult, error))) steady {
 	var st steady
+	// Sized up front, so that they do not count as the design's memory.
+	lastPoll := make(map[string]time.Time, cfg.tasks)
+	gaps := make([]float64, 0, 4*cfg.tasks)
+	var gapMu sync.Mutex
+	var measuring atomic.Bool
 	baseMem, baseRSS := goMem(), rss()
 	st.baseGoroutines = runtime.NumGoroutine()
 	var polls, changed, errs atomic.Int64
@@ -244,11 +253,21 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 		if err != nil || res.Err != nil {
 			errs.Add(1)
 		}
+		if res.Task != nil {
+			now := time.Now()
+			gapMu.Lock()
+			if last, ok := lastPoll[res.Task.ID]; ok && measuring.Load() && len(gaps) < cap(gaps) {
+				gaps = append(gaps, now.Sub(last).Seconds())
+			}
+			lastPoll[res.Task.ID] = now
+			gapMu.Unlock()
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); run(ctx, count) }()
 	time.Sleep(warm)
+	measuring.Store(true)
 	p0, ch0, e0, c0, w0, t0 := polls.Load(), changed.Load(), errs.Load(), cpuTime(), writeBytes(), time.Now()
 	maxG := 0
 	for time.Since(t0) < window {
@@ -256,11 +275,15 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 		time.Sleep(50 * time.Millisecond)
 	}
 	p1, ch1, e1, c1, w1, el := polls.Load(), changed.Load(), errs.Load(), cpuTime(), writeBytes(), time.Since(t0)
+	measuring.Store(false)
 	// Memory in the steady state, with everything still running.
 	st.memPerTask = float64(goMem()-baseMem) / float64(cfg.tasks)
 	st.rssPerTask = float64(rss()-baseRSS) / float64(cfg.tasks)
 	cancel()
 	<-done
+	gapMu.Lock()
+	st.gap = median(gaps)
+	gapMu.Unlock()
 	st.polls, st.changed, st.errs = p1-p0, ch1-ch0, e1-e0
 	st.pollsPerSec = float64(st.polls) / el.Seconds()
 	if st.polls > 0 {
@@ -401,9 +424,10 @@ func benchPoll(cfg config) (string, []finding) {
 		}
 		return median(xs)
 	}
-	t := &table{head: []string{"design", "polls/s (offered)", "CPU per poll", "Go heap+stacks per open task", "RSS per open task", "extra goroutines (max)", "failed polls", "CPU vs taskdeck", "memory vs taskdeck"}}
+	t := &table{head: []string{"design", "polls/s in the window (at the hint)", "time between a task's polls (median)", "CPU per poll", "Go heap+stacks per open task", "RSS per open task", "extra goroutines (max)", "failed polls", "CPU vs taskdeck", "memory vs taskdeck"}}
 	for i, name := range names {
 		t.add(name, fmt.Sprintf("%.0f (%.0f)", pick(i, func(s steady) float64 { return s.pollsPerSec }), float64(cfg.tasks)/cfg.interval.Seconds()),
+			fmt.Sprintf("%.2f s", pick(i, func(s steady) float64 { return s.gap })),
 			dur(pick(i, func(s steady) float64 { return s.cpuPerPoll })),
 			bytesStr(pick(i, func(s steady) float64 { return s.memPerTask })),
 			bytesStr(pick(i, func(s steady) float64 { return s.rssPerTask })),
