@@ -54,11 +54,10 @@ func (s *Store) commitRecord(id string, val []byte, fn func(txn *badger.Txn) err
 }
 
 func (s *Store) enqueue(r *commitReq) error {
-	s.closing.RLock()
-	defer s.closing.RUnlock()
-	if s.closed {
-		return s.closedError()
+	if err := s.hold(); err != nil {
+		return err
 	}
+	defer s.release()
 	r.wake = make(chan bool, 1)
 	g := &s.group
 	g.mu.Lock()

@@ -87,19 +87,27 @@ func (s *Store) Close() error {
 	return err
 }
 
-// view runs fn in a read txn, unless the store is closed: Badger panics
-// on a read that overlaps its Close.
-func (s *Store) view(fn func(txn *badger.Txn) error) error {
+// hold keeps Close waiting until release, or says the store is closed:
+// Badger panics on a read that overlaps its Close, and a commit's WAL
+// sync must not meet a closed file.
+func (s *Store) hold() error {
 	s.closing.RLock()
-	defer s.closing.RUnlock()
 	if s.closed {
-		return s.closedError()
+		s.closing.RUnlock()
+		return fmt.Errorf("store %s is closed (taskdeck is quitting); nothing was read or written", s.dir)
 	}
-	return s.db.View(fn)
+	return nil
 }
 
-func (s *Store) closedError() error {
-	return fmt.Errorf("store %s is closed (taskdeck is quitting); nothing was read or written", s.dir)
+func (s *Store) release() { s.closing.RUnlock() }
+
+// view runs fn in a read txn, unless the store is closed.
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
+	if err := s.hold(); err != nil {
+		return err
+	}
+	defer s.release()
+	return s.db.View(fn)
 }
 
 // Dir returns the directory the store was opened in.

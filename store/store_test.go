@@ -608,18 +608,19 @@ func closeWhileBusy(t *testing.T) {
 		saved []string
 		wg    sync.WaitGroup
 	)
-	refused := func(err error) bool {
-		if !strings.Contains(err.Error(), "is closed") {
+	// stopped: Close refused the call; any other error is a failure.
+	stopped := func(err error) bool {
+		if err != nil && !strings.Contains(err.Error(), "is closed") {
 			t.Errorf("during Close: %v", err)
 		}
-		return true
+		return err != nil
 	}
 	busy := make(chan struct{}, 12)
 	for range 8 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				rec := intent("", t0)
-				if err := s.Create(rec); err != nil && refused(err) {
+				if stopped(s.Create(rec)) {
 					return
 				}
 				mu.Lock()
@@ -634,7 +635,7 @@ func closeWhileBusy(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
-				if _, err := s.All(); err != nil && refused(err) {
+				if _, err := s.All(); stopped(err) {
 					return
 				}
 				if i == 0 {
