@@ -306,7 +306,13 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	if changed {
 		updated, err = t.apply(id, *snap)
 		if errors.As(err, &te) {
-			return t.pollFailed(rec, nil, fmt.Errorf("server reported %w", err)), nil
+			// The stored record moved meanwhile (the operator cancelled,
+			// say) where the answer cannot follow; rec holds the answer
+			// applied, so the record is reported as it is stored.
+			if rec, err = t.store.Get(id); err != nil {
+				return PollResult{}, err
+			}
+			return t.pollFailed(rec, nil, fmt.Errorf("server reported %w", te)), nil
 		}
 		if err != nil {
 			return PollResult{}, err

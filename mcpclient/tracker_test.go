@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,6 +253,47 @@ func TestCancelSleep(t *testing.T) {
 	}
 	if _, err := e.tracker.Cancel(context.Background(), rec.ID); err == nil {
 		t.Fatal("cancelling an ended task should say it has ended")
+	}
+}
+
+// A change to the record that lands while a poll is on the wire (here the
+// operator's cancel) wins: the poll whose answer can no longer apply
+// reports the record as stored, and polling stops with it.
+func TestPollAnswerAfterALocalChangeReportsTheStoredRecord(t *testing.T) {
+	e := newEnv(t)
+	var change atomic.Pointer[func()]
+	hooked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tasks/get" {
+			if f := change.Swap(nil); f != nil {
+				(*f)()
+			}
+		}
+		e.demo.Handler().ServeHTTP(w, r)
+	}))
+	defer hooked.Close()
+	rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: model.ServerRef{URL: hooked.URL + "/mcp"}, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let the demo's progress message move on, so the answer changes the record.
+	time.Sleep(300 * time.Millisecond)
+	cancel := func() {
+		if _, err := e.store.Update(rec.ID, func(r *model.Task) (bool, error) {
+			return true, r.MoveTo(model.StatusCancelled, "cancelled here", time.Now())
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	change.Store(&cancel)
+	res, err := e.tracker.Poll(context.Background(), rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if change.Load() != nil {
+		t.Fatal("the poll never reached the server")
+	}
+	if res.Err == nil || res.Task.Status != model.StatusCancelled || res.Next != 0 {
+		t.Fatalf("poll after a local cancel: status %s, next %v, err %v; want the stored cancelled record, no next poll, and the refused answer as the error", res.Task.Status, res.Next, res.Err)
 	}
 }
 
