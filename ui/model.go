@@ -940,7 +940,8 @@ func (m *Model) ask(q string, tasks []*model.Task, yes choice) {
 	c := &confirmation{question: q, choices: []choice{yes}, back: modeTable}
 	for _, t := range tasks {
 		c.ids = append(c.ids, t.ID)
-		c.targets = append(c.targets, fmt.Sprintf("%s  %s %s  %s  %s", t.ID, lookOf(t).Symbol, t.Status, termtext.Line(t.Tool), termtext.Line(t.Server.String())))
+		c.targets = append(c.targets, strings.Join([]string{t.ID, fit(lookOf(t).Symbol+" "+string(t.Status), 16),
+			fit(termtext.Line(t.Tool), 14), termtext.Line(t.Server.String())}, "  "))
 	}
 	m.confirm, m.mode = c, modeConfirm
 }
