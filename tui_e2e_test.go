@@ -402,7 +402,7 @@ func TestTUILiveAndAnswer(t *testing.T) {
 	tm.keys("i")
 	tm.waitScreen("the cursor on the approve row", func(s string) bool { return selectedTool(s) == "approve" })
 	tm.keys("a")
-	tm.waitText("approve · input approve-1", "Approve deploy?", "Approve *", "Reason *", "esc decline")
+	tm.waitText("approve · input approve-1", "Approve deploy?", "Approve *", "Reason *", "esc back, nothing sent")
 	tm.keys("y") // the confirm field: yes, and on to the next field
 	tm.waitText("┃ Reason *")
 	tm.typeText("ship it")
@@ -478,7 +478,7 @@ func TestTUICancelPruneNewCallResize(t *testing.T) {
 	// (c) cancel: select the sleep, c, y.
 	tm.selectRow("sleep")
 	tm.keys("c")
-	tm.waitText("Cancel 1 task on the server?", "y yes", "n no")
+	tm.waitText("Cancel 1 task on the server?", sleepID, "[ No ]", "Yes, cancel")
 	tm.keys("y")
 	s := tm.waitScreen("the sleep row cancelled", func(s string) bool { return oneRow(s, "sleep") == "cancelled" })
 	if r := rowsOf(s, "sleep")[0]; r.symbol != "⊘" {
@@ -492,8 +492,8 @@ func TestTUICancelPruneNewCallResize(t *testing.T) {
 	tm.keys("p")
 	tm.waitText("Prune 3 finished tasks (completed, failed, cancelled, unknown)?")
 	tm.keys("y")
-	s = tm.waitText("pruned 3 finished task(s)")
-	s = tm.waitScreen("only the approve row left", func(s string) bool {
+	tm.waitText("pruned 3 finished task(s)")
+	tm.waitScreen("only the approve row left", func(s string) bool {
 		rows := tableRows(s)
 		return len(rows) == 1 && rows[0].tool == "approve" && rows[0].status == "input_required"
 	})
@@ -502,7 +502,7 @@ func TestTUICancelPruneNewCallResize(t *testing.T) {
 	tm.keys("n")
 	tm.waitText("New call: choose a server", "> demo")
 	tm.keys("Enter")
-	s = tm.waitText("New call on demo: choose a tool", "sleep  Sleeps")
+	s = tm.waitText("New call on demo: choose a tool", "sleep          Sleeps")
 	// Move down to sleep: count the tools listed above it.
 	var tools []string
 	for _, l := range strings.Split(s, "\n") {
@@ -528,7 +528,7 @@ func TestTUICancelPruneNewCallResize(t *testing.T) {
 	tm.typeText("3500")
 	tm.waitText("> 3500")
 	tm.keys("Enter")
-	s = tm.waitScreen("the new sleep row working", func(s string) bool {
+	tm.waitScreen("the new sleep row working", func(s string) bool {
 		return oneRow(s, "sleep") == "working" && oneRow(s, "approve") == "input_required"
 	})
 	tm.waitText("launched: task ")
@@ -627,4 +627,60 @@ func TestTUIDemo(t *testing.T) {
 		t.Fatalf("TERM=xterm-256color but the demo shows no colour:\n%q", tm.capture(true))
 	}
 	tm.quit()
+}
+
+// TestTUIFormEscIsBack: esc in an input form goes back to the table and
+// sends nothing; the task still waits, and its form opens again.
+func TestTUIFormEscIsBack(t *testing.T) {
+	t.Parallel()
+	d, srv := tuiDeck(t)
+	approveID := d.call("approve", `{"action":"deploy"}`)
+	tm := d.dashboard(100, 30)
+	tm.waitScreen("the approve task waiting for input", func(s string) bool { return oneRow(s, "approve") == "input_required" })
+	tm.keys("a")
+	tm.waitText("approve · input approve-1", "Approve deploy?")
+	tm.keys("Escape")
+	tm.waitText("input left unanswered: nothing sent")
+	tm.keys("a") // still asked: the form opens again
+	tm.waitText("approve · input approve-1", "Approve deploy?")
+	tm.keys("Escape")
+	tm.waitScreen("the table again", func(s string) bool { return oneRow(s, "approve") == "input_required" })
+	tm.quit()
+	if n := srv.stats(t).Updates; n != 0 {
+		t.Fatalf("the server saw %d tasks/update after esc, want 0", n)
+	}
+	if tk := d.getJSON(approveID); tk.Status != "input_required" || len(tk.AnsweredKeys) != 0 {
+		t.Fatalf("approve task after esc: %+v", tk)
+	}
+}
+
+// TestTUIConfirmAndHelpAt80x24: at 80×24 the help shows every key,
+// destructive ones and quit too; a question lists the tasks it acts on,
+// leaves the table in sight, and enter means No.
+func TestTUIConfirmAndHelpAt80x24(t *testing.T) {
+	t.Parallel()
+	d, srv := tuiDeck(t)
+	sleepID := d.call("sleep", `{"seconds":3000}`)
+	tm := d.dashboard(80, 24)
+	tm.waitScreen("the sleep row working", func(s string) bool { return oneRow(s, "sleep") == "working" })
+	tm.keys("?")
+	want := []string{"c cancel", "d forget", "p prune", "q quit", "esc clear filters", "a answer input", "n new call"}
+	tm.waitScreen(fmt.Sprintf("the help showing %q", want), func(s string) bool {
+		return len(missing(strings.Join(strings.Fields(s), " "), want...)) == 0 // the help pads its columns
+	})
+	tm.keys("Escape") // any key closes the help
+	tm.waitText("STATUS", "NEXT")
+
+	tm.keys("c")
+	s := tm.waitText("Cancel 1 task on the server?", sleepID, "[ No ]", "Yes, cancel")
+	if !strings.Contains(s, "STATUS") {
+		t.Fatalf("the question hides the table:\n%s", s)
+	}
+	tm.keys("Enter")
+	tm.waitText("nothing done")
+	tm.waitScreen("the sleep row still working", func(s string) bool { return oneRow(s, "sleep") == "working" })
+	tm.quit()
+	if n := srv.stats(t).Cancels; n != 0 {
+		t.Fatalf("enter on the question sent %d tasks/cancel, want 0", n)
+	}
 }

@@ -54,6 +54,7 @@ type (
 	}
 	toolsMsg struct {
 		server string
+		gen    int
 		tools  []*mcp.Tool
 		err    error
 	}
@@ -120,10 +121,12 @@ func poll(ctx context.Context, tr *mcpclient.Tracker, id string) tea.Cmd {
 	}
 }
 
-func answer(ctx context.Context, tr *mcpclient.Tracker, id, key string, resp json.RawMessage) tea.Cmd {
+// answer sends one input response; verb says what it was ("answered",
+// "declined input K of").
+func answer(ctx context.Context, tr *mcpclient.Tracker, id, key string, resp json.RawMessage, verb string) tea.Cmd {
 	return func() tea.Msg {
 		t, err := tr.Answer(ctx, id, map[string]json.RawMessage{key: resp})
-		return taskUpdatedMsg{verb: "answered", task: t, err: err}
+		return taskUpdatedMsg{verb: verb, task: t, err: err}
 	}
 }
 
@@ -155,14 +158,16 @@ func prune(tr *mcpclient.Tracker) tea.Cmd {
 	}
 }
 
-func listTools(ctx context.Context, tr *mcpclient.Tracker, server string) tea.Cmd {
+// listTools lists a server's tools; ctx bounds it (a timeout, and esc).
+// gen names the listing the answer belongs to.
+func listTools(ctx context.Context, tr *mcpclient.Tracker, server string, gen int) tea.Cmd {
 	return func() tea.Msg {
 		sess, err := tr.Pool().Session(ctx, model.ServerRef{Name: server})
 		if err != nil {
-			return toolsMsg{server: server, err: err}
+			return toolsMsg{server: server, gen: gen, err: err}
 		}
 		tools, err := sess.ListTools(ctx)
-		return toolsMsg{server: server, tools: tools, err: err}
+		return toolsMsg{server: server, gen: gen, tools: tools, err: err}
 	}
 }
 

@@ -12,7 +12,20 @@ type KeyMap struct {
 	Cancel, Forget, Prune              key.Binding
 	PollNow, NewCall, Mark, Copy       key.Binding
 	Help, Quit, Back                   key.Binding
-	Confirm, Deny                      key.Binding
+
+	// In a question: move between the answers, take the one shown, or
+	// say yes or no directly.
+	Choose, Pick, Confirm, Deny key.Binding
+	// In the filter prompt.
+	Keep, Clear key.Binding
+	// In the detail pane (Scroll only names Up, Down, PageUp and PageDown
+	// in its footer).
+	Close, Scroll key.Binding
+	// In a form answering an input request: leave it, or decline or
+	// cancel the request (asked first).
+	FormBack, Refuse key.Binding
+	// In a picker.
+	PickBack key.Binding
 }
 
 // DefaultKeyMap is the dashboard's key map.
@@ -34,11 +47,11 @@ func DefaultKeyMap() KeyMap {
 		Sort:         b("o", "sort order", "o"),
 
 		Answer:    b("a", "answer input", "a"),
-		NextInput: b("i", "next waiting for input", "i"),
+		NextInput: b("i", "next input", "i"),
 
-		Cancel: b("c", "cancel task(s)", "c"),
-		Forget: b("d", "forget task(s)", "d"),
-		Prune:  b("p", "prune finished", "p"),
+		Cancel: b("c", "cancel", "c"),
+		Forget: b("d", "forget", "d"),
+		Prune:  b("p", "prune", "p"),
 
 		PollNow: b("r", "poll now", "r"),
 		NewCall: b("n", "new call", "n"),
@@ -47,19 +60,32 @@ func DefaultKeyMap() KeyMap {
 
 		Help: b("?", "help", "?"),
 		Quit: b("q", "quit", "q", "ctrl+c"),
-		Back: b("esc", "back", "esc"),
+		Back: b("esc", "clear filters", "esc"),
 
-		Confirm: b("y/enter", "yes", "y", "enter"),
+		Choose:  b("←/→", "choose", "left", "right", "h", "l", "tab", "shift+tab"),
+		Pick:    b("enter", "take the chosen", "enter"),
+		Confirm: b("y", "yes", "y"),
 		Deny:    b("n/esc", "no", "n", "esc"),
+
+		Keep:  b("enter", "keep", "enter"),
+		Clear: b("esc", "clear", "esc"),
+
+		Close:  b("esc/enter", "back", "esc", "enter"),
+		Scroll: b("↑/↓", "scroll", "up", "down", "pgup", "pgdown"),
+
+		FormBack: b("esc", "back, nothing sent", "esc", "ctrl+c"),
+		Refuse:   b("ctrl+x", "decline or cancel…", "ctrl+x"),
+
+		PickBack: b("esc", "back", "esc"),
 	}
 }
 
-// ShortHelp is the footer line.
+// ShortHelp is the table's footer line.
 func (k KeyMap) ShortHelp() []key.Binding {
 	return []key.Binding{k.Help, k.Quit, k.Detail, k.NextInput, k.Answer, k.Cancel, k.NewCall, k.Filter}
 }
 
-// FullHelp is the help screen, by column.
+// FullHelp is the help screen, by column. It fits 80 columns.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
@@ -67,4 +93,32 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		{k.Answer, k.NextInput, k.PollNow, k.NewCall},
 		{k.Cancel, k.Forget, k.Prune, k.Help, k.Quit, k.Back},
 	}
+}
+
+// modeKeys are the keys each mode answers to (the detail pane passes the
+// table's actions through); within one mode no key may mean two things.
+func (k KeyMap) modeKeys() map[mode][]key.Binding {
+	var table []key.Binding
+	for _, col := range k.FullHelp() {
+		table = append(table, col...)
+	}
+	return map[mode][]key.Binding{
+		modeTable:   table,
+		modeDetail:  {k.Close, k.Up, k.Down, k.PageUp, k.PageDown, k.Answer, k.Cancel, k.Forget, k.PollNow, k.Copy, k.Help, k.Quit},
+		modeFilter:  {k.Keep, k.Clear},
+		modeConfirm: {k.Choose, k.Pick, k.Confirm, k.Deny},
+		modeForm:    {k.FormBack, k.Refuse},
+		modePick:    {k.Up, k.Down, k.Pick, k.PickBack},
+	}
+}
+
+// shortHelp is the footer line of a mode.
+func (k KeyMap) shortHelp(m mode) []key.Binding {
+	switch m {
+	case modeTable, modeHelp:
+		return k.ShortHelp()
+	case modeDetail:
+		return []key.Binding{k.Close, k.Quit, k.Scroll, k.Answer, k.Cancel, k.Copy}
+	}
+	return k.modeKeys()[m]
 }

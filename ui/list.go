@@ -2,6 +2,7 @@ package ui
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -30,7 +31,14 @@ func newRow(t *model.Task) *row {
 		msg:    termtext.Line(t.StatusMessage),
 	}
 	r.waits = t.Status == model.StatusInputRequired && len(t.PendingInputs()) > 0
-	if r.msg == "" && r.waits {
+	switch {
+	case t.Error != nil: // a failed task: its error says more than its last progress
+		r.msg = termtext.Line(fmt.Sprintf("error %d: %s", t.Error.Code, t.Error.Message))
+	case t.Status == model.StatusCompleted && t.IsError:
+		if res := termtext.Line(present.Result(t)); res != "" {
+			r.msg = res
+		}
+	case r.msg == "" && r.waits:
 		if inputs := present.Inputs(t); len(inputs) > 0 {
 			r.msg = "asks: " + inputs[0].Message
 		}

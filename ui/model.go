@@ -41,7 +41,20 @@ type Options struct {
 	// Recent bounds the finished tasks loaded (every open task is); 20,000
 	// when zero.
 	Recent int
+	// ListTimeout bounds listing a server's tools for a new call; 30 s
+	// (the command line's request timeout) when zero.
+	ListTimeout time.Duration
 }
+
+// listing is a tools/list in flight for a new call.
+type listing struct {
+	server string
+	gen    int
+	cancel context.CancelFunc
+}
+
+// flashFor is how long a status-line message stays.
+const flashFor = 5 * time.Second
 
 type mode int
 
@@ -55,10 +68,33 @@ const (
 	modePick
 )
 
-// confirmation is a question whose yes runs a command.
+// act is what a confirmed question does.
+type act int
+
+const (
+	actCancel      act = iota + 1 // tasks/cancel the ids
+	actForget                     // forget the ids
+	actPrune                      // prune finished tasks
+	actQuit                       // quit although stdio tasks die
+	actDecline                    // decline the open form's input request
+	actCancelInput                // cancel the open form's input request
+)
+
+// choice is one answer to a question besides No.
+type choice struct {
+	label string
+	act   act
+}
+
+// confirmation is a question over the table. Its first answer, No, is
+// the default; the others act.
 type confirmation struct {
 	question string
-	yes      func(m *Model) tea.Cmd
+	targets  []string // what it acts on, one line each
+	ids      []string
+	choices  []choice
+	cursor   int  // 0 is No, i is choices[i-1]
+	back     mode // where No returns to
 }
 
 // picker is a one-of-many choice (server, then tool, for a new call).
@@ -132,10 +168,13 @@ type Model struct {
 	pick         *picker
 	form         *form.Form
 	formFor      formTarget
+	listing      *listing
 
 	flash    string
 	flashErr bool
+	flashAt  time.Time
 	now      time.Time
+	listings int // numbers the tools listings, so an abandoned one is dropped
 }
 
 // New builds the dashboard. ctx bounds every command it starts.
@@ -151,7 +190,6 @@ func New(ctx context.Context, opts Options) *Model {
 	}
 	fi := textinput.New()
 	fi.Prompt = "/"
-	fi.Placeholder = "filter"
 	m := &Model{
 		ctx: ctx, tracker: opts.Tracker, opts: opts,
 		keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(),
@@ -159,8 +197,12 @@ func New(ctx context.Context, opts Options) *Model {
 		list: newTaskList(), marked: map[string]bool{},
 		sched: model.NewSchedule(opts.PerServer), polls: map[string]pollNote{},
 		startup: map[string]bool{}, load: startup(opts.Tracker),
-		filter: fi, detail: viewport.New(), flash: opts.Greeting, now: opts.Now(),
+		filter: fi, detail: viewport.New(), now: opts.Now(),
 	}
+	if opts.ListTimeout <= 0 {
+		m.opts.ListTimeout = 30 * time.Second
+	}
+	m.say(opts.Greeting)
 	return m
 }
 
@@ -193,7 +235,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 		m.help.SetWidth(msg.Width)
 		m.detail.SetWidth(msg.Width)
-		m.detail.SetHeight(max(m.height-4, 3))
+		m.detail.SetHeight(max(m.height-headerLines+1-footerLines, 3))
 		if m.form != nil {
 			m.form.SetSize(msg.Width-4, m.height-6)
 		}
@@ -210,12 +252,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onRecent(msg)
 	case tickMsg:
 		m.now = time.Time(msg)
+		if m.flash != "" && m.now.Sub(m.flashAt) >= flashFor {
+			m.flash, m.flashErr = "", false
+		}
 		return m, tea.Batch(append(m.startDuePolls(), tick())...)
 	case polledMsg:
 		return m, m.onPolled(msg)
 	case taskUpdatedMsg:
 		return m, m.onTaskUpdated(msg)
 	case forgottenMsg:
+		selected, cursor := m.selectedID(), m.cursor
 		for _, id := range msg.ids {
 			if m.recentPending() {
 				m.forgotten[id] = true
@@ -225,7 +271,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			delete(m.marked, id)
 			delete(m.polls, id)
 		}
-		m.clampCursor()
+		m.cursor = cursor
+		m.keepSelected(selected)
 		if msg.err != nil {
 			return m, m.fail(msg.err)
 		}
@@ -374,14 +421,23 @@ func (m *Model) onPolled(msg polledMsg) tea.Cmd {
 // task starts waiting for input.
 func (m *Model) alert(t *model.Task) tea.Cmd {
 	m.say(fmt.Sprintf("task %s (%s) waits for input: press i then a", t.ID, termtext.Line(t.Tool)))
-	cmds := []tea.Cmd{tea.Raw("\a")}
+	out := "\a"
 	if m.opts.Notify {
 		// Sanitized text has no ESC or BEL to end the sequence early; a
 		// ';' would start a new OSC 9 parameter in some terminals.
 		text := strings.ReplaceAll("taskdeck: "+termtext.Line(t.Tool)+" waits for input", ";", " ")
-		cmds = append(cmds, tea.Raw("\x1b]9;"+text+"\a"))
+		out += "\x1b]9;" + text + "\a"
 	}
-	return tea.Sequence(cmds...)
+	return tea.Raw(out) // one write: the bell, then the notification
+}
+
+// keepSelected puts the cursor back on the task selected before the list
+// changed, where it is still shown.
+func (m *Model) keepSelected(id string) {
+	if i := m.list.IndexOf(id); id != "" && i >= 0 {
+		m.cursor = i
+	}
+	m.clampCursor()
 }
 
 // replaceTask puts a new version of a task in the list, keeping the
@@ -389,12 +445,7 @@ func (m *Model) alert(t *model.Task) tea.Cmd {
 func (m *Model) replaceTask(t *model.Task) {
 	selected := m.selectedID()
 	m.list.Upsert(t)
-	if selected != "" {
-		if i := m.list.IndexOf(selected); i >= 0 {
-			m.cursor = i
-		}
-	}
-	m.clampCursor()
+	m.keepSelected(selected)
 	if m.mode == modeDetail && m.detailID == t.ID {
 		m.detail.SetContent(m.detailText(t))
 	}
@@ -430,9 +481,17 @@ func (m *Model) onTaskUpdated(msg taskUpdatedMsg) tea.Cmd {
 }
 
 func (m *Model) onTools(msg toolsMsg) tea.Cmd {
+	if m.listing == nil || msg.gen != m.listing.gen {
+		return nil // abandoned with esc
+	}
+	m.endListing()
+	m.say("")
 	if msg.err != nil {
 		m.mode = modeTable
-		return m.fail(msg.err)
+		if errors.Is(msg.err, context.DeadlineExceeded) {
+			return m.fail(fmt.Errorf("server %s did not list its tools within %v", msg.server, m.opts.ListTimeout))
+		}
+		return m.fail(fmt.Errorf("server %s did not list its tools: %w", msg.server, msg.err))
 	}
 	p := &picker{title: "New call on " + msg.server + ": choose a tool"}
 	schemas := map[string]any{}
@@ -488,7 +547,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	page := max(m.tableHeight()-1, 1)
 	switch {
 	case key.Matches(msg, k.Quit):
-		return tea.Quit
+		return m.quit()
 	case key.Matches(msg, k.Up):
 		m.moveCursor(-1)
 	case key.Matches(msg, k.Down):
@@ -505,7 +564,18 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 		return m.openDetail()
 	case key.Matches(msg, k.Back):
 		m.mode = modeTable
+		if m.listing != nil {
+			m.say("stopped listing the tools of " + m.listing.server)
+			m.endListing()
+			return nil
+		}
 		clear(m.marked)
+		if m.filter.Value() != "" || m.statusFilter != "" {
+			m.filter.SetValue("")
+			m.statusFilter = ""
+			m.applyFilter()
+			m.say("showing every task")
+		}
 	case key.Matches(msg, k.Filter):
 		m.mode = modeFilter
 		return m.filter.Focus()
@@ -539,10 +609,17 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Prune):
 		return m.askPrune()
 	case key.Matches(msg, k.PollNow):
+		n := 0
 		for _, t := range m.targets() {
 			if t.Status.Pollable() {
 				m.sched.Set(t.ID, t.Server, m.opts.Now())
+				n++
 			}
+		}
+		if n == 0 {
+			m.say("nothing to poll: only working or waiting tasks are polled")
+		} else {
+			m.say(fmt.Sprintf("polling %s now", plural(n, "task")))
 		}
 	case key.Matches(msg, k.NewCall):
 		return m.startNewCall()
@@ -556,7 +633,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 
 func (m *Model) keyDetail(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 	switch {
-	case key.Matches(msg, m.keys.Back, m.keys.Detail):
+	case key.Matches(msg, m.keys.Close):
 		m.mode = modeTable
 		return nil, true
 	case key.Matches(msg, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown):
@@ -568,12 +645,12 @@ func (m *Model) keyDetail(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 }
 
 func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
-	switch msg.String() {
-	case "enter":
+	switch {
+	case key.Matches(msg, m.keys.Keep):
 		m.mode = modeTable
 		m.filter.Blur()
 		return nil
-	case "esc":
+	case key.Matches(msg, m.keys.Clear):
 		m.mode = modeTable
 		m.filter.Blur()
 		m.filter.SetValue("")
@@ -586,15 +663,52 @@ func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
 	return cmd
 }
 
+// keyConfirm answers a question: No unless another answer is chosen.
 func (m *Model) keyConfirm(msg tea.KeyPressMsg) tea.Cmd {
+	c := m.confirm
 	switch {
-	case key.Matches(msg, m.keys.Confirm):
-		c := m.confirm
-		m.confirm, m.mode = nil, modeTable
-		return c.yes(m)
+	case key.Matches(msg, m.keys.Choose):
+		d := 1
+		if s := msg.String(); s == "left" || s == "h" || s == "shift+tab" {
+			d = -1
+		}
+		c.cursor = (c.cursor + d + len(c.choices) + 1) % (len(c.choices) + 1)
+	case key.Matches(msg, m.keys.Pick):
+		return m.answerQuestion(c.cursor)
+	case key.Matches(msg, m.keys.Confirm) && len(c.choices) == 1:
+		return m.answerQuestion(1)
 	case key.Matches(msg, m.keys.Deny):
-		m.confirm, m.mode = nil, modeTable
-		m.say("nothing done")
+		return m.answerQuestion(0)
+	}
+	return nil
+}
+
+// answerQuestion closes the question with its i-th answer (0 is No).
+func (m *Model) answerQuestion(i int) tea.Cmd {
+	c := m.confirm
+	m.confirm, m.mode = nil, c.back
+	if i == 0 {
+		if c.back == modeTable {
+			m.say("nothing done")
+		}
+		return nil
+	}
+	m.mode = modeTable
+	switch c.choices[i-1].act {
+	case actCancel:
+		clear(m.marked)
+		return cancelTasks(m.ctx, m.tracker, c.ids)
+	case actForget:
+		clear(m.marked)
+		return forget(m.tracker, c.ids)
+	case actPrune:
+		return prune(m.tracker)
+	case actQuit:
+		return tea.Quit
+	case actDecline:
+		return m.finishForm(form.Result{Action: form.Decline})
+	case actCancelInput:
+		return m.finishForm(form.Result{Action: form.Cancel})
 	}
 	return nil
 }
@@ -606,9 +720,9 @@ func (m *Model) keyPick(msg tea.KeyPressMsg) tea.Cmd {
 		p.cursor = max(p.cursor-1, 0)
 	case key.Matches(msg, m.keys.Down):
 		p.cursor = min(p.cursor+1, len(p.items)-1)
-	case key.Matches(msg, m.keys.Back):
+	case key.Matches(msg, m.keys.PickBack):
 		m.pick, m.mode = nil, modeTable
-	case msg.String() == "enter":
+	case key.Matches(msg, m.keys.Pick):
 		m.pick, m.mode = nil, modeTable
 		return p.pick(m, p.items[p.cursor])
 	}
@@ -668,14 +782,14 @@ func (m *Model) openAnswer(t *model.Task) tea.Cmd {
 	}
 	key := keys[0]
 	e, err := t.InputRequests[key].Elicitation()
-	if err != nil {
-		return m.fail(fmt.Errorf("input %s of task %s cannot be answered here: %v; use `taskdeck answer`", termtext.Line(key), t.ID, err))
+	if err == nil {
+		var f *form.Form
+		if f, err = form.ForInput(termtext.Line(t.Tool)+" · input "+termtext.Line(key), e); err == nil {
+			return m.openForm(f, formTarget{taskID: t.ID, key: key})
+		}
 	}
-	f, err := form.ForInput(termtext.Line(t.Tool)+" · input "+termtext.Line(key), e)
-	if err != nil {
-		return m.fail(err)
-	}
-	return m.openForm(f, formTarget{taskID: t.ID, key: key})
+	return m.fail(fmt.Errorf("input %s of task %s cannot be answered here: %v; answer it with: taskdeck answer %s %s RESPONSE_JSON (taskdeck get %s shows an example)",
+		termtext.Line(key), t.ID, err, t.ID, termtext.Line(key), t.ID))
 }
 
 func (m *Model) openForm(f *form.Form, target formTarget) tea.Cmd {
@@ -685,18 +799,31 @@ func (m *Model) openForm(f *form.Form, target formTarget) tea.Cmd {
 }
 
 func (m *Model) updateForm(msg tea.Msg) tea.Cmd {
+	if k, ok := msg.(tea.KeyPressMsg); ok && m.form.Answers() && key.Matches(k, m.keys.Refuse) {
+		m.askRefuse()
+		return nil
+	}
 	var cmd tea.Cmd
 	m.form, cmd = m.form.Update(msg)
 	res, done := m.form.Done()
 	if !done {
 		return cmd
 	}
+	return m.finishForm(res)
+}
+
+// finishForm closes the form and does what its outcome says: nothing for
+// Back, else the call or the answer.
+func (m *Model) finishForm(res form.Result) tea.Cmd {
 	target := m.formFor
 	m.form, m.mode = nil, modeTable
 	c := target.call
 	switch {
-	case c != nil && target.callKey == "" && res.Action != form.Accept:
-		m.say("new call abandoned")
+	case res.Action == form.Back && c != nil:
+		m.say("new call abandoned: nothing sent")
+		return nil
+	case res.Action == form.Back:
+		m.say("input left unanswered: nothing sent (a answers it)")
 		return nil
 	case c != nil && target.callKey == "":
 		c.args = res.JSON()
@@ -708,7 +835,8 @@ func (m *Model) updateForm(msg tea.Msg) tea.Cmd {
 		return m.fail(err)
 	}
 	if c == nil {
-		return answer(m.ctx, m.tracker, target.taskID, target.key, raw)
+		verb := map[form.Action]string{form.Accept: "answered", form.Decline: "declined input " + target.key + " of", form.Cancel: "cancelled input " + target.key + " of"}[res.Action]
+		return answer(m.ctx, m.tracker, target.taskID, target.key, raw, termtext.Line(verb))
 	}
 	c.answers[target.callKey] = raw
 	delete(c.asks, target.callKey)
@@ -717,6 +845,21 @@ func (m *Model) updateForm(msg tea.Msg) tea.Cmd {
 	}
 	m.say("launching " + c.tool + " on " + c.server + " with the answers…")
 	return call(m.ctx, m.tracker, c)
+}
+
+// askRefuse asks whether to decline or cancel the open form's input
+// request; No returns to the form.
+func (m *Model) askRefuse() {
+	what := "input " + termtext.Line(m.formFor.key) + " of task " + m.formFor.taskID
+	if c := m.formFor.call; c != nil {
+		what = "the question " + termtext.Line(c.tool) + " asks before it starts"
+	}
+	m.confirm = &confirmation{
+		question: "Decline or cancel " + what + "? The server is told, and will not ask again.",
+		choices:  []choice{{"Decline", actDecline}, {"Cancel the request", actCancelInput}},
+		back:     modeForm,
+	}
+	m.mode = modeConfirm
 }
 
 // answerJSON is the input response a form's outcome stands for.
@@ -738,26 +881,23 @@ func (m *Model) askBeforeCall(c *newCall) tea.Cmd {
 	}
 	f, err := form.ForInput(termtext.Line(c.tool)+" · before it starts · "+termtext.Line(key), e)
 	if err != nil {
-		return m.fail(err)
+		return m.fail(fmt.Errorf("%s on %s asks for input %s, which the dashboard cannot show: %v; use taskdeck call --input", c.tool, c.server, termtext.Line(key), err))
 	}
 	return m.openForm(f, formTarget{call: c, callKey: key})
 }
 
 func (m *Model) askCancel() tea.Cmd {
-	var ids []string
+	var open []*model.Task
 	for _, t := range m.targets() {
 		if t.Status.Pollable() {
-			ids = append(ids, t.ID)
+			open = append(open, t)
 		}
 	}
-	if len(ids) == 0 {
+	if len(open) == 0 {
 		m.say("nothing to cancel: only working or waiting tasks can be cancelled")
 		return nil
 	}
-	m.ask(fmt.Sprintf("Cancel %s on the server?", plural(len(ids), "task")), func(m *Model) tea.Cmd {
-		clear(m.marked)
-		return cancelTasks(m.ctx, m.tracker, ids)
-	})
+	m.ask(fmt.Sprintf("Cancel %s on the server?", plural(len(open), "task")), open, choice{"Yes, cancel", actCancel})
 	return nil
 }
 
@@ -766,22 +906,17 @@ func (m *Model) askForget() tea.Cmd {
 	if len(targets) == 0 {
 		return nil
 	}
-	ids := make([]string, len(targets))
 	open := 0
-	for i, t := range targets {
-		ids[i] = t.ID
+	for _, t := range targets {
 		if !t.Status.Terminal() {
 			open++
 		}
 	}
-	q := fmt.Sprintf("Forget %s? The local record is deleted; the server is not told.", plural(len(ids), "task"))
+	q := fmt.Sprintf("Forget %s? The local record is deleted; the server is not told.", plural(len(targets), "task"))
 	if open > 0 {
 		q += fmt.Sprintf(" %d of them may still run, and their handles will be lost.", open)
 	}
-	m.ask(q, func(m *Model) tea.Cmd {
-		clear(m.marked)
-		return forget(m.tracker, ids)
-	})
+	m.ask(q, targets, choice{"Yes, forget", actForget})
 	return nil
 }
 
@@ -796,15 +931,56 @@ func (m *Model) askPrune() tea.Cmd {
 		m.say("nothing to prune: no finished tasks")
 		return nil
 	}
-	m.ask(fmt.Sprintf("Prune %s (completed, failed, cancelled, unknown)?", plural(n, "finished task")), func(m *Model) tea.Cmd {
-		return prune(m.tracker)
-	})
+	m.ask(fmt.Sprintf("Prune %s (completed, failed, cancelled, unknown)?", plural(n, "finished task")), nil, choice{"Yes, prune", actPrune})
 	return nil
 }
 
-func (m *Model) ask(q string, yes func(m *Model) tea.Cmd) {
-	m.confirm = &confirmation{question: q, yes: yes}
+// ask puts a question over the table, listing the tasks it acts on.
+func (m *Model) ask(q string, tasks []*model.Task, yes choice) {
+	c := &confirmation{question: q, choices: []choice{yes}, back: modeTable}
+	for _, t := range tasks {
+		c.ids = append(c.ids, t.ID)
+		c.targets = append(c.targets, strings.Join([]string{t.ID, fit(lookOf(t).Symbol+" "+string(t.Status), 16),
+			fit(termtext.Line(t.Tool), 14), termtext.Line(t.Server.String())}, "  "))
+	}
+	m.confirm, m.mode = c, modeConfirm
+}
+
+// quit quits, after asking when open tasks of stdio servers would die
+// with the process (their servers are its children).
+func (m *Model) quit() tea.Cmd {
+	stdio := map[model.ServerRef]bool{}
+	var names []string
+	n := 0
+	for _, r := range m.list.all {
+		t := r.task
+		if !t.Status.Pollable() {
+			continue // only working and waiting tasks still live on their server
+		}
+		is, seen := stdio[t.Server]
+		if !seen {
+			cfg, err := m.tracker.Pool().Resolve(t.Server)
+			is = err == nil && cfg.Command != ""
+			stdio[t.Server] = is
+			if is {
+				names = append(names, termtext.Line(t.Server.String()))
+			}
+		}
+		if is {
+			n++
+		}
+	}
+	if n == 0 {
+		return tea.Quit
+	}
+	m.confirm = &confirmation{
+		question: fmt.Sprintf("Quit? %s on stdio servers (%s) will die: those servers stop with taskdeck, and the tasks become unknown.",
+			plural(n, "open task"), strings.Join(names, ", ")),
+		choices: []choice{{"Yes, quit", actQuit}},
+		back:    modeTable,
+	}
 	m.mode = modeConfirm
+	return nil
 }
 
 func (m *Model) startNewCall() tea.Cmd {
@@ -813,11 +989,23 @@ func (m *Model) startNewCall() tea.Cmd {
 		return nil
 	}
 	m.pick = &picker{title: "New call: choose a server", items: m.opts.Servers, pick: func(m *Model, server string) tea.Cmd {
-		m.say("listing tools of " + server + "…")
-		return listTools(m.ctx, m.tracker, server)
+		m.endListing()
+		m.listings++
+		ctx, cancel := context.WithTimeout(m.ctx, m.opts.ListTimeout)
+		m.listing = &listing{server: server, gen: m.listings, cancel: cancel}
+		m.say("listing tools of " + server + "… (esc stops)")
+		return listTools(ctx, m.tracker, server, m.listings)
 	}}
 	m.mode = modePick
 	return nil
+}
+
+// endListing stops the tools listing in flight, if any.
+func (m *Model) endListing() {
+	if m.listing != nil {
+		m.listing.cancel()
+		m.listing = nil
+	}
 }
 
 func (m *Model) copyResult() tea.Cmd {
@@ -830,11 +1018,12 @@ func (m *Model) copyResult() tea.Cmd {
 	return tea.SetClipboard(string(t.Result))
 }
 
-// targets are the marked tasks, or else the selected one.
+// targets are the marked tasks on screen, or else the selected one:
+// a mark the filter hides is never acted on.
 func (m *Model) targets() []*model.Task {
 	var out []*model.Task
 	for _, id := range slices.Sorted(maps.Keys(m.marked)) {
-		if t, ok := m.list.Get(id); ok {
+		if t, ok := m.list.Get(id); ok && m.list.IndexOf(id) >= 0 {
 			out = append(out, t)
 		}
 	}
@@ -884,10 +1073,10 @@ func (m *Model) clampCursor() {
 	m.top = max(min(m.top, n-h), 0)
 }
 
-func (m *Model) say(s string) { m.flash, m.flashErr = s, false }
+func (m *Model) say(s string) { m.flash, m.flashErr, m.flashAt = s, false, m.now }
 
 func (m *Model) fail(err error) tea.Cmd {
-	m.flash, m.flashErr = termtext.Line(err.Error()), true
+	m.flash, m.flashErr, m.flashAt = termtext.Line(err.Error()), true, m.now
 	return nil
 }
 

@@ -8,9 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +30,6 @@ type harness struct {
 	m     *Model
 	msgs  chan tea.Msg
 	raw   []string // what tea.Raw would have printed (bell, notifications)
-	clip  []string // what was put on the clipboard
 	demo  *demo.Server
 	store *store.Store
 	tr    *mcpclient.Tracker
@@ -108,17 +105,10 @@ func (h *harness) send(msg tea.Msg) {
 	case tea.RawMsg:
 		h.raw = append(h.raw, fmt.Sprint(msg.Msg))
 		return
-	}
-	// Batches and sequences are lists of commands (sequence's type is
-	// unexported); order does not matter to the dashboard.
-	if v := reflect.ValueOf(msg); v.Kind() == reflect.Slice && v.Type().Elem() == reflect.TypeFor[tea.Cmd]() {
-		for i := range v.Len() {
-			h.run(v.Index(i).Interface().(tea.Cmd))
+	case tea.BatchMsg: // the dashboard returns no sequences
+		for _, cmd := range msg {
+			h.run(cmd)
 		}
-		return
-	}
-	if s := fmt.Sprintf("%T", msg); s == "tea.setClipboardMsg" {
-		h.clip = append(h.clip, fmt.Sprint(msg))
 		return
 	}
 	_, cmd := h.m.Update(msg)
@@ -170,15 +160,30 @@ func (h *harness) until(what string, cond func(m *Model) bool) {
 	}
 }
 
-// settle processes the messages that arrive within d.
-func (h *harness) settle(d time.Duration) {
-	end := time.After(d)
+// untilServerSays polls the task on its server, without the dashboard
+// or the store hearing of it, until the server reports the status.
+func (h *harness) untilServerSays(t *model.Task, want model.Status) {
+	h.t.Helper()
+	ctx := context.Background()
+	sess, err := h.tr.Pool().Session(ctx, h.ref)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
 	for {
-		select {
-		case msg := <-h.msgs:
-			h.send(msg)
-		case <-end:
+		snap, err := sess.GetTask(ctx, t.TaskID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if snap.Status == want {
 			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			h.t.Fatalf("the server still says %s, want %s", snap.Status, want)
 		}
 	}
 }
@@ -220,18 +225,16 @@ func TestRowsChangeStatusLive(t *testing.T) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}
 	}
-	// The bell rang when the task started waiting.
-	h.settle(100 * time.Millisecond)
-	if !strings.Contains(strings.Join(h.raw, ""), "\a") {
-		t.Errorf("no bell for a task waiting for input (raw output %q)", h.raw)
-	}
+	// The bell rang when the task started waiting (its command may still
+	// be on its way).
+	h.until("the bell rang", func(m *Model) bool { return strings.Contains(strings.Join(h.raw, ""), "\a") })
 }
 
 func TestStartupReconciles(t *testing.T) {
 	var done, gone, stale *model.Task
 	h := newHarness(t, func(h *harness) {
 		done = h.call("sleep", `{"seconds":1}`)
-		time.Sleep(200 * time.Millisecond) // it ends while "taskdeck is away"
+		h.untilServerSays(done, model.StatusCompleted) // it ends while "taskdeck is away"
 		// A task its server never heard of, and a crash's leftover intent.
 		gone = model.NewIntent(h.ref, "sleep", nil, "", time.Now())
 		gone.TaskID, gone.Status = "no-such-task", model.StatusWorking
@@ -272,9 +275,9 @@ func TestAnswerInputThroughTheForm(t *testing.T) {
 	}
 	updates := h.demo.Stats().Updates
 	h.key("left", "enter") // Confirm: move to "Yes", accept it
-	h.settle(100 * time.Millisecond)
+	h.until("the reason field is focused", func(m *Model) bool { return strings.Contains(h.screen(), "┃ Reason *") })
 	h.key("enter") // an empty required reason is refused
-	h.settle(100 * time.Millisecond)
+	h.until("the reason is refused", func(m *Model) bool { return strings.Contains(h.screen(), "required") })
 	if h.m.mode != modeForm || h.demo.Stats().Updates != updates {
 		t.Fatalf("an empty reason was submitted:\n%s", h.screen())
 	}
@@ -298,8 +301,9 @@ func TestCancelAsksFirst(t *testing.T) {
 	if h.m.mode != modeConfirm || !strings.Contains(h.screen(), "Cancel 1 task on the server?") {
 		t.Fatalf("c did not ask:\n%s", h.screen())
 	}
-	h.key("n")
-	h.settle(200 * time.Millisecond)
+	if cmd := press(h.m, "n"); cmd != nil || h.m.mode != modeTable {
+		t.Fatal("saying no returned a command: the cancel may be sent")
+	}
 	if h.demo.Stats().Cancels != 0 || h.status(sleep.ID) != model.StatusWorking {
 		t.Fatal("saying no cancelled the task")
 	}
@@ -512,17 +516,23 @@ func TestFilterSortMarkAndCopy(t *testing.T) {
 	}
 }
 
+// Within each mode, no key means two things, and every key says what it does.
 func TestKeyMapHasNoClashes(t *testing.T) {
-	k := DefaultKeyMap()
-	seen := map[string]string{}
-	for _, group := range k.FullHelp() {
-		for _, b := range group {
+	modes := DefaultKeyMap().modeKeys()
+	for mode := modeTable; mode <= modePick; mode++ {
+		if _, ok := modes[mode]; !ok && mode != modeHelp { // in help any key closes it
+			t.Errorf("mode %d has no key list", mode)
+		}
+	}
+	for mode, bindings := range modes {
+		seen := map[string]string{}
+		for _, b := range bindings {
 			if b.Help().Desc == "" {
-				t.Errorf("binding %v has no help text", b.Keys())
+				t.Errorf("mode %d: binding %v has no help text", mode, b.Keys())
 			}
 			for _, key := range b.Keys() {
 				if other, ok := seen[key]; ok {
-					t.Errorf("key %q bound to both %q and %q", key, other, b.Help().Desc)
+					t.Errorf("mode %d: key %q bound to both %q and %q", mode, key, other, b.Help().Desc)
 				}
 				seen[key] = b.Help().Desc
 			}
@@ -562,7 +572,7 @@ func TestNewCallThatAsksBeforeItStarts(t *testing.T) {
 		h.key("down")
 	}
 	h.key("enter") // confirm_first takes no arguments: the form only submits
-	h.settle(100 * time.Millisecond)
+	h.until("the argument form", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "takes no arguments") })
 	h.key("enter")
 	h.until("the server's question", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
 	h.key("left", "enter") // yes
@@ -648,8 +658,6 @@ func TestWaitingForInputRingsAndNotifies(t *testing.T) {
 		asks := tasks[1].Clone() // deploy, waiting for input
 		asks.Tool = "deploy;\x1b]0;evil\x07"
 		h.send(m.alert(asks)())
-		h.settle(100 * time.Millisecond)
-		slices.Sort(h.raw) // the harness runs a sequence's commands concurrently
 		raw := strings.Join(h.raw, "|")
 		if !strings.Contains(raw, "\a") {
 			t.Fatalf("notify=%v: no bell in %q", notify, raw)
@@ -658,7 +666,7 @@ func TestWaitingForInputRingsAndNotifies(t *testing.T) {
 		if osc != notify {
 			t.Fatalf("notify=%v: OSC 9 sent = %v (%q)", notify, osc, raw)
 		}
-		if notify && raw != "\a|\x1b]9;taskdeck: deploy  waits for input\a" { // sorted: BEL < ESC
+		if notify && raw != "\a\x1b]9;taskdeck: deploy  waits for input\a" {
 			t.Fatalf("notification carries server control text: %q", raw)
 		}
 	}

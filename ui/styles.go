@@ -26,6 +26,10 @@ var statusLooks = map[model.Status]statusLook{
 	model.StatusUnknown:       {"∅", lipgloss.Color("241")},
 }
 
+// pollFailedSymbol replaces the status symbol of a task whose last poll
+// failed: its status is the last one heard.
+const pollFailedSymbol = "⚠"
+
 // toolErrorLook marks a completed task whose tool reported an error.
 var toolErrorLook = statusLook{"✗", lipgloss.Color("203")}
 

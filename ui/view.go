@@ -2,9 +2,11 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -28,7 +30,7 @@ func (m *Model) View() tea.View {
 	case modeDetail:
 		body = m.detail.View()
 	case modeConfirm:
-		body = m.box(m.confirm.question + "\n\n" + m.styles.Key.Render("y") + " yes   " + m.styles.Key.Render("n") + " no")
+		body = m.viewConfirm()
 	case modePick:
 		body = m.viewPick()
 	case modeForm:
@@ -122,6 +124,8 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	msg := fit(r.msg, c.msg)
 	pollErr := m.polls[t.ID].err
 	if pollErr != nil {
+		// Its state is the last one heard, which may no longer be true.
+		status = fit(pollFailedSymbol+" "+string(t.Status), c.status)
 		msg = fit("poll failed: "+termtext.Line(pollErr.Error()), c.msg)
 	}
 	// The selected row is drawn in reverse as a whole, so its cells stay
@@ -129,7 +133,7 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	if !selected {
 		status = m.styles.statusStyle(t).Render(status)
 		if pollErr != nil {
-			msg = m.styles.Error.Render(msg)
+			status, msg = m.styles.Error.Render(status), m.styles.Error.Render(msg)
 		}
 	}
 	line := strings.Join([]string{mark, status, fit(r.server, c.server), fit(r.tool, c.tool), msg,
@@ -180,20 +184,80 @@ func (m *Model) viewFooter() string {
 	}
 	if len(m.marked) > 0 {
 		info += fmt.Sprintf(" · %d marked", len(m.marked))
+		if hidden := m.hiddenMarks(); hidden > 0 {
+			info += fmt.Sprintf(" (%d hidden, not acted on)", hidden)
+		}
 	}
 	status := ansi.Truncate(m.styles.Dim.Render(info)+"  "+style.Render(flash), m.width, "…")
-	return status + "\n" + ansi.Truncate(m.help.ShortHelpView(m.keys.ShortHelp()), m.width, "…")
+	keys := m.keys.shortHelp(m.mode)
+	if m.mode == modeConfirm && len(m.confirm.choices) > 1 {
+		keys = slices.DeleteFunc(slices.Clone(keys), func(b key.Binding) bool { return b.Help() == m.keys.Confirm.Help() }) // y picks only a lone yes
+	}
+	return status + "\n" + ansi.Truncate(m.help.ShortHelpView(keys), m.width, "…")
+}
+
+// hiddenMarks counts the marked tasks the filter hides.
+func (m *Model) hiddenMarks() int {
+	n := 0
+	for id := range m.marked {
+		if m.list.IndexOf(id) < 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// maxTargets bounds the tasks a question lists by name.
+const maxTargets = 8
+
+// viewConfirm is the question above the table: what it acts on, and its
+// answers, the chosen one in reverse and in brackets (which read without
+// colour too). No is first, and chosen until another is.
+func (m *Model) viewConfirm() string {
+	c := m.confirm
+	var b strings.Builder
+	b.WriteString(m.styles.Title.Render(c.question) + "\n")
+	for i, t := range c.targets {
+		if i == maxTargets {
+			b.WriteString(fmt.Sprintf("  … and %d more\n", len(c.targets)-maxTargets))
+			break
+		}
+		b.WriteString("  " + t + "\n")
+	}
+	b.WriteString("\n")
+	for i, label := range append([]string{"No"}, choiceLabels(c.choices)...) {
+		if i == c.cursor {
+			b.WriteString(m.styles.Selected.Render("[ "+label+" ]") + "  ")
+		} else {
+			b.WriteString("  " + label + "    ")
+		}
+	}
+	box := m.box(strings.TrimRight(b.String(), " "))
+	if c.back == modeForm {
+		return box
+	}
+	return box + "\n" + m.viewTable()
+}
+
+func choiceLabels(cs []choice) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.label
+	}
+	return out
 }
 
 func (m *Model) viewHelp() string {
 	var b strings.Builder
 	b.WriteString(m.help.FullHelpView(m.keys.FullHelp()))
-	b.WriteString("\n\nStatuses:\n")
+	b.WriteString("\n\nIn a form: esc back (nothing sent) · ctrl+x decline or cancel the request\n")
+	b.WriteString("Statuses:\n")
 	for _, st := range model.AllStatuses {
 		look := statusLooks[st]
 		b.WriteString("  " + m.styles.Status[st].Render(look.Symbol+" "+string(st)) + "\n")
 	}
 	b.WriteString("  " + m.styles.ToolError.Render(toolErrorLook.Symbol+" completed") + " with a tool error\n")
+	b.WriteString("  " + m.styles.Error.Render(pollFailedSymbol) + " its last polls failed\n")
 	b.WriteString("\nany key closes this help")
 	return b.String()
 }
@@ -204,25 +268,31 @@ func (m *Model) viewPick() string {
 	b.WriteString(m.styles.Title.Render(p.title) + "\n\n")
 	h := max(m.height-headerLines-footerLines-6, 3)
 	start := max(0, min(p.cursor-h/2, len(p.items)-h))
+	inner := m.boxWidth() - 4 // the border and padding
+	width := 0                // of the widest item, so that the notes stand in a column
+	for _, item := range p.items {
+		width = max(width, ansi.StringWidth(item))
+	}
 	for i := start; i < min(start+h, len(p.items)); i++ {
-		line, note := "  "+p.items[i], ""
+		name, note := fit(p.items[i], width), ""
 		if i < len(p.notes) && p.notes[i] != "" {
 			note = "  " + p.notes[i]
 		}
+		line := "  " + name + m.styles.Dim.Render(note)
 		if i == p.cursor {
-			line = m.styles.Selected.Render("> "+p.items[i]) + note
-		} else {
-			line += m.styles.Dim.Render(note)
+			line = m.styles.Selected.Render("> "+name) + note
 		}
-		b.WriteString(ansi.Truncate(line, m.width-6, "…") + "\n")
+		b.WriteString(ansi.Truncate(line, inner, "…") + "\n")
 	}
 	b.WriteString("\nenter choose · esc back")
 	return m.box(b.String())
 }
 
 func (m *Model) box(s string) string {
-	return m.styles.Box.Width(min(m.width, 100)).Render(s)
+	return m.styles.Box.Width(m.boxWidth()).Render(s)
 }
+
+func (m *Model) boxWidth() int { return min(m.width, 100) }
 
 // detailText is everything about one task, for the detail pane.
 func (m *Model) detailText(t *model.Task) string {
@@ -287,8 +357,7 @@ func (m *Model) detailText(t *model.Task) string {
 	for _, h := range present.History(t, time.TimeOnly) {
 		b.WriteString("  " + h + "\n")
 	}
-	b.WriteString("\n" + m.styles.Dim.Render("esc back · ↑/↓ scroll · a answer · c cancel · d forget · y copy"))
-	return b.String()
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func ifWide(w int, wide, narrow string) string {

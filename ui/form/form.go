@@ -27,6 +27,8 @@ const (
 	Accept  Action = "accept"
 	Decline Action = "decline"
 	Cancel  Action = "cancel"
+	// Back is no answer: the operator left the form; nothing is sent.
+	Back Action = "back"
 )
 
 // Result is the outcome of a form.
@@ -57,7 +59,7 @@ type Form struct {
 	title, desc string
 	fields      func() []huh.Field // built anew over the same values when the form is rebuilt
 	submit      func() (Result, error)
-	esc         Action
+	answers     bool // an input request's answer, which may be declined or cancelled
 
 	form          *huh.Form
 	width, height int
@@ -89,13 +91,16 @@ func ForInput(title string, e *model.Elicitation) (*Form, error) {
 			}
 			return Result{Action: Decline}, nil
 		}
-		return newForm(title, msg, Decline, fields, submit), nil
+		return newForm(title, msg, true, fields, submit), nil
 	case "form", "":
 		s := e.Schema
 		if s == nil {
 			s = &model.FormSchema{}
 		}
-		return schemaForm(title, msg, Decline, s, "nothing to fill in"), nil
+		if n := len(s.Properties); n > MaxFields {
+			return nil, fmt.Errorf("it has %d fields, more than the %d a form shows", n, MaxFields)
+		}
+		return schemaForm(title, msg, true, s, "nothing to fill in"), nil
 	}
 	return nil, fmt.Errorf("unknown elicitation mode %q", e.Mode)
 }
@@ -113,9 +118,12 @@ func ForArguments(title string, inputSchema json.RawMessage) (*Form, error) {
 	}
 	s, err := model.ParseFormSchema(inputSchema)
 	if err != nil || !flat(top, s) {
-		return jsonForm(title), nil
+		return jsonForm(title, ""), nil
 	}
-	return schemaForm(title, "", Cancel, s, "this tool takes no arguments"), nil
+	if n := len(s.Properties); n > MaxFields {
+		return jsonForm(title, fmt.Sprintf("this tool takes %d arguments, more than the %d a form shows", n, MaxFields)), nil
+	}
+	return schemaForm(title, "", false, s, "this tool takes no arguments"), nil
 }
 
 // flat reports whether a parsed schema says all the raw schema says.
@@ -132,15 +140,19 @@ func flat(top map[string]json.RawMessage, s *model.FormSchema) bool {
 	return true
 }
 
-func newForm(title, desc string, esc Action, fields func() []huh.Field, submit func() (Result, error)) *Form {
-	f := &Form{title: termtext.Line(title), desc: desc, fields: fields, submit: submit, esc: esc, width: 80}
+// MaxFields bounds the fields a form builds: huh's cost grows with every
+// field on every keypress (10,000 took 290 MB and 1.3 s per Tab).
+const MaxFields = 200
+
+func newForm(title, desc string, answers bool, fields func() []huh.Field, submit func() (Result, error)) *Form {
+	f := &Form{title: termtext.Line(title), desc: desc, fields: fields, submit: submit, answers: answers, width: 80}
 	f.build()
 	return f
 }
 
 func (f *Form) build() {
 	km := huh.NewDefaultKeyMap()
-	km.Quit.SetEnabled(false)               // ctrl+c is ours: it cancels
+	km.Quit.SetEnabled(false)               // ctrl+c is ours: it goes back
 	km.Select.Filter.SetEnabled(false)      // filtering would claim esc
 	km.MultiSelect.Filter.SetEnabled(false) // likewise
 	km.Text.Editor.SetEnabled(false)        // no $EDITOR from inside the dashboard
@@ -157,18 +169,21 @@ func theme(isDark bool) *huh.Styles {
 		st.ErrorIndicator = st.ErrorIndicator.SetString(" ✗")
 		st.ErrorMessage = st.ErrorMessage.SetString("✗")
 	}
+	// Without colour (NO_COLOR) only text attributes tell the focused
+	// button from the other.
+	s.Focused.FocusedButton = s.Focused.FocusedButton.Bold(true).Underline(true)
 	return s
 }
 
 // schemaForm has one field per property, or a single "submit" note when
 // there are none.
-func schemaForm(title, desc string, esc Action, s *model.FormSchema, empty string) *Form {
+func schemaForm(title, desc string, answers bool, s *model.FormSchema, empty string) *Form {
 	if len(s.Properties) == 0 {
 		fields := func() []huh.Field {
 			return []huh.Field{huh.NewNote().Title(empty).Next(true).NextLabel("Submit")}
 		}
 		submit := func() (Result, error) { return Result{Action: Accept, Content: map[string]any{}}, nil }
-		return newForm(title, desc, esc, fields, submit)
+		return newForm(title, desc, answers, fields, submit)
 	}
 	values := make([]*value, len(s.Properties))
 	for i, p := range s.Properties {
@@ -185,7 +200,7 @@ func schemaForm(title, desc string, esc Action, s *model.FormSchema, empty strin
 		content, err := collect(s, values)
 		return Result{Action: Accept, Content: content}, err
 	}
-	return newForm(title, desc, esc, fields, submit)
+	return newForm(title, desc, answers, fields, submit)
 }
 
 // collect gathers the typed values and checks them against the whole
@@ -207,8 +222,9 @@ func collect(s *model.FormSchema, values []*value) (map[string]any, error) {
 	return content, nil
 }
 
-// jsonForm is the fallback: one text field holding a JSON object.
-func jsonForm(title string) *Form {
+// jsonForm is the fallback: one text field holding a JSON object; desc
+// says why, when there is more to say.
+func jsonForm(title, desc string) *Form {
 	var text string
 	fields := func() []huh.Field {
 		return []huh.Field{huh.NewText().
@@ -225,7 +241,7 @@ func jsonForm(title string) *Form {
 		}
 		return Result{Action: Accept, Content: obj, raw: json.RawMessage(strings.TrimSpace(text))}, nil
 	}
-	return newForm(title, "", Cancel, fields, submit)
+	return newForm(title, desc, false, fields, submit)
 }
 
 func jsonObject(s string) (map[string]any, error) {
@@ -246,11 +262,8 @@ func (f *Form) Update(msg tea.Msg) (*Form, tea.Cmd) {
 	}
 	if k, ok := msg.(tea.KeyPressMsg); ok {
 		switch k.String() {
-		case "ctrl+c":
-			f.result = &Result{Action: Cancel}
-			return f, nil
-		case "esc":
-			f.result = &Result{Action: f.esc}
+		case "ctrl+c", "esc":
+			f.result = &Result{Action: Back}
 			return f, nil
 		}
 	}
@@ -277,10 +290,10 @@ func (f *Form) View() string {
 	if f.err != nil {
 		b.WriteString("\n\n✗ " + termtext.Line(f.err.Error()))
 	}
-	if f.esc == Decline {
-		b.WriteString("\n\nesc decline · ctrl+c cancel")
+	if f.answers {
+		b.WriteString("\n\nesc back, nothing sent · ctrl+x decline or cancel…")
 	} else {
-		b.WriteString("\n\nesc/ctrl+c cancel")
+		b.WriteString("\n\nesc back, nothing sent")
 	}
 	return b.String()
 }
@@ -294,7 +307,11 @@ func (f *Form) SetSize(width, height int) {
 	f.form.WithWidth(width).WithHeight(height - footerLines) // huh ignores sizes ≤ 0
 }
 
-// Done reports the outcome once the operator submitted, declined or cancelled.
+// Answers tells whether the form answers an input request, which the
+// operator may also decline or cancel.
+func (f *Form) Answers() bool { return f.answers }
+
+// Done reports the outcome once the operator submitted or went back.
 func (f *Form) Done() (Result, bool) {
 	if f.result == nil {
 		return Result{}, false

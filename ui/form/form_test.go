@@ -3,12 +3,14 @@ package form
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/taskdeck/taskdeck/model"
@@ -151,7 +153,7 @@ const approveSchema = `{"type":"object","properties":{"approve":{"type":"boolean
 func TestApprove(t *testing.T) {
 	f := input(t, approveSchema)
 	v := view(f)
-	for _, want := range []string{"approve · input approve-1", "Please answer", "Approve *", "Reason *", "esc decline"} {
+	for _, want := range []string{"approve · input approve-1", "Please answer", "Approve *", "Reason *", "esc back, nothing sent", "ctrl+x decline or cancel"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}
@@ -248,22 +250,73 @@ func TestOptionalFieldsOmitted(t *testing.T) {
 	sameJSON(t, r.JSON(), `{}`)
 }
 
-func TestEscDeclinesAndCtrlCCancels(t *testing.T) {
-	f := input(t, approveSchema)
-	send(t, f, esc)
-	if r := done(t, f, Decline); r.JSON() != nil {
-		t.Fatalf("declined answer has content %s", r.JSON())
+// esc and ctrl+c leave the form and answer nothing (item 7): declining
+// and cancelling are the dashboard's explicit, confirmed choices.
+func TestEscAndCtrlCGoBack(t *testing.T) {
+	for _, k := range []tea.Msg{esc, ctrlC} {
+		f := input(t, approveSchema)
+		send(t, f, k)
+		if r := done(t, f, Back); r.JSON() != nil {
+			t.Fatalf("leaving the form has content %s", r.JSON())
+		}
+		send(t, f, enter) // a finished form ignores further keys
+		done(t, f, Back)
 	}
-	send(t, f, enter) // a finished form ignores further keys
-	done(t, f, Decline)
-
-	f = input(t, approveSchema)
-	send(t, f, ctrlC)
-	done(t, f, Cancel)
-
-	f = arguments(t, `{"type":"object","properties":{"seconds":{"type":"number"}}}`)
+	f := arguments(t, `{"type":"object","properties":{"seconds":{"type":"number"}}}`)
 	send(t, f, esc)
-	done(t, f, Cancel)
+	done(t, f, Back)
+}
+
+// The focused Yes/No button must differ from the other without colour
+// (item 11, NO_COLOR): the renderer keeps only text attributes there.
+func TestFocusedButtonVisibleWithoutColour(t *testing.T) {
+	f := input(t, `{"type":"object","properties":{"ok":{"type":"boolean","title":"OK"}}}`)
+	ascii := func() string {
+		var b strings.Builder
+		w := &colorprofile.Writer{Forward: &b, Profile: colorprofile.Ascii}
+		w.WriteString(f.View())
+		return lineOf(b.String(), "Yes")
+	}
+	before := ascii()
+	send(t, f, tea.KeyPressMsg{Code: tea.KeyLeft})
+	if after := ascii(); after == before {
+		t.Fatalf("moving between Yes and No changes nothing without colour: %q", after)
+	}
+}
+
+func lineOf(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+// A schema with more properties than a form shows is not built (item 18):
+// an input request is refused with the limit, a tool's arguments are typed
+// as one JSON object.
+func TestTooManyFields(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","properties":{`)
+	for i := range 10_000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"f%05d":{"type":"string"}`, i)
+	}
+	b.WriteString("}}")
+	s, err := model.ParseFormSchema(json.RawMessage(b.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ForInput("big · input x", &model.Elicitation{Mode: "form", Message: "many", Schema: s}); err == nil || !strings.Contains(err.Error(), "10000 fields") {
+		t.Fatalf("ForInput of 10,000 fields: %v", err)
+	}
+	f := arguments(t, b.String())
+	if v := view(f); !strings.Contains(v, "Arguments (a JSON object)") || !strings.Contains(v, "10000 arguments") {
+		t.Fatalf("arguments of 10,000 fields:\n%s", v)
+	}
 }
 
 func TestURLMode(t *testing.T) {
