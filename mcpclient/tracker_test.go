@@ -275,8 +275,26 @@ func TestPollAnswerAfterALocalChangeReportsTheStoredRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Let the demo's progress message move on, so the answer changes the record.
-	time.Sleep(300 * time.Millisecond)
+	// Wait for the demo's progress message to move on, so that the answer
+	// changes the record; asked past the tracker, the store stays as it is.
+	sess, err := e.pool.Session(context.Background(), e.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		snap, err := sess.GetTask(context.Background(), rec.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.StatusMessage != rec.StatusMessage {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the progress message stayed %q", rec.StatusMessage)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	cancel := func() {
 		if _, err := e.store.Update(rec.ID, func(r *model.Task) (bool, error) {
 			return true, r.MoveTo(model.StatusCancelled, "cancelled here", time.Now())
