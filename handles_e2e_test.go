@@ -66,3 +66,13 @@ func TestInputAskedAgainSaysTheAnswerWasNotTaken(t *testing.T) {
 		t.Fatalf("%d tools/call of confirm_first, want the first and the answered one", n)
 	}
 }
+
+// TestInputNotAskedForIsNamed: an --input key the server did not ask for
+// is named, not silently dropped.
+func TestInputNotAskedForIsNamed(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	r := d.run("call", "--url", srv.url, "confirm_first", "--input", `confirn={"action":"accept","content":{"confirm":true}}`).must(t, exitUsage)
+	oneErrorLine(t, r, "keys: confirm", "did not ask for --input confirn")
+}

@@ -35,15 +35,23 @@ type InputNeededError struct {
 	// Again are the keys it asks for again after they were answered: it
 	// did not take those answers (a decline, an invalid answer).
 	Again []string
+	// Unasked are keys answers were given for that it did not ask for.
+	Unasked []string
 }
 
 func (e *InputNeededError) Error() string {
+	var msg string
 	if len(e.Again) > 0 {
-		return fmt.Sprintf("the server did not take the answer given for %s and asks for it again; give another with --input %s=RESPONSE_JSON, or run on a terminal to be asked",
+		msg = fmt.Sprintf("the server did not take the answer given for %s and asks for it again; give another with --input %s=RESPONSE_JSON, or run on a terminal to be asked",
 			strings.Join(e.Again, ", "), e.Again[0])
+	} else {
+		keys := slices.Sorted(maps.Keys(e.Requests))
+		msg = fmt.Sprintf("the server needs input before it starts (keys: %s); run on a terminal, or pass --input KEY=RESPONSE_JSON", strings.Join(keys, ", "))
 	}
-	keys := slices.Sorted(maps.Keys(e.Requests))
-	return fmt.Sprintf("the server needs input before it starts (keys: %s); run on a terminal, or pass --input KEY=RESPONSE_JSON", strings.Join(keys, ", "))
+	if len(e.Unasked) > 0 {
+		msg += fmt.Sprintf(" (it did not ask for --input %s)", strings.Join(e.Unasked, ", "))
+	}
+	return msg
 }
 
 // StateError: the action does not fit the task's status.
