@@ -238,8 +238,11 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	switch {
 	case errors.Is(err, ErrTaskUnknown):
 		// Nothing left to stop, if tasks/get agrees that it is gone.
-		res, err := t.poll(ctx, id)
-		return res.Task, err
+		res, perr := t.poll(ctx, id)
+		if perr == nil && res.Task.Status.Pollable() && res.Err == nil {
+			return res.Task, fmt.Errorf("the server refused the cancel (%w) yet still reports the task; it was not cancelled", err)
+		}
+		return res.Task, perr
 	case errors.Is(err, ErrNoTasks):
 		rec, serr := t.markUnknown(id, whyNoTasks)
 		return rec, errors.Join(fmt.Errorf("cancel: %w", err), serr)

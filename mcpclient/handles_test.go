@@ -206,12 +206,23 @@ func TestFailedCancelIsNotRecordedAsRequested(t *testing.T) {
 	if got := e.stored(rec.ID); got.CancelRequested {
 		t.Fatal("a failed cancel marked the record cancel-requested")
 	}
+	h.On("tasks/cancel", hostile.Error(-32602, "Failed to retrieve task: Task not found"))
+	if got, err := e.tracker.Cancel(context.Background(), rec.ID); err == nil || got.Status != model.StatusWorking || got.CancelRequested {
+		t.Fatalf("cancel answered -32602 while tasks/get still reports the task: %v, %+v; want an error and the record unchanged", err, got)
+	}
 	h.On("tasks/cancel", hostile.Error(-32601, "method not found"))
 	got, err := e.tracker.Cancel(context.Background(), rec.ID)
 	if err == nil || got.CancelRequested || got.Status != model.StatusUnknown {
 		t.Fatalf("cancel answered -32601: %v, %+v; want an error and an unknown record", err, got)
 	}
-	h.On("tasks/cancel", nil)
+	// -32602 to both: the task is gone, so nothing is left to cancel.
+	rec = e.call("sleep", `{"seconds":60}`, "")
+	gone := hostile.Error(-32602, "Failed to retrieve task: Task not found")
+	h.On("tasks/cancel", gone)
+	h.On("tasks/get", gone)
+	if got, err := e.tracker.Cancel(context.Background(), rec.ID); err != nil || got.Status != model.StatusUnknown {
+		t.Fatalf("cancel of a vanished task: %v, %+v; want an unknown record", err, got)
+	}
 }
 
 // waitForInput calls approve and polls it until it asks for input.
