@@ -305,10 +305,23 @@ func TestPollAsksForTheStateWhenTheResendFails(t *testing.T) {
 	if err != nil || res.Err == nil || len(h.Requests("tasks/get")) == gets {
 		t.Fatalf("poll with a failing re-send: %v %v, tasks/get sent %v", err, res.Err, len(h.Requests("tasks/get")) > gets)
 	}
+	// The re-send refused: the answer is dropped, the state still asked
+	// for, and the task waits for input again (a watch lets it go).
+	h.On("tasks/update", hostile.Error(-32000, "answer rejected"))
+	gets = len(h.Requests("tasks/get"))
+	res, err = e.tracker.Poll(context.Background(), rec.ID)
+	var ae *mcpclient.AnswerError
+	if err != nil || !errors.As(res.Err, &ae) || len(h.Requests("tasks/get")) == gets || !res.Task.WaitsForInput() || res.Task.PendingAnswers != nil {
+		t.Fatalf("poll with a refused re-send: %v %v, tasks/get sent %v, waits for input %v, pending %v",
+			err, res.Err, len(h.Requests("tasks/get")) > gets, res.Task.WaitsForInput(), res.Task.PendingAnswers)
+	}
 	h.On("tasks/update", nil)
+	if _, err := e.tracker.Answer(context.Background(), rec.ID, map[string]json.RawMessage{key: approveYes}); err != nil {
+		t.Fatalf("answering again: %v", err)
+	}
 	seen := e.watch(rec.ID, ended)
 	if got := seen[len(seen)-1]; got.Status != model.StatusCompleted {
-		t.Fatalf("after the re-send: %s", got.Status)
+		t.Fatalf("after answering again: %s", got.Status)
 	}
 }
 
