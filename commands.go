@@ -373,36 +373,93 @@ func (a *app) pruneCommand() *cobra.Command {
 	return cmd
 }
 
+// watchGiveUp is how many failed polls in a row make watch let a task go
+// (about a minute under the default policy): a server that is down, or
+// answers nothing usable, cannot hold a watch forever.
+const watchGiveUp = 5
+
+// exitTimedOut: watch --timeout ran out with tasks still open.
+const exitTimedOut = 7
+
 func (a *app) watchCommand() *cobra.Command {
 	var asJSON bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "watch",
-		Short: "Reconcile, then poll every open task until each has ended or waits for input",
+		Short: "Reconcile, then poll every open task until each has ended, waits for input, or cannot be reached",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if timeout < 0 {
+				return usageErr("--timeout must not be negative (0 waits as long as it takes)")
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
 			tr, err := a.open()
 			if err != nil {
 				return err
 			}
 			p := a.printer(asJSON)
-			rep, err := tr.Reconcile(cmd.Context(), mcpclient.DefaultPerServer)
+			timedOut := func() error {
+				open, err := tr.Store().ByStatus(model.StatusWorking, model.StatusInputRequired)
+				if err != nil {
+					return err
+				}
+				n := 0
+				for _, t := range open {
+					if !t.WaitsForInput() {
+						n++
+					}
+				}
+				return &exitError{code: exitTimedOut, err: fmt.Errorf("--timeout %s ran out with %d tasks still open; `taskdeck watch` picks them up again", timeout, n)}
+			}
+			rep, err := tr.Reconcile(ctx, mcpclient.DefaultPerServer)
 			if err != nil {
+				if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && cmd.Context().Err() == nil {
+					return timedOut()
+				}
 				return err
 			}
 			p.report(rep)
+			last := map[string]mcpclient.PollResult{}
 			var ids []string
 			for _, t := range append(rep.Reattached, rep.Unreachable...) {
-				if t.Status == model.StatusWorking || len(t.PendingInputs()) == 0 && t.Status.Pollable() {
+				if t.Status.Pollable() && !t.WaitsForInput() {
 					ids = append(ids, t.ID)
+					last[t.ID] = mcpclient.PollResult{Task: t}
 				}
 			}
-			return tr.Watch(cmd.Context(), ids, mcpclient.WatchOptions{OnPoll: func(res mcpclient.PollResult) bool {
+			err = tr.Watch(ctx, ids, mcpclient.WatchOptions{MaxFailures: watchGiveUp, OnPoll: func(res mcpclient.PollResult) bool {
 				p.poll(res)
-				return res.Task.Status != model.StatusInputRequired || len(res.Task.PendingInputs()) == 0
+				last[res.Task.ID] = res
+				return !res.Task.WaitsForInput()
 			}})
+			if errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
+				return timedOut()
+			}
+			if err != nil {
+				return err
+			}
+			// What is still open was let go after failing every poll.
+			var lost []string
+			var lastErr error
+			for _, id := range ids {
+				if res := last[id]; res.Task.Status.Pollable() && !res.Task.WaitsForInput() {
+					lost, lastErr = append(lost, id), res.Err
+				}
+			}
+			if len(lost) > 0 {
+				return &exitError{code: exitUnreachable, err: fmt.Errorf("gave up on %d open tasks (%s) after %d failed polls in a row, the last: %v; they stay open for the next watch",
+					len(lost), strings.Join(lost, ", "), watchGiveUp, termtext.Line(lastErr.Error()))}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line for each change")
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "stop after this long (e.g. 10m) with exit code 7 if tasks are still open; 0: no limit")
 	return cmd
 }
 

@@ -44,7 +44,14 @@ func (s *inputSource) forCall(_ context.Context, reqs map[string]model.InputRequ
 			return nil, err
 		}
 		if ans == nil {
-			return nil, &mcpclient.InputNeededError{Requests: reqs}
+			// Say which given keys were not asked for: a typo, most likely.
+			var unasked []string
+			for _, k := range slices.Sorted(maps.Keys(s.given)) {
+				if _, asked := reqs[k]; !asked {
+					unasked = append(unasked, k)
+				}
+			}
+			return nil, &mcpclient.InputNeededError{Requests: reqs, Unasked: unasked}
 		}
 		answers[key] = ans
 	}

@@ -38,7 +38,7 @@ func TestToolsHaveDescribedSchemas(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"approve", "confirm_first", "echo", "fail", "pipeline", "sleep", "survey"}
+	want := []string{"approve", "confirm_first", "echo", "fail", InstantTool, "pipeline", "sleep", "survey"}
 	if slices.Sort(names); !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
@@ -86,12 +86,11 @@ func TestSleepCancelMidway(t *testing.T) {
 	e := newEnv(t, Options{})
 	c := e.client(t, true)
 	id := c.startTask("sleep", map[string]any{"seconds": 100})
-	c.waitFor(id, nil, "working")
-	time.Sleep(80 * time.Millisecond) // a tick or so of progress
-	before := c.get(id)
-	if !strings.HasPrefix(before["statusMessage"].(string), "slept ") {
-		t.Fatalf("no progress before cancel: %v", before)
-	}
+	var before map[string]any
+	until(t, "a tick of progress", func() bool {
+		before = c.get(id)
+		return before["statusMessage"] == "slept 1 of 100 s"
+	})
 	ack := c.ok("tasks/cancel", map[string]any{"taskId": id})
 	if ack["resultType"] != "complete" || ack["status"] != nil || ack["taskId"] != nil {
 		t.Fatalf("cancel ack %v", ack)
@@ -103,7 +102,7 @@ func TestSleepCancelMidway(t *testing.T) {
 	if got["lastUpdatedAt"] == before["lastUpdatedAt"] {
 		t.Errorf("lastUpdatedAt did not move on cancel")
 	}
-	time.Sleep(150 * time.Millisecond) // the tool must have stopped: status stays
+	e.srv.Close() // waits for the tool to stop: nothing can change the task after this
 	if again := c.get(id); again["status"] != "cancelled" || again["statusMessage"] != got["statusMessage"] {
 		t.Fatalf("cancelled task changed: %v", again)
 	}
@@ -393,7 +392,11 @@ func TestTTLExpiry(t *testing.T) {
 		t.Fatalf("ttlMs %v", ttl)
 	}
 	c.waitFor(done, nil, "completed")
-	time.Sleep(400 * time.Millisecond)
+	// The later of the two expires last; the earlier must be gone by then.
+	until(t, "the running task to expire", func() bool {
+		r := c.call("tasks/get", map[string]any{"taskId": running})
+		return r.Error != nil && r.Error.Code == -32602
+	})
 	for _, id := range []string{done, running} {
 		c.fails("tasks/get", map[string]any{"taskId": id}, -32602)
 		c.fails("tasks/cancel", map[string]any{"taskId": id}, -32602)
@@ -548,4 +551,39 @@ func assertJSON(t *testing.T, got any, want string) {
 func js(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// until polls cond until it holds, failing the test after 10 s.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The instant tool's handle says it has ended, without the outcome, which
+// only tasks/get carries (spec §11); without the extension it is a plain
+// result.
+func TestInstantHandleIsAlreadyTerminal(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.client(t, true)
+	for mode, status := range map[string]string{"result": "completed", "error": "failed"} {
+		h := c.tool(InstantTool, map[string]any{"text": "now", "mode": mode})
+		if h["resultType"] != "task" || h["status"] != status || h["result"] != nil || h["error"] != nil {
+			t.Fatalf("%s: handle %v; want a %s handle without its outcome", mode, h, status)
+		}
+		got := c.get(h["taskId"].(string))
+		switch {
+		case status == "completed" && resultText(t, got["result"].(map[string]any)) != "instant: now",
+			status == "failed" && got["error"].(map[string]any)["message"] != "instant failure":
+			t.Fatalf("%s: tasks/get %v", mode, got)
+		}
+	}
+	if res := e.client(t, false).tool(InstantTool, map[string]any{"text": "now"}); res["resultType"] != "complete" || resultText(t, res) != "instant: now" {
+		t.Fatalf("without the extension: %v", res)
+	}
 }

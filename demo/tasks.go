@@ -162,7 +162,7 @@ func (tb *table) get(id string) (*wire.GetTaskResult, error) {
 
 // head is the Task object; the caller holds tb.mu.
 func (tb *table) head(t *task) wire.Task {
-	ttl, poll := tb.ttl.Milliseconds(), max(t.pollInterval.Milliseconds(), 1)
+	ttl, poll := wire.Ms(tb.ttl.Milliseconds()), wire.Ms(max(t.pollInterval.Milliseconds(), 1))
 	return wire.Task{
 		TaskID:         t.id,
 		Status:         t.status,

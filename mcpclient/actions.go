@@ -32,11 +32,26 @@ func (e *KeyConflictError) Error() string {
 // InputNeededError: the server wants answers before it starts the task.
 type InputNeededError struct {
 	Requests map[string]model.InputRequest
+	// Again are the keys it asks for again after they were answered: it
+	// did not take those answers (a decline, an invalid answer).
+	Again []string
+	// Unasked are keys answers were given for that it did not ask for.
+	Unasked []string
 }
 
 func (e *InputNeededError) Error() string {
-	keys := slices.Sorted(maps.Keys(e.Requests))
-	return fmt.Sprintf("the server needs input before it starts (keys: %s); run on a terminal, or pass --input KEY=RESPONSE_JSON", strings.Join(keys, ", "))
+	var msg string
+	if len(e.Again) > 0 {
+		msg = fmt.Sprintf("the server did not take the answer given for %s and asks for it again; give another with --input %s=RESPONSE_JSON, or run on a terminal to be asked",
+			strings.Join(e.Again, ", "), e.Again[0])
+	} else {
+		keys := slices.Sorted(maps.Keys(e.Requests))
+		msg = fmt.Sprintf("the server needs input before it starts (keys: %s); run on a terminal, or pass --input KEY=RESPONSE_JSON", strings.Join(keys, ", "))
+	}
+	if len(e.Unasked) > 0 {
+		msg += fmt.Sprintf(" (it did not ask for --input %s)", strings.Join(e.Unasked, ", "))
+	}
+	return msg
 }
 
 // StateError: the action does not fit the task's status.
@@ -91,7 +106,9 @@ func NormalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 // Answer sends answers to a task's input requests. Answers are checked
 // against the request first, then synced as answered (so no key is ever
 // asked twice, also after a restart) and sent with tasks/update. If the
-// send fails they stay pending and every later poll re-sends them.
+// send fails on the way they stay pending and every later poll re-sends
+// them; if the server refuses them they are dropped, the task's state is
+// fetched, and the keys may be answered again.
 func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error) {
 	defer t.tasks.lock(id)()
 	rec, err := t.store.Get(id)
@@ -136,24 +153,54 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 	if err != nil {
 		return rec, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
 	}
-	rec, err = t.flushAnswers(ctx, sess, rec)
-	if err != nil {
-		return rec, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
+	sent, err := t.flushAnswers(ctx, sess, rec)
+	var refused *AnswerError
+	switch {
+	case sent == nil:
+		return nil, err
+	case errors.As(err, &refused):
+		// Refused: ask for the task's state, which also tells a task
+		// gone (-32602 on both) from an answer refused.
+		res, perr := t.poll(ctx, id)
+		if perr != nil {
+			return sent, perr
+		}
+		if res.Task.Status == model.StatusUnknown {
+			return res.Task, fmt.Errorf("%w: %s; the answer was not delivered", ErrTaskUnknown, res.Task.StatusMessage)
+		}
+		return res.Task, err
+	case err != nil:
+		return sent, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
 	}
-	return rec, nil
+	return sent, nil
 }
 
 // flushAnswers sends pending answers and clears them once acknowledged.
+// After a failure on the way (the outcome is unknown; re-sending is
+// harmless) they stay pending. Answers the server refused are dropped, so
+// their keys may be answered again, and the error is an *AnswerError. A nil
+// record means the store failed.
 func (t *Tracker) flushAnswers(ctx context.Context, sess *Session, rec *model.Task) (*model.Task, error) {
 	sent := maps.Clone(rec.PendingAnswers)
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	err := sess.UpdateTask(cctx, rec.TaskID, sent)
 	cancel()
-	if errors.Is(err, ErrTaskUnknown) {
-		return t.markUnknown(rec.ID)
-	}
-	if err != nil {
+	var te *TransportError
+	if errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return rec, err
+	}
+	keys := slices.Sorted(maps.Keys(sent))
+	if err != nil {
+		// The server answered with an error: it did not take them.
+		// (-32602 may also mean the task is gone; tasks/get tells.)
+		dropped, serr := t.store.Update(rec.ID, func(r *model.Task) (bool, error) {
+			r.DropAnswers(keys)
+			return true, nil
+		})
+		if serr != nil {
+			return nil, serr
+		}
+		return dropped, &AnswerError{Key: strings.Join(keys, ", "), Err: fmt.Errorf("the server refused the answer (%w); answer it again", err)}
 	}
 	return t.store.Update(rec.ID, func(r *model.Task) (bool, error) {
 		for k := range sent {
@@ -167,8 +214,8 @@ func (t *Tracker) flushAnswers(ctx context.Context, sess *Session, rec *model.Ta
 }
 
 // Cancel asks the server to stop a task. The record is marked
-// cancel-requested first; the server's word on the outcome comes with the
-// next polls (it may finish first).
+// cancel-requested once the server acknowledged; its word on the outcome
+// comes with the next polls (it may finish first).
 func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	defer t.tasks.lock(id)()
 	rec, err := t.store.Get(id)
@@ -185,21 +232,28 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	if err != nil {
 		return rec, err
 	}
-	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	err = sess.CancelTask(cctx, rec.TaskID)
+	cancel()
+	switch {
+	case errors.Is(err, ErrTaskUnknown):
+		// Nothing left to stop, if tasks/get agrees that it is gone.
+		res, perr := t.poll(ctx, id)
+		if perr == nil && res.Task.Status.Pollable() && res.Err == nil {
+			return res.Task, fmt.Errorf("the server refused the cancel (%w) yet still reports the task; it was not cancelled", err)
+		}
+		return res.Task, perr
+	case errors.Is(err, ErrNoTasks):
+		rec, serr := t.markUnknown(id, whyNoTasks)
+		return rec, errors.Join(fmt.Errorf("cancel: %w", err), serr)
+	case err != nil:
+		return rec, err // not acknowledged: the record stays as it was
+	}
+	return t.store.Update(id, func(r *model.Task) (bool, error) {
 		changed := !r.CancelRequested
 		r.CancelRequested = true
 		return changed, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
-	err = sess.CancelTask(cctx, rec.TaskID)
-	cancel()
-	if errors.Is(err, ErrTaskUnknown) {
-		return t.markUnknown(id)
-	}
-	return rec, err
 }
 
 // Forget deletes a record without telling its server.

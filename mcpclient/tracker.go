@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -140,7 +141,7 @@ func (t *Tracker) Call(ctx context.Context, req CallRequest) (rec *model.Task, r
 		}
 		switch out.ResultType {
 		case wire.ResultTypeTask:
-			rec, err = t.apply(rec.ID, *out.Task)
+			rec, err = t.handle(ctx, rec.ID, *out.Task)
 			return rec, false, err
 		case wire.ResultTypeComplete:
 			rec, err = t.apply(rec.ID, model.Snapshot{Status: model.StatusCompleted, Result: out.Result, IsError: out.IsError})
@@ -153,12 +154,47 @@ func (t *Tracker) Call(ctx context.Context, req CallRequest) (rec *model.Task, r
 		if req.Input == nil {
 			return t.abandonCall(rec.ID, &InputNeededError{Requests: out.InputRequests})
 		}
+		given := answers
 		answers, err = req.Input(ctx, out.InputRequests)
+		var need *InputNeededError
+		if errors.As(err, &need) {
+			// Asked again for what was answered: the answer was not taken.
+			for k := range out.InputRequests {
+				if _, ok := given[k]; ok {
+					need.Again = append(need.Again, k)
+				}
+			}
+			slices.Sort(need.Again)
+		}
 		if err != nil {
 			return t.abandonCall(rec.ID, err)
 		}
 		state = out.RequestState
 	}
+}
+
+// handle stores a task handle. A CreateTaskResult carries no payload, so
+// a seed that has ended (or asks for input) is fetched at once with
+// tasks/get; one that has ended is stored open until then, as stored
+// ended its result would be lost for good.
+func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*model.Task, error) {
+	seed := snap.Status
+	if seed.Terminal() {
+		snap.Status = model.StatusWorking
+		snap.StatusMessage = fmt.Sprintf("the server reports the task %s; fetching its outcome", seed)
+	}
+	rec, err := t.apply(id, snap)
+	if err != nil || seed == model.StatusWorking || seed == model.StatusCancelled {
+		return rec, err
+	}
+	res, err := t.Poll(ctx, id) // on failure the record stays open, for the next poll
+	return res.Task, err
+}
+
+// refusedCall tells a call the server refused outright: it ended failed
+// before any task was created.
+func refusedCall(rec *model.Task) bool {
+	return rec.Status == model.StatusFailed && rec.TaskID == ""
 }
 
 // keyHolder returns the task an idempotency key already names, if it is
@@ -172,17 +208,32 @@ func (t *Tracker) keyHolder(server model.ServerRef, tool string, args json.RawMe
 	if err != nil {
 		return nil, err
 	}
+	if refusedCall(existing) {
+		return nil, t.releaseKey(existing.ID)
+	}
 	if existing.ArgsHash != model.ArgsHash(server, tool, args) {
 		return nil, &KeyConflictError{Key: key, Existing: existing}
 	}
-	if existing.Status != model.StatusFailed || existing.TaskID != "" {
-		return existing, nil
+	return existing, nil
+}
+
+// releaseKey takes the key off a refused call's record. The store keeps a
+// record's key for its life, so the record is written again without it
+// (a crash in between loses only the record of the refusal).
+func (t *Tracker) releaseKey(id string) error {
+	defer t.tasks.lock(id)()
+	rec, err := t.store.Get(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // released meanwhile
 	}
-	_, err = t.store.Update(existing.ID, func(r *model.Task) (bool, error) {
-		r.IdempotencyKey = ""
-		return true, nil
-	})
-	return nil, err
+	if err != nil || rec.IdempotencyKey == "" || !refusedCall(rec) {
+		return err
+	}
+	if err := t.store.Delete(id); err != nil {
+		return err
+	}
+	rec.IdempotencyKey = ""
+	return t.store.Create(rec)
 }
 
 // callFailed settles an intent whose tools/call got no usable answer.
@@ -199,6 +250,10 @@ func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task
 		return rec, false, errors.Join(cause, err)
 	case isTransport || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
 		rec, err := t.settle(id, model.StatusOrphaned, "the call was sent but no handle came back; the server may have started it", cause, nil)
+		return rec, false, errors.Join(cause, err)
+	case errors.Is(cause, wire.ErrInvalid):
+		// A success answer that cannot be read may well be a task handle.
+		rec, err := t.settle(id, model.StatusOrphaned, "the server's answer to the call could not be read; the server may have started it", cause, nil)
 		return rec, false, errors.Join(cause, err)
 	default:
 		// The server answered with an error: nothing runs there.
@@ -253,6 +308,7 @@ type PollResult struct {
 	Changed bool          // the record changed (and was written)
 	Next    time.Duration // delay before the next poll; 0 when polling is over
 	Err     error         // this poll's failure (the task keeps its state)
+	Errors  int           // failed polls in a row, this one included
 }
 
 // Poll runs one step for a task: one tasks/get, the answer applied and
@@ -276,19 +332,25 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	if err != nil {
 		return t.pollFailed(rec, nil, err), nil
 	}
+	// A re-send that fails does not stop the poll: the task's state is
+	// asked for all the same (an answer refused is dropped by now).
+	var sendErr error
 	if len(rec.PendingAnswers) > 0 {
-		if rec, err = t.flushAnswers(ctx, sess, rec); err != nil {
-			return t.pollFailed(rec, sess, err), nil
+		if rec, sendErr = t.flushAnswers(ctx, sess, rec); rec == nil {
+			return PollResult{}, sendErr // the store failed
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	snap, err := sess.GetTask(cctx, rec.TaskID)
 	cancel()
-	if errors.Is(err, ErrTaskUnknown) {
-		rec, err := t.markUnknown(id)
+	switch {
+	case errors.Is(err, ErrTaskUnknown):
+		rec, err := t.markUnknown(id, whyUnknown)
 		return PollResult{Task: rec, Changed: true}, err
-	}
-	if err != nil {
+	case errors.Is(err, ErrNoTasks):
+		rec, err := t.markUnknown(id, whyNoTasks)
+		return PollResult{Task: rec, Changed: true}, err
+	case err != nil:
 		return t.pollFailed(rec, sess, err), nil
 	}
 	// Most polls change nothing: find out on the record in hand (this
@@ -297,14 +359,15 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	// LastPolledAt, which is not stored.
 	was := rec.Status
 	changed, err := rec.Apply(*snap, t.now())
-	var te *model.TransitionError
-	if errors.As(err, &te) {
-		// A server that contradicts itself is a failing poll, not a new truth.
+	if err != nil {
+		// A server that contradicts itself, or answers about another
+		// task, fails the poll; it is not a new truth.
 		return t.pollFailed(rec, nil, fmt.Errorf("server reported %w", err)), nil
 	}
 	updated := rec
 	if changed {
 		updated, err = t.apply(id, *snap)
+		var te *model.TransitionError
 		if errors.As(err, &te) {
 			// The stored record moved meanwhile (the operator cancelled,
 			// say) where the answer cannot follow; rec holds the answer
@@ -319,16 +382,22 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 		}
 	}
 	statusChanged := updated.Status != was
-	return PollResult{Task: updated, Changed: changed, Next: t.schedule(updated, statusChanged, nil)}, nil
+	next, errs := t.schedule(updated, statusChanged, sendErr)
+	return PollResult{Task: updated, Changed: changed, Next: next, Err: sendErr, Errors: errs}, nil
 }
 
-func (t *Tracker) markUnknown(id string) (*model.Task, error) {
+const (
+	whyUnknown = "the server no longer knows this task (expired, or lost when the server restarted)"
+	whyNoTasks = "the server no longer speaks the tasks extension (tasks/* are unknown methods there); its outcome cannot be fetched"
+)
+
+// markUnknown ends a task its server cannot tell about any more.
+func (t *Tracker) markUnknown(id, why string) (*model.Task, error) {
 	t.forgetPoll(id)
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
 		if r.Status.Terminal() {
 			return false, nil
 		}
-		const why = "the server no longer knows this task (expired, or lost when the server restarted)"
 		r.StatusMessage = why
 		return true, r.MarkUnknown(why, t.now())
 	})
@@ -343,14 +412,16 @@ func (t *Tracker) pollFailed(rec *model.Task, sess *Session, err error) PollResu
 		t.pool.Drop(sess)
 	}
 	t.log.Debug("poll failed", "task", rec.ID, "err", err)
-	return PollResult{Task: rec, Next: t.schedule(rec, false, err), Err: err}
+	next, errs := t.schedule(rec, false, err)
+	return PollResult{Task: rec, Next: next, Err: err, Errors: errs}
 }
 
-// schedule runs the poll policy for a task and remembers the outcome.
-func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error) time.Duration {
+// schedule runs the poll policy for a task and remembers the outcome: the
+// delay before the next poll and the failed polls in a row.
+func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error) (time.Duration, int) {
 	if !rec.Status.Pollable() {
 		t.forgetPoll(rec.ID)
-		return 0
+		return 0, 0
 	}
 	now := t.now()
 	t.mu.Lock()
@@ -382,7 +453,7 @@ func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error) time.Du
 	ps.base = t.policy.Next(in)
 	next := t.policy.WithJitter(ps.base, rand.Float64())
 	ps.next = now.Add(next)
-	return next
+	return next, ps.errors
 }
 
 func (t *Tracker) forgetPoll(id string) {

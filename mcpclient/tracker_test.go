@@ -275,8 +275,26 @@ func TestPollAnswerAfterALocalChangeReportsTheStoredRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Let the demo's progress message move on, so the answer changes the record.
-	time.Sleep(300 * time.Millisecond)
+	// Wait for the demo's progress message to move on, so that the answer
+	// changes the record; asked past the tracker, the store stays as it is.
+	sess, err := e.pool.Session(context.Background(), e.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		snap, err := sess.GetTask(context.Background(), rec.TaskID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.StatusMessage != rec.StatusMessage {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the progress message stayed %q", rec.StatusMessage)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	cancel := func() {
 		if _, err := e.store.Update(rec.ID, func(r *model.Task) (bool, error) {
 			return true, r.MoveTo(model.StatusCancelled, "cancelled here", time.Now())
@@ -431,17 +449,38 @@ func TestUnreachableServerWritesNothing(t *testing.T) {
 
 func TestServerRefusalFailsTheIntentAndFreesTheKey(t *testing.T) {
 	e := newEnv(t)
-	_, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "no_such_tool", Key: "k"})
-	if err == nil {
-		t.Fatal("unknown tool accepted")
+	refused := mcpclient.CallRequest{Server: e.ref, Tool: "no_such_tool", Key: "k"}
+	_, _, err := e.tracker.Call(context.Background(), refused)
+	var se *mcpclient.ServerError
+	if !errors.As(err, &se) {
+		t.Fatalf("unknown tool: %v; want the server's refusal", err)
 	}
 	all, _ := e.store.All()
 	if len(all) != 1 || all[0].Status != model.StatusFailed {
 		t.Fatalf("refused call left %v", all)
 	}
-	// The corrected call under the same key is not blocked by the refusal.
-	if _, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "no_such_tool", Key: "k"}); err == nil {
-		t.Fatal("second refusal accepted")
+	// The same call again reaches the server (and is refused again).
+	if _, _, err := e.tracker.Call(context.Background(), refused); !errors.As(err, &se) {
+		t.Fatalf("the refused call retried under its key: %v; want the server's refusal again", err)
+	}
+	// The corrected call under the same key is made.
+	rec, reused, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
+	if err != nil || reused || rec.Status != model.StatusWorking {
+		t.Fatalf("the corrected call under the refused call's key: %v reused=%v %+v", err, reused, rec)
+	}
+	if byKey, err := e.store.ByKey("k"); err != nil || byKey.ID != rec.ID {
+		t.Fatalf("key k names %v (%v), want the corrected call", byKey, err)
+	}
+	// The refusals stay on record, without the key.
+	all, _ = e.store.All()
+	failed := 0
+	for _, r := range all {
+		if r.Status == model.StatusFailed && r.IdempotencyKey == "" && r.Tool == "no_such_tool" {
+			failed++
+		}
+	}
+	if len(all) != 3 || failed != 2 {
+		t.Fatalf("after two refusals and a call: %d records, %d refusals without a key", len(all), failed)
 	}
 }
 

@@ -95,10 +95,14 @@ type WatchOptions struct {
 	// OnPoll sees every poll's outcome. It returns whether to keep watching
 	// the task; Watch stops on its own once a task has ended.
 	OnPoll func(PollResult) (keep bool)
+	// MaxFailures lets a task go after this many failed polls in a row
+	// (its record stays open, for a later watch); 0: never.
+	MaxFailures int
 }
 
 // Watch polls the given tasks, each on its own schedule, until every one
-// has ended or OnPoll let it go, or ctx ends. At most PerServer polls per
+// has ended, failed MaxFailures polls in a row, or OnPoll let it go, or
+// ctx ends. At most PerServer polls per
 // server are in flight; waiting tasks cost no goroutine.
 func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) error {
 	if opts.OnPoll == nil {
@@ -150,7 +154,8 @@ func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) er
 				return o.err
 			}
 			var next time.Time
-			if opts.OnPoll(o.res) && o.res.Next > 0 {
+			gaveUp := opts.MaxFailures > 0 && o.res.Errors >= opts.MaxFailures
+			if opts.OnPoll(o.res) && o.res.Next > 0 && !gaveUp {
 				next = time.Now().Add(o.res.Next)
 			}
 			sched.Done(o.id, next)

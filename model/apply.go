@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
 	"time"
 	"unicode/utf8"
@@ -51,7 +52,10 @@ func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
 	if !CanMove(t.Status, s.Status) {
 		return false, &TransitionError{From: t.Status, To: s.Status}
 	}
-	if s.TaskID != "" && t.TaskID != s.TaskID {
+	if t.TaskID != "" && s.TaskID != t.TaskID {
+		return false, ErrOtherTask
+	}
+	if t.TaskID == "" && s.TaskID != "" {
 		t.TaskID = s.TaskID
 		changed = true
 	}
@@ -132,3 +136,8 @@ func sameInputs(a, b map[string]InputRequest) bool {
 		return x.Method == y.Method && bytes.Equal(x.Params, y.Params)
 	})
 }
+
+// ErrOtherTask: a snapshot names another task than the record's. It is an
+// invalid answer, never a new handle. (Task ids stay out of the message:
+// servers may treat them as bearer tokens.)
+var ErrOtherTask = errors.New("the server answered about another task than the one asked for")

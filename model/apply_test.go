@@ -340,3 +340,21 @@ func TestApplyClipsHugeStatusMessage(t *testing.T) {
 		t.Fatalf("short message clipped to %q", got)
 	}
 }
+
+// A snapshot of another task is an invalid answer: the handle on record
+// stays, and nothing of the snapshot is taken.
+func TestApplyRefusesAnotherTasksSnapshot(t *testing.T) {
+	task := workingTask()
+	before := task.Clone()
+	s := workingSnap()
+	s.TaskID = "someone-elses-task"
+	s.Status = StatusCompleted
+	s.Result = json.RawMessage(`{"content":[]}`)
+	changed, err := task.Apply(s, applyT0.Add(time.Second))
+	if !errors.Is(err, ErrOtherTask) || changed {
+		t.Fatalf("Apply(snapshot of another task) = %v, %v; want ErrOtherTask and no change", changed, err)
+	}
+	if task.TaskID != before.TaskID || task.Status != before.Status || task.Result != nil {
+		t.Fatalf("the record took the other task's snapshot: %+v", task)
+	}
+}

@@ -24,6 +24,10 @@ var DefaultPollPolicy = PollPolicy{
 	Jitter:  0.1,
 }
 
+// MaxServerWait bounds every delay a server asks for (pollIntervalMs,
+// Retry-After): a server cannot put a task out of sight for longer.
+const MaxServerWait = time.Hour
+
 // PollInput is what the policy looks at after one poll.
 type PollInput struct {
 	Previous   time.Duration // the last base delay (0 before the first poll)
@@ -37,6 +41,8 @@ type PollInput struct {
 
 // Next returns the base delay (without jitter) before the next poll.
 func (p PollPolicy) Next(in PollInput) time.Duration {
+	in.ServerHint = min(max(in.ServerHint, 0), MaxServerWait)
+	in.RetryAfter = min(max(in.RetryAfter, 0), MaxServerWait)
 	start := p.Default
 	if in.ServerHint > 0 {
 		start = in.ServerHint
@@ -81,5 +87,5 @@ func scaleCapped(d time.Duration, f float64, limit time.Duration) time.Duration 
 // [0,1] is clamped, so jitter never subtracts.
 func (p PollPolicy) WithJitter(base time.Duration, r float64) time.Duration {
 	r = min(max(r, 0), 1)
-	return base + time.Duration(float64(base)*p.Jitter*r)
+	return base + scaleCapped(base, p.Jitter*r, math.MaxInt64-base)
 }

@@ -152,3 +152,24 @@ func TestWithJitter(t *testing.T) {
 		t.Fatalf("no jitter configured: %v", got)
 	}
 }
+
+// A server cannot push the next poll beyond MaxServerWait, nor make a
+// delay wrap around to a negative one (which would end the watch).
+func TestServerDelaysAreClamped(t *testing.T) {
+	p := testPolicy()
+	huge := []time.Duration{9e12 * time.Millisecond, time.Duration(1<<63 - 1), -time.Second}
+	for _, d := range huge {
+		for _, in := range []PollInput{
+			{ServerHint: d, Now: polNow},
+			{ServerHint: d, Previous: time.Second, Errors: 3, Now: polNow},
+			{RetryAfter: d, Errors: 1, Now: polNow},
+			{ServerHint: d, RetryAfter: d, Errors: 1, Now: polNow, Deadline: polNow.Add(time.Minute)},
+		} {
+			next := p.Next(in)
+			got := p.WithJitter(next, 0.999)
+			if next <= 0 || got <= 0 || next > MaxServerWait || got > MaxServerWait+time.Duration(float64(MaxServerWait)*p.Jitter) {
+				t.Errorf("Next(%+v) = %v, jittered %v; want within (0, %v] before jitter", in, next, got, MaxServerWait)
+			}
+		}
+	}
+}

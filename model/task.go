@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -240,7 +241,7 @@ func (t *Task) Deadline() time.Time {
 	if t.TTLMs == nil || *t.TTLMs <= 0 || t.ServerCreatedAt.IsZero() {
 		return time.Time{}
 	}
-	return t.ServerCreatedAt.Add(time.Duration(*t.TTLMs) * time.Millisecond)
+	return t.ServerCreatedAt.Add(Millis(*t.TTLMs))
 }
 
 // ServerPollInterval is the server's latest hint, or 0.
@@ -248,12 +249,48 @@ func (t *Task) ServerPollInterval() time.Duration {
 	if t.PollIntervalMs == nil || *t.PollIntervalMs <= 0 {
 		return 0
 	}
-	return time.Duration(*t.PollIntervalMs) * time.Millisecond
+	return Millis(*t.PollIntervalMs)
+}
+
+// Millis converts a server's milliseconds to a duration, saturating
+// instead of wrapping around: 1e13 ms would otherwise be a negative delay.
+func Millis(ms int64) time.Duration {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	switch {
+	case ms > most:
+		return math.MaxInt64
+	case ms < -most:
+		return math.MinInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // Answered reports whether an input request key was already answered.
 func (t *Task) Answered(key string) bool {
 	return slices.Contains(t.AnsweredKeys, key)
+}
+
+// WaitsForInput reports whether the task waits for an answer the operator
+// can give: input_required with a request not answered yet. (A task
+// input_required whose requests are all answered, or not fetched yet,
+// waits for its server, not for the operator.)
+func (t *Task) WaitsForInput() bool {
+	return t.Status == StatusInputRequired && len(t.PendingInputs()) > 0
+}
+
+// DropAnswers forgets answers the server refused: they are no longer
+// pending, and their keys may be answered again.
+func (t *Task) DropAnswers(keys []string) {
+	for _, k := range keys {
+		delete(t.PendingAnswers, k)
+	}
+	if len(t.PendingAnswers) == 0 {
+		t.PendingAnswers = nil
+	}
+	t.AnsweredKeys = slices.DeleteFunc(t.AnsweredKeys, func(k string) bool { return slices.Contains(keys, k) })
+	if len(t.AnsweredKeys) == 0 {
+		t.AnsweredKeys = nil
+	}
 }
 
 // PendingInputs returns the keys of input requests still to be answered,

@@ -140,9 +140,10 @@ func TestArgsHash(t *testing.T) {
 	if ArgsHash(build, "t", nil) != h(build, "t", `{}`) {
 		t.Error("nil args and {} differ")
 	}
-	// Deterministic.
-	if h(build, "compile", `{"a":1}`) != h(build, "compile", `{"a":1}`) {
-		t.Error("not deterministic")
+	// Keys in any order, at every level, name the same call.
+	if h(build, "compile", `{"z":1,"a":{"y":[1,{"q":2,"b":3}],"c":null},"m":"x"}`) !=
+		h(build, "compile", `{"m":"x","a":{"c":null,"y":[1,{"b":3,"q":2}]},"z":1}`) {
+		t.Error("shuffled keys hash differently")
 	}
 	// Garbage must not hash like valid JSON it starts with.
 	if h(build, "t", `{"a":1} {"b":2}`) == h(build, "t", `{"a":1}`) {
@@ -263,5 +264,54 @@ func TestNewIntent(t *testing.T) {
 		task.ArgsHash != ArgsHash(ServerRef{Name: "build"}, "compile", json.RawMessage(`{"a":1}`)) ||
 		len(task.History) != 1 || task.History[0].To != StatusCalling || !task.History[0].At.Equal(t0) {
 		t.Fatalf("intent = %+v", task)
+	}
+}
+
+func TestWaitsForInput(t *testing.T) {
+	asks := map[string]InputRequest{"a": {Method: "elicitation/create"}, "b": {Method: "elicitation/create"}}
+	for _, c := range []struct {
+		name string
+		task Task
+		want bool
+	}{
+		{"unanswered request", Task{Status: StatusInputRequired, InputRequests: asks}, true},
+		{"one of two answered", Task{Status: StatusInputRequired, InputRequests: asks, AnsweredKeys: []string{"a"}}, true},
+		{"all answered", Task{Status: StatusInputRequired, InputRequests: asks, AnsweredKeys: []string{"a", "b"}}, false},
+		{"input_required, requests not fetched yet", Task{Status: StatusInputRequired}, false},
+		{"working with stale requests", Task{Status: StatusWorking, InputRequests: asks}, false},
+		{"completed", Task{Status: StatusCompleted}, false},
+	} {
+		if got := c.task.WaitsForInput(); got != c.want {
+			t.Errorf("%s: WaitsForInput = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A server's durations, however large, never overflow: they saturate.
+func TestServerDurationsSaturate(t *testing.T) {
+	t0 := time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)
+	for _, ms := range []int64{9e12, 1e13, 1 << 62, 1<<63 - 1} {
+		task := &Task{ServerCreatedAt: t0, TTLMs: i64(ms), PollIntervalMs: i64(ms)}
+		if got := task.ServerPollInterval(); got < time.Hour {
+			t.Errorf("pollIntervalMs %d: ServerPollInterval = %v, want a huge positive delay", ms, got)
+		}
+		if got := task.Deadline(); !got.After(t0.Add(100 * 24 * time.Hour)) {
+			t.Errorf("ttlMs %d: Deadline = %v, want far after createdAt", ms, got)
+		}
+	}
+}
+
+func TestDropAnswersLetsTheKeysBeAnsweredAgain(t *testing.T) {
+	task := &Task{Status: StatusInputRequired,
+		InputRequests:  map[string]InputRequest{"a": {}, "b": {}},
+		PendingAnswers: map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)},
+		AnsweredKeys:   []string{"a", "b"}}
+	task.DropAnswers([]string{"a"})
+	if task.Answered("a") || !task.Answered("b") || task.PendingAnswers["a"] != nil || task.PendingAnswers["b"] == nil {
+		t.Fatalf("after DropAnswers(a): answered %v, pending %v", task.AnsweredKeys, task.PendingAnswers)
+	}
+	task.DropAnswers([]string{"b"})
+	if task.PendingAnswers != nil || len(task.AnsweredKeys) != 0 || !task.WaitsForInput() {
+		t.Fatalf("after dropping every answer: answered %v, pending %v", task.AnsweredKeys, task.PendingAnswers)
 	}
 }

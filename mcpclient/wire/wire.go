@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 	"unicode"
 
@@ -51,8 +53,38 @@ type Task struct {
 	StatusMessage  string `json:"statusMessage,omitempty"`
 	CreatedAt      string `json:"createdAt"`
 	LastUpdatedAt  string `json:"lastUpdatedAt"`
-	TTLMs          *int64 `json:"ttlMs"`
-	PollIntervalMs *int64 `json:"pollIntervalMs,omitempty"`
+	TTLMs          *Ms    `json:"ttlMs"`
+	PollIntervalMs *Ms    `json:"pollIntervalMs,omitempty"`
+}
+
+// Ms is a count of milliseconds. It decodes any integral JSON number,
+// however written: servers in JavaScript send 500.0 or 5e2 for 500.
+type Ms int64
+
+// UnmarshalJSON accepts integral numbers within int64 and nothing else.
+func (m *Ms) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if s == "null" {
+		return nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		*m = Ms(n)
+		return nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+		return fmt.Errorf("want a whole number of milliseconds, got %.40s", s)
+	}
+	*m = Ms(f)
+	return nil
+}
+
+func (m *Ms) int64() *int64 {
+	if m == nil {
+		return nil
+	}
+	v := int64(*m)
+	return &v
 }
 
 // DetailedTask is a Task with its status-specific payload.
@@ -214,8 +246,8 @@ func (t Task) snapshot() (*model.Snapshot, error) {
 		TaskID:         t.TaskID,
 		Status:         st,
 		StatusMessage:  t.StatusMessage,
-		TTLMs:          t.TTLMs,
-		PollIntervalMs: t.PollIntervalMs,
+		TTLMs:          t.TTLMs.int64(),
+		PollIntervalMs: t.PollIntervalMs.int64(),
 	}
 	if t.CreatedAt != "" {
 		// Tolerate what real servers send; a bad time only loses the ttl backstop.

@@ -482,3 +482,32 @@ func TestNowString(t *testing.T) {
 		t.Fatalf("NowString = %q", got)
 	}
 }
+
+// Integral numbers are numbers however they are written (a JavaScript
+// server's 500.0, 5e2); a fraction or a string is not a millisecond count.
+func TestMillisecondsAcceptIntegralFloats(t *testing.T) {
+	handle := func(poll, ttl string) json.RawMessage {
+		return json.RawMessage(`{"resultType":"task","taskId":"t-1","status":"working","createdAt":"2025-11-25T10:30:00Z",` +
+			`"lastUpdatedAt":"2025-11-25T10:30:00Z","ttlMs":` + ttl + `,"pollIntervalMs":` + poll + `}`)
+	}
+	for _, c := range []struct{ poll, ttl string }{{"500.0", "60000"}, {"5e2", "6e4"}, {"500", "60000.000"}, {"5.0E2", "6.0e+4"}} {
+		out, err := DecodeCallResult(handle(c.poll, c.ttl))
+		if err != nil {
+			t.Fatalf("pollIntervalMs %s, ttlMs %s: %v", c.poll, c.ttl, err)
+		}
+		if *out.Task.PollIntervalMs != 500 || *out.Task.TTLMs != 60000 {
+			t.Fatalf("pollIntervalMs %s, ttlMs %s decoded as %d, %d", c.poll, c.ttl, *out.Task.PollIntervalMs, *out.Task.TTLMs)
+		}
+		var got GetTaskResult
+		if err := json.Unmarshal(handle(c.poll, c.ttl), &got); err != nil || *got.PollIntervalMs != 500 || *got.TTLMs != 60000 {
+			t.Fatalf("tasks/get with pollIntervalMs %s, ttlMs %s: %v", c.poll, c.ttl, err)
+		}
+	}
+	if out, err := DecodeCallResult(handle("9e12", "null")); err != nil || *out.Task.PollIntervalMs != 9e12 {
+		t.Fatalf("pollIntervalMs 9e12: %+v, %v", out, err)
+	}
+	for _, bad := range []struct{ poll, ttl string }{{"500.5", "60000"}, {"500", `"x"`}, {"1e400", "1"}, {"9.3e18", "1"}, {"true", "1"}} {
+		_, err := DecodeCallResult(handle(bad.poll, bad.ttl))
+		mustInvalid(t, err)
+	}
+}

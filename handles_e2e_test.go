@@ -1,0 +1,78 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRefusedCallFreesItsKey: the README's promise, from the command line.
+// A call the server refused (an unknown tool) releases its key: the same
+// call can be retried, and the corrected call made, under that key.
+func TestRefusedCallFreesItsKey(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	refused := []string{"call", "--url", srv.url, "no_such_tool", "--key", "deploy-7"}
+	if r := d.run(refused...); r.code == 0 {
+		t.Fatalf("an unknown tool was accepted\n%s", r)
+	}
+	again := d.run(refused...)
+	if again.code == 0 || strings.Contains(again.stderr, "update may not change") {
+		t.Fatalf("the refused call retried under its key\n%s", again)
+	}
+	if n := srv.stats(t).ToolCalls["no_such_tool"]; n != 2 {
+		t.Fatalf("the retry did not reach the server: %d calls of no_such_tool", n)
+	}
+	r := d.run("call", "--url", srv.url, "sleep", "--args", `{"seconds":600}`, "--key", "deploy-7").must(t, 0)
+	tk := d.getJSON(onlyID(t, r))
+	if tk.Key != "deploy-7" || tk.Status != "working" {
+		t.Fatalf("the corrected call: %+v; want a working task under key deploy-7", tk)
+	}
+}
+
+// TestWatchTimeout: watch --timeout ends a watch on tasks that are still
+// open, with exit code 7 and one line saying so; the tasks stay open.
+func TestWatchTimeout(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	id := onlyID(t, d.run("call", "--url", srv.url, "sleep", "--args", `{"seconds":600}`).must(t, 0))
+	start := time.Now()
+	w := d.run("watch", "--timeout", "1s").must(t, 7)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("watch --timeout 1s took %s", took)
+	}
+	last := strings.Split(strings.TrimRight(w.stderr, "\n"), "\n")
+	if l := last[len(last)-1]; !strings.Contains(l, "--timeout 1s ran out with 1 tasks still open") {
+		t.Fatalf("last stderr line %q\n%s", l, w)
+	}
+	if tk := d.getJSON(id); tk.Status != "working" {
+		t.Fatalf("after the timeout: %+v", tk)
+	}
+	oneErrorLine(t, d.run("watch", "--timeout", "-1s").must(t, exitUsage), "--timeout must not be negative")
+}
+
+// TestInputAskedAgainSaysTheAnswerWasNotTaken: an --input answer the
+// server does not take (here invalid; a decline the server asks again for
+// is the same) is not reported as input that was never given.
+func TestInputAskedAgainSaysTheAnswerWasNotTaken(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	r := d.run("call", "--url", srv.url, "confirm_first", "--input", `confirm={"action":"accept","content":{}}`).must(t, exitUsage)
+	oneErrorLine(t, r, "did not take the answer given for confirm", "--input confirm=")
+	if n := srv.stats(t).ToolCalls["confirm_first"]; n != 2 {
+		t.Fatalf("%d tools/call of confirm_first, want the first and the answered one", n)
+	}
+}
+
+// TestInputNotAskedForIsNamed: an --input key the server did not ask for
+// is named, not silently dropped.
+func TestInputNotAskedForIsNamed(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	r := d.run("call", "--url", srv.url, "confirm_first", "--input", `confirn={"action":"accept","content":{"confirm":true}}`).must(t, exitUsage)
+	oneErrorLine(t, r, "keys: confirm", "did not ask for --input confirn")
+}
