@@ -30,7 +30,7 @@ func newRow(t *model.Task) *row {
 		tool:   termtext.Line(t.Tool),
 		msg:    termtext.Line(t.StatusMessage),
 	}
-	r.waits = t.Status == model.StatusInputRequired && len(t.PendingInputs()) > 0
+	r.waits = t.WaitsForInput()
 	switch {
 	case t.Error != nil: // a failed task: its error says more than its last progress
 		r.msg = termtext.Line(fmt.Sprintf("error %d: %s", t.Error.Code, t.Error.Message))

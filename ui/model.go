@@ -775,12 +775,11 @@ func (m *Model) openDetail() tea.Cmd {
 
 // openAnswer opens the form for a task's next unanswered input request.
 func (m *Model) openAnswer(t *model.Task) tea.Cmd {
-	keys := t.PendingInputs()
-	if t.Status != model.StatusInputRequired || len(keys) == 0 {
+	if !t.WaitsForInput() {
 		m.say("task " + t.ID + " is not waiting for input")
 		return nil
 	}
-	key := keys[0]
+	key := t.PendingInputs()[0]
 	e, err := t.InputRequests[key].Elicitation()
 	if err == nil {
 		var f *form.Form
