@@ -85,6 +85,7 @@ func New(opts Options) *Server {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "taskdeck-demo", Version: "0.1.0"},
 		&mcp.ServerOptions{Capabilities: caps, Logger: sdkLog})
 	s.addTools()
+	s.addHeaderTool()
 	if opts.Hostile {
 		s.addHostile()
 	}
