@@ -1,0 +1,470 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
+)
+
+// DefaultToolsTTL is how long a session uses a tool list whose server
+// gave no ttlMs before listing again.
+const DefaultToolsTTL = 5 * time.Minute
+
+// maxToolPages bounds tools/list pagination against a server whose
+// cursors never end.
+const maxToolPages = 100
+
+// ToolList is a server's tools as one session listed them.
+type ToolList struct {
+	Tools  []*mcp.Tool        // as go-sdk decoded them, sorted by name
+	Raw    []json.RawMessage  // every tool exactly as the server sent it, in its order
+	byName map[string]rawTool // from Raw
+
+	fetched time.Time
+	ttl     time.Duration
+}
+
+type rawTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// toolCache is a session's tool list. go-sdk mirrors x-mcp-header
+// arguments into Mcp-Param-* headers (SEP-2243) only for tools listed on
+// the same session, so the list lives with the session and is listed
+// again when stale; mu is held while listing, so callers share one list.
+type toolCache struct {
+	mu   sync.Mutex
+	list *ToolList
+}
+
+// Tools returns the session's tool list, listing it when there is none
+// yet or it is older than its ttlMs (DefaultToolsTTL when the server gave
+// none).
+func (s *Session) Tools(ctx context.Context) (*ToolList, error) {
+	l, _, err := s.tools.get(ctx, s, false)
+	return l, err
+}
+
+// get returns the list, listing it when stale or when refresh is set;
+// fetched tells whether it was listed by this call.
+func (c *toolCache) get(ctx context.Context, s *Session, refresh bool) (*ToolList, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.list; l != nil && !refresh && time.Since(l.fetched) < l.ttl {
+		return l, false, nil
+	}
+	l, err := s.listTools(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	c.list = l
+	return l, true, nil
+}
+
+// listTools sends tools/list, following pagination, and keeps every tool
+// as it was sent next to go-sdk's decoding of it.
+func (s *Session) listTools(ctx context.Context) (*ToolList, error) {
+	l := &ToolList{byName: map[string]rawTool{}, fetched: time.Now()}
+	var ttlMs int
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		info := &callInfo{}
+		res, err := s.cs.ListTools(withCallInfo(ctx, info), &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, classify(s.ref.String(), err, false, nil)
+		}
+		var sent struct {
+			Tools []json.RawMessage `json:"tools"`
+			TTLMs int               `json:"ttlMs"`
+		}
+		if raw := info.result(); raw != nil {
+			if err := json.Unmarshal(raw, &sent); err != nil {
+				return nil, &TransportError{Server: s.ref.String(), Err: fmt.Errorf("tools/list result: %w", err)}
+			}
+		} else {
+			// go-sdk answered from its own cache (the server's ttlMs
+			// still runs): its decoding is all there is.
+			for _, t := range res.Tools {
+				b, _ := json.Marshal(t)
+				sent.Tools = append(sent.Tools, b)
+			}
+			sent.TTLMs = res.TTLMs
+		}
+		if page == 0 || sent.TTLMs > 0 && sent.TTLMs < ttlMs {
+			ttlMs = sent.TTLMs
+		}
+		for _, raw := range sent.Tools {
+			var t rawTool
+			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
+				continue // go-sdk would have refused the page; nothing to call
+			}
+			l.Raw = append(l.Raw, raw)
+			l.byName[t.Name] = t
+		}
+		l.Tools = append(l.Tools, res.Tools...)
+		seen[cursor] = true
+		cursor = res.NextCursor
+		if cursor == "" || seen[cursor] || page+1 >= maxToolPages {
+			break
+		}
+	}
+	l.ttl = DefaultToolsTTL
+	if ttlMs > 0 {
+		l.ttl = time.Duration(ttlMs) * time.Millisecond
+	}
+	slices.SortFunc(l.Tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return l, nil
+}
+
+// refusedForHeaders tells whether a server refused a request for its
+// headers (400, -32020) before acting on it.
+func refusedForHeaders(err error) bool {
+	var je *jsonrpc.Error
+	return errors.As(err, &je) && je.Code == wire.CodeHeaderMismatch
+}
+
+// Has tells whether the server listed a tool of that name.
+func (l *ToolList) Has(name string) bool {
+	_, ok := l.byName[name]
+	return ok
+}
+
+// Description is a tool's description as the server sent it.
+func (l *ToolList) Description(name string) string { return l.byName[name].Description }
+
+// CallError is a call that does not fit the server's tool list: an
+// unknown tool or arguments its input schema refuses. Nothing was sent.
+type CallError struct{ msg string }
+
+func (e *CallError) Error() string { return e.msg }
+
+// Check tells whether a call of tool with args (a JSON object) fits the
+// list: an unknown name or arguments the tool's input schema refuses is a
+// *CallError. A schema taskdeck cannot read is not held against the call:
+// the server has the last word.
+func (l *ToolList) Check(tool string, args json.RawMessage) error {
+	t, ok := l.byName[tool]
+	if !ok {
+		return &CallError{msg: l.unknown(tool)}
+	}
+	sc, err := parseSchema(t.InputSchema)
+	if err != nil {
+		return nil
+	}
+	resolved, err := sc.Resolve(nil)
+	if err != nil {
+		return nil
+	}
+	var v any = map[string]any{}
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &v); err != nil {
+			return &CallError{msg: fmt.Sprintf("--args: %v", err)}
+		}
+	}
+	if err := resolved.Validate(v); err != nil {
+		return &CallError{msg: fmt.Sprintf("--args of %s: %s", tool, explain(sc, err))}
+	}
+	return nil
+}
+
+func parseSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	sc := &jsonschema.Schema{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return sc, nil
+	}
+	err := json.Unmarshal(raw, sc)
+	return sc, err
+}
+
+// unknown names a tool that is not in the list, with the names close to it.
+func (l *ToolList) unknown(tool string) string {
+	var names, close []string
+	for name := range l.byName {
+		names = append(names, name)
+		if d := distance(strings.ToLower(tool), strings.ToLower(name)); d <= max(2, len(tool)/3) ||
+			strings.Contains(strings.ToLower(name), strings.ToLower(tool)) {
+			close = append(close, name)
+		}
+	}
+	slices.Sort(names)
+	slices.Sort(close)
+	switch {
+	case len(close) > 0:
+		return fmt.Sprintf("the server has no tool %q; did you mean %s?", tool, strings.Join(close, ", "))
+	case len(names) == 0:
+		return fmt.Sprintf("the server has no tool %q; it lists no tools", tool)
+	}
+	if len(names) > 10 {
+		names = append(names[:10], "…")
+	}
+	return fmt.Sprintf("the server has no tool %q; it has %s", tool, strings.Join(names, ", "))
+}
+
+// distance is the Levenshtein distance between a and b (bytes).
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+var (
+	// jsonschema-go reports where validation failed as a JSON pointer in
+	// "validating /properties/a/properties/b: …" (the last one is deepest).
+	failedAt = regexp.MustCompile(`validating (/[^:]*): `)
+	missing  = regexp.MustCompile(`required: missing properties: (\[.*?\])`)
+	extra    = regexp.MustCompile(`unexpected additional properties (\[.*?\])`)
+)
+
+// explain turns a jsonschema-go validation error into one line that names
+// the argument and what it needs.
+func explain(sc *jsonschema.Schema, err error) string {
+	msg := err.Error()
+	var path []string
+	if m := failedAt.FindAllStringSubmatch(msg, -1); len(m) > 0 {
+		for i, part := range strings.Split(strings.TrimPrefix(m[len(m)-1][1], "/"), "/") {
+			if i%2 == 1 {
+				path = append(path, part)
+			}
+		}
+	}
+	var names []string
+	if m := missing.FindStringSubmatch(msg); m != nil && json.Unmarshal([]byte(m[1]), &names) == nil && len(names) > 0 {
+		arg := Argument{Name: strings.Join(append(path, names[0]), ".")}
+		if p := propertyAt(sc, append(path, names[0])); p != nil {
+			arg = describe(arg.Name, p, true)
+		}
+		return fmt.Sprintf("%s is required (%s)", arg.Name, arg.Summary())
+	}
+	if m := extra.FindStringSubmatch(msg); m != nil && json.Unmarshal([]byte(m[1]), &names) == nil && len(names) > 0 {
+		var known []string
+		for _, a := range Arguments(sc) {
+			known = append(known, a.Name)
+		}
+		return fmt.Sprintf("unknown argument %s; it takes %s", strings.Join(append(path, names[0]), "."), strings.Join(known, ", "))
+	}
+	if p := propertyAt(sc, path); p != nil && len(path) > 0 {
+		a := describe(strings.Join(path, "."), p, false)
+		return fmt.Sprintf("%s: want %s", a.Name, a.Summary())
+	}
+	_, after, _ := strings.Cut(msg, "validating root: ")
+	if after == "" {
+		after = msg
+	}
+	return after
+}
+
+func propertyAt(sc *jsonschema.Schema, path []string) *jsonschema.Schema {
+	for _, name := range path {
+		if sc == nil {
+			return nil
+		}
+		sc = sc.Properties[name]
+	}
+	return sc
+}
+
+// Argument is one argument of a tool, read from its input schema for
+// people. Every text in it is the server's: sanitize before showing it.
+type Argument struct {
+	Name        string // a.b for a property of an object argument
+	Type        string // "string", "integer or null", "list of string", "any"
+	Required    bool
+	Default     string   // JSON, "" when none
+	Enum        []string // JSON of each allowed value
+	Range       string   // "1 to 20", "at least 0", "length at most 5"
+	Format      string
+	Header      string // the Mcp-Param-* header the argument also travels in
+	Description string
+}
+
+// Summary is the argument's constraints in one phrase, e.g. "integer,
+// optional, default 3, 1 to 20".
+func (a Argument) Summary() string {
+	parts := []string{a.Type, "optional"}
+	if a.Required {
+		parts[1] = "required"
+	}
+	if a.Default != "" {
+		parts = append(parts, "default "+a.Default)
+	}
+	if len(a.Enum) > 0 {
+		parts = append(parts, "one of "+strings.Join(a.Enum, ", "))
+	}
+	if a.Range != "" {
+		parts = append(parts, a.Range)
+	}
+	if a.Format != "" {
+		parts = append(parts, "format "+a.Format)
+	}
+	if a.Header != "" {
+		parts = append(parts, "header Mcp-Param-"+a.Header)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Arguments lists the arguments of the named tool's input schema: the
+// required ones first, in the schema's order, then the others by name;
+// the properties of an object argument follow it as a.b. ok is false
+// when the server listed no such tool.
+func (l *ToolList) Arguments(tool string) (args []Argument, ok bool) {
+	t, ok := l.byName[tool]
+	if !ok {
+		return nil, false
+	}
+	sc, err := parseSchema(t.InputSchema)
+	if err != nil {
+		return nil, true
+	}
+	return Arguments(sc), true
+}
+
+// Arguments lists the arguments of an input schema (see ToolList.Arguments).
+func Arguments(sc *jsonschema.Schema) []Argument {
+	return appendArguments(nil, "", sc)
+}
+
+func appendArguments(out []Argument, prefix string, sc *jsonschema.Schema) []Argument {
+	var names []string
+	for name := range sc.Properties {
+		if !slices.Contains(sc.Required, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var required []string
+	for _, name := range sc.Required {
+		if _, ok := sc.Properties[name]; ok && !slices.Contains(required, name) {
+			required = append(required, name)
+		}
+	}
+	for _, name := range append(required, names...) {
+		p := sc.Properties[name]
+		if p == nil {
+			continue
+		}
+		out = append(out, describe(prefix+name, p, slices.Contains(sc.Required, name)))
+		if len(p.Properties) > 0 {
+			out = appendArguments(out, prefix+name+".", p)
+		}
+	}
+	return out
+}
+
+func describe(name string, p *jsonschema.Schema, required bool) Argument {
+	a := Argument{Name: name, Required: required, Format: p.Format, Description: p.Description}
+	a.Type = typeOf(p)
+	if len(p.Default) > 0 {
+		a.Default = string(p.Default)
+	}
+	values := p.Enum
+	if p.Const != nil {
+		values = []any{*p.Const}
+	}
+	for _, alt := range p.OneOf { // the titled-enum form of elicitation schemas
+		if alt != nil && alt.Const != nil {
+			values = append(values, *alt.Const)
+		}
+	}
+	for _, v := range values {
+		b, _ := json.Marshal(v)
+		a.Enum = append(a.Enum, string(b))
+	}
+	a.Range = between(p.Minimum, p.Maximum, p.ExclusiveMinimum, p.ExclusiveMaximum)
+	if p.MinLength != nil || p.MaxLength != nil {
+		a.Range = join(a.Range, "length "+between(intPtr(p.MinLength), intPtr(p.MaxLength), nil, nil))
+	}
+	if p.MinItems != nil || p.MaxItems != nil {
+		a.Range = join(a.Range, "items "+between(intPtr(p.MinItems), intPtr(p.MaxItems), nil, nil))
+	}
+	if h, ok := p.Extra["x-mcp-header"].(string); ok {
+		a.Header = h
+	}
+	return a
+}
+
+func typeOf(p *jsonschema.Schema) string {
+	types := p.Types
+	if p.Type != "" {
+		types = []string{p.Type}
+	}
+	if len(types) == 0 {
+		return "any"
+	}
+	t := strings.Join(types, " or ")
+	if p.Items != nil && slices.Contains(types, "array") {
+		t = strings.Replace(t, "array", "list of "+typeOf(p.Items), 1)
+	}
+	return t
+}
+
+func between(lo, hi, xlo, xhi *float64) string {
+	n := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	var from, to string
+	switch {
+	case lo != nil:
+		from = n(*lo)
+	case xlo != nil:
+		from = "more than " + n(*xlo)
+	}
+	switch {
+	case hi != nil:
+		to = n(*hi)
+	case xhi != nil:
+		to = "less than " + n(*xhi)
+	}
+	switch {
+	case lo != nil && hi != nil:
+		return from + " to " + to
+	case from != "" && to != "":
+		return join(from, to)
+	case lo != nil:
+		return "at least " + from
+	case hi != nil:
+		return "at most " + to
+	}
+	return from + to
+}
+
+func intPtr(i *int) *float64 {
+	if i == nil {
+		return nil
+	}
+	f := float64(*i)
+	return &f
+}
+
+func join(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + ", " + b
+}
