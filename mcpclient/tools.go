@@ -37,6 +37,7 @@ type ToolList struct {
 }
 
 type rawTool struct {
+	sent        json.RawMessage
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
@@ -113,6 +114,7 @@ func (s *Session) listTools(ctx context.Context) (*ToolList, error) {
 			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
 				continue // go-sdk would have refused the page; nothing to call
 			}
+			t.sent = raw
 			l.Raw = append(l.Raw, raw)
 			l.byName[t.Name] = t
 		}
@@ -138,11 +140,9 @@ func refusedForHeaders(err error) bool {
 	return errors.As(err, &je) && je.Code == wire.CodeHeaderMismatch
 }
 
-// Has tells whether the server listed a tool of that name.
-func (l *ToolList) Has(name string) bool {
-	_, ok := l.byName[name]
-	return ok
-}
+// Sent is a tool exactly as the server sent it, nil if it listed none
+// of that name.
+func (l *ToolList) Sent(name string) json.RawMessage { return l.byName[name].sent }
 
 // Description is a tool's description as the server sent it.
 func (l *ToolList) Description(name string) string { return l.byName[name].Description }
@@ -177,7 +177,7 @@ func (l *ToolList) Check(tool string, args json.RawMessage) error {
 		}
 	}
 	if err := resolved.Validate(v); err != nil {
-		return &CallError{msg: fmt.Sprintf("--args of %s: %s", tool, explain(sc, err))}
+		return &CallError{msg: fmt.Sprintf("--args of %s: %s", tool, explain(sc, v, err))}
 	}
 	return nil
 }
@@ -245,8 +245,8 @@ var (
 )
 
 // explain turns a jsonschema-go validation error into one line that names
-// the argument and what it needs.
-func explain(sc *jsonschema.Schema, err error) string {
+// the argument, what it needs and what it got.
+func explain(sc *jsonschema.Schema, args any, err error) string {
 	msg := err.Error()
 	var path []string
 	if m := failedAt.FindAllStringSubmatch(msg, -1); len(m) > 0 {
@@ -258,11 +258,11 @@ func explain(sc *jsonschema.Schema, err error) string {
 	}
 	var names []string
 	if m := missing.FindStringSubmatch(msg); m != nil && json.Unmarshal([]byte(m[1]), &names) == nil && len(names) > 0 {
-		arg := Argument{Name: strings.Join(append(path, names[0]), ".")}
-		if p := propertyAt(sc, append(path, names[0])); p != nil {
-			arg = describe(arg.Name, p, true)
+		path = append(path, names[0])
+		if a, ok := argumentAt(sc, path); ok {
+			return fmt.Sprintf("%s is missing: want %s", a.Name, a.Summary())
 		}
-		return fmt.Sprintf("%s is required (%s)", arg.Name, arg.Summary())
+		return strings.Join(path, ".") + " is missing"
 	}
 	if m := extra.FindStringSubmatch(msg); m != nil && json.Unmarshal([]byte(m[1]), &names) == nil && len(names) > 0 {
 		var known []string
@@ -271,9 +271,9 @@ func explain(sc *jsonschema.Schema, err error) string {
 		}
 		return fmt.Sprintf("unknown argument %s; it takes %s", strings.Join(append(path, names[0]), "."), strings.Join(known, ", "))
 	}
-	if p := propertyAt(sc, path); p != nil && len(path) > 0 {
-		a := describe(strings.Join(path, "."), p, false)
-		return fmt.Sprintf("%s: want %s", a.Name, a.Summary())
+	if a, ok := argumentAt(sc, path); ok {
+		got, _ := json.Marshal(valueAt(args, path))
+		return fmt.Sprintf("%s: want %s; got %s", a.Name, a.Summary(), got)
 	}
 	_, after, _ := strings.Cut(msg, "validating root: ")
 	if after == "" {
@@ -282,14 +282,30 @@ func explain(sc *jsonschema.Schema, err error) string {
 	return after
 }
 
-func propertyAt(sc *jsonschema.Schema, path []string) *jsonschema.Schema {
-	for _, name := range path {
-		if sc == nil {
-			return nil
-		}
-		sc = sc.Properties[name]
+// argumentAt describes the argument at a property path of a schema.
+func argumentAt(sc *jsonschema.Schema, path []string) (Argument, bool) {
+	if len(path) == 0 {
+		return Argument{}, false
 	}
-	return sc
+	for _, name := range path[:len(path)-1] {
+		if sc = sc.Properties[name]; sc == nil {
+			return Argument{}, false
+		}
+	}
+	last := path[len(path)-1]
+	p := sc.Properties[last]
+	if p == nil {
+		return Argument{}, false
+	}
+	return describe(strings.Join(path, "."), p, slices.Contains(sc.Required, last)), true
+}
+
+func valueAt(v any, path []string) any {
+	for _, name := range path {
+		m, _ := v.(map[string]any)
+		v = m[name]
+	}
+	return v
 }
 
 // Argument is one argument of a tool, read from its input schema for
@@ -333,18 +349,18 @@ func (a Argument) Summary() string {
 
 // Arguments lists the arguments of the named tool's input schema: the
 // required ones first, in the schema's order, then the others by name;
-// the properties of an object argument follow it as a.b. ok is false
-// when the server listed no such tool.
-func (l *ToolList) Arguments(tool string) (args []Argument, ok bool) {
+// the properties of an object argument follow it as a.b. A tool the
+// server did not list is a *CallError that names the close ones.
+func (l *ToolList) Arguments(tool string) ([]Argument, error) {
 	t, ok := l.byName[tool]
 	if !ok {
-		return nil, false
+		return nil, &CallError{msg: l.unknown(tool)}
 	}
 	sc, err := parseSchema(t.InputSchema)
 	if err != nil {
-		return nil, true
+		return nil, fmt.Errorf("the input schema of %s cannot be read: %v", tool, err)
 	}
-	return Arguments(sc), true
+	return Arguments(sc), nil
 }
 
 // Arguments lists the arguments of an input schema (see ToolList.Arguments).
@@ -467,4 +483,35 @@ func join(a, b string) string {
 		return b
 	}
 	return a + ", " + b
+}
+
+// CheckCall refuses, before anything is written or sent, a call that the
+// server's tool list rules out: an unknown tool or arguments its input
+// schema refuses are a *CallError. It needs no more than the call itself
+// would: a key that already names a task is left to Call (which sends
+// nothing then), a server that cannot be reached is the error Call would
+// return, and a tool list that cannot be had leaves the check to the
+// server.
+func (t *Tracker) CheckCall(ctx context.Context, req CallRequest) error {
+	args, err := NormalizeArgs(req.Args)
+	if err != nil {
+		return err
+	}
+	if req.Key != "" {
+		if _, err := t.store.ByKey(req.Key); err == nil {
+			return nil
+		}
+	}
+	sess, err := t.session(ctx, req.Server)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	defer cancel()
+	list, err := sess.Tools(cctx)
+	if err != nil {
+		t.log.Warn("tools/list failed; the call goes unchecked", "server", req.Server.String(), "err", err)
+		return nil
+	}
+	return list.Check(req.Tool, args)
 }
