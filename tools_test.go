@@ -176,3 +176,84 @@ func TestCallChecksArguments(t *testing.T) {
 	id := onlyID(t, d.run("call", "--url", srv.url, "sleep", "--args", `{"seconds":1}`).must(t, 0))
 	d.waitStatus(id, "completed")
 }
+
+// TestCallCheckNeedsNoMoreThanTheCall: the check before a call asks for
+// nothing the call itself does not need: a server whose tools/list fails
+// still gets the call (unchecked), and a key that already names a task is
+// answered from the store while the server is down.
+func TestCallCheckNeedsNoMoreThanTheCall(t *testing.T) {
+	t.Parallel()
+	srv := hostile.Start(t, demo.Options{Speed: 0.05})
+	srv.On("tools/list", func(w http.ResponseWriter, req *hostile.Request) bool {
+		http.Error(w, "tools/list is down", http.StatusInternalServerError)
+		return true
+	})
+	d := newDeck(t)
+	id := onlyID(t, d.run("call", "--url", srv.URL, "sleep", "--args", `{"seconds":1}`).must(t, 0))
+	if calls := srv.Requests("tools/call"); len(calls) != 1 {
+		t.Fatalf("the call was not sent when tools/list failed: %d tools/call", len(calls))
+	}
+	d.waitStatus(id, "completed")
+
+	demoSrv := startDemo(t, "127.0.0.1:0")
+	first := onlyID(t, d.run("call", "--url", demoSrv.url, "sleep", "--args", `{"seconds":1}`, "--key", "once").must(t, 0))
+	demoSrv.p.kill()
+	r := d.run("call", "--url", demoSrv.url, "sleep", "--args", `{"seconds":1}`, "--key", "once").must(t, 0)
+	if onlyID(t, r) != first || !strings.Contains(r.stderr, "nothing new was sent") {
+		t.Fatalf("a known key needed the server\n%s", r)
+	}
+}
+
+// richTool is a tool whose input schema uses what the tools list of a
+// real server may: nested objects, lists, exclusive bounds, formats,
+// titled choices and nullable types.
+const richTool = `{"name":"rich","description":"A tool of every shape.","inputSchema":{"type":"object",
+ "properties":{
+  "target":{"type":"object","description":"where to","properties":{
+    "host":{"type":"string","format":"hostname","description":"the host"},
+    "port":{"type":"integer","minimum":1,"maximum":65535}},"required":["host"]},
+  "tags":{"type":"array","items":{"type":"string"},"minItems":1,"description":"labels"},
+  "ratio":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1},
+  "when":{"type":["string","null"],"format":"date-time"},
+  "size":{"type":"string","oneOf":[{"const":"s","title":"Small"},{"const":"l","title":"Large"}]}},
+ "required":["target"]}}`
+
+// TestToolOfAnyShape: a tool whose schema nests objects and lists is
+// shown argument by argument, and call names the nested argument that is
+// wrong.
+func TestToolOfAnyShape(t *testing.T) {
+	t.Parallel()
+	srv := hostile.Start(t, demo.Options{Speed: 0.05})
+	var tool map[string]any
+	if err := json.Unmarshal([]byte(richTool), &tool); err != nil {
+		t.Fatal(err)
+	}
+	srv.On("tools/list", srv.Rewrite(func(res map[string]any) {
+		res["tools"] = append(res["tools"].([]any), tool)
+	}))
+	d := newDeck(t)
+	r := d.run("tools", "--url", srv.URL, "rich").must(t, 0)
+	want := "rich: A tool of every shape.\n" +
+		"  target       object, required: where to\n" +
+		"  target.host  string, required, format hostname: the host\n" +
+		"  target.port  integer, optional, 1 to 65535\n" +
+		"  ratio        number, optional, more than 0, less than 1\n" +
+		"  size         string, optional, one of \"s\", \"l\"\n" +
+		"  tags         list of string, optional, items at least 1: labels\n" +
+		"  when         string or null, optional, format date-time\n"
+	if r.stdout != want {
+		t.Fatalf("got\n%s\nwant\n%s", r.stdout, want)
+	}
+	for _, c := range []struct{ args, want string }{
+		{`{"target":{"host":"a","port":70000}}`, "target.port: want integer, optional, 1 to 65535; got 70000"},
+		{`{"target":{}}`, "target.host is missing: want string, required, format hostname"},
+		{`{"target":{"host":"a"},"tags":[]}`, "tags: want list of string"},
+		{`{"target":{"host":"a"},"ratio":1}`, "ratio: want number, optional, more than 0, less than 1; got 1"},
+	} {
+		r := d.run("call", "--url", srv.URL, "rich", "--args", c.args).must(t, exitUsage)
+		oneErrorLine(t, r, c.want)
+	}
+	if calls := srv.Requests("tools/call"); len(calls) != 0 {
+		t.Fatalf("refused calls were sent: %d", len(calls))
+	}
+}
