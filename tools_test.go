@@ -31,6 +31,9 @@ func TestCallSendsParamHeaders(t *testing.T) {
 	if last := lines[len(lines)-1]; last.Status != "completed" || last.resultText() != want {
 		t.Fatalf("want completed with %q\n%s", want, r)
 	}
+	if lists := srv.Requests("tools/list"); len(lists) != 1 {
+		t.Fatalf("one call listed the tools %d times, want once", len(lists))
+	}
 	calls := srv.Requests("tools/call")
 	if len(calls) != 1 || calls[0].Header.Get("Mcp-Param-Region") != encoded || calls[0].Header.Get("Mcp-Param-Priority") != "3" {
 		t.Fatalf("the server received %d tools/call, the first with %v", len(calls), calls[0].Header)

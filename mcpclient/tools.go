@@ -61,7 +61,9 @@ func (s *Session) Tools(ctx context.Context) (*ToolList, error) {
 }
 
 // get returns the list, listing it when stale or when refresh is set;
-// fetched tells whether it was listed by this call.
+// fetched tells whether it was listed by this call. (While a server's
+// ttlMs runs, go-sdk answers a listing from its own copy: refresh cannot
+// see past a list the server declared valid.)
 func (c *toolCache) get(ctx context.Context, s *Session, refresh bool) (*ToolList, bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -79,7 +81,7 @@ func (c *toolCache) get(ctx context.Context, s *Session, refresh bool) (*ToolLis
 // listTools sends tools/list, following pagination, and keeps every tool
 // as it was sent next to go-sdk's decoding of it.
 func (s *Session) listTools(ctx context.Context) (*ToolList, error) {
-	l := &ToolList{byName: map[string]rawTool{}, fetched: time.Now()}
+	l := &ToolList{byName: map[string]rawTool{}}
 	var ttlMs int
 	seen := map[string]bool{}
 	cursor := ""
@@ -106,13 +108,13 @@ func (s *Session) listTools(ctx context.Context) (*ToolList, error) {
 			}
 			sent.TTLMs = res.TTLMs
 		}
-		if page == 0 || sent.TTLMs > 0 && sent.TTLMs < ttlMs {
+		if sent.TTLMs > 0 && (ttlMs == 0 || sent.TTLMs < ttlMs) {
 			ttlMs = sent.TTLMs
 		}
 		for _, raw := range sent.Tools {
 			var t rawTool
 			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
-				continue // go-sdk would have refused the page; nothing to call
+				continue // a tool without a name cannot be called
 			}
 			t.sent = raw
 			l.Raw = append(l.Raw, raw)
@@ -125,7 +127,10 @@ func (s *Session) listTools(ctx context.Context) (*ToolList, error) {
 			break
 		}
 	}
-	l.ttl = DefaultToolsTTL
+	// Timed from the answer, as go-sdk times its own copy of a list with a
+	// ttlMs: ours then runs out no sooner than its, and the next listing
+	// reaches the server (go-sdk would answer it from its copy).
+	l.fetched, l.ttl = time.Now(), DefaultToolsTTL
 	if ttlMs > 0 {
 		l.ttl = time.Duration(ttlMs) * time.Millisecond
 	}
@@ -510,7 +515,9 @@ func (t *Tracker) CheckCall(ctx context.Context, req CallRequest) error {
 	defer cancel()
 	list, err := sess.Tools(cctx)
 	if err != nil {
-		t.log.Warn("tools/list failed; the call goes unchecked", "server", req.Server.String(), "err", err)
+		// The error names the server; it is logged at debug level only, as
+		// poll failures are.
+		t.log.Debug("tools/list failed; the call goes out unchecked", "tool", req.Tool, "err", err)
 		return nil
 	}
 	return list.Check(req.Tool, args)
