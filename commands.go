@@ -449,8 +449,13 @@ func (a *app) toolsCommand() *cobra.Command {
 		Long: `List a server's tools, or with TOOL that tool's arguments: type, required,
 default, allowed values, range, format, header and description. --json prints
 each tool exactly as the server sent it, one JSON object per line.`,
-		Args:              cobra.ArbitraryArgs, // checked below, as a usage error
-		ValidArgsFunction: a.completeServers,
+		Args: cobra.ArbitraryArgs, // checked below, as a usage error
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 || cmd.Flags().Changed("url") { // a tool name: not completed, that needs the server
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return a.completeServers(cmd, args, prefix)
+		},
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			var name, tool string
 			if url == "" && len(pos) > 0 {

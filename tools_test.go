@@ -260,3 +260,27 @@ func TestToolOfAnyShape(t *testing.T) {
 		t.Fatalf("refused calls were sent: %d", len(calls))
 	}
 }
+
+// TestToolsListCursorLoop: a server whose tools/list hands back the same
+// cursor for ever is listed once per cursor, not for ever.
+func TestToolsListCursorLoop(t *testing.T) {
+	t.Parallel()
+	srv := hostile.Start(t, demo.Options{Speed: 0.05})
+	again := srv.Rewrite(func(res map[string]any) { res["nextCursor"] = "again" })
+	srv.On("tools/list", func(w http.ResponseWriter, req *hostile.Request) bool {
+		// The demo knows no cursors: it is asked for the first page each time.
+		var msg map[string]any
+		if err := json.Unmarshal(req.Body, &msg); err != nil {
+			t.Errorf("tools/list body: %v", err)
+		}
+		delete(msg["params"].(map[string]any), "cursor")
+		req.Body, _ = json.Marshal(msg)
+		return again(w, req)
+	})
+	d := newDeck(t)
+	r := d.run("tools", "--url", srv.URL).must(t, 0)
+	mustContain(t, r, r.stdout, "sleep ")
+	if n := len(srv.Requests("tools/list")); n != 2 {
+		t.Fatalf("tools/list sent %d times, want 2 (the first page, then the cursor once)", n)
+	}
+}
