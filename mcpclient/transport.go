@@ -44,10 +44,10 @@ func (c *callInfo) result() json.RawMessage {
 }
 
 // captureTransport wraps a transport so that the raw result of every
-// tools/call (and tools/list, for the tools as sent) made with a callInfo
-// is kept: go-sdk's CallToolResult drops
-// the task handle's fields (go-sdk-tasks.md, pitfall 1). It also keeps
-// the _meta go-sdk sends with server/discover, for the direct tasks/get.
+// tools/call made with a callInfo is kept: go-sdk's CallToolResult drops
+// the task handle's fields (go-sdk-tasks.md, pitfall 1). tools/list is
+// kept too, for the tools as the server sent them. It also keeps the
+// _meta go-sdk sends with server/discover, for the direct tasks/get.
 type captureTransport struct {
 	mcp.Transport
 	meta *sentMeta
