@@ -217,6 +217,8 @@ const richTool = `{"name":"rich","description":"A tool of every shape.","inputSc
     "port":{"type":"integer","minimum":1,"maximum":65535}},"required":["host"]},
   "tags":{"type":"array","items":{"type":"string"},"minItems":1,"description":"labels"},
   "ratio":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1},
+  "share":{"type":"number","minimum":0,"exclusiveMaximum":1},
+  "level":{"anyOf":[{"type":"string"},{"type":"integer"}]},
   "when":{"type":["string","null"],"format":"date-time"},
   "size":{"type":"string","oneOf":[{"const":"s","title":"Small"},{"const":"l","title":"Large"}]}},
  "required":["target"]}}`
@@ -240,7 +242,9 @@ func TestToolOfAnyShape(t *testing.T) {
 		"  target       object, required: where to\n" +
 		"  target.host  string, required, format hostname: the host\n" +
 		"  target.port  integer, optional, 1 to 65535\n" +
+		"  level        string or integer, optional\n" +
 		"  ratio        number, optional, more than 0, less than 1\n" +
+		"  share        number, optional, at least 0, less than 1\n" +
 		"  size         string, optional, one of \"s\", \"l\"\n" +
 		"  tags         list of string, optional, items at least 1: labels\n" +
 		"  when         string or null, optional, format date-time\n"
@@ -251,6 +255,8 @@ func TestToolOfAnyShape(t *testing.T) {
 		{`{"target":{"host":"a","port":70000}}`, "target.port: want integer, optional, 1 to 65535; got 70000"},
 		{`{"target":{}}`, "target.host is missing: want string, required, format hostname"},
 		{`{"target":{"host":"a"},"tags":[]}`, "tags: want list of string"},
+		{`{"target":{"host":"a"},"tags":["a",1]}`, `tags: want list of string, optional, items at least 1; got ["a",1]`},
+		{`{"target":{"host":"a"},"level":1.5}`, "level: want string or integer, optional; got 1.5"},
 		{`{"target":{"host":"a"},"ratio":1}`, "ratio: want number, optional, more than 0, less than 1; got 1"},
 	} {
 		r := d.run("call", "--url", srv.URL, "rich", "--args", c.args).must(t, exitUsage)

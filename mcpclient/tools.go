@@ -255,10 +255,11 @@ func explain(sc *jsonschema.Schema, args any, err error) string {
 	msg := err.Error()
 	var path []string
 	if m := failedAt.FindAllStringSubmatch(msg, -1); len(m) > 0 {
-		for i, part := range strings.Split(strings.TrimPrefix(m[len(m)-1][1], "/"), "/") {
-			if i%2 == 1 {
-				path = append(path, part)
-			}
+		// The argument is named by the leading properties/NAME pairs; what
+		// follows (items/…) is inside its value.
+		parts := strings.Split(strings.TrimPrefix(m[len(m)-1][1], "/"), "/")
+		for i := 0; i+1 < len(parts) && parts[i] == "properties"; i += 2 {
+			path = append(path, parts[i+1])
 		}
 	}
 	var names []string
@@ -438,6 +439,14 @@ func typeOf(p *jsonschema.Schema) string {
 		types = []string{p.Type}
 	}
 	if len(types) == 0 {
+		// Alternatives without a type of their own: what they take.
+		for _, alt := range append(slices.Clip(p.AnyOf), p.OneOf...) {
+			if alt != nil && (alt.Type != "" || len(alt.Types) > 0) && !slices.Contains(types, typeOf(alt)) {
+				types = append(types, typeOf(alt))
+			}
+		}
+	}
+	if len(types) == 0 {
 		return "any"
 	}
 	t := strings.Join(types, " or ")
@@ -447,32 +456,30 @@ func typeOf(p *jsonschema.Schema) string {
 	return t
 }
 
+// between says what a range allows: "1 to 20", "at least 0", "more
+// than 0, less than 1".
 func between(lo, hi, xlo, xhi *float64) string {
 	n := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-	var from, to string
+	if lo != nil && hi != nil {
+		return n(*lo) + " to " + n(*hi)
+	}
+	var lower, upper string
 	switch {
 	case lo != nil:
-		from = n(*lo)
+		lower = "at least " + n(*lo)
 	case xlo != nil:
-		from = "more than " + n(*xlo)
+		lower = "more than " + n(*xlo)
 	}
 	switch {
 	case hi != nil:
-		to = n(*hi)
+		upper = "at most " + n(*hi)
 	case xhi != nil:
-		to = "less than " + n(*xhi)
+		upper = "less than " + n(*xhi)
 	}
-	switch {
-	case lo != nil && hi != nil:
-		return from + " to " + to
-	case from != "" && to != "":
-		return join(from, to)
-	case lo != nil:
-		return "at least " + from
-	case hi != nil:
-		return "at most " + to
+	if lower == "" {
+		return upper
 	}
-	return from + to
+	return join(lower, upper)
 }
 
 func intPtr(i *int) *float64 {
@@ -484,8 +491,8 @@ func intPtr(i *int) *float64 {
 }
 
 func join(a, b string) string {
-	if a == "" {
-		return b
+	if a == "" || b == "" {
+		return a + b
 	}
 	return a + ", " + b
 }
