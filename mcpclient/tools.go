@@ -279,6 +279,9 @@ func explain(sc *jsonschema.Schema, args any, err error) string {
 	}
 	if a, ok := argumentAt(sc, path); ok {
 		got, _ := json.Marshal(valueAt(args, path))
+		if r := []rune(string(got)); len(r) > 60 {
+			got = []byte(string(r[:60]) + "…")
+		}
 		return fmt.Sprintf("%s: want %s; got %s", a.Name, a.Summary(), got)
 	}
 	_, after, _ := strings.Cut(msg, "validating root: ")
