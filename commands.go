@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -106,9 +108,14 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 				}
 			}
 			inputs := a.inputSource(answers)
-			rec, reused, err := tr.Call(cmd.Context(), mcpclient.CallRequest{
-				Server: ref, Tool: pos[0], Args: raw, Key: key, Input: inputs.forCall,
-			})
+			req := mcpclient.CallRequest{Server: ref, Tool: pos[0], Args: raw, Key: key, Input: inputs.forCall}
+			if err := tr.CheckCall(cmd.Context(), req); err != nil {
+				if errors.As(err, new(*mcpclient.CallError)) {
+					return usageErr("%v", err)
+				}
+				return err
+			}
+			rec, reused, err := tr.Call(cmd.Context(), req)
 			if err != nil {
 				return err
 			}
@@ -492,18 +499,30 @@ func (a *app) serversCommand() *cobra.Command {
 
 func (a *app) toolsCommand() *cobra.Command {
 	var url string
+	var asJSON bool
 	cmd := &cobra.Command{
-		Use:               "tools (SERVER | --url URL)",
-		Short:             "List a server's tools",
-		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: a.completeServers,
-		RunE: func(cmd *cobra.Command, pos []string) error {
-			var name string
-			if len(pos) == 1 {
-				name = pos[0]
+		Use:   "tools (SERVER | --url URL) [TOOL] [--json]",
+		Short: "List a server's tools, or show one tool's arguments",
+		Long: `List a server's tools, or with TOOL that tool's arguments: type, required,
+default, allowed values, range, format, header and description. --json prints
+each tool exactly as the server sent it, one JSON object per line.`,
+		Args: cobra.ArbitraryArgs, // checked below, as a usage error
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 || cmd.Flags().Changed("url") { // a tool name: not completed, that needs the server
+				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
-			if (name == "") == (url == "") {
-				return usageErr("name one server: tools SERVER, or tools --url URL")
+			return a.completeServers(cmd, args, prefix)
+		},
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			var name, tool string
+			if url == "" && len(pos) > 0 {
+				name, pos = pos[0], pos[1:]
+			}
+			if len(pos) > 1 || (name == "") == (url == "") {
+				return usageErr("name one server and at most one tool: tools SERVER [TOOL], or tools --url URL [TOOL]")
+			}
+			if len(pos) == 1 {
+				tool = pos[0]
 			}
 			ref, err := serverRef(name, url)
 			if err != nil {
@@ -523,21 +542,77 @@ func (a *app) toolsCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tools, err := sess.ListTools(cmd.Context())
+			list, err := sess.Tools(cmd.Context())
 			if err != nil {
 				return err
+			}
+			if tool != "" {
+				return a.printTool(list, tool, asJSON)
+			}
+			if asJSON {
+				for _, raw := range list.Raw {
+					if err := printRawJSON(a.stdout, raw); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
 			if !sess.SupportsTasks {
 				fmt.Fprintln(a.stdout, "(this server does not advertise the tasks extension: calls return results directly)")
 			}
-			for _, t := range tools {
+			for _, t := range list.Tools {
 				fmt.Fprintf(a.stdout, "%-20s %s\n", termtext.Line(t.Name), termtext.Line(t.Description))
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&url, "url", "", "ad-hoc server URL")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "the tools as the server sent them, one JSON object per line")
 	return cmd
+}
+
+// printTool shows one tool: its description, then one line per argument
+// (its name, what it takes, its description), all server text inert.
+func (a *app) printTool(list *mcpclient.ToolList, tool string, asJSON bool) error {
+	args, err := list.Arguments(tool)
+	var unknown *mcpclient.CallError
+	if errors.As(err, &unknown) {
+		return usageErr("%v", err)
+	}
+	if asJSON {
+		return printRawJSON(a.stdout, list.Sent(tool))
+	}
+	fmt.Fprintf(a.stdout, "%s: %s\n", termtext.Line(tool), termtext.Line(list.Description(tool)))
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(a.stdout, "  (no arguments)")
+	}
+	width := 0
+	for _, arg := range args {
+		width = max(width, len(termtext.Line(arg.Name)))
+	}
+	for _, arg := range args {
+		line := fmt.Sprintf("  %-*s  %s", width, termtext.Line(arg.Name), termtext.Line(arg.Summary()))
+		if arg.Description != "" {
+			line += ": " + termtext.Line(arg.Description)
+		}
+		fmt.Fprintln(a.stdout, line)
+	}
+	return nil
+}
+
+// printRawJSON prints a server's JSON on one line, its values untouched
+// and controls escaped.
+func printRawJSON(w io.Writer, raw json.RawMessage) error {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(inertJSON(b.Bytes()))
+	return err
 }
 
 // task opens the store and finds a task by id or unique id prefix.

@@ -190,7 +190,7 @@ func TestPlainHTTPToARemoteHostWarns(t *testing.T) {
 		}
 	}
 	// The loopback demo server, not TEST-NET, answered.
-	r := d.run("call", "--url", "http://"+srv.addr+"/mcp", "echo").must(t, 0)
+	r := d.run("call", "--url", "http://"+srv.addr+"/mcp", "echo", "--args", `{"text":"x"}`).must(t, 0)
 	if r.stderr != "" {
 		t.Fatalf("a loopback server warned\n%s", r)
 	}

@@ -86,6 +86,7 @@ func New(opts Options) *Server {
 		&mcp.ServerOptions{Capabilities: caps, Logger: sdkLog})
 	s.addTools()
 	s.addInstant()
+	s.addHeaderTool()
 	if opts.Hostile {
 		s.addHostile()
 	}

@@ -38,7 +38,7 @@ func TestToolsHaveDescribedSchemas(t *testing.T) {
 			}
 		}
 	}
-	want := []string{"approve", "confirm_first", "echo", "fail", InstantTool, "pipeline", "sleep", "survey"}
+	want := []string{"approve", "confirm_first", "deploy", "echo", "fail", InstantTool, "pipeline", "sleep", "survey"}
 	if slices.Sort(names); !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}

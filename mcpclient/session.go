@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -250,12 +249,19 @@ type Session struct {
 	ref                       model.ServerRef
 	cs                        *mcp.ClientSession
 	direct                    *directGet // tasks/get over HTTP; nil for stdio
+	tools                     toolCache
 	SupportsTasks             bool
 	ServerName, ServerVersion string
 }
 
 // CallTool sends tools/call with the tasks extension declared and returns
 // what came back: a result, a task handle, or input requests (MRTR).
+// The session's tool list comes first (listed once per ttl): go-sdk sends
+// x-mcp-header arguments as Mcp-Param-* headers only for a listed tool. A
+// list that cannot be had does not hold the call back: a server that
+// needs the headers refuses it. A refusal for the headers (-32020) with a
+// list from before this call means the tool changed since: the list is
+// listed again and the call, which the server never acted on, sent again.
 func (s *Session) CallTool(ctx context.Context, tool string, args json.RawMessage, answers map[string]json.RawMessage, requestState string) (*wire.CallOutcome, error) {
 	params := &mcp.CallToolParams{Name: tool, Arguments: args, RequestState: requestState}
 	if len(args) == 0 {
@@ -270,8 +276,15 @@ func (s *Session) CallTool(ctx context.Context, tool string, args json.RawMessag
 			return nil, fmt.Errorf("input responses: %w", err)
 		}
 	}
+	_, fetched, listErr := s.tools.get(ctx, s, false)
 	info := &callInfo{}
 	_, err := s.cs.CallTool(withCallInfo(ctx, info), params)
+	if refusedForHeaders(err) && listErr == nil && !fetched {
+		if _, _, listErr = s.tools.get(ctx, s, true); listErr == nil {
+			info = &callInfo{}
+			_, err = s.cs.CallTool(withCallInfo(ctx, info), params)
+		}
+	}
 	if err != nil {
 		return nil, classify(s.ref.String(), err, false, info)
 	}
@@ -319,23 +332,12 @@ func (s *Session) CancelTask(ctx context.Context, taskID string) error {
 	return classify(s.ref.String(), err, true, info)
 }
 
-// ListTools lists every tool the server offers, following pagination.
+// ListTools lists every tool the server offers, sorted by name, from the
+// session's tool list (see Tools).
 func (s *Session) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
-	var tools []*mcp.Tool
-	for tool, err := range s.cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, classify(s.ref.String(), err, false, nil)
-		}
-		tools = append(tools, tool)
+	l, err := s.Tools(ctx)
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(tools, func(a, b *mcp.Tool) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
-	return tools, nil
+	return l.Tools, nil
 }

@@ -45,8 +45,9 @@ func (c *callInfo) result() json.RawMessage {
 
 // captureTransport wraps a transport so that the raw result of every
 // tools/call made with a callInfo is kept: go-sdk's CallToolResult drops
-// the task handle's fields (go-sdk-tasks.md, pitfall 1). It also keeps
-// the _meta go-sdk sends with server/discover, for the direct tasks/get.
+// the task handle's fields (go-sdk-tasks.md, pitfall 1). tools/list is
+// kept too, for the tools as the server sent them. It also keeps the
+// _meta go-sdk sends with server/discover, for the direct tasks/get.
 type captureTransport struct {
 	mcp.Transport
 	meta *sentMeta
@@ -97,7 +98,7 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "server/discover" {
 		c.meta.keep(req.Params)
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && (req.Method == "tools/call" || req.Method == "tools/list") {
 		if info := callInfoFrom(ctx); info != nil {
 			c.mu.Lock()
 			c.pending[req.ID] = info

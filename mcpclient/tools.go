@@ -1,0 +1,534 @@
+package mcpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
+)
+
+// DefaultToolsTTL is how long a session uses a tool list whose server
+// gave no ttlMs before listing again.
+const DefaultToolsTTL = 5 * time.Minute
+
+// maxToolPages bounds tools/list pagination against a server whose
+// cursors never end.
+const maxToolPages = 100
+
+// ToolList is a server's tools as one session listed them.
+type ToolList struct {
+	Tools  []*mcp.Tool        // as go-sdk decoded them, sorted by name
+	Raw    []json.RawMessage  // every tool exactly as the server sent it, in its order
+	byName map[string]rawTool // from Raw
+
+	fetched time.Time
+	ttl     time.Duration
+}
+
+type rawTool struct {
+	sent        json.RawMessage
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// toolCache is a session's tool list. go-sdk mirrors x-mcp-header
+// arguments into Mcp-Param-* headers (SEP-2243) only for tools listed on
+// the same session, so the list lives with the session and is listed
+// again when stale; mu is held while listing, so callers share one list.
+type toolCache struct {
+	mu   sync.Mutex
+	list *ToolList
+}
+
+// Tools returns the session's tool list, listing it when there is none
+// yet or it is older than its ttlMs (DefaultToolsTTL when the server gave
+// none).
+func (s *Session) Tools(ctx context.Context) (*ToolList, error) {
+	l, _, err := s.tools.get(ctx, s, false)
+	return l, err
+}
+
+// get returns the list, listing it when stale or when refresh is set;
+// fetched tells whether it was listed by this call. (While a server's
+// ttlMs runs, go-sdk answers a listing from its own copy: refresh cannot
+// see past a list the server declared valid.)
+func (c *toolCache) get(ctx context.Context, s *Session, refresh bool) (*ToolList, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.list; l != nil && !refresh && time.Since(l.fetched) < l.ttl {
+		return l, false, nil
+	}
+	l, err := s.listTools(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	c.list = l
+	return l, true, nil
+}
+
+// listTools sends tools/list, following pagination, and keeps every tool
+// as it was sent next to go-sdk's decoding of it.
+func (s *Session) listTools(ctx context.Context) (*ToolList, error) {
+	l := &ToolList{byName: map[string]rawTool{}}
+	var ttlMs int
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		info := &callInfo{}
+		res, err := s.cs.ListTools(withCallInfo(ctx, info), &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, classify(s.ref.String(), err, false, nil)
+		}
+		var sent struct {
+			Tools []json.RawMessage `json:"tools"`
+			TTLMs int               `json:"ttlMs"`
+		}
+		if raw := info.result(); raw != nil {
+			if err := json.Unmarshal(raw, &sent); err != nil {
+				return nil, &TransportError{Server: s.ref.String(), Err: fmt.Errorf("tools/list result: %w", err)}
+			}
+		} else {
+			// go-sdk answered from its own cache (the server's ttlMs
+			// still runs): its decoding is all there is.
+			for _, t := range res.Tools {
+				b, _ := json.Marshal(t)
+				sent.Tools = append(sent.Tools, b)
+			}
+			sent.TTLMs = res.TTLMs
+		}
+		if sent.TTLMs > 0 && (ttlMs == 0 || sent.TTLMs < ttlMs) {
+			ttlMs = sent.TTLMs
+		}
+		for _, raw := range sent.Tools {
+			var t rawTool
+			if json.Unmarshal(raw, &t) != nil || t.Name == "" {
+				continue // a tool without a name cannot be called
+			}
+			t.sent = raw
+			l.Raw = append(l.Raw, raw)
+			l.byName[t.Name] = t
+		}
+		l.Tools = append(l.Tools, res.Tools...)
+		seen[cursor] = true
+		cursor = res.NextCursor
+		if cursor == "" || seen[cursor] || page+1 >= maxToolPages {
+			break
+		}
+	}
+	// Timed from the answer, as go-sdk times its own copy of a list with a
+	// ttlMs: ours then runs out no sooner than its, and the next listing
+	// reaches the server (go-sdk would answer it from its copy).
+	l.fetched, l.ttl = time.Now(), DefaultToolsTTL
+	if ttlMs > 0 {
+		l.ttl = time.Duration(ttlMs) * time.Millisecond
+	}
+	slices.SortFunc(l.Tools, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return l, nil
+}
+
+// refusedForHeaders tells whether a server refused a request for its
+// headers (400, -32020) before acting on it.
+func refusedForHeaders(err error) bool {
+	var je *jsonrpc.Error
+	return errors.As(err, &je) && je.Code == wire.CodeHeaderMismatch
+}
+
+// Sent is a tool exactly as the server sent it, nil if it listed none
+// of that name.
+func (l *ToolList) Sent(name string) json.RawMessage { return l.byName[name].sent }
+
+// Description is a tool's description as the server sent it.
+func (l *ToolList) Description(name string) string { return l.byName[name].Description }
+
+// CallError is a call that does not fit the server's tool list: an
+// unknown tool or arguments its input schema refuses. Nothing was sent.
+type CallError struct{ msg string }
+
+func (e *CallError) Error() string { return e.msg }
+
+// Check tells whether a call of tool with args (a JSON object) fits the
+// list: an unknown name or arguments the tool's input schema refuses is a
+// *CallError. A schema taskdeck cannot read is not held against the call:
+// the server has the last word.
+func (l *ToolList) Check(tool string, args json.RawMessage) error {
+	t, ok := l.byName[tool]
+	if !ok {
+		return &CallError{msg: l.unknown(tool)}
+	}
+	sc, err := parseSchema(t.InputSchema)
+	if err != nil {
+		return nil
+	}
+	resolved, err := sc.Resolve(nil)
+	if err != nil {
+		return nil
+	}
+	var v any = map[string]any{}
+	if len(args) > 0 {
+		if err := json.Unmarshal(args, &v); err != nil {
+			return &CallError{msg: fmt.Sprintf("--args: %v", err)}
+		}
+	}
+	if err := resolved.Validate(v); err != nil {
+		return &CallError{msg: fmt.Sprintf("--args of %s: %s", tool, explain(sc, v, err))}
+	}
+	return nil
+}
+
+func parseSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
+	sc := &jsonschema.Schema{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return sc, nil
+	}
+	err := json.Unmarshal(raw, sc)
+	return sc, err
+}
+
+// unknown names a tool that is not in the list, with the names close to it.
+func (l *ToolList) unknown(tool string) string {
+	var names, close []string
+	for name := range l.byName {
+		names = append(names, name)
+		if d := distance(strings.ToLower(tool), strings.ToLower(name)); d <= max(2, len(tool)/3) ||
+			strings.Contains(strings.ToLower(name), strings.ToLower(tool)) {
+			close = append(close, name)
+		}
+	}
+	slices.Sort(names)
+	slices.Sort(close)
+	switch {
+	case len(close) > 0:
+		return fmt.Sprintf("the server has no tool %q; did you mean %s?", tool, strings.Join(close, ", "))
+	case len(names) == 0:
+		return fmt.Sprintf("the server has no tool %q; it lists no tools", tool)
+	}
+	if len(names) > 10 {
+		names = append(names[:10], "…")
+	}
+	return fmt.Sprintf("the server has no tool %q; it has %s", tool, strings.Join(names, ", "))
+}
+
+// distance is the Levenshtein distance between a and b (bytes).
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+var (
+	// jsonschema-go reports where validation failed as a JSON pointer in
+	// "validating /properties/a/properties/b: …" (the last one is deepest).
+	failedAt = regexp.MustCompile(`validating (/[^:]*): `)
+	missing  = regexp.MustCompile(`required: missing properties: (\[.*?\])`)
+	extra    = regexp.MustCompile(`unexpected additional properties (\[.*?\])`)
+)
+
+// explain turns a jsonschema-go validation error into one line that names
+// the argument, what it needs and what it got.
+func explain(sc *jsonschema.Schema, args any, err error) string {
+	msg := err.Error()
+	var path []string
+	if m := failedAt.FindAllStringSubmatch(msg, -1); len(m) > 0 {
+		// The argument is named by the leading properties/NAME pairs; what
+		// follows (items/…) is inside its value.
+		parts := strings.Split(strings.TrimPrefix(m[len(m)-1][1], "/"), "/")
+		for i := 0; i+1 < len(parts) && parts[i] == "properties"; i += 2 {
+			path = append(path, parts[i+1])
+		}
+	}
+	var names []string
+	if m := missing.FindStringSubmatch(msg); m != nil && json.Unmarshal([]byte(m[1]), &names) == nil && len(names) > 0 {
+		path = append(path, names[0])
+		if a, ok := argumentAt(sc, path); ok {
+			return fmt.Sprintf("%s is missing: want %s", a.Name, a.Summary())
+		}
+		return strings.Join(path, ".") + " is missing"
+	}
+	if m := extra.FindStringSubmatch(msg); m != nil && json.Unmarshal([]byte(m[1]), &names) == nil && len(names) > 0 {
+		var known []string
+		for _, a := range Arguments(sc) {
+			known = append(known, a.Name)
+		}
+		return fmt.Sprintf("unknown argument %s; it takes %s", strings.Join(append(path, names[0]), "."), strings.Join(known, ", "))
+	}
+	if a, ok := argumentAt(sc, path); ok {
+		got, _ := json.Marshal(valueAt(args, path))
+		if r := []rune(string(got)); len(r) > 60 {
+			got = []byte(string(r[:60]) + "…")
+		}
+		return fmt.Sprintf("%s: want %s; got %s", a.Name, a.Summary(), got)
+	}
+	_, after, _ := strings.Cut(msg, "validating root: ")
+	if after == "" {
+		after = msg
+	}
+	return after
+}
+
+// argumentAt describes the argument at a property path of a schema.
+func argumentAt(sc *jsonschema.Schema, path []string) (Argument, bool) {
+	if len(path) == 0 {
+		return Argument{}, false
+	}
+	for _, name := range path[:len(path)-1] {
+		if sc = sc.Properties[name]; sc == nil {
+			return Argument{}, false
+		}
+	}
+	last := path[len(path)-1]
+	p := sc.Properties[last]
+	if p == nil {
+		return Argument{}, false
+	}
+	return describe(strings.Join(path, "."), p, slices.Contains(sc.Required, last)), true
+}
+
+func valueAt(v any, path []string) any {
+	for _, name := range path {
+		m, _ := v.(map[string]any)
+		v = m[name]
+	}
+	return v
+}
+
+// Argument is one argument of a tool, read from its input schema for
+// people. Every text in it is the server's: sanitize before showing it.
+type Argument struct {
+	Name        string // a.b for a property of an object argument
+	Type        string // "string", "integer or null", "list of string", "any"
+	Required    bool
+	Default     string   // JSON, "" when none
+	Enum        []string // JSON of each allowed value
+	Range       string   // "1 to 20", "at least 0", "length at most 5"
+	Format      string
+	Header      string // the Mcp-Param-* header the argument also travels in
+	Description string
+}
+
+// Summary is the argument's constraints in one phrase, e.g. "integer,
+// optional, default 3, 1 to 20".
+func (a Argument) Summary() string {
+	parts := []string{a.Type, "optional"}
+	if a.Required {
+		parts[1] = "required"
+	}
+	if a.Default != "" {
+		parts = append(parts, "default "+a.Default)
+	}
+	if len(a.Enum) > 0 {
+		parts = append(parts, "one of "+strings.Join(a.Enum, ", "))
+	}
+	if a.Range != "" {
+		parts = append(parts, a.Range)
+	}
+	if a.Format != "" {
+		parts = append(parts, "format "+a.Format)
+	}
+	if a.Header != "" {
+		parts = append(parts, "header Mcp-Param-"+a.Header)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Arguments lists the arguments of the named tool's input schema: the
+// required ones first, in the schema's order, then the others by name;
+// the properties of an object argument follow it as a.b. A tool the
+// server did not list is a *CallError that names the close ones.
+func (l *ToolList) Arguments(tool string) ([]Argument, error) {
+	t, ok := l.byName[tool]
+	if !ok {
+		return nil, &CallError{msg: l.unknown(tool)}
+	}
+	sc, err := parseSchema(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("the input schema of %s cannot be read: %v", tool, err)
+	}
+	return Arguments(sc), nil
+}
+
+// Arguments lists the arguments of an input schema (see ToolList.Arguments).
+func Arguments(sc *jsonschema.Schema) []Argument {
+	return appendArguments(nil, "", sc)
+}
+
+func appendArguments(out []Argument, prefix string, sc *jsonschema.Schema) []Argument {
+	var names []string
+	for name := range sc.Properties {
+		if !slices.Contains(sc.Required, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var required []string
+	for _, name := range sc.Required {
+		if _, ok := sc.Properties[name]; ok && !slices.Contains(required, name) {
+			required = append(required, name)
+		}
+	}
+	for _, name := range append(required, names...) {
+		p := sc.Properties[name]
+		if p == nil {
+			continue
+		}
+		out = append(out, describe(prefix+name, p, slices.Contains(sc.Required, name)))
+		if len(p.Properties) > 0 {
+			out = appendArguments(out, prefix+name+".", p)
+		}
+	}
+	return out
+}
+
+func describe(name string, p *jsonschema.Schema, required bool) Argument {
+	a := Argument{Name: name, Required: required, Format: p.Format, Description: p.Description}
+	a.Type = typeOf(p)
+	if len(p.Default) > 0 {
+		a.Default = string(p.Default)
+	}
+	values := p.Enum
+	if p.Const != nil {
+		values = []any{*p.Const}
+	}
+	for _, alt := range p.OneOf { // the titled-enum form of elicitation schemas
+		if alt != nil && alt.Const != nil {
+			values = append(values, *alt.Const)
+		}
+	}
+	for _, v := range values {
+		b, _ := json.Marshal(v)
+		a.Enum = append(a.Enum, string(b))
+	}
+	a.Range = between(p.Minimum, p.Maximum, p.ExclusiveMinimum, p.ExclusiveMaximum)
+	if p.MinLength != nil || p.MaxLength != nil {
+		a.Range = join(a.Range, "length "+between(intPtr(p.MinLength), intPtr(p.MaxLength), nil, nil))
+	}
+	if p.MinItems != nil || p.MaxItems != nil {
+		a.Range = join(a.Range, "items "+between(intPtr(p.MinItems), intPtr(p.MaxItems), nil, nil))
+	}
+	if h, ok := p.Extra["x-mcp-header"].(string); ok {
+		a.Header = h
+	}
+	return a
+}
+
+func typeOf(p *jsonschema.Schema) string {
+	types := p.Types
+	if p.Type != "" {
+		types = []string{p.Type}
+	}
+	if len(types) == 0 {
+		// Alternatives without a type of their own: what they take.
+		for _, alt := range append(slices.Clip(p.AnyOf), p.OneOf...) {
+			if alt != nil && (alt.Type != "" || len(alt.Types) > 0) && !slices.Contains(types, typeOf(alt)) {
+				types = append(types, typeOf(alt))
+			}
+		}
+	}
+	if len(types) == 0 {
+		return "any"
+	}
+	t := strings.Join(types, " or ")
+	if p.Items != nil && slices.Contains(types, "array") {
+		t = strings.Replace(t, "array", "list of "+typeOf(p.Items), 1)
+	}
+	return t
+}
+
+// between says what a range allows: "1 to 20", "at least 0", "more
+// than 0, less than 1".
+func between(lo, hi, xlo, xhi *float64) string {
+	n := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	if lo != nil && hi != nil {
+		return n(*lo) + " to " + n(*hi)
+	}
+	var lower, upper string
+	switch {
+	case lo != nil:
+		lower = "at least " + n(*lo)
+	case xlo != nil:
+		lower = "more than " + n(*xlo)
+	}
+	switch {
+	case hi != nil:
+		upper = "at most " + n(*hi)
+	case xhi != nil:
+		upper = "less than " + n(*xhi)
+	}
+	if lower == "" {
+		return upper
+	}
+	return join(lower, upper)
+}
+
+func intPtr(i *int) *float64 {
+	if i == nil {
+		return nil
+	}
+	f := float64(*i)
+	return &f
+}
+
+func join(a, b string) string {
+	if a == "" || b == "" {
+		return a + b
+	}
+	return a + ", " + b
+}
+
+// CheckCall refuses, before anything is written or sent, a call that the
+// server's tool list rules out: an unknown tool or arguments its input
+// schema refuses are a *CallError. It needs no more than the call itself
+// would: a key that already names a task is left to Call (which sends
+// nothing then), a server that cannot be reached is the error Call would
+// return, and a tool list that cannot be had leaves the check to the
+// server.
+func (t *Tracker) CheckCall(ctx context.Context, req CallRequest) error {
+	args, err := NormalizeArgs(req.Args)
+	if err != nil {
+		return err
+	}
+	if req.Key != "" {
+		if _, err := t.store.ByKey(req.Key); err == nil {
+			return nil
+		}
+	}
+	sess, err := t.session(ctx, req.Server)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	defer cancel()
+	list, err := sess.Tools(cctx)
+	if err != nil {
+		// The error names the server; it is logged at debug level only, as
+		// poll failures are.
+		t.log.Debug("tools/list failed; the call goes out unchecked", "tool", req.Tool, "err", err)
+		return nil
+	}
+	return list.Check(req.Tool, args)
+}
