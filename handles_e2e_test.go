@@ -4,27 +4,34 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 )
 
 // TestRefusedCallFreesItsKey: the README's promise, from the command line.
-// A call the server refused (an unknown tool) releases its key: the same
-// call can be retried, and the corrected call made, under that key.
+// A call the server refused (no task was created) releases its key: the
+// same call can be retried, and the corrected call made, under that key.
+// The refusal comes from the server itself: an unknown tool or arguments
+// that fail the schema are stopped before anything is sent.
 func TestRefusedCallFreesItsKey(t *testing.T) {
 	t.Parallel()
-	srv := startDemo(t, "127.0.0.1:0")
+	srv := hostile.Start(t, demo.Options{Speed: 0.05})
+	srv.On("tools/call", hostile.Error(-32602, "invalid params: the deploy window is closed"))
 	d := newDeck(t)
-	refused := []string{"call", "--url", srv.url, "no_such_tool", "--key", "deploy-7"}
+	refused := []string{"call", "--url", srv.URL, "sleep", "--args", `{"seconds":600}`, "--key", "deploy-7"}
 	if r := d.run(refused...); r.code == 0 {
-		t.Fatalf("an unknown tool was accepted\n%s", r)
+		t.Fatalf("a refused call succeeded\n%s", r)
 	}
 	again := d.run(refused...)
 	if again.code == 0 || strings.Contains(again.stderr, "update may not change") {
 		t.Fatalf("the refused call retried under its key\n%s", again)
 	}
-	if n := srv.stats(t).ToolCalls["no_such_tool"]; n != 2 {
-		t.Fatalf("the retry did not reach the server: %d calls of no_such_tool", n)
+	if n := len(srv.Requests("tools/call")); n != 2 {
+		t.Fatalf("the retry did not reach the server: %d tools/call", n)
 	}
-	r := d.run("call", "--url", srv.url, "sleep", "--args", `{"seconds":600}`, "--key", "deploy-7").must(t, 0)
+	srv.On("tools/call", nil)
+	r := d.run(refused...).must(t, 0)
 	tk := d.getJSON(onlyID(t, r))
 	if tk.Key != "deploy-7" || tk.Status != "working" {
 		t.Fatalf("the corrected call: %+v; want a working task under key deploy-7", tk)
