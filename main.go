@@ -13,10 +13,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/store"
+	"golang.org/x/term"
 )
 
 // Exit codes, documented in the README and in `taskdeck --help`.
@@ -61,19 +63,30 @@ func main() {
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return newApp(stdin, stdout, stderr).execute(ctx, args)
+}
+
+// newApp is an app on these streams; the operator is asked for input only
+// when stdin is a terminal.
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
+	f, ok := stdin.(*os.File)
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, canPrompt: ok && term.IsTerminal(int(f.Fd()))}
+}
+
+// execute runs one command line on the app and returns the exit code.
+func (a *app) execute(ctx context.Context, args []string) int {
 	root := a.rootCommand()
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	a.close()
 	if err == nil {
 		return exitOK
 	}
 	code := exitCode(err)
-	fmt.Fprintf(stderr, "taskdeck: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(a.stderr, "taskdeck: %s\n", oneLine(err.Error()))
 	return code
 }
 
@@ -114,6 +127,10 @@ func isUsage(err error) bool {
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// canPrompt: stdin is a terminal, so missing input may be asked for.
+	canPrompt bool
+	// requestTimeout bounds one request to a server (0: the tracker's default).
+	requestTimeout time.Duration
 
 	dataDir, configPath string
 	verbose             bool
@@ -216,7 +233,7 @@ func (a *app) open() (*mcpclient.Tracker, error) {
 	}
 	a.st = st
 	a.pool = a.newPool(cfg)
-	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger})
+	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger, RequestTimeout: a.requestTimeout})
 	return a.tracker, nil
 }
 

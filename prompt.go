@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/ui/termtext"
-	"golang.org/x/term"
 )
 
 // inputSource answers input requests from --input flags, and on a
@@ -29,8 +27,8 @@ type inputSource struct {
 
 func (a *app) inputSource(given map[string]json.RawMessage) *inputSource {
 	src := &inputSource{given: given, out: a.stderr}
-	if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		src.ask = bufio.NewReader(f)
+	if a.canPrompt {
+		src.ask = bufio.NewReader(a.stdin)
 	}
 	return src
 }
