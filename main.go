@@ -24,22 +24,25 @@ import (
 // Exit codes, documented in the README and in `taskdeck --help`.
 const (
 	exitOK          = 0
-	exitTaskBad     = 1 // a task ended failed, cancelled, unknown, orphaned, or with a tool error
-	exitUsage       = 2 // bad flags, arguments, config, ids or answers
-	exitUnreachable = 3 // a server could not be reached
-	exitStoreLocked = 4 // another taskdeck holds the store
-	exitWaiting     = 5 // call --wait stopped at a task waiting for input
-	exitLocal       = 6 // a local failure: the store is damaged or unwritable
+	exitTaskBad     = 1   // a task ended badly, a refused call, and anything unrecognised
+	exitUsage       = 2   // bad flags, arguments, config, ids or answers
+	exitUnreachable = 3   // a server could not be reached or did not answer in time
+	exitStoreLocked = 4   // another taskdeck holds the store
+	exitWaiting     = 5   // call --wait stopped at a task waiting for input
+	exitLocal       = 6   // the store's own failure: damaged, unwritable, full
+	exitInterrupted = 130 // stopped by ctrl+c or SIGTERM; tasks keep running on their servers
 )
 
 const exitCodesHelp = `Exit codes:
-  0  success
-  1  a task ended badly (failed, cancelled, unknown, orphaned, or a tool error)
-  2  usage error (flags, arguments, config, task ids, answers)
-  3  a server could not be reached
-  4  the store is held by another taskdeck process
-  5  call --wait stopped at a task that waits for input
-  6  local failure (store damaged or not writable)`
+  0    success
+  1    a task ended badly (failed, cancelled, unknown, orphaned, or a tool error),
+       the server refused the call, or any other failure
+  2    usage error (flags, arguments, config, task ids, answers; no terminal for the dashboard)
+  3    a server could not be reached or did not answer in time
+  4    the store is held by another taskdeck process
+  5    call --wait stopped at a task that waits for input
+  6    the store's own failure (damaged, not writable, disk full)
+  130  interrupted (ctrl+c, SIGTERM); tasks keep running on their servers`
 
 // exitError carries an exit code up to main.
 type exitError struct {
@@ -54,10 +57,22 @@ func usageErr(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
+// stopGrace is how long a command may take to wind down after SIGINT or
+// SIGTERM before the process exits anyway: whatever a command is stuck
+// on, a signal stops it. What was synced is safe, as after kill -9.
+const stopGrace = 5 * time.Second
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once
+		time.AfterFunc(stopGrace, func() {
+			fmt.Fprintf(os.Stderr, "taskdeck: still busy %s after the signal; exiting (what was synced is safe)\n", stopGrace)
+			os.Exit(exitInterrupted)
+		})
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
 	os.Exit(code)
 }
 
@@ -86,11 +101,15 @@ func (a *app) execute(ctx context.Context, args []string) int {
 		return exitOK
 	}
 	code := exitCode(err)
+	if code == exitInterrupted && !errors.As(err, new(*exitError)) {
+		err = errInterrupted // not "context canceled"
+	}
 	fmt.Fprintf(a.stderr, "taskdeck: %s\n", oneLine(err.Error()))
 	return code
 }
 
-// exitCode maps an error to the documented exit codes.
+// exitCode maps an error to the documented exit codes. Exit 6 is only
+// for the store's own failures: anything unrecognised is 1.
 func exitCode(err error) int {
 	var ee *exitError
 	var locked *store.LockedError
@@ -100,12 +119,16 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.As(err, &locked):
 		return exitStoreLocked
-	case errors.As(err, &te):
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded):
 		return exitUnreachable
 	case isUsage(err):
 		return exitUsage
-	default:
+	case isLocal(err):
 		return exitLocal
+	default:
+		return exitTaskBad
 	}
 }
 
@@ -121,6 +144,28 @@ func isUsage(err error) bool {
 		errors.As(err, &state) || errors.As(err, &need) || errors.As(err, &answer) ||
 		errors.Is(err, store.ErrNotFound)
 }
+
+// isLocal reports the store's own failures wherever they surface: damage,
+// no room to flush, a file system that refuses writes.
+func isLocal(err error) bool {
+	var corrupt *store.CorruptError
+	return errors.As(err, &corrupt) || errors.Is(err, store.ErrNoRoomToFlush) ||
+		errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO)
+}
+
+// localErr marks an error of the store as a local failure (exit 6); the
+// store held by another process keeps its own code.
+func localErr(err error) error {
+	var locked *store.LockedError
+	if err == nil || errors.As(err, &locked) {
+		return err
+	}
+	return &exitError{code: exitLocal, err: err}
+}
+
+// errInterrupted is the one line for a command stopped by a signal.
+var errInterrupted = &exitError{code: exitInterrupted, err: errors.New(
+	"stopped following; open tasks keep running on their servers, and `taskdeck watch` follows them again")}
 
 // app holds what the commands share: flags, and the store, pool and
 // tracker, opened on first use and closed once at the end.
@@ -229,7 +274,7 @@ func (a *app) open() (*mcpclient.Tracker, error) {
 	}
 	st, err := store.Open(a.dataDir, a.logger)
 	if err != nil {
-		return nil, err
+		return nil, localErr(err)
 	}
 	a.st = st
 	a.pool = a.newPool(cfg)
