@@ -32,7 +32,9 @@ type inproc struct {
 func newInproc(t *testing.T) *inproc {
 	t.Helper()
 	dir := t.TempDir()
-	return &inproc{t: t, dataDir: filepath.Join(dir, "data"), config: filepath.Join(dir, "config.json")}
+	c := &inproc{t: t, dataDir: filepath.Join(dir, "data"), config: filepath.Join(dir, "config.json")}
+	c.writeConfig("{}\n") // --config names a file, so it must exist
+	return c
 }
 
 func (c *inproc) writeConfig(content string) {

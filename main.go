@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -178,6 +179,7 @@ type app struct {
 	requestTimeout time.Duration
 
 	dataDir, configPath string
+	configSet           bool // --config was given
 	verbose             bool
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
 	quiet bool
@@ -221,6 +223,9 @@ crashes, restarts and servers that ask for input.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			a.configSet = cmd.Flags().Changed("config")
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.dashboard(cmd.Context(), "? help · n new call · q quit")
 		},
@@ -251,6 +256,11 @@ crashes, restarts and servers that ask for input.
 // config loads the server configuration once.
 func (a *app) config() (*mcpclient.Config, error) {
 	if a.cfg == nil { // demo sets its own
+		// A default config that does not exist means no servers; a file
+		// the operator named must be there (a typo is not "no servers").
+		if _, err := os.Stat(a.configPath); a.configSet && errors.Is(err, fs.ErrNotExist) {
+			return nil, &mcpclient.ConfigError{Path: a.configPath, Msg: "does not exist; check the path, or leave out --config to use " + defaultConfigPath()}
+		}
 		cfg, err := mcpclient.LoadConfig(a.configPath)
 		if err != nil {
 			return nil, err
