@@ -79,7 +79,7 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	var odd *notRegularError
 	if errors.As(err, &odd) {
-		return nil, &ConfigError{Path: path, Msg: fmt.Sprintf("is %s, not a regular file; pass --config a JSON file", odd.kind)}
+		return nil, &ConfigError{Path: path, Msg: fmt.Sprintf("cannot read it: it is %s, not a regular file; pass --config a JSON file", odd.kind)}
 	}
 	if err != nil {
 		var pe *fs.PathError
