@@ -156,7 +156,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 	raw, ok := top["mcpServers"]
 	if !ok {
 		for _, other := range otherClientsKeys {
-			if _, ok := top[other]; ok {
+			// Servers there would silently be none here; an empty set loses nothing.
+			var theirs map[string]json.RawMessage
+			if json.Unmarshal(top[other], &theirs) == nil && len(theirs) > 0 {
 				return nil, fail("", "has %q (another client's key) but no \"mcpServers\"; taskdeck reads its servers from \"mcpServers\": rename the key", other)
 			}
 		}
