@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/taskdeck/taskdeck/mcpclient"
@@ -139,43 +138,12 @@ func (s *inputSource) field(p model.Property, required bool) (any, error) {
 		if line == "" && !required {
 			return nil, nil
 		}
-		v, err := parseValue(p, line)
-		if err == nil {
-			err = p.Check(v)
-		}
+		v, err := p.Parse(line)
 		if err == nil {
 			return v, nil
 		}
 		fmt.Fprintf(s.out, "    %v\n", err)
 	}
-}
-
-func parseValue(p model.Property, line string) (any, error) {
-	switch p.Type {
-	case "boolean":
-		switch strings.ToLower(line) {
-		case "y", "yes", "true":
-			return true, nil
-		case "n", "no", "false":
-			return false, nil
-		}
-		return nil, errors.New("answer yes or no")
-	case "number", "integer":
-		f, err := strconv.ParseFloat(line, 64)
-		if err != nil {
-			return nil, errors.New("must be a number")
-		}
-		return f, nil
-	case "array":
-		var items []any
-		for _, it := range strings.Split(line, ",") {
-			if it = strings.TrimSpace(it); it != "" {
-				items = append(items, it)
-			}
-		}
-		return items, nil
-	}
-	return line, nil
 }
 
 func (s *inputSource) choose(question string, options []string) (string, error) {
