@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/store"
 )
 
@@ -110,4 +114,25 @@ func TestInterruptExits130(t *testing.T) {
 		r := interrupt(t, c, id, "watch").must(t, exitInterrupted)
 		oneErrorLine(t, r, "stopped following", "keep running", "taskdeck watch")
 	})
+}
+
+// TestExitCodeOfOtherErrors: exit 6 sends the operator to the disk, so
+// only the store's own failures get it; anything unrecognised is 1.
+func TestExitCodeOfOtherErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{errors.New("something nobody planned for"), exitTaskBad},
+		{fmt.Errorf("tools/call: %w", &mcpclient.ServerError{Code: -32603, Message: "internal error"}), exitTaskBad},
+		{fmt.Errorf("store x: %w", store.ErrNoRoomToFlush), exitLocal},
+		{&store.CorruptError{Dir: "x", Reason: "checksum mismatch"}, exitLocal},
+		{fmt.Errorf("cannot sync x: %w", syscall.EROFS), exitLocal},
+		{fmt.Errorf("waiting: %w", context.Canceled), exitInterrupted},
+		{fmt.Errorf("connect: %w", context.DeadlineExceeded), exitUnreachable},
+	} {
+		if got := exitCode(c.err); got != c.want {
+			t.Errorf("exitCode(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
 }
