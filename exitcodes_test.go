@@ -107,6 +107,13 @@ func TestInterruptExits130(t *testing.T) {
 			t.Fatalf("the interrupted task is not working any more\n%s", st)
 		}
 	})
+	t.Run("call --wait on a stdio server", func(t *testing.T) {
+		t.Parallel()
+		c := newInproc(t)
+		c.writeConfig(fmt.Sprintf(`{"mcpServers":{"local":{"command":%q,"args":["demo-server","--stdio","--speed","0.05"]}}}`, tdBin))
+		r := interrupt(t, c, "working", "call", "--server", "local", "sleep", "--args", `{"seconds":600}`, "--wait").must(t, exitInterrupted)
+		oneErrorLine(t, r, "stopped following task", "stdio server stops with taskdeck, and the task with it")
+	})
 	t.Run("watch", func(t *testing.T) {
 		t.Parallel()
 		c := newInproc(t)
