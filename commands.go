@@ -9,6 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,12 +120,16 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 			}
 			rec, reused, err := tr.Call(cmd.Context(), req)
 			if err != nil {
-				return err
+				return a.unanswered(ref, err)
 			}
 			if reused {
 				fmt.Fprintf(a.stderr, "taskdeck: key %q already names task %s; nothing new was sent\n", key, rec.ID)
 			}
+			stdio := a.isStdio(ref)
 			if !wait {
+				if stdio && !rec.Status.Terminal() {
+					a.warn(fmt.Sprintf("task %s runs on stdio server %s, which stops when this command exits: the task dies with this process; use --wait, or an HTTP server for work that must outlive the command", rec.ID, termtext.Line(ref.Name)))
+				}
 				if asJSON {
 					return printJSON(a.stdout, rec)
 				}
@@ -132,6 +139,12 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 			p := a.printer(asJSON)
 			p.change(rec)
 			rec, err = a.follow(cmd.Context(), tr, rec, p, inputs)
+			if errors.Is(err, context.Canceled) && cmd.Context().Err() != nil {
+				if stdio {
+					return &exitError{code: exitInterrupted, err: fmt.Errorf("stopped following task %s; its stdio server stops with taskdeck, and the task with it", rec.ID)}
+				}
+				return &exitError{code: exitInterrupted, err: fmt.Errorf("stopped following task %s; it keeps running on its server: `taskdeck watch` or `taskdeck get %s` follows it", rec.ID, rec.ID)}
+			}
 			if err != nil {
 				return err
 			}
@@ -193,6 +206,35 @@ func outcome(rec *model.Task) error {
 	}
 }
 
+// isStdio reports a configured server that taskdeck starts as a child
+// process: it and its tasks die with this process.
+func (a *app) isStdio(ref model.ServerRef) bool {
+	if ref.Name == "" {
+		return false
+	}
+	s, err := a.cfg.Server(ref.Name)
+	return err == nil && s.Command != ""
+}
+
+// unanswered names the server that let a request run out of time: the
+// tracker reports only the deadline.
+func (a *app) unanswered(ref model.ServerRef, err error) error {
+	if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, new(*mcpclient.TransportError)) {
+		return err
+	}
+	return &exitError{code: exitUnreachable, err: fmt.Errorf("server %s did not answer in time; check that it is up and reachable, then try again", displayRef(ref))}
+}
+
+// displayRef names a server for a message: an ad-hoc URL without its
+// userinfo, query and fragment, which may hold secrets.
+func displayRef(ref model.ServerRef) string {
+	if u, err := neturl.Parse(ref.URL); ref.Name == "" && err == nil {
+		u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
+		return u.String()
+	}
+	return termtext.Line(ref.String())
+}
+
 func serverRef(server, url string) (model.ServerRef, error) {
 	if url != "" {
 		if _, err := mcpclient.AdHoc(url); err != nil {
@@ -245,7 +287,7 @@ func (a *app) lsCommand() *cobra.Command {
 				tasks, err = tr.Store().All()
 			}
 			if err != nil {
-				return err
+				return localErr(err)
 			}
 			if asJSON {
 				for _, t := range tasks {
@@ -361,9 +403,6 @@ func (a *app) pruneCommand() *cobra.Command {
 		Short: "Delete finished tasks (completed, failed, cancelled, unknown)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if olderThan < 0 {
-				return usageErr("--older-than must not be negative")
-			}
 			tr, err := a.open()
 			if err != nil {
 				return err
@@ -376,7 +415,7 @@ func (a *app) pruneCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&olderThan, "older-than", 0, "only tasks unchanged for this long (e.g. 24h)")
+	cmd.Flags().Var((*ageFlag)(&olderThan), "older-than", "only tasks unchanged for this long (e.g. 3d, 12h, 1d12h)")
 	return cmd
 }
 
@@ -385,8 +424,47 @@ func (a *app) pruneCommand() *cobra.Command {
 // answers nothing usable, cannot hold a watch forever.
 const watchGiveUp = 5
 
-// exitTimedOut: watch --timeout ran out with tasks still open.
-const exitTimedOut = 7
+// ageFlag is a duration flag that also takes whole days ("3d", "1d12h").
+type ageFlag time.Duration
+
+func (f *ageFlag) String() string { return time.Duration(*f).String() }
+func (f *ageFlag) Type() string   { return "duration" }
+
+func (f *ageFlag) Set(s string) error {
+	d, err := parseAge(s)
+	if err != nil {
+		return err
+	}
+	*f = ageFlag(d)
+	return nil
+}
+
+// maxDays keeps a count of days far from overflowing a time.Duration.
+const maxDays = 100_000
+
+var leadingDays = regexp.MustCompile(`^([0-9]+)d`)
+
+// parseAge reads a non-negative age: a Go duration ("12h", "90m"),
+// optionally led by whole days ("3d", "1d12h").
+func parseAge(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%q is not an age; write it like 3d, 12h, 90m or 1d12h", s)
+	var days time.Duration
+	if m := leadingDays.FindStringSubmatch(s); m != nil {
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n > maxDays {
+			return 0, bad
+		}
+		days, s = time.Duration(n)*24*time.Hour, s[len(m[0]):]
+		if s == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, bad
+	}
+	return days + d, nil
+}
 
 func (a *app) watchCommand() *cobra.Command {
 	var asJSON bool
@@ -623,11 +701,11 @@ func (a *app) task(id string) (*mcpclient.Tracker, *model.Task, error) {
 	}
 	rec, err := tr.Store().Get(id)
 	if err == nil || !errors.Is(err, store.ErrNotFound) {
-		return tr, rec, err
+		return tr, rec, localErr(err)
 	}
 	all, err := tr.Store().All()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, localErr(err)
 	}
 	var match *model.Task
 	for _, t := range all {

@@ -14,10 +14,14 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/ui"
+	"golang.org/x/term"
 )
 
 // dashboard opens the terminal UI on the store and config.
 func (a *app) dashboard(ctx context.Context, greeting string) error {
+	if err := a.needTerminal(); err != nil {
+		return err
+	}
 	a.quiet = true // from here on, only the renderer writes to the terminal
 	tr, err := a.open()
 	if err != nil {
@@ -29,6 +33,21 @@ func (a *app) dashboard(ctx context.Context, greeting string) error {
 		Notify:   notificationsSupported(),
 		Greeting: greeting,
 	})
+}
+
+// needTerminal refuses to start the dashboard where it cannot draw or
+// read keys: stdout must be a terminal, and so must stdin or /dev/tty.
+func (a *app) needTerminal() error {
+	if f, ok := a.stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if a.canPrompt {
+			return nil
+		}
+		if tty, err := os.Open("/dev/tty"); err == nil {
+			tty.Close()
+			return nil
+		}
+	}
+	return usageErr("the dashboard needs a terminal; without one use `taskdeck ls`, `taskdeck watch` or `taskdeck call --wait`")
 }
 
 // notificationsSupported reports terminals known to show OSC 9 desktop
@@ -51,6 +70,9 @@ port, opens a store of its own in a temporary directory (removed on exit),
 launches a handful of tasks, and opens the dashboard on them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.needTerminal(); err != nil {
+				return err
+			}
 			dir, err := os.MkdirTemp("", "taskdeck-demo-")
 			if err != nil {
 				return &exitError{code: exitLocal, err: fmt.Errorf("cannot create a temporary store: %v", err)}

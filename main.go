@@ -8,36 +8,44 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/store"
+	"golang.org/x/term"
 )
 
 // Exit codes, documented in the README and in `taskdeck --help`.
 const (
 	exitOK          = 0
-	exitTaskBad     = 1 // a task ended failed, cancelled, unknown, orphaned, or with a tool error
-	exitUsage       = 2 // bad flags, arguments, config, ids or answers
-	exitUnreachable = 3 // a server could not be reached
-	exitStoreLocked = 4 // another taskdeck holds the store
-	exitWaiting     = 5 // call --wait stopped at a task waiting for input
-	exitLocal       = 6 // a local failure: the store is damaged or unwritable
+	exitTaskBad     = 1   // a task ended badly, a refused call, and anything unrecognised
+	exitUsage       = 2   // bad flags, arguments, config, ids or answers
+	exitUnreachable = 3   // a server could not be reached or did not answer in time
+	exitStoreLocked = 4   // another taskdeck holds the store
+	exitWaiting     = 5   // call --wait stopped at a task waiting for input
+	exitLocal       = 6   // the store's own failure: damaged, unwritable, full
+	exitTimedOut    = 7   // watch --timeout ran out with tasks still open
+	exitInterrupted = 130 // stopped by ctrl+c or SIGTERM; tasks keep running on their servers
 )
 
 const exitCodesHelp = `Exit codes:
-  0  success
-  1  a task ended badly (failed, cancelled, unknown, orphaned, or a tool error)
-  2  usage error (flags, arguments, config, task ids, answers)
-  3  a server could not be reached
-  4  the store is held by another taskdeck process
-  5  call --wait stopped at a task that waits for input
-  6  local failure (store damaged or not writable)`
+  0    success
+  1    a task ended badly (failed, cancelled, unknown, orphaned, or a tool error),
+       the server refused the call, or any other failure
+  2    usage error (flags, arguments, config, task ids, answers; no terminal for the dashboard)
+  3    a server could not be reached or did not answer in time
+  4    the store is held by another taskdeck process
+  5    call --wait stopped at a task that waits for input
+  6    the store's own failure (damaged, not writable, disk full)
+  7    watch --timeout ran out with tasks still open (they keep running)
+  130  interrupted (ctrl+c, SIGTERM); tasks keep running on their servers`
 
 // exitError carries an exit code up to main.
 type exitError struct {
@@ -52,32 +60,59 @@ func usageErr(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
+// stopGrace is how long a command may take to wind down after SIGINT or
+// SIGTERM before the process exits anyway: whatever a command is stuck
+// on, a signal stops it. What was synced is safe, as after kill -9.
+const stopGrace = 5 * time.Second
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once
+		time.AfterFunc(stopGrace, func() {
+			fmt.Fprintf(os.Stderr, "taskdeck: still busy %s after the signal; exiting (what was synced is safe)\n", stopGrace)
+			os.Exit(exitInterrupted)
+		})
+	}()
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
 	os.Exit(code)
 }
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	return newApp(stdin, stdout, stderr).execute(ctx, args)
+}
+
+// newApp is an app on these streams; the operator is asked for input only
+// when stdin is a terminal.
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *app {
+	f, ok := stdin.(*os.File)
+	return &app{stdin: stdin, stdout: stdout, stderr: stderr, canPrompt: ok && term.IsTerminal(int(f.Fd()))}
+}
+
+// execute runs one command line on the app and returns the exit code.
+func (a *app) execute(ctx context.Context, args []string) int {
 	root := a.rootCommand()
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	a.close()
 	if err == nil {
 		return exitOK
 	}
 	code := exitCode(err)
-	fmt.Fprintf(stderr, "taskdeck: %s\n", oneLine(err.Error()))
+	if code == exitInterrupted && !errors.As(err, new(*exitError)) {
+		err = errInterrupted // not "context canceled"
+	}
+	fmt.Fprintf(a.stderr, "taskdeck: %s\n", oneLine(err.Error()))
 	return code
 }
 
-// exitCode maps an error to the documented exit codes.
+// exitCode maps an error to the documented exit codes. Exit 6 is only
+// for the store's own failures: anything unrecognised is 1.
 func exitCode(err error) int {
 	var ee *exitError
 	var locked *store.LockedError
@@ -87,12 +122,16 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.As(err, &locked):
 		return exitStoreLocked
-	case errors.As(err, &te):
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded):
 		return exitUnreachable
 	case isUsage(err):
 		return exitUsage
-	default:
+	case isLocal(err):
 		return exitLocal
+	default:
+		return exitTaskBad
 	}
 }
 
@@ -109,13 +148,40 @@ func isUsage(err error) bool {
 		errors.Is(err, store.ErrNotFound)
 }
 
+// isLocal reports the store's own failures wherever they surface: damage,
+// no room to flush, a file system that refuses writes.
+func isLocal(err error) bool {
+	var corrupt *store.CorruptError
+	return errors.As(err, &corrupt) || errors.Is(err, store.ErrNoRoomToFlush) ||
+		errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO)
+}
+
+// localErr marks an error of the store as a local failure (exit 6); the
+// store held by another process keeps its own code.
+func localErr(err error) error {
+	var locked *store.LockedError
+	if err == nil || errors.As(err, &locked) {
+		return err
+	}
+	return &exitError{code: exitLocal, err: err}
+}
+
+// errInterrupted is the one line for a command stopped by a signal.
+var errInterrupted = &exitError{code: exitInterrupted, err: errors.New(
+	"stopped following; open tasks keep running on their servers, and `taskdeck watch` follows them again")}
+
 // app holds what the commands share: flags, and the store, pool and
 // tracker, opened on first use and closed once at the end.
 type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// canPrompt: stdin is a terminal, so missing input may be asked for.
+	canPrompt bool
+	// requestTimeout bounds one request to a server (0: the tracker's default).
+	requestTimeout time.Duration
 
 	dataDir, configPath string
+	configSet           bool // --config was given
 	verbose             bool
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
 	quiet bool
@@ -159,6 +225,9 @@ crashes, restarts and servers that ask for input.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			a.configSet = cmd.Flags().Changed("config")
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.dashboard(cmd.Context(), "? help · n new call · q quit")
 		},
@@ -189,6 +258,11 @@ crashes, restarts and servers that ask for input.
 // config loads the server configuration once.
 func (a *app) config() (*mcpclient.Config, error) {
 	if a.cfg == nil { // demo sets its own
+		// A default config that does not exist means no servers; a file
+		// the operator named must be there (a typo is not "no servers").
+		if _, err := os.Stat(a.configPath); a.configSet && errors.Is(err, fs.ErrNotExist) {
+			return nil, &mcpclient.ConfigError{Path: a.configPath, Msg: "does not exist; check the path, or leave out --config to use " + defaultConfigPath()}
+		}
 		cfg, err := mcpclient.LoadConfig(a.configPath)
 		if err != nil {
 			return nil, err
@@ -212,11 +286,11 @@ func (a *app) open() (*mcpclient.Tracker, error) {
 	}
 	st, err := store.Open(a.dataDir, a.logger)
 	if err != nil {
-		return nil, err
+		return nil, localErr(err)
 	}
 	a.st = st
 	a.pool = a.newPool(cfg)
-	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger})
+	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger, RequestTimeout: a.requestTimeout})
 	return a.tracker, nil
 }
 
@@ -238,14 +312,32 @@ func (a *app) warn(msg string) {
 }
 
 // openLog sends every log line to a private file in the data directory:
-// nothing but the command's own output reaches the terminal.
+// nothing but the command's own output reaches the terminal. The
+// directory is checked first, and the log must be a regular file: a link
+// planted there is never followed.
 func (a *app) openLog() error {
 	if err := os.MkdirAll(a.dataDir, 0o700); err != nil {
 		return &exitError{code: exitLocal, err: fmt.Errorf("cannot create data directory %s: %v; choose another with --data-dir", a.dataDir, err)}
 	}
-	f, err := os.OpenFile(filepath.Join(a.dataDir, "taskdeck.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err := privateDir(a.dataDir); err != nil {
+		return &exitError{code: exitLocal, err: err}
+	}
+	path := filepath.Join(a.dataDir, "taskdeck.log")
+	notRegular := &exitError{code: exitLocal, err: fmt.Errorf("log %s is not a regular file (a link, or a special file); remove it, or choose another --data-dir", path)}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return notRegular
+	}
+	// O_NONBLOCK: a FIFO swapped in meanwhile must not hold the open.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|openNoFollow|syscall.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return notRegular
+	}
 	if err != nil {
 		return &exitError{code: exitLocal, err: fmt.Errorf("cannot open log file: %v; check the permissions of %s", err, a.dataDir)}
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return notRegular
 	}
 	level := slog.LevelInfo
 	if a.verbose {
@@ -253,6 +345,28 @@ func (a *app) openLog() error {
 	}
 	a.logFile = f
 	a.logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
+	return nil
+}
+
+// privateDir checks that dir is a directory of this user and makes it
+// private (0700), as the store does, before anything in it is opened:
+// whoever can write to it could plant the files taskdeck trusts.
+func privateDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot use data directory %s: %v; choose another with --data-dir", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("data directory %s is not a directory; move it aside or choose another --data-dir", dir)
+	}
+	if uid, ok := ownerUID(fi); ok && uid != os.Geteuid() {
+		return fmt.Errorf("data directory %s belongs to uid %d, not to you (uid %d); choose your own --data-dir", dir, uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+			return fmt.Errorf("cannot make data directory %s private: %v; fix its mode or choose another --data-dir", dir, err)
+		}
+	}
 	return nil
 }
 

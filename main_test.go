@@ -107,7 +107,9 @@ type deck struct {
 func newDeck(t *testing.T) *deck {
 	t.Helper()
 	dir := t.TempDir()
-	return &deck{t: t, dataDir: filepath.Join(dir, "data"), config: filepath.Join(dir, "config.json"), env: testEnv(t)}
+	d := &deck{t: t, dataDir: filepath.Join(dir, "data"), config: filepath.Join(dir, "config.json"), env: testEnv(t)}
+	d.writeConfig("{}\n") // --config names a file, so it must exist
+	return d
 }
 
 // writeConfig writes the deck's config file.

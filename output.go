@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
@@ -61,15 +62,18 @@ func printJSON(w io.Writer, t *model.Task) error {
 }
 
 // inertJSON escapes DEL, C1 controls (U+0080–U+009F, e.g. the 8-bit CSI
-// U+009B) and bidi controls as \uXXXX. Valid JSON holds such characters
-// only inside strings, where the escape means the same character.
+// U+009B) and bidi controls as \uXXXX, and turns bytes that are not UTF-8
+// into \ufffd: server JSON kept raw (a result) reaches the output as the
+// server sent it, and a lone 0x9b byte is an 8-bit CSI to many terminals.
+// Valid JSON holds such bytes only inside strings, where the escape is a
+// character of the same meaning.
 func inertJSON(b []byte) []byte {
-	if !slices.ContainsFunc([]rune(string(b)), needsEscape) {
+	if utf8.Valid(b) && !slices.ContainsFunc([]rune(string(b)), needsEscape) {
 		return b
 	}
 	var out bytes.Buffer
-	for _, r := range string(b) {
-		if needsEscape(r) {
+	for _, r := range string(b) { // a byte that is not UTF-8 reads as U+FFFD
+		if needsEscape(r) || r == utf8.RuneError {
 			fmt.Fprintf(&out, `\u%04x`, r)
 		} else {
 			out.WriteRune(r)

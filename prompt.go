@@ -8,15 +8,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/ui/termtext"
-	"golang.org/x/term"
 )
 
 // inputSource answers input requests from --input flags, and on a
@@ -29,8 +26,8 @@ type inputSource struct {
 
 func (a *app) inputSource(given map[string]json.RawMessage) *inputSource {
 	src := &inputSource{given: given, out: a.stderr}
-	if f, ok := a.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		src.ask = bufio.NewReader(f)
+	if a.canPrompt {
+		src.ask = bufio.NewReader(a.stdin)
 	}
 	return src
 }
@@ -148,43 +145,12 @@ func (s *inputSource) field(p model.Property, required bool) (any, error) {
 		if line == "" && !required {
 			return nil, nil
 		}
-		v, err := parseValue(p, line)
-		if err == nil {
-			err = p.Check(v)
-		}
+		v, err := p.Parse(line)
 		if err == nil {
 			return v, nil
 		}
 		fmt.Fprintf(s.out, "    %v\n", err)
 	}
-}
-
-func parseValue(p model.Property, line string) (any, error) {
-	switch p.Type {
-	case "boolean":
-		switch strings.ToLower(line) {
-		case "y", "yes", "true":
-			return true, nil
-		case "n", "no", "false":
-			return false, nil
-		}
-		return nil, errors.New("answer yes or no")
-	case "number", "integer":
-		f, err := strconv.ParseFloat(line, 64)
-		if err != nil {
-			return nil, errors.New("must be a number")
-		}
-		return f, nil
-	case "array":
-		var items []any
-		for _, it := range strings.Split(line, ",") {
-			if it = strings.TrimSpace(it); it != "" {
-				items = append(items, it)
-			}
-		}
-		return items, nil
-	}
-	return line, nil
 }
 
 func (s *inputSource) choose(question string, options []string) (string, error) {

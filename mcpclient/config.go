@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -68,11 +70,16 @@ func (e *ConfigError) Error() string {
 	}, b.String())
 }
 
-// LoadConfig reads the file. A missing file is an empty config.
+// LoadConfig reads the file. A missing file is an empty config. Only a
+// regular file is read: opening a FIFO or a device could block forever.
 func LoadConfig(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Config{Servers: map[string]ServerConfig{}, path: path}, nil
+	}
+	var odd *notRegularError
+	if errors.As(err, &odd) {
+		return nil, &ConfigError{Path: path, Msg: fmt.Sprintf("cannot read it: it is %s, not a regular file; pass --config a JSON file", odd.kind)}
 	}
 	if err != nil {
 		var pe *fs.PathError
@@ -83,6 +90,47 @@ func LoadConfig(path string) (*Config, error) {
 	}
 	return ParseConfig(path, data)
 }
+
+// readRegular reads a regular file. It opens without blocking (O_NONBLOCK
+// matters only for FIFOs and devices) and checks the kind of what it
+// opened, so that nothing can be swapped in between a check and the open.
+func readRegular(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &notRegularError{kind: fileKind(fi.Mode())}
+	}
+	return io.ReadAll(f)
+}
+
+type notRegularError struct{ kind string }
+
+func (e *notRegularError) Error() string { return e.kind + ", not a regular file" }
+
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeDevice != 0, m&fs.ModeCharDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file"
+}
+
+// otherClientsKeys are the top-level keys under which other MCP clients
+// keep their servers (VS Code: "servers", Zed: "context_servers").
+var otherClientsKeys = []string{"servers", "context_servers"}
 
 // ParseConfig parses the contents of a config file; path is used in messages.
 func ParseConfig(path string, data []byte) (*Config, error) {
@@ -106,6 +154,15 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		return nil, fail("", "want a JSON object like {\"mcpServers\": {...}}, got %s", jsonKind(data))
 	}
 	raw, ok := top["mcpServers"]
+	if !ok {
+		for _, other := range otherClientsKeys {
+			// Servers there would silently be none here; an empty set loses nothing.
+			var theirs map[string]json.RawMessage
+			if json.Unmarshal(top[other], &theirs) == nil && len(theirs) > 0 {
+				return nil, fail("", "has %q (another client's key) but no \"mcpServers\"; taskdeck reads its servers from \"mcpServers\": rename the key", other)
+			}
+		}
+	}
 	if !ok || isJSONNull(raw) {
 		return cfg, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/mail"
 	"net/url"
 	"slices"
@@ -250,6 +251,50 @@ func (s *FormSchema) Validate(content map[string]any) error {
 	return nil
 }
 
+// Parse turns what an operator typed into the property's JSON value and
+// checks it, the same way wherever it is typed (the CLI prompt, the
+// dashboard's form): yes/no for a boolean, a whole number for an integer,
+// a finite number for a number (JSON cannot carry NaN or an infinity),
+// comma-separated options for an array, the text as it is for a string.
+func (p Property) Parse(text string) (any, error) {
+	var v any = text
+	switch p.Type {
+	case "boolean":
+		switch strings.ToLower(strings.TrimSpace(text)) {
+		case "y", "yes", "true":
+			v = true
+		case "n", "no", "false":
+			v = false
+		default:
+			return nil, errors.New("answer yes or no")
+		}
+	case "integer":
+		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+		if err != nil {
+			return nil, errors.New("must be a whole number")
+		}
+		v = n
+	case "number":
+		n, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+			return nil, errors.New("must be a number")
+		}
+		v = n
+	case "array":
+		items := []any{}
+		for _, it := range strings.Split(text, ",") {
+			if it = strings.TrimSpace(it); it != "" {
+				items = append(items, it)
+			}
+		}
+		v = items
+	}
+	if err := p.Check(v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
 // Check validates one value of the property.
 func (p Property) Check(v any) error {
 	switch p.Type {
@@ -259,7 +304,7 @@ func (p Property) Check(v any) error {
 		}
 	case "number", "integer":
 		n, ok := toFloat(v)
-		if !ok {
+		if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
 			return errors.New("must be a number")
 		}
 		if p.Type == "integer" && n != float64(int64(n)) {

@@ -8,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 
 	tea "charm.land/bubbletea/v2"
@@ -414,25 +412,7 @@ func (v *value) parse(s string) (any, error) {
 		}
 		return nil, nil
 	}
-	var x any = s
-	switch v.p.Type {
-	case "integer":
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return nil, errors.New("must be a whole number")
-		}
-		x = n
-	case "number":
-		n, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
-			return nil, errors.New("must be a number")
-		}
-		x = n
-	}
-	if err := v.p.Check(x); err != nil {
-		return nil, err
-	}
-	return x, nil
+	return v.p.Parse(s)
 }
 
 // checkable converts multi-select values to the []any model.Property.Check expects.

@@ -1,0 +1,111 @@
+package main
+
+// In-process tests of the command layer: the same app that main runs,
+// on real demo servers over loopback HTTP and real stores in t.TempDir(),
+// with stdin, stdout and stderr held by the test.
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/demo"
+)
+
+// inproc is one user's taskdeck run in this process.
+type inproc struct {
+	t       *testing.T
+	dataDir string
+	config  string
+	// prompt, when set, is what the operator types on a terminal.
+	prompt string
+	// timeout bounds one request to a server (0: the default 30 s).
+	timeout time.Duration
+}
+
+func newInproc(t *testing.T) *inproc {
+	t.Helper()
+	dir := t.TempDir()
+	c := &inproc{t: t, dataDir: filepath.Join(dir, "data"), config: filepath.Join(dir, "config.json")}
+	c.writeConfig("{}\n") // --config names a file, so it must exist
+	return c
+}
+
+func (c *inproc) writeConfig(content string) {
+	c.t.Helper()
+	if err := os.WriteFile(c.config, []byte(content), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// app is an app as run builds it, on buffers the test reads.
+func (c *inproc) app(stdout, stderr *syncBuf) *app {
+	a := newApp(strings.NewReader(c.prompt), stdout, stderr)
+	a.canPrompt = c.prompt != ""
+	a.requestTimeout = c.timeout
+	return a
+}
+
+// run runs one command line to its end with the deck's flags.
+func (c *inproc) run(args ...string) result {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	return c.runCtx(ctx, args...)
+}
+
+func (c *inproc) runCtx(ctx context.Context, args ...string) result {
+	c.t.Helper()
+	var stdout, stderr syncBuf
+	args = append([]string{"--data-dir", c.dataDir, "--config", c.config}, args...)
+	code := c.app(&stdout, &stderr).execute(ctx, args)
+	if ctx.Err() == context.DeadlineExceeded {
+		c.t.Fatalf("taskdeck %s did not finish within %s", strings.Join(args, " "), cmdTimeout)
+	}
+	return result{args: args, stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// demoURL serves a demo server over loopback HTTP until the test ends.
+func demoURL(t *testing.T) string {
+	t.Helper()
+	srv := demo.New(demo.Options{Speed: 0.05})
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		hs.Close()
+		srv.Close()
+	})
+	return hs.URL + "/mcp"
+}
+
+// silentURL is a loopback server that accepts connections and never
+// answers a byte.
+func silentURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		var conns []net.Conn // held open, unanswered, until the listener closes
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	t.Cleanup(func() { ln.Close() })
+	return fmt.Sprintf("http://%s/mcp", ln.Addr())
+}
