@@ -116,7 +116,7 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 				if errors.As(err, new(*mcpclient.CallError)) {
 					return usageErr("%v", err)
 				}
-				return err
+				return a.unanswered(ref, err)
 			}
 			rec, reused, err := tr.Call(cmd.Context(), req)
 			if err != nil {

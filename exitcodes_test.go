@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -22,6 +24,9 @@ func TestExitCodes(t *testing.T) {
 	t.Parallel()
 	url := demoURL(t)
 	refused, silent := "http://"+closedPort(t)+"/mcp", silentURL(t)
+	h := hostile.Start(t, demo.Options{Speed: 0.05})
+	h.On("tools/call", hostile.Error(-32602, "invalid params: the deploy window is closed"))
+	refusing := h.URL
 	rows := []struct {
 		name  string
 		setup func(t *testing.T, c *inproc) // may be nil
@@ -34,8 +39,12 @@ func TestExitCodes(t *testing.T) {
 			code: exitTaskBad, want: []string{"ended failed"}},
 		{name: "tool error", args: []string{"call", "--url", url, "fail", "--args", `{"mode":"tool"}`, "--wait"},
 			code: exitTaskBad, want: []string{"tool error"}},
-		{name: "call refused", args: []string{"call", "--url", url, "no_such_tool"},
-			code: exitTaskBad, want: []string{"-32602", "no_such_tool"}},
+		{name: "call refused by the server", args: []string{"call", "--url", refusing, "echo", "--args", `{"text":"hi"}`},
+			code: exitTaskBad, want: []string{"-32602", "window is closed"}},
+		{name: "unknown tool", args: []string{"call", "--url", url, "no_such_tool"},
+			code: exitUsage, want: []string{"no tool", "no_such_tool"}},
+		{name: "arguments the schema refuses", args: []string{"call", "--url", url, "sleep", "--args", `{"seconds":"x"}`},
+			code: exitUsage, want: []string{"seconds", "want number"}},
 		{name: "unknown flag", args: []string{"ls", "--bogus"}, code: exitUsage, want: []string{"--bogus"}},
 		{name: "unknown task", args: []string{"get", "nosuchid"}, code: exitUsage, want: []string{"nosuchid", "taskdeck ls"}},
 		{name: "dashboard without a terminal", args: nil, code: exitUsage, want: []string{"terminal", "taskdeck ls", "taskdeck watch"}},
@@ -53,11 +62,14 @@ func TestExitCodes(t *testing.T) {
 		{name: "waits for input", args: []string{"call", "--url", url, "approve", "--args", `{"action":"x"}`, "--wait"},
 			code: exitWaiting, want: []string{"waits for input", "taskdeck answer"}},
 		{name: "store damaged", setup: func(t *testing.T, c *inproc) {
-			c.run("call", "--url", url, "echo").must(t, exitOK)
+			c.run("call", "--url", url, "echo", "--args", `{"text":"hi"}`).must(t, exitOK)
 			if err := os.WriteFile(filepath.Join(c.dataDir, "MANIFEST"), []byte("not a manifest"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}, args: []string{"ls"}, code: exitLocal, want: []string{"is damaged", "move it aside"}},
+		{name: "watch timed out", setup: func(t *testing.T, c *inproc) {
+			c.run("call", "--url", url, "sleep", "--args", `{"seconds":600}`).must(t, exitOK)
+		}, args: []string{"watch", "--timeout", "300ms"}, code: exitTimedOut, want: []string{"ran out", "1 tasks still open"}},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
