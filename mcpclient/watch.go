@@ -119,7 +119,7 @@ func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) er
 		if err != nil {
 			return err
 		}
-		sched.Set(id, rec.Server, time.Now())
+		sched.Set(id, rec.Server, t.firstPoll(id))
 	}
 	results := make(chan outcome)
 	timer := time.NewTimer(0)
@@ -163,4 +163,13 @@ func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) er
 		}
 	}
 	return nil
+}
+
+// firstPoll is when a watch polls a task first: when this tracker's last
+// poll of it said (a reconcile just polled it), else at once.
+func (t *Tracker) firstPoll(id string) time.Time {
+	if next := t.PollStatus(id).Next; !next.IsZero() {
+		return next
+	}
+	return time.Now()
 }
