@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	neturl "net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -126,6 +128,7 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 				fmt.Fprintf(a.stderr, "taskdeck: key %q already names task %s; nothing new was sent\n", key, rec.ID)
 			}
 			stdio := a.isStdio(ref)
+			defer a.warnUnasked(inputs)
 			if !wait {
 				if stdio && !rec.Status.Terminal() {
 					a.warn(fmt.Sprintf("task %s runs on stdio server %s, which stops when this command exits: the task dies with this process; use --wait, or an HTTP server for work that must outlive the command", rec.ID, termtext.Line(ref.Name)))
@@ -168,8 +171,9 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 // stops where it waits for input nobody here can give.
 func (a *app) follow(ctx context.Context, tr *mcpclient.Tracker, rec *model.Task, p *printer, inputs *inputSource) (*model.Task, error) {
 	last := rec
-	err := tr.Watch(ctx, []string{rec.ID}, mcpclient.WatchOptions{OnPoll: func(res mcpclient.PollResult) bool {
-		last = res.Task
+	var pollErr error
+	err := tr.Watch(ctx, []string{rec.ID}, mcpclient.WatchOptions{MaxFailures: watchGiveUp, OnPoll: func(res mcpclient.PollResult) bool {
+		last, pollErr = res.Task, res.Err
 		p.poll(res)
 		if res.Task.Status != model.StatusInputRequired || len(res.Task.PendingInputs()) == 0 {
 			return true
@@ -187,7 +191,19 @@ func (a *app) follow(ctx context.Context, tr *mcpclient.Tracker, rec *model.Task
 		}
 		return true
 	}})
+	if err == nil && last.Status.Pollable() && !last.WaitsForInput() && pollErr != nil {
+		return last, &exitError{code: exitUnreachable, err: fmt.Errorf("gave up following task %s after %d failed polls in a row, the last: %s; it stays open: `taskdeck watch` follows it again",
+			last.ID, watchGiveUp, termtext.Line(pollErr.Error()))}
+	}
 	return last, err
+}
+
+// warnUnasked says which --input answers no request asked for: they were
+// not sent (a mistyped key, most likely).
+func (a *app) warnUnasked(inputs *inputSource) {
+	for _, key := range slices.Sorted(maps.Keys(inputs.given)) {
+		a.warn(fmt.Sprintf("--input %s was not sent: no request asked for it while this command ran", termtext.Line(key)))
+	}
 }
 
 // outcome turns a task's final state into the exit code.

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/model"
 )
 
 // TestRefusedCallFreesItsKey: the README's promise, from the command line.
@@ -82,4 +84,40 @@ func TestInputNotAskedForIsNamed(t *testing.T) {
 	d := newDeck(t)
 	r := d.run("call", "--url", srv.url, "confirm_first", "--input", `confirn={"action":"accept","content":{"confirm":true}}`).must(t, exitUsage)
 	oneErrorLine(t, r, "keys: confirm", "did not ask for --input confirn")
+}
+
+// TestCallWaitGivesUpOnAServerThatStopsAnswering: `call --wait` on a task
+// whose every poll fails lets it go after the same five failed polls in a
+// row as watch, with exit 3 and one line that says the task stays open,
+// instead of polling for ever.
+func TestCallWaitGivesUpOnAServerThatStopsAnswering(t *testing.T) {
+	t.Parallel()
+	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
+	srv.On("tasks/get", func(w http.ResponseWriter, _ *hostile.Request) bool {
+		w.WriteHeader(http.StatusBadGateway)
+		return true
+	})
+	c := newInproc(t)
+	c.policy = model.PollPolicy{Default: 20 * time.Millisecond, Floor: 10 * time.Millisecond, Cap: 50 * time.Millisecond, Growth: 1.6}
+	r := c.run("call", "--url", srv.URL, "sleep", "--args", `{"seconds":600}`, "--wait").must(t, exitUnreachable)
+	lines := strings.Split(strings.TrimRight(r.stderr, "\n"), "\n")
+	for _, w := range []string{"taskdeck: gave up following task", "5 failed polls in a row", "taskdeck watch"} {
+		if !strings.Contains(lines[len(lines)-1], w) {
+			t.Fatalf("the last stderr line should say %q\n%s", w, r)
+		}
+	}
+	if n := len(srv.Requests("tasks/get")); n != 5 {
+		t.Fatalf("%d tasks/get before giving up, want 5", n)
+	}
+}
+
+// TestInputNobodyAskedForIsReported: an --input answer that no request
+// asked for, before or inside the task, is said to be unsent.
+func TestInputNobodyAskedForIsReported(t *testing.T) {
+	t.Parallel()
+	c := newInproc(t)
+	r := c.run("call", "--url", demoURL(t), "echo", "--args", `{"text":"hi"}`, "--wait", "--input", `aprove-1={"action":"accept"}`).must(t, exitOK)
+	if !strings.Contains(r.stderr, "--input aprove-1 was not sent") {
+		t.Fatalf("no word of the unused --input\n%s", r)
+	}
 }

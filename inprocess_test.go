@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/model"
 )
 
 // inproc is one user's taskdeck run in this process.
@@ -27,6 +28,8 @@ type inproc struct {
 	prompt string
 	// timeout bounds one request to a server (0: the default 30 s).
 	timeout time.Duration
+	// policy paces polls (zero: the default).
+	policy model.PollPolicy
 }
 
 func newInproc(t *testing.T) *inproc {
@@ -49,6 +52,7 @@ func (c *inproc) app(stdout, stderr *syncBuf) *app {
 	a := newApp(strings.NewReader(c.prompt), stdout, stderr)
 	a.canPrompt = c.prompt != ""
 	a.requestTimeout = c.timeout
+	a.policy = c.policy
 	return a
 }
 

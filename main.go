@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 	"golang.org/x/term"
 )
@@ -179,6 +180,8 @@ type app struct {
 	canPrompt bool
 	// requestTimeout bounds one request to a server (0: the tracker's default).
 	requestTimeout time.Duration
+	// policy paces polls (zero: the default policy); tests make it fast.
+	policy model.PollPolicy
 
 	dataDir, configPath string
 	configSet           bool // --config was given
@@ -290,7 +293,7 @@ func (a *app) open() (*mcpclient.Tracker, error) {
 	}
 	a.st = st
 	a.pool = a.newPool(cfg)
-	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger, RequestTimeout: a.requestTimeout})
+	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger, RequestTimeout: a.requestTimeout, Policy: a.policy})
 	return a.tracker, nil
 }
 
