@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -100,7 +100,7 @@ func NormalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
 		return nil, errors.New(`arguments must be a JSON object, e.g. {"seconds": 5}`)
 	}
-	return compactJSON(raw), nil
+	return wire.Compact(raw), nil
 }
 
 // Answer sends answers to a task's input requests. Answers are checked
@@ -141,7 +141,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 			r.PendingAnswers = map[string]json.RawMessage{}
 		}
 		for k, v := range answers {
-			r.PendingAnswers[k] = compactJSON(v)
+			r.PendingAnswers[k] = wire.Compact(v)
 		}
 		r.MarkAnswered(slices.Sorted(maps.Keys(answers)), t.now())
 		return true, nil
@@ -272,10 +272,3 @@ func (t *Tracker) Prune(olderThan time.Duration) (int, error) {
 	return t.store.Prune(cutoff)
 }
 
-func compactJSON(raw json.RawMessage) json.RawMessage {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return raw
-	}
-	return buf.Bytes()
-}

@@ -173,7 +173,7 @@ func DecodeCallResult(raw json.RawMessage) (*CallOutcome, error) {
 	out := &CallOutcome{ResultType: rt}
 	switch rt {
 	case ResultTypeComplete:
-		out.Result = compact(raw)
+		out.Result = Compact(raw)
 		out.IsError = head.IsError
 	case ResultTypeTask:
 		var t Task
@@ -217,7 +217,7 @@ func DecodeTask(r *GetTaskResult) (*model.Snapshot, error) {
 		if len(r.Result) == 0 || !isObject(r.Result) {
 			return nil, invalid("completed task %s carries no result object", short(r.TaskID))
 		}
-		snap.Result = compact(r.Result)
+		snap.Result = Compact(r.Result)
 		var res struct {
 			IsError bool `json:"isError"`
 		}
@@ -281,7 +281,9 @@ func isObject(raw json.RawMessage) bool {
 	return len(raw) > 0 && raw[0] == '{'
 }
 
-func compact(raw json.RawMessage) json.RawMessage {
+// Compact is raw without insignificant space, or raw itself when it is
+// not valid JSON.
+func Compact(raw json.RawMessage) json.RawMessage {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return raw
