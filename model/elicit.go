@@ -209,13 +209,15 @@ func objectKeys(raw json.RawMessage) ([]string, error) {
 		return nil, errors.New("not an object")
 	}
 	var keys []string
+	seen := map[string]bool{} // a schema of many properties must not cost their square
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return nil, err
 		}
 		key, _ := tok.(string)
-		if !slices.Contains(keys, key) {
+		if !seen[key] {
+			seen[key] = true
 			keys = append(keys, key)
 		}
 		var skip json.RawMessage
