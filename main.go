@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/mcpclient"
@@ -117,6 +118,7 @@ type app struct {
 
 	dataDir, configPath string
 	verbose             bool
+	requestTimeout      time.Duration
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
 	quiet bool
 
@@ -166,6 +168,9 @@ crashes, restarts and servers that ask for input.
 	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", defaultDataDir(), "directory of the task store and the log file")
 	root.PersistentFlags().StringVar(&a.configPath, "config", defaultConfigPath(), "server configuration (mcpServers JSON)")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "debug-level logging to the log file")
+	// A knob for the tests, which cannot wait out the default.
+	root.PersistentFlags().DurationVar(&a.requestTimeout, "request-timeout", mcpclient.DefaultRequestTimeout, "how long one request to a server may take")
+	root.PersistentFlags().MarkHidden("request-timeout")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
@@ -216,17 +221,18 @@ func (a *app) open() (*mcpclient.Tracker, error) {
 	}
 	a.st = st
 	a.pool = a.newPool(cfg)
-	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger})
+	a.tracker = mcpclient.NewTracker(st, a.pool, mcpclient.TrackerOptions{Logger: a.logger, RequestTimeout: a.requestTimeout})
 	return a.tracker, nil
 }
 
 // newPool connects to servers with the app's log file and warnings.
 func (a *app) newPool(cfg *mcpclient.Config) *mcpclient.Pool {
 	return mcpclient.NewPool(mcpclient.PoolOptions{
-		Config:      cfg,
-		Logger:      a.logger.With("component", "mcp"),
-		ChildStderr: a.logFile,
-		Warn:        a.warn,
+		Config:         cfg,
+		Logger:         a.logger.With("component", "mcp"),
+		ChildStderr:    a.logFile,
+		Warn:           a.warn,
+		RequestTimeout: a.requestTimeout,
 	})
 }
 

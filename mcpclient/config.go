@@ -267,6 +267,41 @@ func checkURL(raw string) string {
 	return ""
 }
 
+// RedactURL returns raw with what may hold a secret (userinfo, the query
+// string, the fragment) replaced by "redacted", for messages and logs.
+// What does not parse as a URL is returned as it is: nothing to redact.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery = "redacted", false
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = "redacted", ""
+	}
+	return u.String()
+}
+
+// urlInText finds URLs in free text (error messages of net/http and
+// go-sdk quote the URL they were given, secrets included).
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+
+// redactURLs applies RedactURL to every URL in s.
+func redactURLs(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	return urlInText.ReplaceAllStringFunc(s, func(u string) string {
+		trimmed := strings.TrimRight(u, ".,;:)]")
+		return RedactURL(trimmed) + u[len(trimmed):]
+	})
+}
+
 // Names returns the configured server names, sorted.
 func (c *Config) Names() []string {
 	if c == nil {

@@ -1,10 +1,16 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,11 +68,29 @@ func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 
 // sentMeta is the per-request _meta (protocol version, client info and
 // capabilities) as go-sdk encodes it; its encoding of the capabilities
-// is its own (the plain one would add "roots":{}).
+// is its own (the plain one would add "roots":{}). It also keeps why
+// server/discover failed, which go-sdk hides behind its fallback to
+// initialize.
 type sentMeta struct {
-	mu  sync.Mutex
-	raw json.RawMessage
+	mu         sync.Mutex
+	raw        json.RawMessage
+	discoverID jsonrpc.ID
+	discover   error
 }
+
+func (m *sentMeta) discoverFailed(err error) {
+	m.mu.Lock()
+	m.discover = fmt.Errorf("%s: %w", methodDiscover, err)
+	m.mu.Unlock()
+}
+
+func (m *sentMeta) discoverErr() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.discover
+}
+
+const methodDiscover = "server/discover"
 
 func (m *sentMeta) get() json.RawMessage {
 	m.mu.Lock()
@@ -94,8 +118,16 @@ type captureConn struct {
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "server/discover" {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodDiscover {
 		c.meta.keep(req.Params)
+		c.meta.mu.Lock()
+		c.meta.discoverID = req.ID
+		c.meta.mu.Unlock()
+		err := c.Connection.Write(ctx, msg)
+		if err != nil {
+			c.meta.discoverFailed(err)
+		}
+		return err
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" {
 		if info := callInfoFrom(ctx); info != nil {
@@ -111,6 +143,14 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error != nil {
+		c.meta.mu.Lock()
+		failed := resp.ID == c.meta.discoverID && resp.ID.IsValid()
+		c.meta.mu.Unlock()
+		if failed {
+			c.meta.discoverFailed(resp.Error)
+		}
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
 		info := c.pending[resp.ID]
@@ -131,15 +171,20 @@ func (c *captureConn) drop(id jsonrpc.ID) {
 	c.mu.Unlock()
 }
 
-// headerTransport adds the configured headers to every request, sets
-// Mcp-Name to the task id on tasks/* requests (go-sdk does not, pitfall 5),
-// and reports a server's Retry-After back to the caller.
+// headerTransport adds the configured headers to every request for the
+// configured origin (to no other), sets Mcp-Name to the task id on
+// tasks/* requests (go-sdk does not, pitfall 5), and reports a server's
+// Retry-After back to the caller.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	origin  string // originOf the configured URL
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if originOf(req.URL) != t.origin {
+		return t.base.RoundTrip(req)
+	}
 	info := callInfoFrom(req.Context())
 	taskID := ""
 	if info != nil {
@@ -161,6 +206,51 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// originOf is scheme://host:port, the port spelled out.
+func originOf(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port))
+}
+
+// refuseRedirects is the CheckRedirect of every client taskdeck makes:
+// streamable HTTP has no use for a redirect, and following one would send
+// the request and its headers to wherever the server points.
+func refuseRedirects(req *http.Request, via []*http.Request) error {
+	return &RedirectError{Method: via[0].Header.Get("Mcp-Method"), Code: req.Response.StatusCode, Location: RedactURL(req.URL.String())}
+}
+
+// boundedTransport bounds every answer go-sdk reads to maxResponseBytes,
+// counted after gzip is inflated, as readAnswer bounds tasks/get: go-sdk
+// reads a JSON body whole. It reads such a body here, so that one past
+// the bound fails as this request's own error; go-sdk would take a
+// failed read for a broken session. A stream is bounded as it is read.
+type boundedTransport struct{ base http.RoundTripper }
+
+func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body := &boundedReader{r: resp.Body, left: maxResponseBytes, method: req.Header.Get("Mcp-Method")}
+	if ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ctype == "text/event-stream" {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{body, resp.Body}
+		return resp, nil
+	}
+	data, err := io.ReadAll(body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return resp, nil
 }
 
 // setHeaders puts the configured headers on h, and Mcp-Name when the
