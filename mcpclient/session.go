@@ -122,6 +122,9 @@ func (p *Pool) Session(ctx context.Context, ref model.ServerRef) (*Session, erro
 	case <-e.ready:
 		return e.sess, e.err
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) { // the caller's time is up: the server's fault
+			return nil, classify(ref.String(), fmt.Errorf("%s: %w", methodDiscover, ctx.Err()), false, nil)
+		}
 		return nil, ctx.Err()
 	}
 }
@@ -233,7 +236,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		}
 	}
 	meta := &sentMeta{}
-	cs, err := client.Connect(ctx, captureTransport{transport, meta}, &mcp.ClientSessionOptions{ProtocolVersion: wire.ProtocolVersion})
+	cs, err := client.Connect(ctx, captureTransport{transport, meta, cfg.URL != ""}, &mcp.ClientSessionOptions{ProtocolVersion: wire.ProtocolVersion})
 	var init *mcp.InitializeResult
 	if err == nil {
 		init = cs.InitializeResult()

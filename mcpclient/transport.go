@@ -55,7 +55,8 @@ func (c *callInfo) result() json.RawMessage {
 // the _meta go-sdk sends with server/discover, for the direct tasks/get.
 type captureTransport struct {
 	mcp.Transport
-	meta *sentMeta
+	meta      *sentMeta
+	stateless bool // streamable HTTP: see captureConn.Write
 }
 
 func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -63,7 +64,7 @@ func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &captureConn{Connection: conn, meta: t.meta, pending: map[jsonrpc.ID]*callInfo{}}, nil
+	return &captureConn{Connection: conn, meta: t.meta, stateless: t.stateless, pending: map[jsonrpc.ID]*callInfo{}}, nil
 }
 
 // sentMeta is the per-request _meta (protocol version, client info and
@@ -111,13 +112,21 @@ func (m *sentMeta) keep(params json.RawMessage) {
 
 type captureConn struct {
 	mcp.Connection
-	meta *sentMeta
+	meta      *sentMeta
+	stateless bool
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*callInfo
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && c.stateless && req.Method == "notifications/cancelled" {
+		// Over stateless HTTP the request's connection is closed, which is
+		// all a server can act on: this would be a POST of its own, to a
+		// fresh session, and against a stalled server go-sdk's Close
+		// waits 5 s for it.
+		return nil
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodDiscover {
 		c.meta.keep(req.Params)
 		c.meta.mu.Lock()

@@ -3,6 +3,7 @@ package mcpclient_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"runtime"
@@ -272,10 +273,21 @@ func TestStalledServerTimesOut(t *testing.T) {
 		}
 	}
 	e.srv.On("*", hostile.Stall(until))
+	// A call waits for the connect no longer than its own timeout, and
+	// says the server did not answer (exit 3 on the command line).
+	err := within("a call", func() error {
+		_, _, err := e.tracker(pool).Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "echo"})
+		return err
+	})
+	var te *mcpclient.TransportError
+	if !errors.As(err, &te) {
+		t.Errorf("a call to a stalled server: %v; want a TransportError", err)
+	}
+	e.oneLineNaming(err, "server/discover")
 	// Two callers of the same server: neither is held past the timeout.
 	second := make(chan error, 1)
 	go func() { _, err := pool.Session(context.Background(), e.ref); second <- err }()
-	err := within("connect", func() error { _, err := pool.Session(context.Background(), e.ref); return err })
+	err = within("connect", func() error { _, err := pool.Session(context.Background(), e.ref); return err })
 	e.oneLineNaming(err, "server/discover")
 	e.oneLineNaming(within("the second connect", func() error { return <-second }), "server/discover")
 
