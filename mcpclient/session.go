@@ -199,7 +199,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		if err != nil {
 			return nil, err // checked when the config was loaded and expanded
 		}
-		ht = &headerTransport{base: pooledTransport(), headers: cfg.Headers, origin: originOf(u)}
+		ht = &headerTransport{base: pooledTransport(), headers: cfg.Headers, url: u}
 		// The direct tasks/get bounds its answers itself; go-sdk's are
 		// bounded by its client.
 		hc = &http.Client{Transport: ht, CheckRedirect: refuseRedirects}

@@ -187,11 +187,11 @@ func (c *captureConn) drop(id jsonrpc.ID) {
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
-	origin  string // originOf the configured URL
+	url     *url.URL // the configured URL: its origin is the only one headers go to
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if originOf(req.URL) != t.origin {
+	if !t.sameOrigin(req.URL) {
 		return t.base.RoundTrip(req)
 	}
 	info := callInfoFrom(req.Context())
@@ -217,11 +217,23 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// originOf is scheme://host:port, the port spelled out.
+// sameOrigin tells whether u is for the configured origin. Every request
+// but a redirected one is for the configured URL itself, so the poll pays
+// for no more than a comparison.
+func (t *headerTransport) sameOrigin(u *url.URL) bool {
+	return u.Scheme == t.url.Scheme && u.Host == t.url.Host || originOf(u) == originOf(t.url)
+}
+
+// originOf is scheme://host:port, lower case, the port spelled out.
 func originOf(u *url.URL) string {
 	port := u.Port()
 	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
 	}
 	return strings.ToLower(u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port))
 }

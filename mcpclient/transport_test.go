@@ -41,7 +41,7 @@ func TestHeaderTransportClonesOnlyWhenNeeded(t *testing.T) {
 			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody}, nil
 		}),
 		headers: map[string]string{"Authorization": "Bearer t"},
-		origin:  "http://127.0.0.1:1",
+		url:     &url.URL{Scheme: "http", Host: "127.0.0.1:1"},
 	}
 	ctx := withCallInfo(context.Background(), &callInfo{taskID: "task-1"})
 	for _, tc := range []struct {
@@ -90,7 +90,7 @@ func TestHeaderTransportKeepsHeadersToItsOrigin(t *testing.T) {
 			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody}, nil
 		}),
 		headers: map[string]string{"Authorization": "Bearer t", "X-Api-Key": "t"},
-		origin:  originOf(u),
+		url:     u,
 	}
 	for target, want := range map[string]bool{
 		"http://127.0.0.1:8080/other": true,
