@@ -93,10 +93,7 @@ func TestInputNotAskedForIsNamed(t *testing.T) {
 func TestCallWaitGivesUpOnAServerThatStopsAnswering(t *testing.T) {
 	t.Parallel()
 	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
-	srv.On("tasks/get", func(w http.ResponseWriter, _ *hostile.Request) bool {
-		w.WriteHeader(http.StatusBadGateway)
-		return true
-	})
+	srv.On("tasks/get", hostile.HTTPStatus(http.StatusBadGateway))
 	c := newInproc(t)
 	c.policy = model.PollPolicy{Default: 20 * time.Millisecond, Floor: 10 * time.Millisecond, Cap: 50 * time.Millisecond, Growth: 1.6}
 	r := c.run("call", "--url", srv.URL, "sleep", "--args", `{"seconds":600}`, "--wait").must(t, exitUnreachable)

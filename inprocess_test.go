@@ -51,7 +51,6 @@ func (c *inproc) writeConfig(content string) {
 func (c *inproc) app(stdout, stderr *syncBuf) *app {
 	a := newApp(strings.NewReader(c.prompt), stdout, stderr)
 	a.canPrompt = c.prompt != ""
-	a.requestTimeout = c.timeout
 	a.policy = c.policy
 	return a
 }
@@ -67,7 +66,11 @@ func (c *inproc) run(args ...string) result {
 func (c *inproc) runCtx(ctx context.Context, args ...string) result {
 	c.t.Helper()
 	var stdout, stderr syncBuf
-	args = append([]string{"--data-dir", c.dataDir, "--config", c.config}, args...)
+	flags := []string{"--data-dir", c.dataDir, "--config", c.config}
+	if c.timeout > 0 {
+		flags = append(flags, "--request-timeout", c.timeout.String())
+	}
+	args = append(flags, args...)
 	code := c.app(&stdout, &stderr).execute(ctx, args)
 	if ctx.Err() == context.DeadlineExceeded {
 		c.t.Fatalf("taskdeck %s did not finish within %s", strings.Join(args, " "), cmdTimeout)

@@ -178,14 +178,13 @@ type app struct {
 	stdout, stderr io.Writer
 	// canPrompt: stdin is a terminal, so missing input may be asked for.
 	canPrompt bool
-	// requestTimeout bounds one request to a server (0: the tracker's default).
-	requestTimeout time.Duration
 	// policy paces polls (zero: the default policy); tests make it fast.
 	policy model.PollPolicy
 
 	dataDir, configPath string
 	configSet           bool // --config was given
 	verbose             bool
+	requestTimeout      time.Duration // bounds one request to a server (--request-timeout)
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
 	quiet bool
 
@@ -238,6 +237,9 @@ crashes, restarts and servers that ask for input.
 	root.PersistentFlags().StringVar(&a.dataDir, "data-dir", defaultDataDir(), "directory of the task store and the log file")
 	root.PersistentFlags().StringVar(&a.configPath, "config", defaultConfigPath(), "server configuration (mcpServers JSON)")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "debug-level logging to the log file")
+	// A knob for the tests, which cannot wait out the default.
+	root.PersistentFlags().DurationVar(&a.requestTimeout, "request-timeout", mcpclient.DefaultRequestTimeout, "how long one request to a server may take")
+	root.PersistentFlags().MarkHidden("request-timeout")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
@@ -300,10 +302,11 @@ func (a *app) open() (*mcpclient.Tracker, error) {
 // newPool connects to servers with the app's log file and warnings.
 func (a *app) newPool(cfg *mcpclient.Config) *mcpclient.Pool {
 	return mcpclient.NewPool(mcpclient.PoolOptions{
-		Config:      cfg,
-		Logger:      a.logger.With("component", "mcp"),
-		ChildStderr: a.logFile,
-		Warn:        a.warn,
+		Config:         cfg,
+		Logger:         a.logger.With("component", "mcp"),
+		ChildStderr:    a.logFile,
+		Warn:           a.warn,
+		RequestTimeout: a.requestTimeout,
 	})
 }
 

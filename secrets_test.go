@@ -13,7 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 )
 
 // TestSecretsStayOutOfStoreAndLog: a secret used through ${VAR} in an
@@ -198,5 +203,143 @@ func TestPlainHTTPToARemoteHostWarns(t *testing.T) {
 	defer mu.Unlock()
 	if hosts["192.0.2.1:9"] == 0 || len(hosts) != 1 {
 		t.Fatalf("the proxy saw %v, want requests for 192.0.2.1:9 only", hosts)
+	}
+}
+
+// TestURLSecretsStayOutOfErrors: a secret in a configured URL, through
+// ${VAR} in its query string or its userinfo, is in no error taskdeck
+// stores, prints or logs (also at -v), whatever the server does: refuse
+// the connection, answer 500, redirect, answer with bad JSON.
+func TestURLSecretsStayOutOfErrors(t *testing.T) {
+	t.Parallel()
+	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
+	target := hostile.StartRecorder(t)
+	secret := "tdsecret-" + rand.Text()
+	front, _ := url.Parse(srv.URL)
+	d := newDeck(t)
+	d.env = append(d.env, "TD_TOKEN="+secret)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{
+		"q":{"url":%q},
+		"u":{"url":%q},
+		"down":{"url":%q}}}`,
+		srv.URL+"?token=${TD_TOKEN}", "http://td:${TD_TOKEN}@"+front.Host+"/mcp", "http://"+closedPort(t)+"/mcp?token=${TD_TOKEN}"))
+	faults := map[string]hostile.Fault{
+		"500":      hostile.HTTPStatus(500),
+		"redirect": hostile.Redirect(307, target.URL+"/mcp?token="+secret),
+		"bad JSON": hostile.NotJSON(),
+	}
+	var runs []result
+	run := func(want int, args ...string) result {
+		t.Helper()
+		r := d.run(args...)
+		runs = append(runs, r)
+		if want >= 0 {
+			r.must(t, want)
+		}
+		return r
+	}
+	for _, v := range [][]string{nil, {"-v"}} {
+		args := func(a ...string) []string { return append(append([]string(nil), v...), a...) }
+		oneErrorLine(t, run(exitUnreachable, args("call", "--server", "down", "echo")...), "server down")
+		oneErrorLine(t, run(exitUnreachable, args("tools", "down")...), "server down")
+		open := map[string]string{}
+		for _, server := range []string{"q", "u"} {
+			open[server] = onlyID(t, run(0, args("call", "--server", server, "sleep", "--args", `{"seconds":600}`)...))
+		}
+		for name, f := range faults {
+			for _, method := range []string{"tools/call", "tools/list", "tasks/get"} {
+				srv.On(method, f)
+			}
+			for _, server := range []string{"q", "u"} {
+				r := run(-1, args("call", "--server", server, "echo", "--args", `{"text":"x"}`)...)
+				if r.code == 0 {
+					t.Fatalf("a call answered with %s succeeded\n%s", name, r)
+				}
+				oneErrorLine(t, r, "server "+server)
+				run(-1, args("tools", server)...)
+				run(-1, args("get", open[server])...)
+				run(-1, args("get", open[server], "--json")...)
+			}
+			// watch never ends while polls fail: stop it once it said so.
+			w := d.start(args("watch")...)
+			waitFor(t, "watch to report the failing polls", func() bool {
+				return strings.Count(w.stderr.String(), "poll failed") >= 2 || w.exited()
+			})
+			w.kill()
+			runs = append(runs, result{args: []string{"watch"}, stdout: w.stdout.String(), stderr: w.stderr.String()})
+			for _, method := range []string{"tools/call", "tools/list", "tasks/get"} {
+				srv.On(method, nil)
+			}
+		}
+		run(0, args("ls", "--json")...)
+		run(0, args("ls")...)
+	}
+	for _, r := range runs {
+		if strings.Contains(r.stdout+r.stderr, secret) {
+			t.Errorf("the secret is in the output\n%s", r)
+		}
+	}
+	if got := target.Received(); len(got) > 0 {
+		t.Errorf("the redirect target received %d requests", len(got))
+	}
+	err := filepath.WalkDir(d.dataDir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("the secret is in %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if log, _ := os.ReadFile(filepath.Join(d.dataDir, "taskdeck.log")); !bytes.Contains(log, []byte("poll failed")) {
+		t.Errorf("the log holds no failed poll, so the check proves less than it says")
+	}
+}
+
+// TestCallSurvivesAStopPastItsTimeout: a `call` stopped (SIGSTOP) for
+// longer than its request timeout, while the server's answer arrives,
+// keeps the task's handle when it is resumed: the stop is not counted as
+// time the server took.
+func TestCallSurvivesAStopPastItsTimeout(t *testing.T) {
+	t.Parallel()
+	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
+	held := srv.Hold("tools/call")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"web":{"url":%q}}}`, srv.URL))
+	const timeout = time.Second
+	p := d.start("--request-timeout", timeout.String(), "call", "--server", "web", "sleep", "--args", `{"seconds":600}`)
+	waitFor(t, "the server to receive the call", func() bool { return len(srv.Requests("tools/call")) > 0 || p.exited() })
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	held.Release()
+	select {
+	case <-held.Answered():
+	case <-time.After(waitTimeout):
+		t.Fatal("the server did not answer the call")
+	}
+	// The stop itself must outlast the request timeout: this is its
+	// length, not a wait for something to happen.
+	time.Sleep(time.Until(stopped.Add(3 * timeout)))
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(waitTimeout):
+		t.Fatal("call did not end after SIGCONT")
+	}
+	r := result{args: []string{"call"}, stdout: p.stdout.String(), stderr: p.stderr.String(), code: p.code}
+	id := onlyID(t, r.must(t, 0))
+	if tk := d.getJSON(id); tk.TaskID == "" || tk.Status != "working" {
+		t.Fatalf("after the stop the task is %s with handle %q; want working with its handle\n%s", tk.Status, tk.TaskID, r)
 	}
 }

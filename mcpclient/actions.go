@@ -271,4 +271,3 @@ func (t *Tracker) Prune(olderThan time.Duration) (int, error) {
 	}
 	return t.store.Prune(cutoff)
 }
-

@@ -284,7 +284,7 @@ func (s ServerConfig) validate() error {
 	case s.Command == "" && s.URL == "":
 		return fail("", "needs \"command\" (a local stdio server) or \"url\" (streamable HTTP)")
 	case s.URL != "" && !strings.Contains(s.URL, "${"):
-		if msg := checkURL(s.URL); msg != "" {
+		if msg := checkURL(s.URL, true); msg != "" {
 			return fail(".url", msg)
 		}
 	}
@@ -303,12 +303,18 @@ func (s ServerConfig) loc(field string) string {
 	}
 }
 
-func checkURL(raw string) string {
+// checkURL says what is wrong with a server URL, or "". quote tells
+// whether the message may quote parts of it: not once ${VAR} is expanded,
+// as the variable may be in any part.
+func checkURL(raw string, quote bool) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error repeats the whole URL, secrets included
+		}
+		if !quote {
+			return "not a valid URL; write it as https://host[:port]/path"
 		}
 		return fmt.Sprintf("not a valid URL (%v); write it as https://host[:port]/path", err)
 	}
@@ -316,12 +322,50 @@ func checkURL(raw string) string {
 		if u.Scheme == "" || !strings.Contains(raw, "://") {
 			return "has no scheme; write it as https://host[:port]/path (or http:// for a local server)"
 		}
+		if !quote {
+			return "its scheme is not supported; use https:// (or http:// for a local server)"
+		}
 		return fmt.Sprintf("scheme %q is not supported; use https:// (or http:// for a local server)", u.Scheme)
 	}
 	if u.Host == "" || u.Hostname() == "" {
 		return "has no host; write it as https://host[:port]/path"
 	}
 	return ""
+}
+
+// RedactURL returns raw with what may hold a secret (userinfo, the query
+// string, the fragment) replaced by "redacted", for messages and logs.
+// What does not parse as a URL is returned as it is: nothing to redact.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return raw
+	}
+	if u.User != nil {
+		u.User = url.User("redacted")
+	}
+	if u.RawQuery != "" || u.ForceQuery {
+		u.RawQuery, u.ForceQuery = "redacted", false
+	}
+	if u.Fragment != "" {
+		u.Fragment, u.RawFragment = "redacted", ""
+	}
+	return u.String()
+}
+
+// urlInText finds URLs in free text (error messages of net/http and
+// go-sdk quote the URL they were given, secrets included).
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+
+// redactURLs applies RedactURL to every URL in s.
+func redactURLs(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	return urlInText.ReplaceAllStringFunc(s, func(u string) string {
+		trimmed := strings.TrimRight(u, ".,;:)]")
+		return RedactURL(trimmed) + u[len(trimmed):]
+	})
 }
 
 // Names returns the configured server names, sorted.
@@ -427,7 +471,7 @@ func (s ServerConfig) Expand(lookup func(string) (string, bool)) (ServerConfig, 
 			Msg: "is empty once variables are expanded; set the variable to the program to run"}
 	}
 	if out.URL != "" && out.URL != s.URL {
-		if msg := checkURL(out.URL); msg != "" {
+		if msg := checkURL(out.URL, false); msg != "" {
 			// The expanded URL may hold a secret: say what is wrong, not what it is.
 			return ServerConfig{}, &ConfigError{Path: s.path, Where: s.loc(".url"), Msg: "once variables are expanded, " + msg}
 		}
@@ -442,7 +486,7 @@ func AdHoc(rawURL string) (ServerConfig, error) {
 		return ServerConfig{}, &ConfigError{Where: "--url", Msg: "is empty; pass the server's address, e.g. --url http://127.0.0.1:8080/mcp"}
 	}
 	if !strings.Contains(rawURL, "${") {
-		if msg := checkURL(rawURL); msg != "" {
+		if msg := checkURL(rawURL, true); msg != "" {
 			return ServerConfig{}, &ConfigError{Where: "--url", Msg: msg}
 		}
 	}

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -36,8 +37,14 @@ type directGet struct {
 	headers *headerTransport // client's; set here, so it need not clone
 	url     string
 	meta    json.RawMessage // the per-request _meta go-sdk sends
-	nextID  atomic.Int64
 }
+
+// directIDs numbers the direct requests of this process. Their ids are
+// strings ("td-get-N"): go-sdk numbers its own requests with integers
+// from 1 on each connection, so no two requests of the process share one.
+var directIDs atomic.Int64
+
+const directIDPrefix = "td-get-"
 
 // requestError is a direct request that got no JSON-RPC answer. It holds
 // no session state, so the session stays usable (TransportError.Transient).
@@ -53,7 +60,7 @@ func failed(format string, args ...any) error {
 // get sends one tasks/get. Errors are a *jsonrpc.Error when the server
 // answered with one, for classify to map like go-sdk's.
 func (d *directGet) get(ctx context.Context, taskID string) (*wire.GetTaskResult, error) {
-	id := d.nextID.Add(1)
+	id := directIDs.Add(1)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body(id, taskID)))
 	if err != nil {
 		return nil, &requestError{err}
@@ -65,7 +72,7 @@ func (d *directGet) get(ctx context.Context, taskID string) (*wire.GetTaskResult
 	d.headers.setHeaders(req.Header, taskID)
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return nil, &requestError{err}
+		return nil, &requestError{fmt.Errorf("%s: %w", wire.MethodGet, err)}
 	}
 	defer drainAndClose(resp.Body)
 	return readAnswer(resp, id)
@@ -85,7 +92,7 @@ func (d *directGet) body(id int64, taskID string) []byte {
 	quoted, _ := json.Marshal(taskID) // a string always encodes
 	b := make([]byte, 0, 96+len(d.meta)+len(quoted))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = strconv.AppendInt(b, id, 10)
+	b = appendID(b, id)
 	b = append(b, `,"method":"tasks/get","params":{"_meta":`...)
 	b = append(b, d.meta...)
 	b = append(b, `,"taskId":`...)
@@ -96,7 +103,7 @@ func (d *directGet) body(id int64, taskID string) []byte {
 // readAnswer reads the response to request id, whether the server sent
 // one JSON body or an SSE stream.
 func readAnswer(resp *http.Response, id int64) (*wire.GetTaskResult, error) {
-	body := &boundedReader{r: resp.Body, left: maxResponseBytes}
+	body := &boundedReader{r: resp.Body, left: maxResponseBytes, method: wire.MethodGet}
 	if err := checkStatus(resp, body); err != nil {
 		return nil, err
 	}
@@ -206,8 +213,16 @@ func tooDeep(raw []byte, max int) bool {
 // answers tells whether the message is the response to request id, not
 // a notification or a request from the server.
 func (m *message) answers(id int64) bool {
+	var want [32]byte
 	return m.Method == "" && (m.Result != nil || m.Error != nil) &&
-		string(bytes.TrimSpace(m.ID)) == strconv.FormatInt(id, 10)
+		bytes.Equal(bytes.TrimSpace(m.ID), appendID(want[:0], id))
+}
+
+// appendID appends the JSON id of direct request id.
+func appendID(b []byte, id int64) []byte {
+	b = append(b, `"`+directIDPrefix...)
+	b = strconv.AppendInt(b, id, 10)
+	return append(b, '"')
 }
 
 func (m *message) answer() (*wire.GetTaskResult, error) {
@@ -311,14 +326,19 @@ func readLongLine(br *bufio.Reader, start []byte) ([]byte, error) {
 	return append(line, rest...), err
 }
 
-// errTooLarge: the answer went past maxResponseBytes.
-var errTooLarge = fmt.Errorf("the response is larger than %d MiB", maxResponseBytes>>20)
+// tooLargeError: the answer to method went past maxResponseBytes.
+type tooLargeError struct{ method string }
 
-// boundedReader reads at most left bytes, then fails with errTooLarge if
-// the body goes on.
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("the answer to %s is larger than %d MiB; taskdeck reads no more of it", cmp.Or(e.method, "a request"), maxResponseBytes>>20)
+}
+
+// boundedReader reads at most left bytes, then fails with a
+// *tooLargeError if the body goes on.
 type boundedReader struct {
-	r    io.Reader
-	left int64
+	r      io.Reader
+	left   int64
+	method string
 }
 
 func (b *boundedReader) Read(p []byte) (int, error) {
@@ -327,7 +347,7 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 		if n, err := b.r.Read(one[:]); n == 0 {
 			return 0, err
 		}
-		return 0, errTooLarge
+		return 0, &tooLargeError{b.method}
 	}
 	p = p[:min(int64(len(p)), b.left)]
 	n, err := b.r.Read(p)

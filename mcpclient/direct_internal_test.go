@@ -12,7 +12,7 @@ import (
 // inside strings do not count, escaped quotes included.
 func TestDecodeMessageBoundsDepth(t *testing.T) {
 	answer := func(result string) []byte {
-		return []byte(`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","taskId":"t","status":"completed","result":` + result + `}}`)
+		return []byte(`{"jsonrpc":"2.0","id":"td-get-1","result":{"resultType":"complete","taskId":"t","status":"completed","result":` + result + `}}`)
 	}
 	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 	// The envelope and the result object are two levels.

@@ -183,8 +183,9 @@ func TestPollOverHTTP(t *testing.T) {
 			if !bytes.Equal(gp.Params.Meta, cp.Params.Meta) {
 				t.Errorf("_meta differs from go-sdk's:\n tasks/get  %s\n tools/call %s", gp.Params.Meta, cp.Params.Meta)
 			}
-			if _, err := fmt.Sscan(string(gp.ID), new(int64)); err != nil {
-				t.Errorf("id %s is not a number", gp.ID)
+			var id string // a string: go-sdk's ids are numbers, so none is reused
+			if err := json.Unmarshal(gp.ID, &id); err != nil || id == "" {
+				t.Errorf("id %s is not a string", gp.ID)
 			}
 
 			// The answer goes out with tasks/update (go-sdk); polls see it through.

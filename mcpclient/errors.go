@@ -1,10 +1,12 @@
 package mcpclient
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -62,13 +64,35 @@ type TransportError struct {
 }
 
 func (e *TransportError) Error() string {
-	if errors.Is(e.Err, wire.ErrInvalid) { // it answered, but not in the protocol
-		return fmt.Sprintf("server %s: %s", e.Server, oneLine(e.Err.Error()))
+	var re *RedirectError
+	var big *tooLargeError
+	switch {
+	case errors.As(e.Err, &re):
+		return fmt.Sprintf("server %s %s", e.Server, re.Error())
+	case errors.As(e.Err, &big):
+		return fmt.Sprintf("server %s: %s", e.Server, big.Error())
+	case errors.Is(e.Err, wire.ErrInvalid): // it answered, but not in the protocol
+		return fmt.Sprintf("server %s: %s", e.Server, cleanText(e.Err.Error()))
 	}
-	return fmt.Sprintf("server %s unreachable: %s", e.Server, oneLine(e.Err.Error()))
+	return fmt.Sprintf("server %s unreachable: %s", e.Server, cleanText(e.Err.Error()))
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }
+
+// RedirectError: the server answered with an HTTP redirect. taskdeck does
+// not follow one: streamable HTTP has no use for it, and following it
+// would send the request, and the configured headers, to another host.
+// The server that answered started nothing.
+type RedirectError struct {
+	Method   string // the JSON-RPC method of the request
+	Code     int    // the HTTP status
+	Location string // where it pointed, redacted
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("answered %s with a redirect (HTTP %d) to %s; taskdeck does not follow redirects: if you trust that address, configure it as the server's url",
+		cmp.Or(e.Method, "a request"), e.Code, e.Location)
+}
 
 // codeSDKRejected is go-sdk's code for "rejected by transport".
 const codeSDKRejected = -32005
@@ -80,7 +104,7 @@ func classify(server string, err error, taskMethod bool, info *callInfo) error {
 		return nil
 	}
 	if errors.Is(err, context.Canceled) {
-		return err
+		return cleanError{err}
 	}
 	var werr *jsonrpc.Error
 	// go-sdk reports a request that never got a JSON-RPC answer (refused
@@ -107,7 +131,7 @@ func classify(server string, err error, taskMethod bool, info *callInfo) error {
 		return &ServerError{Code: werr.Code, Message: oneLine(werr.Message), Data: werr.Data}
 	}
 	var own *requestError
-	te := &TransportError{Server: server, Err: err, Transient: werr != nil && werr.Code == codeSDKRejected || errors.As(err, &own)}
+	te := &TransportError{Server: redactURLs(server), Err: err, Transient: werr != nil && werr.Code == codeSDKRejected || errors.As(err, &own)}
 	if info != nil {
 		info.mu.Lock()
 		te.RetryAfter = info.retryAfter
@@ -116,9 +140,41 @@ func classify(server string, err error, taskMethod bool, info *callInfo) error {
 	return te
 }
 
+// cleanError is an error from go-sdk or net/http in taskdeck's words: its
+// text is cleaned (cleanText), what it wraps is unchanged.
+type cleanError struct{ err error }
+
+func (e cleanError) Error() string { return cleanText(e.err.Error()) }
+func (e cleanError) Unwrap() error { return e.err }
+
+var (
+	// go-sdk says `calling "M": sending "M": rejected by transport: ` in
+	// front of what went wrong; only M says anything. It reports a failed
+	// server/discover through its fallback, initialize.
+	sdkCalling = regexp.MustCompile(`calling "([^"]+)": `)
+	sdkNoise   = regexp.MustCompile(`sending "[^"]+": |rejected by transport(: )?`)
+	// net/http's url.Error: `Post "URL": `; the server is named already.
+	httpOp = regexp.MustCompile(`\b(Post|Get|Delete) "[^"]*": `)
+)
+
+// cleanText is an error text as taskdeck prints, stores and logs it: in
+// this protocol's words, with no secret from a URL, on one line.
+func cleanText(s string) string {
+	s = sdkCalling.ReplaceAllStringFunc(s, func(m string) string {
+		if method := sdkCalling.FindStringSubmatch(m)[1]; method != "initialize" {
+			return method + ": "
+		}
+		return "connecting: "
+	})
+	s = sdkNoise.ReplaceAllString(s, "")
+	s = httpOp.ReplaceAllString(s, "")
+	return oneLine(s)
+}
+
 // oneLine keeps multi-line transport messages to one line.
+// URLs in it lose their secrets: a line may be stored or shown.
 func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(redactURLs(s)), " ")
 	const max = 300
 	if len(s) > max {
 		s = s[:max] + "…"

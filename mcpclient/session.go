@@ -8,14 +8,19 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
+
+// DefaultRequestTimeout bounds one request to a server unless told otherwise.
+const DefaultRequestTimeout = 30 * time.Second
 
 // Version is what taskdeck calls itself in clientInfo.
 var Version = "0.1.0"
@@ -32,6 +37,9 @@ type PoolOptions struct {
 	ChildStderr io.Writer
 	// Warn is told about risky connections (plain http to a remote host).
 	Warn func(msg string)
+	// RequestTimeout bounds connecting and listing tools, for every
+	// caller; DefaultRequestTimeout when zero.
+	RequestTimeout time.Duration
 }
 
 // Pool keeps one session per server, connecting on first use and again
@@ -39,6 +47,11 @@ type PoolOptions struct {
 // session serves any number of concurrent requests.
 type Pool struct {
 	opts PoolOptions
+	// ctx bounds every connect; Close cancels it. A connect runs on its
+	// own, detached from the caller that started it, so that the callers
+	// waiting for the same server each give up on their own terms.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	entries map[model.ServerRef]*poolEntry
@@ -65,7 +78,11 @@ func NewPool(opts PoolOptions) *Pool {
 	if opts.ChildStderr == nil {
 		opts.ChildStderr = io.Discard
 	}
-	return &Pool{opts: opts, entries: map[model.ServerRef]*poolEntry{}}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pool{opts: opts, ctx: ctx, cancel: cancel, entries: map[model.ServerRef]*poolEntry{}}
 }
 
 // Resolve finds the configuration a reference points at.
@@ -77,7 +94,8 @@ func (p *Pool) Resolve(ref model.ServerRef) (ServerConfig, error) {
 }
 
 // Session returns a connected session for the server, connecting once for
-// all concurrent callers.
+// all concurrent callers. Connecting takes at most the request timeout;
+// one that failed is forgotten, so the next caller connects anew.
 func (p *Pool) Session(ctx context.Context, ref model.ServerRef) (*Session, error) {
 	p.mu.Lock()
 	if p.closed {
@@ -88,19 +106,24 @@ func (p *Pool) Session(ctx context.Context, ref model.ServerRef) (*Session, erro
 	if !ok {
 		e = &poolEntry{ready: make(chan struct{})}
 		p.entries[ref] = e
-		p.mu.Unlock()
-		e.sess, e.err = p.connect(ctx, ref)
-		close(e.ready)
-		if e.err != nil {
-			p.forget(ref, e)
-		}
-	} else {
-		p.mu.Unlock()
+		go func() {
+			cctx, cancel := withRequestTimeout(p.ctx, p.opts.RequestTimeout)
+			defer cancel()
+			e.sess, e.err = p.connect(cctx, ref)
+			close(e.ready)
+			if e.err != nil {
+				p.forget(ref, e)
+			}
+		}()
 	}
+	p.mu.Unlock()
 	select {
 	case <-e.ready:
 		return e.sess, e.err
 	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) { // the caller's time is up: the server's fault
+			return nil, classify(ref.String(), fmt.Errorf("%s: %w", methodDiscover, ctx.Err()), false, nil)
+		}
 		return nil, ctx.Err()
 	}
 }
@@ -141,6 +164,7 @@ func (p *Pool) forget(ref model.ServerRef, e *poolEntry) {
 
 // Close ends every session (and stops stdio servers).
 func (p *Pool) Close() {
+	p.cancel() // a connect in flight gives up
 	p.mu.Lock()
 	p.closed = true
 	entries := p.entries
@@ -168,11 +192,18 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 	var ht *headerTransport
 	if cfg.URL != "" {
 		if !cfg.IsLoopbackOrHTTPS() && p.opts.Warn != nil {
-			p.opts.Warn(fmt.Sprintf("server %s is reached over plain http on a non-loopback address: traffic and task ids are not encrypted", ref))
+			p.opts.Warn(fmt.Sprintf("server %s is reached over plain http on a non-loopback address: traffic and task ids are not encrypted", RedactURL(ref.String())))
 		}
-		ht = &headerTransport{base: pooledTransport(), headers: cfg.Headers}
-		hc = &http.Client{Transport: ht}
-		transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true}
+		u, err := url.Parse(cfg.URL)
+		if err != nil {
+			return nil, err // checked when the config was loaded and expanded
+		}
+		ht = &headerTransport{base: pooledTransport(), headers: cfg.Headers, url: u}
+		// The direct tasks/get bounds its answers itself; go-sdk's are
+		// bounded by its client.
+		hc = &http.Client{Transport: ht, CheckRedirect: refuseRedirects}
+		sdk := &http.Client{Transport: boundedTransport{ht}, CheckRedirect: refuseRedirects}
+		transport = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: sdk, DisableStandaloneSSE: true}
 	} else {
 		// No shell: the command and its arguments go to exec as they are.
 		cmd := exec.Command(cfg.Command, cfg.Args...)
@@ -204,20 +235,31 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		}
 	}
 	meta := &sentMeta{}
-	cs, err := client.Connect(ctx, captureTransport{transport, meta}, &mcp.ClientSessionOptions{ProtocolVersion: wire.ProtocolVersion})
+	cs, err := client.Connect(ctx, captureTransport{transport, meta, cfg.URL != ""}, &mcp.ClientSessionOptions{ProtocolVersion: wire.ProtocolVersion})
+	var init *mcp.InitializeResult
+	if err == nil {
+		init = cs.InitializeResult()
+	}
+	if ok := init != nil && init.ProtocolVersion == wire.ProtocolVersion; !ok && meta.discoverErr() != nil {
+		// go-sdk falls back to initialize when server/discover fails; what
+		// failed is server/discover, so that is what is reported.
+		if cs != nil {
+			cs.Close()
+		}
+		return nil, classify(ref.String(), meta.discoverErr(), false, nil)
+	}
 	if err != nil {
 		return nil, classify(ref.String(), err, false, nil)
 	}
-	init := cs.InitializeResult()
 	if init == nil || init.ProtocolVersion != wire.ProtocolVersion {
 		cs.Close()
 		got := "an older protocol"
 		if init != nil {
 			got = init.ProtocolVersion
 		}
-		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", ref, got, wire.ProtocolVersion)
+		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", RedactURL(ref.String()), oneLine(got), wire.ProtocolVersion)
 	}
-	s := &Session{ref: ref, cs: cs}
+	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout}
 	if hc != nil && meta.get() != nil {
 		s.direct = &directGet{client: hc, headers: ht, url: cfg.URL, meta: meta.get()}
 	}
@@ -248,7 +290,8 @@ func pooledTransport() http.RoundTripper {
 type Session struct {
 	ref                       model.ServerRef
 	cs                        *mcp.ClientSession
-	direct                    *directGet // tasks/get over HTTP; nil for stdio
+	direct                    *directGet    // tasks/get over HTTP; nil for stdio
+	timeout                   time.Duration // bounds a tool listing
 	tools                     toolCache
 	SupportsTasks             bool
 	ServerName, ServerVersion string

@@ -81,6 +81,8 @@ func (c *toolCache) get(ctx context.Context, s *Session, refresh bool) (*ToolLis
 // listTools sends tools/list, following pagination, and keeps every tool
 // as it was sent next to go-sdk's decoding of it.
 func (s *Session) listTools(ctx context.Context) (*ToolList, error) {
+	ctx, cancel := withRequestTimeout(ctx, s.timeout)
+	defer cancel()
 	l := &ToolList{byName: map[string]rawTool{}}
 	var ttlMs int
 	seen := map[string]bool{}

@@ -133,7 +133,7 @@ func (t *Tracker) Call(ctx context.Context, req CallRequest) (rec *model.Task, r
 	var answers map[string]json.RawMessage
 	var state string
 	for round := 0; ; round++ {
-		cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+		cctx, cancel := withRequestTimeout(ctx, t.requestTimeout) // a stopped process keeps its answer
 		out, err := sess.CallTool(cctx, rec.Tool, args, answers, state)
 		cancel()
 		if err != nil {
@@ -244,6 +244,10 @@ func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task
 		t.pool.Drop(sess) // broken for good: the next use reconnects
 	}
 	switch {
+	case isTransport && errors.As(cause, new(*RedirectError)):
+		// The server answered, with a redirect that was not followed.
+		rec, err := t.settle(id, model.StatusFailed, "the server answered with a redirect; nothing was started", cause, nil)
+		return rec, false, errors.Join(cause, err)
 	case isTransport && errors.Is(cause, syscall.ECONNREFUSED):
 		// The connection was refused: the request never left.
 		rec, err := t.settle(id, model.StatusFailed, "server unreachable; nothing was started", cause, nil)

@@ -1,10 +1,16 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +56,8 @@ func (c *callInfo) result() json.RawMessage {
 // _meta go-sdk sends with server/discover, for the direct tasks/get.
 type captureTransport struct {
 	mcp.Transport
-	meta *sentMeta
+	meta      *sentMeta
+	stateless bool // streamable HTTP: see captureConn.Write
 }
 
 func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -58,16 +65,34 @@ func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &captureConn{Connection: conn, meta: t.meta, pending: map[jsonrpc.ID]*callInfo{}}, nil
+	return &captureConn{Connection: conn, meta: t.meta, stateless: t.stateless, pending: map[jsonrpc.ID]*callInfo{}}, nil
 }
 
 // sentMeta is the per-request _meta (protocol version, client info and
 // capabilities) as go-sdk encodes it; its encoding of the capabilities
-// is its own (the plain one would add "roots":{}).
+// is its own (the plain one would add "roots":{}). It also keeps why
+// server/discover failed, which go-sdk hides behind its fallback to
+// initialize.
 type sentMeta struct {
-	mu  sync.Mutex
-	raw json.RawMessage
+	mu         sync.Mutex
+	raw        json.RawMessage
+	discoverID jsonrpc.ID
+	discover   error
 }
+
+func (m *sentMeta) discoverFailed(err error) {
+	m.mu.Lock()
+	m.discover = fmt.Errorf("%s: %w", methodDiscover, err)
+	m.mu.Unlock()
+}
+
+func (m *sentMeta) discoverErr() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.discover
+}
+
+const methodDiscover = "server/discover"
 
 func (m *sentMeta) get() json.RawMessage {
 	m.mu.Lock()
@@ -88,15 +113,31 @@ func (m *sentMeta) keep(params json.RawMessage) {
 
 type captureConn struct {
 	mcp.Connection
-	meta *sentMeta
+	meta      *sentMeta
+	stateless bool
 
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*callInfo
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "server/discover" {
+	if req, ok := msg.(*jsonrpc.Request); ok && c.stateless && req.Method == "notifications/cancelled" {
+		// Over stateless HTTP the request's connection is closed, which is
+		// all a server can act on: this would be a POST of its own, to a
+		// fresh session, and against a stalled server go-sdk's Close
+		// waits 5 s for it.
+		return nil
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodDiscover {
 		c.meta.keep(req.Params)
+		c.meta.mu.Lock()
+		c.meta.discoverID = req.ID
+		c.meta.mu.Unlock()
+		err := c.Connection.Write(ctx, msg)
+		if err != nil {
+			c.meta.discoverFailed(err)
+		}
+		return err
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && (req.Method == "tools/call" || req.Method == "tools/list") {
 		if info := callInfoFrom(ctx); info != nil {
@@ -112,6 +153,14 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error != nil {
+		c.meta.mu.Lock()
+		failed := resp.ID == c.meta.discoverID && resp.ID.IsValid()
+		c.meta.mu.Unlock()
+		if failed {
+			c.meta.discoverFailed(resp.Error)
+		}
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
 		info := c.pending[resp.ID]
@@ -132,15 +181,20 @@ func (c *captureConn) drop(id jsonrpc.ID) {
 	c.mu.Unlock()
 }
 
-// headerTransport adds the configured headers to every request, sets
-// Mcp-Name to the task id on tasks/* requests (go-sdk does not, pitfall 5),
-// and reports a server's Retry-After back to the caller.
+// headerTransport adds the configured headers to every request for the
+// configured origin (to no other), sets Mcp-Name to the task id on
+// tasks/* requests (go-sdk does not, pitfall 5), and reports a server's
+// Retry-After back to the caller.
 type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	url     *url.URL // the configured URL: its origin is the only one headers go to
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.sameOrigin(req.URL) {
+		return t.base.RoundTrip(req)
+	}
 	info := callInfoFrom(req.Context())
 	taskID := ""
 	if info != nil {
@@ -162,6 +216,63 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, err
+}
+
+// sameOrigin tells whether u is for the configured origin. Every request
+// but a redirected one is for the configured URL itself, so the poll pays
+// for no more than a comparison.
+func (t *headerTransport) sameOrigin(u *url.URL) bool {
+	return u.Scheme == t.url.Scheme && u.Host == t.url.Host || originOf(u) == originOf(t.url)
+}
+
+// originOf is scheme://host:port, lower case, the port spelled out.
+func originOf(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return strings.ToLower(u.Scheme + "://" + net.JoinHostPort(u.Hostname(), port))
+}
+
+// refuseRedirects is the CheckRedirect of every client taskdeck makes:
+// streamable HTTP has no use for a redirect, and following one would send
+// the request and its headers to wherever the server points.
+func refuseRedirects(req *http.Request, via []*http.Request) error {
+	return &RedirectError{Method: via[0].Header.Get("Mcp-Method"), Code: req.Response.StatusCode, Location: RedactURL(req.URL.String())}
+}
+
+// boundedTransport bounds every answer go-sdk reads to maxResponseBytes,
+// counted after gzip is inflated, as readAnswer bounds tasks/get: go-sdk
+// reads a JSON body whole. It reads such a body here, so that one past
+// the bound fails as this request's own error; go-sdk would take a
+// failed read for a broken session. A stream is bounded as it is read.
+type boundedTransport struct{ base http.RoundTripper }
+
+func (t boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body := &boundedReader{r: resp.Body, left: maxResponseBytes, method: req.Header.Get("Mcp-Method")}
+	if ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ctype == "text/event-stream" {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{body, resp.Body}
+		return resp, nil
+	}
+	data, err := io.ReadAll(body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	return resp, nil
 }
 
 // setHeaders puts the configured headers on h, and Mcp-Name when the

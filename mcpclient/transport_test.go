@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"testing"
 )
 
@@ -40,6 +41,7 @@ func TestHeaderTransportClonesOnlyWhenNeeded(t *testing.T) {
 			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody}, nil
 		}),
 		headers: map[string]string{"Authorization": "Bearer t"},
+		url:     &url.URL{Scheme: "http", Host: "127.0.0.1:1"},
 	}
 	ctx := withCallInfo(context.Background(), &callInfo{taskID: "task-1"})
 	for _, tc := range []struct {
@@ -73,6 +75,42 @@ func TestHeaderTransportClonesOnlyWhenNeeded(t *testing.T) {
 		}
 		if len(req.Header) != len(before) || req.Header.Get("Authorization") != before.Get("Authorization") {
 			t.Errorf("%s: the caller's headers changed: %v, were %v", tc.name, req.Header, before)
+		}
+	}
+}
+
+// The configured headers go to the configured origin only: a request for
+// any other host, port or scheme is sent as it is.
+func TestHeaderTransportKeepsHeadersToItsOrigin(t *testing.T) {
+	var sent *http.Request
+	u, _ := url.Parse("http://127.0.0.1:8080/mcp?token=x")
+	ht := &headerTransport{
+		base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			sent = r
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody}, nil
+		}),
+		headers: map[string]string{"Authorization": "Bearer t", "X-Api-Key": "t"},
+		url:     u,
+	}
+	for target, want := range map[string]bool{
+		"http://127.0.0.1:8080/other": true,
+		"HTTP://127.0.0.1:8080/mcp":   true,
+		"http://127.0.0.2:8080/mcp":   false,
+		"http://127.0.0.1:8081/mcp":   false,
+		"https://127.0.0.1:8080/mcp":  false,
+		"http://localhost:8080/mcp":   false,
+		"http://127.0.0.1/mcp":        false,
+		"http://127.0.0.1:8080@x/mcp": false,
+	} {
+		req, err := http.NewRequest(http.MethodPost, target, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ht.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+		if got := sent.Header.Get("Authorization") != "" || sent.Header.Get("X-Api-Key") != ""; got != want {
+			t.Errorf("%s: headers sent %v, want %v", target, got, want)
 		}
 	}
 }
