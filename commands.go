@@ -22,7 +22,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/ui/termtext"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 func (a *app) demoServerCommand() *cobra.Command {
@@ -181,12 +181,12 @@ func (a *app) follow(ctx context.Context, tr *mcpclient.Tracker, rec *model.Task
 		answers, err := inputs.forTask(ctx, res.Task)
 		if err != nil || len(answers) == 0 {
 			if err != nil {
-				fmt.Fprintf(a.stderr, "taskdeck: %s\n", oneLine(err.Error()))
+				fmt.Fprintf(a.stderr, "taskdeck: %s\n", errorLine(err))
 			}
 			return false
 		}
 		if last, err = tr.Answer(ctx, res.Task.ID, answers); err != nil {
-			fmt.Fprintf(a.stderr, "taskdeck: %s\n", oneLine(err.Error()))
+			fmt.Fprintf(a.stderr, "taskdeck: %s\n", errorLine(err))
 			return !errors.As(err, new(*mcpclient.InputKeyError))
 		}
 		return true

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/ui/termtext"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // hostileWords are the harmless words of demo.Hostile: sanitizing must

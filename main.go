@@ -108,7 +108,7 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	if code == exitInterrupted && !errors.As(err, new(*exitError)) {
 		err = errInterrupted // not "context canceled"
 	}
-	fmt.Fprintf(a.stderr, "taskdeck: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(a.stderr, "taskdeck: %s\n", errorLine(err))
 	return code
 }
 
@@ -385,7 +385,7 @@ func (a *app) close() {
 		if err := a.st.Close(); err != nil {
 			// What was synced is safe; say why the store was not closed cleanly.
 			a.logger.Error("closing the store", "err", err)
-			fmt.Fprintf(a.stderr, "taskdeck: warning: %s\n", oneLine(err.Error()))
+			fmt.Fprintf(a.stderr, "taskdeck: warning: %s\n", errorLine(err))
 		}
 	}
 	if a.logFile != nil {

@@ -13,8 +13,8 @@ import (
 
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
-	"github.com/taskdeck/taskdeck/ui/termtext"
 )
 
 // taskJSON is the --json shape of a task: stable field names for scripts.
@@ -169,8 +169,8 @@ func printTable(w io.Writer, tasks []*model.Task, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSERVER\tTOOL\tAGE\tMESSAGE")
 	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, present.StatusText(t), clip(termtext.Line(t.Server.String()), 24),
-			clip(termtext.Line(t.Tool), 20), present.Age(now.Sub(t.CreatedAt)), clip(termtext.Line(t.StatusMessage), 50))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, present.StatusText(t), termtext.OneLine(termtext.Line(t.Server.String()), 24),
+			termtext.OneLine(termtext.Line(t.Tool), 20), present.Age(now.Sub(t.CreatedAt)), termtext.OneLine(termtext.Line(t.StatusMessage), 50))
 	}
 	tw.Flush()
 }
@@ -211,15 +211,7 @@ func printDetail(w io.Writer, t *model.Task, pollErr error) {
 	}
 }
 
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 func indent(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
 
-// oneLine folds an error message onto one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(termtext.Line(s)), " ") }
+// errorLine is an error as taskdeck prints it: inert, on one line.
+func errorLine(err error) string { return termtext.OneLine(termtext.Line(err.Error()), 0) }

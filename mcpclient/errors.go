@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // ErrTaskUnknown: the server answered -32602 to a tasks/* request. The task
@@ -128,7 +129,7 @@ func classify(server string, err error, taskMethod bool, info *callInfo) error {
 			_ = json.Unmarshal(werr.Data, &data) // the list is a courtesy
 			return &VersionError{Supported: data.Supported}
 		}
-		return &ServerError{Code: werr.Code, Message: oneLine(werr.Message), Data: werr.Data}
+		return &ServerError{Code: werr.Code, Message: redactedLine(werr.Message), Data: werr.Data}
 	}
 	var own *requestError
 	te := &TransportError{Server: redactURLs(server), Err: err, Transient: werr != nil && werr.Code == codeSDKRejected || errors.As(err, &own)}
@@ -168,16 +169,10 @@ func cleanText(s string) string {
 	})
 	s = sdkNoise.ReplaceAllString(s, "")
 	s = httpOp.ReplaceAllString(s, "")
-	return oneLine(s)
+	return redactedLine(s)
 }
 
-// oneLine keeps multi-line transport messages to one line.
-// URLs in it lose their secrets: a line may be stored or shown.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(redactURLs(s)), " ")
-	const max = 300
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	return s
-}
+// redactedLine keeps a server's or transport's message to one line of at
+// most 300 characters, whose URLs have lost their secrets: it may be
+// stored or shown.
+func redactedLine(s string) string { return termtext.OneLine(redactURLs(s), 300) }

@@ -257,7 +257,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		if init != nil {
 			got = init.ProtocolVersion
 		}
-		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", RedactURL(ref.String()), oneLine(got), wire.ProtocolVersion)
+		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", RedactURL(ref.String()), redactedLine(got), wire.ProtocolVersion)
 	}
 	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout}
 	if hc != nil && meta.get() != nil {

@@ -283,7 +283,7 @@ func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rp
 			return false, err
 		}
 		r.StatusMessage = msg
-		r.LocalError = oneLine(cause.Error())
+		r.LocalError = redactedLine(cause.Error())
 		r.Error = rpcErr
 		return true, nil
 	})

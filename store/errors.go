@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -49,10 +48,4 @@ type DuplicateKeyError struct {
 
 func (e *DuplicateKeyError) Error() string {
 	return fmt.Sprintf("idempotency key %q already names task %s", e.Key, e.Existing.ID)
-}
-
-// oneLine folds a multi-line message (some Badger errors contain
-// newlines) so that every error from Open fits on one terminal line.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // Store is an open task store. Its methods are safe for concurrent use.
@@ -216,9 +217,9 @@ func openError(dir string, err error) error {
 		return &LockedError{Dir: dir, PID: lockPID(dir)}
 	}
 	if containsAny(msg, corruptMarkers) && !containsAny(msg, environmentMarkers) {
-		return &CorruptError{Dir: dir, Reason: oneLine(msg)}
+		return &CorruptError{Dir: dir, Reason: termtext.OneLine(msg, 0)}
 	}
-	return fmt.Errorf("cannot open store %s: %s", dir, oneLine(msg))
+	return fmt.Errorf("cannot open store %s: %s", dir, termtext.OneLine(msg, 0))
 }
 
 func containsAny(s string, subs []string) bool {

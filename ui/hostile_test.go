@@ -7,7 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/ui/termtext"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // inertScreen fails when a screen carries anything but SGR (colour)

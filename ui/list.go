@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
-	"github.com/taskdeck/taskdeck/ui/termtext"
 )
 
 // row is one task as the table shows it, with its server text already

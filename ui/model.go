@@ -20,8 +20,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/form"
-	"github.com/taskdeck/taskdeck/ui/termtext"
 )
 
 // Options configure the dashboard.

@@ -11,8 +11,8 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
-	"github.com/taskdeck/taskdeck/ui/termtext"
 )
 
 // headerLines and footerLines frame the table.

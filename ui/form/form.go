@@ -14,7 +14,7 @@ import (
 	"charm.land/huh/v2"
 
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/ui/termtext"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // Action is how the operator ended the form.

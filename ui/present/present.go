@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/ui/termtext"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // Result renders a tool result's content: text parts as they are (JSON

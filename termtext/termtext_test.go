@@ -20,3 +20,19 @@ func TestSanitize(t *testing.T) {
 		}
 	}
 }
+
+func TestOneLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"open: \n\tno such file\r\n", 0, "open: no such file"},
+		{"日本語テキスト", 4, "日本語…"},
+		{"short", 5, "short"},
+	} {
+		if got := OneLine(c.in, c.max); got != c.want {
+			t.Errorf("OneLine(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ package termtext
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -52,6 +53,18 @@ func printableASCII(s string) bool {
 
 // Line is Sanitize for a single line of display.
 func Line(s string) string { return Sanitize(s, false) }
+
+// OneLine puts a message on one line: every run of white space, line
+// breaks included, becomes one space. When max > 0, a longer result is
+// cut to max runes ending in "…". It does not sanitize (see Line).
+func OneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if max > 0 && utf8.RuneCountInString(s) > max {
+		r := []rune(s)
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}
 
 // IsBidiControl reports the bidirectional formatting characters (LRM, RLM,
 // ALM, embeddings, overrides, isolates), which reorder what is shown.
