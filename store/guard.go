@@ -13,10 +13,14 @@ import (
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+	boptions "github.com/dgraph-io/badger/v4/options"
+	"github.com/dgraph-io/badger/v4/table"
+	"github.com/dgraph-io/ristretto/v2/z"
 )
 
-// checkFiles looks for two kinds of damage before Badger opens dir,
+// checkFiles looks for three kinds of damage before Badger opens dir,
 // because Badger does not report them:
+//   - a memtable WAL damaged before its last commit (walcheck.go);
 //   - a listed table file cut short: Badger reads its footer without
 //     bounds checks and panics in a goroutine that no caller can recover;
 //   - tables that a missing or cut-short MANIFEST no longer lists: Badger
@@ -32,9 +36,18 @@ func checkFiles(dir string, opt badger.Options) error {
 		return nil // prepareDir has vouched for dir; let Badger say what is wrong
 	}
 	var tables []string
+	var wals []walSpan
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".sst") {
+		switch {
+		case !e.Type().IsRegular():
+		case strings.HasSuffix(e.Name(), ".sst"):
 			tables = append(tables, e.Name())
+		case strings.HasSuffix(e.Name(), walExt):
+			span, reason := checkWAL(filepath.Join(dir, e.Name()), 2*opt.MemTableSize)
+			if reason != "" {
+				return &CorruptError{Dir: dir, Reason: reason}
+			}
+			wals = append(wals, span)
 		}
 	}
 	if len(tables) == 0 {
@@ -75,7 +88,47 @@ func checkFiles(dir string, opt badger.Options) error {
 		return &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is cut short (%d of %d bytes readable) and no longer lists %s",
 			truncAt, fi.Size(), strings.Join(unlisted, ", "))}
 	}
+	if len(m.Tables) == 0 {
+		// A MANIFEST that lists no table is new, or cut back to its first
+		// records. The only table a new one may leave unlisted is that of
+		// a first flush killed before it was recorded, which holds the
+		// commits of a WAL that is still there.
+		for _, name := range unlisted {
+			if v, ok := tableMaxVersion(filepath.Join(dir, name), opt); ok && !slices.ContainsFunc(wals, func(w walSpan) bool {
+				return w.first <= v && v <= w.last
+			}) {
+				return &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST lists no table, but %s holds records that no WAL has", name)}
+			}
+		}
+	}
 	return nil
+}
+
+// tableMaxVersion reads the newest commit timestamp in a table's index;
+// ok is false when the table cannot be read (a leftover cut short).
+func tableMaxVersion(path string, opt badger.Options) (v uint64, ok bool) {
+	if tableFooter(path) != "" {
+		return 0, false
+	}
+	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
+	if err != nil && !errors.Is(err, z.NewFile) {
+		return 0, false
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	t, err := table.OpenTable(mf, table.Options{
+		ReadOnly: true, ChkMode: boptions.NoVerification, Compression: opt.Compression,
+		BlockSize: opt.BlockSize, BloomFalsePositive: opt.BloomFalsePositive,
+	})
+	if err != nil {
+		return 0, false
+	}
+	// Not t.DecrRef: at zero references it deletes the file.
+	defer mf.Close(-1)
+	return t.MaxVersion(), true
 }
 
 // tableFooter checks the footer of a table file the way Badger reads it
@@ -111,6 +164,22 @@ func tableFooter(path string) string {
 		return fmt.Sprintf("is cut short or damaged (its footer names a %d-byte index in %d bytes)", indexLen, size)
 	}
 	return ""
+}
+
+// verifyTables checks every block of every table against its checksum.
+// Badger reads blocks unchecked by default, and a damaged block then
+// yields changed records, or ends an iteration early without an error
+// (the iterator has nowhere to put one); checking on each read does not
+// help for that reason, and its error path panics (table.go:711 in
+// v4.9.6). Checking at open is one read of the tables; a panic in that
+// check (bad block offsets) is in this goroutine, and is damage too.
+func verifyTables(db *badger.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("a table does not read back (%v)", r)
+		}
+	}()
+	return db.VerifyChecksum()
 }
 
 // closeTimeout bounds Close. Badger's Close flushes the memtable into a new

@@ -58,6 +58,10 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, openError(dir, err)
 	}
+	if err := verifyTables(db); err != nil {
+		_ = db.Close()
+		return nil, &CorruptError{Dir: dir, Reason: oneLine(err.Error())}
+	}
 	s := &Store{db: db, dir: dir}
 	if w, ok := newWALSyncer(dir); ok {
 		s.wal = w
@@ -101,13 +105,33 @@ func (s *Store) hold() error {
 
 func (s *Store) release() { s.closing.RUnlock() }
 
-// view runs fn in a read txn, unless the store is closed.
-func (s *Store) view(fn func(txn *badger.Txn) error) error {
+// view runs fn in a read txn, unless the store is closed. A record that
+// does not decode, or a Badger panic on what it read, is damage.
+func (s *Store) view(fn func(txn *badger.Txn) error) (err error) {
 	if err := s.hold(); err != nil {
 		return err
 	}
 	defer s.release()
-	return s.db.View(fn)
+	defer func() {
+		if r := recover(); r != nil {
+			err = &CorruptError{Dir: s.dir, Reason: oneLine(fmt.Sprintf("reading it failed (%v)", r))}
+		}
+	}()
+	return s.damaged(s.db.View(fn))
+}
+
+// decodeError: a stored record is not what the store wrote.
+type decodeError struct{ error }
+
+func (e *decodeError) Unwrap() error { return e.error }
+
+// damaged turns a decode error into a *CorruptError.
+func (s *Store) damaged(err error) error {
+	var de *decodeError
+	if errors.As(err, &de) {
+		return &CorruptError{Dir: s.dir, Reason: oneLine(err.Error())}
+	}
+	return err
 }
 
 // Dir returns the directory the store was opened in.
@@ -202,6 +226,7 @@ var corruptMarkers = []string{
 	"Encryption key mismatch", // KEYREGISTRY damaged
 	"Invalid datakey id",      // value log header names no known key
 	"Log truncate required",
+	"sanity text", // KEYREGISTRY cut short
 }
 
 // environmentMarkers are failures of the machine, not of the files; the
