@@ -29,11 +29,12 @@ import (
 //
 // A clean store passes; so does one left by a crash (kill -9): there the
 // MANIFEST is whole, and a table it does not list, even an empty one, is a
-// real leftover that Badger removes.
-func checkFiles(dir string, opt badger.Options) error {
+// real leftover that Badger removes. level0 is the number of tables the
+// MANIFEST lists in level 0.
+func checkFiles(dir string, opt badger.Options) (level0 int, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil // prepareDir has vouched for dir; let Badger say what is wrong
+		return 0, nil // prepareDir has vouched for dir; let Badger say what is wrong
 	}
 	var tables []string
 	var wals []walSpan
@@ -45,29 +46,29 @@ func checkFiles(dir string, opt badger.Options) error {
 		case strings.HasSuffix(e.Name(), walExt):
 			span, reason := checkWAL(filepath.Join(dir, e.Name()), 2*opt.MemTableSize)
 			if reason != "" {
-				return &CorruptError{Dir: dir, Reason: reason}
+				return 0, &CorruptError{Dir: dir, Reason: reason}
 			}
 			wals = append(wals, span)
 		}
 	}
 	if len(tables) == 0 {
-		return nil
+		return 0, nil
 	}
 	fp, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
 	if errors.Is(err, fs.ErrNotExist) {
-		return &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is missing but %d table files are there", len(tables))}
+		return 0, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is missing but %d table files are there", len(tables))}
 	}
 	if err != nil {
-		return nil
+		return 0, nil
 	}
 	defer fp.Close()
 	fi, err := fp.Stat()
 	if err != nil {
-		return nil
+		return 0, nil
 	}
 	m, truncAt, err := badger.ReplayManifestFile(fp, opt.ExternalMagicVersion, opt)
 	if err != nil {
-		return nil // Badger reports a bad MANIFEST itself
+		return 0, nil // Badger reports a bad MANIFEST itself
 	}
 	var unlisted []string
 	for _, name := range tables {
@@ -80,12 +81,12 @@ func checkFiles(dir string, opt badger.Options) error {
 			continue
 		}
 		if reason := tableFooter(filepath.Join(dir, name)); reason != "" {
-			return &CorruptError{Dir: dir, Reason: "table " + name + " " + reason}
+			return 0, &CorruptError{Dir: dir, Reason: "table " + name + " " + reason}
 		}
 	}
 	if len(unlisted) > 0 && truncAt < fi.Size() {
 		slices.Sort(unlisted)
-		return &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is cut short (%d of %d bytes readable) and no longer lists %s",
+		return 0, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is cut short (%d of %d bytes readable) and no longer lists %s",
 			truncAt, fi.Size(), strings.Join(unlisted, ", "))}
 	}
 	if len(m.Tables) == 0 {
@@ -97,11 +98,16 @@ func checkFiles(dir string, opt badger.Options) error {
 			if v, ok := tableMaxVersion(filepath.Join(dir, name), opt); ok && !slices.ContainsFunc(wals, func(w walSpan) bool {
 				return w.first <= v && v <= w.last
 			}) {
-				return &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST lists no table, but %s holds records that no WAL has", name)}
+				return 0, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST lists no table, but %s holds records that no WAL has", name)}
 			}
 		}
 	}
-	return nil
+	for _, tm := range m.Tables {
+		if tm.Level == 0 {
+			level0++
+		}
+	}
+	return level0, nil
 }
 
 // tableMaxVersion reads the newest commit timestamp in a table's index;

@@ -13,6 +13,9 @@ import (
 // log. It must stay <= 15% of MemTableSize.
 const valueThreshold = 64 << 10
 
+// compactL0At level-0 tables make Close compact level 0 (Open).
+const compactL0At = 4
+
 // options are the "small" set measured in shared/notes/libraries.md §3.8:
 // the defaults map gigabytes of sparse files and keep 256 MiB of cache for a
 // store that holds a few thousand small records.

@@ -44,16 +44,22 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err := prepareDir(dir); err != nil {
 		return nil, err
 	}
-	if err := checkFiles(dir, options(dir, logger)); err != nil {
+	level0, err := checkFiles(dir, options(dir, logger))
+	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(options(dir, logger))
+	// Each session's Close flushes its memtable into a new level-0 table,
+	// and a short one closes before Badger's compactors get to them: after
+	// ~1,000 commands the tables took every file descriptor. Once a few
+	// have gathered, this session's Close compacts level 0.
+	opt := options(dir, logger).WithCompactL0OnClose(level0 >= compactL0At)
+	db, err := badger.Open(opt)
 	if err != nil && strings.Contains(err.Error(), emptyFileMarker) {
 		// A process killed between Badger's creating its next memtable or
 		// value-log file and sizing it leaves a 0-byte file. Badger's Open
 		// fails on it once, sizing the file as it fails
 		// (dgraph-io/badger#2207); the second Open reads it as empty.
-		db, err = badger.Open(options(dir, logger))
+		db, err = badger.Open(opt)
 	}
 	if err != nil {
 		return nil, openError(dir, err)
