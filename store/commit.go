@@ -166,9 +166,12 @@ func (s *Store) sync(batch []*commitReq) error {
 	for _, r := range batch {
 		full = full || r.bigValue
 	}
-	if !full {
-		err := s.wal.sync()
-		if !errors.Is(err, errWALUnknown) {
+	if s.wal != nil {
+		// The WAL, and the directory entry of a new one: db.Sync syncs
+		// neither directory.
+		switch err := s.wal.sync(); {
+		case errors.Is(err, errWALUnknown):
+		case err != nil || !full:
 			return err
 		}
 	}
