@@ -18,6 +18,12 @@ import (
 	"github.com/dgraph-io/ristretto/v2/z"
 )
 
+// filesFound is what checkFiles learnt on the way.
+type filesFound struct {
+	level0   int   // tables the MANIFEST lists in level 0
+	walBytes int64 // commits in the WALs, which Open replays and flushes
+}
+
 // checkFiles looks for three kinds of damage before Badger opens dir,
 // because Badger does not report them:
 //   - a memtable WAL damaged before its last commit (walcheck.go);
@@ -29,12 +35,11 @@ import (
 //
 // A clean store passes; so does one left by a crash (kill -9): there the
 // MANIFEST is whole, and a table it does not list, even an empty one, is a
-// real leftover that Badger removes. level0 is the number of tables the
-// MANIFEST lists in level 0.
-func checkFiles(dir string, opt badger.Options) (level0 int, err error) {
+// real leftover that Badger removes.
+func checkFiles(dir string, opt badger.Options) (found filesFound, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return 0, nil // prepareDir has vouched for dir; let Badger say what is wrong
+		return found, nil // prepareDir has vouched for dir; let Badger say what is wrong
 	}
 	var tables []string
 	var wals []walSpan
@@ -46,29 +51,30 @@ func checkFiles(dir string, opt badger.Options) (level0 int, err error) {
 		case strings.HasSuffix(e.Name(), walExt):
 			span, reason := checkWAL(filepath.Join(dir, e.Name()), 2*opt.MemTableSize)
 			if reason != "" {
-				return 0, &CorruptError{Dir: dir, Reason: reason}
+				return found, &CorruptError{Dir: dir, Reason: reason}
 			}
 			wals = append(wals, span)
+			found.walBytes += span.end
 		}
 	}
 	if len(tables) == 0 {
-		return 0, nil
+		return found, nil
 	}
 	fp, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is missing but %d table files are there", len(tables))}
+		return found, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is missing but %d table files are there", len(tables))}
 	}
 	if err != nil {
-		return 0, nil
+		return found, nil
 	}
 	defer fp.Close()
 	fi, err := fp.Stat()
 	if err != nil {
-		return 0, nil
+		return found, nil
 	}
 	m, truncAt, err := badger.ReplayManifestFile(fp, opt.ExternalMagicVersion, opt)
 	if err != nil {
-		return 0, nil // Badger reports a bad MANIFEST itself
+		return found, nil // Badger reports a bad MANIFEST itself
 	}
 	var unlisted []string
 	for _, name := range tables {
@@ -81,12 +87,12 @@ func checkFiles(dir string, opt badger.Options) (level0 int, err error) {
 			continue
 		}
 		if reason := tableFooter(filepath.Join(dir, name)); reason != "" {
-			return 0, &CorruptError{Dir: dir, Reason: "table " + name + " " + reason}
+			return found, &CorruptError{Dir: dir, Reason: "table " + name + " " + reason}
 		}
 	}
 	if len(unlisted) > 0 && truncAt < fi.Size() {
 		slices.Sort(unlisted)
-		return 0, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is cut short (%d of %d bytes readable) and no longer lists %s",
+		return found, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is cut short (%d of %d bytes readable) and no longer lists %s",
 			truncAt, fi.Size(), strings.Join(unlisted, ", "))}
 	}
 	if len(m.Tables) == 0 {
@@ -98,16 +104,16 @@ func checkFiles(dir string, opt badger.Options) (level0 int, err error) {
 			if v, ok := tableMaxVersion(filepath.Join(dir, name), opt); ok && !slices.ContainsFunc(wals, func(w walSpan) bool {
 				return w.first <= v && v <= w.last
 			}) {
-				return 0, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST lists no table, but %s holds records that no WAL has", name)}
+				return found, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST lists no table, but %s holds records that no WAL has", name)}
 			}
 		}
 	}
 	for _, tm := range m.Tables {
 		if tm.Level == 0 {
-			level0++
+			found.level0++
 		}
 	}
-	return level0, nil
+	return found, nil
 }
 
 // tableMaxVersion reads the newest commit timestamp in a table's index;
@@ -188,6 +194,28 @@ func verifyTables(db *badger.DB) (err error) {
 	return db.VerifyChecksum()
 }
 
+// openRoom is the space Badger's Open needs besides the WALs it replays:
+// a page or two of each file it maps (a new WAL and value log, the
+// DISCARD file) and of LOCK and MANIFEST.
+const openRoom = 256 << 10
+
+// ErrDiskFull is returned by Open when the disk has too little space left
+// to open the store.
+var ErrDiskFull = errors.New("no space left on device")
+
+// checkRoom refuses to open a store whose disk is (nearly) full. Badger
+// maps its files sparse, and on a full disk the first touch of an
+// unbacked page, even a read (tmpfs allocates on read faults), kills the
+// process with SIGBUS, which no Go code can recover: Open replays each
+// WAL through its mapping and flushes what it replayed into new tables.
+func checkRoom(dir string, walBytes int64) error {
+	need := uint64(openRoom + 2*walBytes)
+	if free, ok := freeBytes(dir); ok && free < need {
+		return fmt.Errorf("store %s: the disk is full (%w: %d KiB free, about %d KiB needed to open the store); free some space", dir, ErrDiskFull, free>>10, need>>10)
+	}
+	return nil
+}
+
 // closeTimeout bounds Close. Badger's Close flushes the memtable into a new
 // table and retries a failed flush forever.
 var closeTimeout = 20 * time.Second
@@ -197,6 +225,20 @@ var closeTimeout = 20 * time.Second
 // write-ahead log, which the next Open replays.
 var ErrNoRoomToFlush = errors.New("too little free disk space to flush the store")
 
+// closeRoom is what Close may write: the memtable flushed into a table
+// and, when it compacts level 0 (Open), that level and the one it goes to.
+func (s *Store) closeRoom() uint64 {
+	need := s.db.Opts().MemTableSize
+	if s.db.Opts().CompactL0OnClose {
+		for _, l := range s.db.Levels() {
+			if l.Level == 0 || l.IsBaseLevel {
+				need += l.Size
+			}
+		}
+	}
+	return uint64(need)
+}
+
 // closeDB closes db unless its disk is nearly full, within closeTimeout,
 // once the reads and commits in flight are done.
 // Badger writes the flushed table through a memory map: on a full disk the
@@ -204,7 +246,7 @@ var ErrNoRoomToFlush = errors.New("too little free disk space to flush the store
 // Go code can recover. Skipping the flush instead leaves the store as a
 // crash would, which Open handles.
 func (s *Store) closeDB() error {
-	if free, ok := freeBytes(s.dir); ok && free < uint64(s.db.Opts().MemTableSize) {
+	if free, ok := freeBytes(s.dir); ok && free < s.closeRoom() {
 		return fmt.Errorf("store %s: %w (%d KiB free); every change is synced and is read back at the next start, but free some space", s.dir, ErrNoRoomToFlush, free>>10)
 	}
 	done := make(chan error, 1)

@@ -44,15 +44,18 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err := prepareDir(dir); err != nil {
 		return nil, err
 	}
-	level0, err := checkFiles(dir, options(dir, logger))
+	found, err := checkFiles(dir, options(dir, logger))
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRoom(dir, found.walBytes); err != nil {
 		return nil, err
 	}
 	// Each session's Close flushes its memtable into a new level-0 table,
 	// and a short one closes before Badger's compactors get to them: after
 	// ~1,000 commands the tables took every file descriptor. Once a few
 	// have gathered, this session's Close compacts level 0.
-	opt := options(dir, logger).WithCompactL0OnClose(level0 >= compactL0At)
+	opt := options(dir, logger).WithCompactL0OnClose(found.level0 >= compactL0At)
 	db, err := badger.Open(opt)
 	if err != nil && strings.Contains(err.Error(), emptyFileMarker) {
 		// A process killed between Badger's creating its next memtable or

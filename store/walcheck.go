@@ -74,8 +74,12 @@ func (e walEntry) finTs() uint64 {
 	return ts
 }
 
-// walSpan is the first and last commit timestamp a WAL holds (0 if none).
-type walSpan struct{ first, last uint64 }
+// walSpan is the first and last commit timestamp a WAL holds (0 if none),
+// and where its last whole commit ends.
+type walSpan struct {
+	first, last uint64
+	end         int64
+}
 
 // checkWAL returns the commits the WAL at path holds, and why it is
 // damaged or "". fullSize is the size Badger gives a new WAL.
@@ -87,7 +91,7 @@ func checkWAL(path string, fullSize int64) (span walSpan, reason string) {
 	// Replay it as Badger does, to the end of the last whole commit.
 	off, validEnd := walHeaderSize, walHeaderSize
 	var lastTs, txnTs uint64
-	defer func() { span.last = lastTs }()
+	defer func() { span.last, span.end = lastTs, int64(validEnd) }()
 	for {
 		e, ok := readWALEntry(b, off)
 		if !ok {
