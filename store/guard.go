@@ -13,9 +13,7 @@ import (
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
-	boptions "github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
-	"github.com/dgraph-io/ristretto/v2/z"
 )
 
 // filesFound is what checkFiles learnt on the way.
@@ -24,11 +22,12 @@ type filesFound struct {
 	walBytes int64 // commits in the WALs, which Open replays and flushes
 }
 
-// checkFiles looks for three kinds of damage before Badger opens dir,
+// checkFiles looks for four kinds of damage before Badger opens dir,
 // because Badger does not report them:
 //   - a memtable WAL damaged before its last commit (walcheck.go);
 //   - a listed table file cut short: Badger reads its footer without
 //     bounds checks and panics in a goroutine that no caller can recover;
+//   - a listed table damaged anywhere else (tablesums.go);
 //   - tables that a missing or cut-short MANIFEST no longer lists: Badger
 //     would delete them as leftovers of an unfinished compaction, and with
 //     them every record they hold.
@@ -76,7 +75,7 @@ func checkFiles(dir string, opt badger.Options) (found filesFound, err error) {
 	if err != nil {
 		return found, nil // Badger reports a bad MANIFEST itself
 	}
-	var unlisted []string
+	var unlisted, listed []string
 	for _, name := range tables {
 		id, err := strconv.ParseUint(strings.TrimSuffix(name, ".sst"), 10, 64)
 		if err != nil {
@@ -89,6 +88,10 @@ func checkFiles(dir string, opt badger.Options) (found filesFound, err error) {
 		if reason := tableFooter(filepath.Join(dir, name)); reason != "" {
 			return found, &CorruptError{Dir: dir, Reason: "table " + name + " " + reason}
 		}
+		listed = append(listed, name)
+	}
+	if reason := checkTables(dir, m, listed, opt); reason != "" {
+		return found, &CorruptError{Dir: dir, Reason: reason}
 	}
 	if len(unlisted) > 0 && truncAt < fi.Size() {
 		slices.Sort(unlisted)
@@ -122,25 +125,11 @@ func tableMaxVersion(path string, opt badger.Options) (v uint64, ok bool) {
 	if tableFooter(path) != "" {
 		return 0, false
 	}
-	mf, err := z.OpenMmapFile(path, os.O_RDONLY, 0)
-	if err != nil && !errors.Is(err, z.NewFile) {
-		return 0, false
-	}
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	t, err := table.OpenTable(mf, table.Options{
-		ReadOnly: true, ChkMode: boptions.NoVerification, Compression: opt.Compression,
-		BlockSize: opt.BlockSize, BloomFalsePositive: opt.BloomFalsePositive,
+	err := withTable(path, opt.Compression, opt, func(t *table.Table) error {
+		v = t.MaxVersion()
+		return nil
 	})
-	if err != nil {
-		return 0, false
-	}
-	// Not t.DecrRef: at zero references it deletes the file.
-	defer mf.Close(-1)
-	return t.MaxVersion(), true
+	return v, err == nil
 }
 
 // tableFooter checks the footer of a table file the way Badger reads it
@@ -176,22 +165,6 @@ func tableFooter(path string) string {
 		return fmt.Sprintf("is cut short or damaged (its footer names a %d-byte index in %d bytes)", indexLen, size)
 	}
 	return ""
-}
-
-// verifyTables checks every block of every table against its checksum.
-// Badger reads blocks unchecked by default, and a damaged block then
-// yields changed records, or ends an iteration early without an error
-// (the iterator has nowhere to put one); checking on each read does not
-// help for that reason, and its error path panics (table.go:711 in
-// v4.9.6). Checking at open is one read of the tables; a panic in that
-// check (bad block offsets) is in this goroutine, and is damage too.
-func verifyTables(db *badger.DB) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("a table does not read back (%v)", r)
-		}
-	}()
-	return db.VerifyChecksum()
 }
 
 // openRoom is the space Badger's Open needs besides the WALs it replays:
@@ -257,6 +230,9 @@ func (s *Store) closeDB() error {
 		err := s.db.Close()
 		if s.wal != nil {
 			s.wal.close()
+		}
+		if err == nil {
+			_ = recordSums(s.dir) // best effort: a table not recorded is checked at the next open
 		}
 		done <- err
 	}()

@@ -67,10 +67,6 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, openError(dir, err)
 	}
-	if err := verifyTables(db); err != nil {
-		_ = db.Close()
-		return nil, &CorruptError{Dir: dir, Reason: oneLine(err.Error())}
-	}
 	s := &Store{db: db, dir: dir}
 	if w, ok := newWALSyncer(dir); ok {
 		s.wal = w
