@@ -13,7 +13,8 @@ import (
 // log. It must stay <= 15% of MemTableSize.
 const valueThreshold = 64 << 10
 
-// compactL0At level-0 tables make Close compact level 0 (Open).
+// compactL0At: once the MANIFEST lists this many level-0 tables, Open
+// makes the session's Close compact level 0.
 const compactL0At = 4
 
 // options are the "small" set measured in shared/notes/libraries.md §3.8:
