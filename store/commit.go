@@ -159,16 +159,18 @@ func (s *Store) runGroup(batch []*commitReq) {
 	}
 }
 
-// sync makes a committed group durable: the WAL alone, unless a change
-// wrote to the value log or the WAL is unknown.
+// sync makes a committed group durable: the WAL (and the directory entry
+// of a new one), and db.Sync too when a change wrote to the value log or
+// the WAL is unknown.
 func (s *Store) sync(batch []*commitReq) error {
 	full := s.wal == nil
 	for _, r := range batch {
 		full = full || r.bigValue
 	}
-	if !full {
-		err := s.wal.sync()
-		if !errors.Is(err, errWALUnknown) {
+	if s.wal != nil {
+		switch err := s.wal.sync(); {
+		case errors.Is(err, errWALUnknown):
+		case err != nil || !full:
 			return err
 		}
 	}

@@ -56,3 +56,6 @@ func Raw(s *Store, key string) (string, error) {
 	})
 	return string(v), err
 }
+
+// OnSync makes s call fn with every path it syncs after a commit.
+func OnSync(s *Store, fn func(path string)) { s.wal.onSync = fn }

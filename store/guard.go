@@ -13,12 +13,21 @@ import (
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/table"
 )
 
-// checkFiles looks for two kinds of damage before Badger opens dir,
+// filesFound is what checkFiles learnt on the way.
+type filesFound struct {
+	level0   int   // tables the MANIFEST lists in level 0
+	walBytes int64 // commits in the WALs, which Open replays and flushes
+}
+
+// checkFiles looks for four kinds of damage before Badger opens dir,
 // because Badger does not report them:
+//   - a memtable WAL damaged before its last commit (walcheck.go);
 //   - a listed table file cut short: Badger reads its footer without
 //     bounds checks and panics in a goroutine that no caller can recover;
+//   - a listed table damaged anywhere else (tablesums.go);
 //   - tables that a missing or cut-short MANIFEST no longer lists: Badger
 //     would delete them as leftovers of an unfinished compaction, and with
 //     them every record they hold.
@@ -26,37 +35,47 @@ import (
 // A clean store passes; so does one left by a crash (kill -9): there the
 // MANIFEST is whole, and a table it does not list, even an empty one, is a
 // real leftover that Badger removes.
-func checkFiles(dir string, opt badger.Options) error {
+func checkFiles(dir string, opt badger.Options) (found filesFound, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil // prepareDir has vouched for dir; let Badger say what is wrong
+		return found, nil // prepareDir has vouched for dir; let Badger say what is wrong
 	}
 	var tables []string
+	var wals []walSpan
 	for _, e := range entries {
-		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".sst") {
+		switch {
+		case !e.Type().IsRegular():
+		case strings.HasSuffix(e.Name(), ".sst"):
 			tables = append(tables, e.Name())
+		case strings.HasSuffix(e.Name(), walExt):
+			span, reason := checkWAL(filepath.Join(dir, e.Name()), 2*opt.MemTableSize)
+			if reason != "" {
+				return found, &CorruptError{Dir: dir, Reason: reason}
+			}
+			wals = append(wals, span)
+			found.walBytes += span.end
 		}
 	}
 	if len(tables) == 0 {
-		return nil
+		return found, nil
 	}
 	fp, err := os.Open(filepath.Join(dir, badger.ManifestFilename))
 	if errors.Is(err, fs.ErrNotExist) {
-		return &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is missing but %d table files are there", len(tables))}
+		return found, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is missing but %d table files are there", len(tables))}
 	}
 	if err != nil {
-		return nil
+		return found, nil
 	}
 	defer fp.Close()
 	fi, err := fp.Stat()
 	if err != nil {
-		return nil
+		return found, nil
 	}
 	m, truncAt, err := badger.ReplayManifestFile(fp, opt.ExternalMagicVersion, opt)
 	if err != nil {
-		return nil // Badger reports a bad MANIFEST itself
+		return found, nil // Badger reports a bad MANIFEST itself
 	}
-	var unlisted []string
+	var unlisted, listed []string
 	for _, name := range tables {
 		id, err := strconv.ParseUint(strings.TrimSuffix(name, ".sst"), 10, 64)
 		if err != nil {
@@ -67,15 +86,50 @@ func checkFiles(dir string, opt badger.Options) error {
 			continue
 		}
 		if reason := tableFooter(filepath.Join(dir, name)); reason != "" {
-			return &CorruptError{Dir: dir, Reason: "table " + name + " " + reason}
+			return found, &CorruptError{Dir: dir, Reason: "table " + name + " " + reason}
 		}
+		listed = append(listed, name)
+	}
+	if reason := checkTables(dir, m, listed, opt); reason != "" {
+		return found, &CorruptError{Dir: dir, Reason: reason}
 	}
 	if len(unlisted) > 0 && truncAt < fi.Size() {
 		slices.Sort(unlisted)
-		return &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is cut short (%d of %d bytes readable) and no longer lists %s",
+		return found, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST is cut short (%d of %d bytes readable) and no longer lists %s",
 			truncAt, fi.Size(), strings.Join(unlisted, ", "))}
 	}
-	return nil
+	if len(m.Tables) == 0 {
+		// A MANIFEST that lists no table is new, or cut back to its first
+		// records. The only table a new one may leave unlisted is that of
+		// a first flush killed before it was recorded, which holds the
+		// commits of a WAL that is still there.
+		for _, name := range unlisted {
+			if v, ok := tableMaxVersion(filepath.Join(dir, name), opt); ok && !slices.ContainsFunc(wals, func(w walSpan) bool {
+				return w.first <= v && v <= w.last
+			}) {
+				return found, &CorruptError{Dir: dir, Reason: fmt.Sprintf("MANIFEST lists no table, but %s holds records that no WAL has", name)}
+			}
+		}
+	}
+	for _, tm := range m.Tables {
+		if tm.Level == 0 {
+			found.level0++
+		}
+	}
+	return found, nil
+}
+
+// tableMaxVersion reads the newest commit timestamp in a table's index;
+// ok is false when the table cannot be read (a leftover cut short).
+func tableMaxVersion(path string, opt badger.Options) (v uint64, ok bool) {
+	if tableFooter(path) != "" {
+		return 0, false
+	}
+	err := withTable(path, opt.Compression, opt, func(t *table.Table) error {
+		v = t.MaxVersion()
+		return nil
+	})
+	return v, err == nil
 }
 
 // tableFooter checks the footer of a table file the way Badger reads it
@@ -113,6 +167,28 @@ func tableFooter(path string) string {
 	return ""
 }
 
+// openRoom is the space Badger's Open needs besides the WALs it replays:
+// a page or two of each file it maps (a new WAL and value log, the
+// DISCARD file) and of LOCK and MANIFEST.
+const openRoom = 256 << 10
+
+// ErrDiskFull is returned by Open when the disk has too little space left
+// to open the store.
+var ErrDiskFull = errors.New("no space left on device")
+
+// checkRoom refuses to open a store whose disk is (nearly) full. Badger
+// maps its files sparse, and on a full disk the first touch of an
+// unbacked page, even a read (tmpfs allocates on read faults), kills the
+// process with SIGBUS, which no Go code can recover: Open replays each
+// WAL through its mapping and flushes what it replayed into new tables.
+func checkRoom(dir string, walBytes int64) error {
+	need := uint64(openRoom + 2*walBytes)
+	if free, ok := freeBytes(dir); ok && free < need {
+		return fmt.Errorf("store %s: the disk is full (%w: %d KiB free, about %d KiB needed to open the store); free some space", dir, ErrDiskFull, free>>10, need>>10)
+	}
+	return nil
+}
+
 // closeTimeout bounds Close. Badger's Close flushes the memtable into a new
 // table and retries a failed flush forever.
 var closeTimeout = 20 * time.Second
@@ -122,6 +198,20 @@ var closeTimeout = 20 * time.Second
 // write-ahead log, which the next Open replays.
 var ErrNoRoomToFlush = errors.New("too little free disk space to flush the store")
 
+// closeRoom is what Close may write: the memtable flushed into a table
+// and, when it compacts level 0 (Open), that level and the one it goes to.
+func (s *Store) closeRoom() uint64 {
+	need := s.db.Opts().MemTableSize
+	if s.db.Opts().CompactL0OnClose {
+		for _, l := range s.db.Levels() {
+			if l.Level == 0 || l.IsBaseLevel {
+				need += l.Size
+			}
+		}
+	}
+	return uint64(need)
+}
+
 // closeDB closes db unless its disk is nearly full, within closeTimeout,
 // once the reads and commits in flight are done.
 // Badger writes the flushed table through a memory map: on a full disk the
@@ -129,7 +219,7 @@ var ErrNoRoomToFlush = errors.New("too little free disk space to flush the store
 // Go code can recover. Skipping the flush instead leaves the store as a
 // crash would, which Open handles.
 func (s *Store) closeDB() error {
-	if free, ok := freeBytes(s.dir); ok && free < uint64(s.db.Opts().MemTableSize) {
+	if free, ok := freeBytes(s.dir); ok && free < s.closeRoom() {
 		return fmt.Errorf("store %s: %w (%d KiB free); every change is synced and is read back at the next start, but free some space", s.dir, ErrNoRoomToFlush, free>>10)
 	}
 	done := make(chan error, 1)
@@ -140,6 +230,9 @@ func (s *Store) closeDB() error {
 		err := s.db.Close()
 		if s.wal != nil {
 			s.wal.close()
+		}
+		if err == nil {
+			_ = recordSums(s.dir) // best effort: a table not recorded is checked at the next open
 		}
 		done <- err
 	}()

@@ -13,6 +13,10 @@ import (
 // log. It must stay <= 15% of MemTableSize.
 const valueThreshold = 64 << 10
 
+// compactL0At: once the MANIFEST lists this many level-0 tables, Open
+// makes the session's Close compact level 0.
+const compactL0At = 4
+
 // options are the "small" set measured in shared/notes/libraries.md §3.8:
 // the defaults map gigabytes of sparse files and keep 256 MiB of cache for a
 // store that holds a few thousand small records.

@@ -171,7 +171,7 @@ func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
 		return nil, err
 	}
 	if derr != nil {
-		return nil, derr
+		return nil, s.damaged(derr)
 	}
 	slices.SortFunc(out, func(a, b *model.Task) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
@@ -283,7 +283,7 @@ func (b *decodeBatch) decode() {
 	for i, v := range b.vals {
 		t := new(model.Task)
 		if err := unmarshalRecord(v, t); err != nil {
-			b.errs[i] = fmt.Errorf("task %s: record does not decode: %w", b.ids[i], err)
+			b.errs[i] = &decodeError{fmt.Errorf("task %s: record does not decode: %w", b.ids[i], err)}
 			continue
 		}
 		b.out = append(b.out, t)
@@ -509,7 +509,7 @@ func decode(txn *badger.Txn, item *badger.Item, id string) (*model.Task, error) 
 	t := new(model.Task)
 	err := withRecordJSON(txn, item, id, func(v []byte) error { return unmarshalRecord(v, t) })
 	if err != nil {
-		return nil, fmt.Errorf("task %s: record does not decode: %w", id, err)
+		return nil, &decodeError{fmt.Errorf("task %s: record does not decode: %w", id, err)}
 	}
 	return t, nil
 }

@@ -45,16 +45,25 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err := prepareDir(dir); err != nil {
 		return nil, err
 	}
-	if err := checkFiles(dir, options(dir, logger)); err != nil {
+	found, err := checkFiles(dir, options(dir, logger))
+	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(options(dir, logger))
+	if err := checkRoom(dir, found.walBytes); err != nil {
+		return nil, err
+	}
+	// Each session's Close flushes its memtable into a new level-0 table,
+	// and a short one closes before Badger's compactors get to them: after
+	// ~1,000 commands the tables took every file descriptor. Once a few
+	// have gathered, this session's Close compacts level 0.
+	opt := options(dir, logger).WithCompactL0OnClose(found.level0 >= compactL0At)
+	db, err := badger.Open(opt)
 	if err != nil && strings.Contains(err.Error(), emptyFileMarker) {
 		// A process killed between Badger's creating its next memtable or
 		// value-log file and sizing it leaves a 0-byte file. Badger's Open
 		// fails on it once, sizing the file as it fails
 		// (dgraph-io/badger#2207); the second Open reads it as empty.
-		db, err = badger.Open(options(dir, logger))
+		db, err = badger.Open(opt)
 	}
 	if err != nil {
 		return nil, openError(dir, err)
@@ -102,13 +111,33 @@ func (s *Store) hold() error {
 
 func (s *Store) release() { s.closing.RUnlock() }
 
-// view runs fn in a read txn, unless the store is closed.
-func (s *Store) view(fn func(txn *badger.Txn) error) error {
+// view runs fn in a read txn, unless the store is closed. A record that
+// does not decode, or a Badger panic on what it read, is damage.
+func (s *Store) view(fn func(txn *badger.Txn) error) (err error) {
 	if err := s.hold(); err != nil {
 		return err
 	}
 	defer s.release()
-	return s.db.View(fn)
+	defer func() {
+		if r := recover(); r != nil {
+			err = &CorruptError{Dir: s.dir, Reason: oneLine(fmt.Sprintf("reading it failed (%v)", r))}
+		}
+	}()
+	return s.damaged(s.db.View(fn))
+}
+
+// decodeError: a stored record is not what the store wrote.
+type decodeError struct{ error }
+
+func (e *decodeError) Unwrap() error { return e.error }
+
+// damaged turns a decode error into a *CorruptError.
+func (s *Store) damaged(err error) error {
+	var de *decodeError
+	if errors.As(err, &de) {
+		return &CorruptError{Dir: s.dir, Reason: oneLine(err.Error())}
+	}
+	return err
 }
 
 // Dir returns the directory the store was opened in.
@@ -203,6 +232,7 @@ var corruptMarkers = []string{
 	"Encryption key mismatch", // KEYREGISTRY damaged
 	"Invalid datakey id",      // value log header names no known key
 	"Log truncate required",
+	"sanity text", // KEYREGISTRY cut short
 }
 
 // environmentMarkers are failures of the machine, not of the files; the

@@ -23,7 +23,8 @@ import (
 // %05d.mem whose number grows by one with every new memtable; an older
 // WAL holds only commits that were synced when they were made. Writes
 // through Badger's mapping and this descriptor share the page cache, so
-// syncing the descriptor flushes them.
+// syncing the descriptor flushes them. The first commit into a WAL also
+// syncs the directory, which names the new file.
 
 const walExt = ".mem"
 
@@ -35,6 +36,12 @@ type walSyncer struct {
 	// stale: a commit failed, and Badger may have skipped a file number;
 	// look the newest WAL up again.
 	stale bool
+	// dirSynced: the directory entry of f is durable. Badger does not
+	// sync the directory when it creates a WAL (ristretto v2.2.0's
+	// OpenMmapFileUsing tests the size it has just set, not the old one).
+	dirSynced bool
+	// onSync, when set (tests), hears of every path synced.
+	onSync func(path string)
 }
 
 // newWALSyncer finds the current WAL in dir; ok is false when there is
@@ -59,12 +66,35 @@ func (w *walSyncer) sync() error {
 			break
 		}
 		w.f.Close()
-		w.f, w.fid = next, w.fid+1
+		w.f, w.fid, w.dirSynced = next, w.fid+1, false
 	}
 	if err := datasync(w.f); err != nil {
 		return fmt.Errorf("cannot sync %s: %w", w.f.Name(), err)
 	}
+	w.synced(w.f.Name())
+	if !w.dirSynced {
+		if err := syncDir(w.dir); err != nil {
+			return fmt.Errorf("cannot sync the directory of %s: %w", w.f.Name(), err)
+		}
+		w.dirSynced = true
+		w.synced(w.dir)
+	}
 	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (w *walSyncer) synced(path string) {
+	if w.onSync != nil {
+		w.onSync(path)
+	}
 }
 
 // lookUp opens the WAL with the highest number in dir.
@@ -88,7 +118,7 @@ func (w *walSyncer) lookUp() error {
 		return err
 	}
 	w.close()
-	w.f, w.fid, w.stale = f, best, false
+	w.f, w.fid, w.stale, w.dirSynced = f, best, false, false
 	return nil
 }
 

@@ -59,3 +59,38 @@ func TestEachCommitSyncsTheWALHoldingIt(t *testing.T) {
 		t.Fatalf("the memtable changed %d times; the test needs it to change", len(walsSeen)-1)
 	}
 }
+
+// A commit into a WAL that Badger has just created is durable only once
+// the directory entry naming the file is too: fdatasync of the file does
+// not sync its directory, and Badger's file creation (ristretto's
+// OpenMmapFileUsing, v2.2.0) means to sync it but never does. The first
+// commit into every WAL, the one Open made and each one after a memtable
+// change, must sync the store's directory before it returns.
+func TestFirstCommitIntoEachWALSyncsTheDirectory(t *testing.T) {
+	dir := t.TempDir()
+	// Reopened, so that no commit (a new store's schema) precedes the hook.
+	must(t, openStore(t, dir).Close())
+	s := openStore(t, dir)
+	var synced []string
+	store.OnSync(s, func(path string) { synced = append(synced, path) })
+	args, _ := json.Marshal(map[string]string{"blob": strings.Repeat("x", 16<<10)})
+	wal, wals := "", 0
+	for i := range 1100 {
+		synced = synced[:0]
+		must(t, s.Create(model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", args, "", t0)))
+		now := store.SyncedWAL(s)
+		if !slices.Contains(synced, now) {
+			t.Fatalf("commit %d: synced %v, not its WAL %s", i, synced, now)
+		}
+		if now == wal {
+			continue
+		}
+		wal, wals = now, wals+1
+		if !slices.Contains(synced, dir) {
+			t.Fatalf("commit %d, the first into %s: synced %v, not the directory %s", i, filepath.Base(now), synced, dir)
+		}
+	}
+	if wals < 3 {
+		t.Fatalf("commits went to %d WALs; the test needs the memtable to change", wals)
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestDiskFilledAfterTheStore: a disk that fills once the store exists
+// must not kill taskdeck with SIGBUS. Badger maps its files sparse: a
+// store to an unbacked page of a mapping on a full disk is a SIGBUS that
+// no Go code can recover. Every command then ends with one line saying
+// the disk is full (exit 6), and once space is freed every record is there.
+func TestDiskFilledAfterTheStore(t *testing.T) {
+	t.Parallel()
+	mnt := mountTmpfs(t, "12m")
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.dataDir = filepath.Join(mnt, "data")
+	seed(t, d, srv, 2)
+
+	// Nearly full: a call works, and its record stays in the WAL unflushed.
+	reserve := filepath.Join(mnt, "reserve")
+	if err := os.WriteFile(reserve, make([]byte, 512<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, filepath.Join(mnt, "filler"))
+	if err := os.Remove(reserve); err != nil {
+		t.Fatal(err)
+	}
+	onlyID(t, d.run("call", "--url", srv.url, "echo", "--args", `{"text":"in the WAL"}`).must(t, 0))
+
+	// Then the disk fills to the last block.
+	fill(t, filepath.Join(mnt, "filler2"))
+	for _, args := range [][]string{{"ls", "--json"}, {"ls"}, {"call", "--url", srv.url, "echo"}} {
+		r := d.run(args...)
+		if r.code != exitLocal {
+			t.Fatalf("want exit %d on a full disk\n%s", exitLocal, r)
+		}
+		oneErrorLine(t, r, d.dataDir, "disk is full")
+	}
+
+	for _, f := range []string{"filler", "filler2"} {
+		if err := os.Remove(filepath.Join(mnt, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := d.run("ls", "--json").must(t, 0)
+	if n := strings.Count(r.stdout, "\n"); n != 3 || r.stderr != "" || !strings.Contains(r.stdout, "in the WAL") {
+		t.Fatalf("after freeing space, want the 3 tasks\n%s", r)
+	}
+}

@@ -1,0 +1,68 @@
+package store_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// walWithRecords leaves a store as a crash does, with three records in
+// its WAL only, and returns its directory, the WAL's path and bytes, and
+// the records' ids in order.
+func walWithRecords(t *testing.T) (dir, wal string, data []byte, ids []string) {
+	t.Helper()
+	live := t.TempDir()
+	s := openStore(t, live)
+	for _, key := range []string{"a", "b", "c"} {
+		ids = append(ids, create(t, s, key, "working", t0).ID)
+	}
+	wal = store.SyncedWAL(s)
+	dir = t.TempDir()
+	entries, err := os.ReadDir(live)
+	must(t, err)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(live, e.Name()))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, e.Name()), b, 0o600))
+	}
+	must(t, s.Close())
+	wal = filepath.Join(dir, filepath.Base(wal))
+	data, err = os.ReadFile(wal)
+	must(t, err)
+	return dir, wal, data, ids
+}
+
+// A WAL entry that fails its checksum is a write torn by a crash when
+// nothing whole follows it: Badger drops it, and so the last commit. With a
+// whole commit after it, it is damage, and the store is refused rather
+// than opened without the records after it.
+func TestWALDamage(t *testing.T) {
+	t.Run("torn last commit is dropped", func(t *testing.T) {
+		dir, wal, data, ids := walWithRecords(t)
+		// The last commit's record is c's: flip a byte of its id.
+		at := bytes.LastIndex(data, []byte(ids[2]))
+		data[at] ^= 0xff
+		must(t, os.WriteFile(wal, data, 0o600))
+		s := openStore(t, dir)
+		all, err := s.All()
+		must(t, err)
+		if len(all) != 2 || all[0].ID != ids[0] || all[1].ID != ids[1] {
+			t.Fatalf("after a torn last commit: %v, want %v", all, ids[:2])
+		}
+	})
+	t.Run("damage before the last commit is refused", func(t *testing.T) {
+		dir, wal, data, ids := walWithRecords(t)
+		at := bytes.Index(data, []byte(ids[0]))
+		data[at] ^= 0xff
+		must(t, os.WriteFile(wal, data, 0o600))
+		_, err := store.Open(dir, nil)
+		var corrupt *store.CorruptError
+		if !errors.As(err, &corrupt) {
+			t.Fatalf("Open of a WAL damaged before its last commit: %v, want a *CorruptError", err)
+		}
+	})
+}
