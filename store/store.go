@@ -120,7 +120,7 @@ func (s *Store) view(fn func(txn *badger.Txn) error) (err error) {
 	defer s.release()
 	defer func() {
 		if r := recover(); r != nil {
-			err = &CorruptError{Dir: s.dir, Reason: oneLine(fmt.Sprintf("reading it failed (%v)", r))}
+			err = &CorruptError{Dir: s.dir, Reason: termtext.OneLine(fmt.Sprintf("reading it failed (%v)", r), 0)}
 		}
 	}()
 	return s.damaged(s.db.View(fn))
@@ -135,7 +135,7 @@ func (e *decodeError) Unwrap() error { return e.error }
 func (s *Store) damaged(err error) error {
 	var de *decodeError
 	if errors.As(err, &de) {
-		return &CorruptError{Dir: s.dir, Reason: oneLine(err.Error())}
+		return &CorruptError{Dir: s.dir, Reason: termtext.OneLine(err.Error(), 0)}
 	}
 	return err
 }
