@@ -195,7 +195,7 @@ func TestCorruptionSweep(t *testing.T) {
 	base := damageBase(t)
 	env := testEnv(t)
 	lsOn := func(t *testing.T, dir string) result {
-		return runTD(t, env, "--data-dir", dir, "--config", filepath.Join(dir, "none.json"), "ls", "--json")
+		return runTD(t, env, "--data-dir", dir, "ls", "--json") // no config: the default path in the test's own XDG directory
 	}
 	clean := filepath.Join(t.TempDir(), "clean")
 	sparseCopy(t, base, clean)
