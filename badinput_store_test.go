@@ -6,7 +6,6 @@ package main
 
 import (
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,33 +81,6 @@ func TestStoreNotWritable(t *testing.T) {
 	oneErrorLine(t, r, "cannot create data directory", "read-only file system")
 	remount(t, mnt, "rw")
 	sameTasks(t, d, before)
-}
-
-// copyDir copies a flat directory.
-func copyDir(t *testing.T, from, to string) {
-	t.Helper()
-	if err := os.MkdirAll(to, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	entries, err := os.ReadDir(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		src, err := os.Open(filepath.Join(from, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst, err := os.OpenFile(filepath.Join(to, e.Name()), os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(dst, src); err != nil {
-			t.Fatal(err)
-		}
-		src.Close()
-		dst.Close()
-	}
 }
 
 func storeFiles(t *testing.T, dir, suffix string) []string {
@@ -207,7 +179,7 @@ func TestDamagedStore(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			d := newDeck(t)
-			copyDir(t, base.dataDir, d.dataDir)
+			sparseCopy(t, base.dataDir, d.dataDir)
 			c.damage(t, d.dataDir)
 			if c.want == "" {
 				sameTasks(t, d, before)

@@ -74,18 +74,12 @@ func TestSecretsStayOutOfStoreAndLog(t *testing.T) {
 		if fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s is %v, want 0600", path, fi.Mode().Perm())
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte(secret)) {
-			t.Errorf("the secret is in %s", path)
-		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	noSecretIn(t, d.dataDir, secret)
 	for _, want := range []string{"taskdeck.log", "MANIFEST"} {
 		if !strings.Contains(strings.Join(files, " "), want) {
 			t.Errorf("no %s among the files checked: %v", want, files)
@@ -282,22 +276,7 @@ func TestURLSecretsStayOutOfErrors(t *testing.T) {
 	if got := target.Received(); len(got) > 0 {
 		t.Errorf("the redirect target received %d requests", len(got))
 	}
-	err := filepath.WalkDir(d.dataDir, func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte(secret)) {
-			t.Errorf("the secret is in %s", path)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	noSecretIn(t, d.dataDir, secret)
 	if log, _ := os.ReadFile(filepath.Join(d.dataDir, "taskdeck.log")); !bytes.Contains(log, []byte("poll failed")) {
 		t.Errorf("the log holds no failed poll, so the check proves less than it says")
 	}
@@ -341,5 +320,26 @@ func TestCallSurvivesAStopPastItsTimeout(t *testing.T) {
 	id := onlyID(t, r.must(t, 0))
 	if tk := d.getJSON(id); tk.TaskID == "" || tk.Status != "working" {
 		t.Fatalf("after the stop the task is %s with handle %q; want working with its handle\n%s", tk.Status, tk.TaskID, r)
+	}
+}
+
+// noSecretIn fails the test for every file below dir whose bytes hold secret.
+func noSecretIn(t *testing.T, dir, secret string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("the secret is in %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
