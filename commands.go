@@ -118,11 +118,11 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 				if errors.As(err, new(*mcpclient.CallError)) {
 					return usageErr("%v", err)
 				}
-				return a.unanswered(ref, err)
+				return err
 			}
 			rec, reused, err := tr.Call(cmd.Context(), req)
 			if err != nil {
-				return a.unanswered(ref, err)
+				return err
 			}
 			if reused {
 				fmt.Fprintf(a.stderr, "taskdeck: key %q already names task %s; nothing new was sent\n", key, rec.ID)
@@ -232,29 +232,15 @@ func (a *app) isStdio(ref model.ServerRef) bool {
 	return err == nil && s.Command != ""
 }
 
-// unanswered names the server that let a request run out of time: the
-// tracker reports only the deadline.
-func (a *app) unanswered(ref model.ServerRef, err error) error {
-	if !errors.Is(err, context.DeadlineExceeded) || errors.As(err, new(*mcpclient.TransportError)) {
-		return err
-	}
-	return &exitError{code: exitUnreachable, err: fmt.Errorf("server %s did not answer in time; check that it is up and reachable, then try again", displayRef(ref))}
-}
-
-// displayRef names a server for a message: an ad-hoc URL without its
-// userinfo, query and fragment, which may hold secrets.
-func displayRef(ref model.ServerRef) string {
-	if u, err := neturl.Parse(ref.URL); ref.Name == "" && err == nil {
-		u.User, u.RawQuery, u.ForceQuery, u.Fragment = nil, "", false, ""
-		return u.String()
-	}
-	return termtext.Line(ref.String())
-}
-
 func serverRef(server, url string) (model.ServerRef, error) {
 	if url != "" {
 		if _, err := mcpclient.AdHoc(url); err != nil {
 			return model.ServerRef{}, &exitError{code: exitUsage, err: err}
+		}
+		// An ad-hoc URL is stored with every task and shown by ls: it must
+		// carry no secret.
+		if u, err := neturl.Parse(url); err == nil && (u.User != nil || u.RawQuery != "" || u.ForceQuery) {
+			return model.ServerRef{}, usageErr("--url %s holds a password or a query string, which would be stored with every task and shown by ls; configure the server in the config file, with ${VAR} for the secret", mcpclient.RedactURL(url))
 		}
 		return model.ServerRef{URL: url}, nil
 	}
