@@ -48,4 +48,26 @@ func TestSIGTERMStopsAStuckCommand(t *testing.T) {
 	if p.code != exitInterrupted {
 		t.Fatalf("exit %d after SIGTERM, want %d\nstderr: %s", p.code, exitInterrupted, p.stderr.String())
 	}
+	// taskdeck took its server down with it: closed its stdin, then SIGTERM
+	// (ignored here), then SIGKILL.
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stdio server to be gone", func() bool { return !alive(pid) })
+}
+
+// alive reports a process that exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	// The state follows the command name in parentheses.
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }

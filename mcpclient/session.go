@@ -212,7 +212,10 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		cmd.Stderr = p.opts.ChildStderr
-		transport = &mcp.CommandTransport{Command: cmd}
+		// go-sdk waits this long after closing the server's stdin, and again
+		// after SIGTERM, before SIGKILL: 1 s each keeps a stuck server from
+		// outliving taskdeck's own grace after a signal (5 s).
+		transport = &mcp.CommandTransport{Command: cmd, TerminateDuration: time.Second}
 	}
 
 	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
