@@ -106,8 +106,14 @@ func (p *Pool) Session(ctx context.Context, ref model.ServerRef) (*Session, erro
 	if !ok {
 		e = &poolEntry{ready: make(chan struct{})}
 		p.entries[ref] = e
+		// The connect serves every caller, so one that leaves does not end
+		// it; but a caller that has given up already starts none that dials.
+		base := p.ctx
+		if ctx.Err() != nil {
+			base = ctx
+		}
 		go func() {
-			cctx, cancel := withRequestTimeout(p.ctx, p.opts.RequestTimeout)
+			cctx, cancel := withRequestTimeout(base, p.opts.RequestTimeout)
 			defer cancel()
 			e.sess, e.err = p.connect(cctx, ref)
 			close(e.ready)
