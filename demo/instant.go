@@ -42,17 +42,11 @@ func (s *Server) instantTask(next mcp.MethodHandler) mcp.MethodHandler {
 			r.ProtocolVersion() < wire.ProtocolVersion || !wire.DeclaresExtension(r.Params.GetMeta()) {
 			return next(ctx, method, req)
 		}
-		t, _, err := s.tasks.create()
+		t, tctx, err := s.newTask()
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: wire.CodeInternal, Message: err.Error()}
+			return nil, err
 		}
-		s.count(func(st *Stats) {
-			st.TasksCreated++
-			st.TaskIDs = append(st.TaskIDs, t.id)
-		})
-		res, err := next(ctx, method, req)
-		s.tasks.finish(t, res, err)
-		s.tasks.done(t)
+		s.run(tctx, t, next, r)
 		return &wire.CreateTaskResult{ResultType: wire.ResultTypeTask, Task: s.tasks.snapshot(t)}, nil
 	}
 }

@@ -15,25 +15,38 @@ import (
 // request's session dies with the response (stateless HTTP), so the
 // goroutine runs under the task's detached context.
 func (s *Server) start(next mcp.MethodHandler, req *mcp.CallToolRequest) (mcp.Result, error) {
-	t, ctx, err := s.tasks.create()
+	t, ctx, err := s.newTask()
 	if err != nil {
-		return nil, &jsonrpc.Error{Code: wire.CodeInternal, Message: err.Error()}
+		return nil, err
 	}
 	seed := s.tasks.snapshot(t) // before the tool can move it on
+	s.log.Debug("task created", "tool", req.Params.Name)
+	go s.run(ctx, t, next, req)
+	return &wire.CreateTaskResult{ResultType: wire.ResultTypeTask, Task: seed}, nil
+}
+
+// newTask creates a task and counts it.
+func (s *Server) newTask() (*task, context.Context, error) {
+	t, ctx, err := s.tasks.create()
+	if err != nil {
+		return nil, nil, &jsonrpc.Error{Code: wire.CodeInternal, Message: err.Error()}
+	}
 	s.count(func(st *Stats) {
 		st.TasksCreated++
 		st.TaskIDs = append(st.TaskIDs, t.id)
 	})
-	s.log.Debug("task created", "tool", req.Params.Name)
-	go func() {
-		defer s.tasks.done(t)
-		var res mcp.Result
-		var err error
-		defer func() { s.tasks.finish(t, res, err) }()
-		defer s.recoverTo(&err, req.Params.Name)
-		res, err = next(context.WithValue(ctx, runningKey{}, &running{s.tasks, t}), "tools/call", req)
-	}()
-	return &wire.CreateTaskResult{ResultType: wire.ResultTypeTask, Task: seed}, nil
+	return t, ctx, nil
+}
+
+// run runs the rest of the handler chain inside task t to its end: the
+// task takes its outcome, a panic included.
+func (s *Server) run(ctx context.Context, t *task, next mcp.MethodHandler, req *mcp.CallToolRequest) {
+	defer s.tasks.done(t)
+	var res mcp.Result
+	var err error
+	defer func() { s.tasks.finish(t, res, err) }()
+	defer s.recoverTo(&err, req.Params.Name)
+	res, err = next(context.WithValue(ctx, runningKey{}, &running{s.tasks, t}), "tools/call", req)
 }
 
 // running ties a tool handler's context to its task.
