@@ -169,7 +169,7 @@ func localErr(err error) error {
 
 // errInterrupted is the one line for a command stopped by a signal.
 var errInterrupted = &exitError{code: exitInterrupted, err: errors.New(
-	"stopped following; open tasks keep running on their servers, and `taskdeck watch` follows them again")}
+	"stopped following; open tasks on HTTP servers keep running, and `taskdeck watch` follows them again (those of stdio servers stopped with taskdeck)")}
 
 // app holds what the commands share: flags, and the store, pool and
 // tracker, opened on first use and closed once at the end.
