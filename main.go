@@ -322,10 +322,7 @@ func (a *app) warn(msg string) {
 // directory is checked first, and the log must be a regular file: a link
 // planted there is never followed.
 func (a *app) openLog() error {
-	if err := os.MkdirAll(a.dataDir, 0o700); err != nil {
-		return &exitError{code: exitLocal, err: fmt.Errorf("cannot create data directory %s: %v; choose another with --data-dir", a.dataDir, err)}
-	}
-	if err := privateDir(a.dataDir); err != nil {
+	if err := store.PrepareDir(a.dataDir); err != nil {
 		return &exitError{code: exitLocal, err: err}
 	}
 	path := filepath.Join(a.dataDir, "taskdeck.log")
@@ -351,28 +348,6 @@ func (a *app) openLog() error {
 	}
 	a.logFile = f
 	a.logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
-	return nil
-}
-
-// privateDir checks that dir is a directory of this user and makes it
-// private (0700), as the store does, before anything in it is opened:
-// whoever can write to it could plant the files taskdeck trusts.
-func privateDir(dir string) error {
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("cannot use data directory %s: %v; choose another with --data-dir", dir, err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("data directory %s is not a directory; move it aside or choose another --data-dir", dir)
-	}
-	if uid, ok := ownerUID(fi); ok && uid != os.Geteuid() {
-		return fmt.Errorf("data directory %s belongs to uid %d, not to you (uid %d); choose your own --data-dir", dir, uid, os.Geteuid())
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
-			return fmt.Errorf("cannot make data directory %s private: %v; fix its mode or choose another --data-dir", dir, err)
-		}
-	}
 	return nil
 }
 

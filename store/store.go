@@ -42,7 +42,7 @@ type Store struct {
 // logger silences Badger; otherwise its warnings and errors go to logger.
 // Nothing is ever written to stdout or stderr.
 func Open(dir string, logger *slog.Logger) (*Store, error) {
-	if err := prepareDir(dir); err != nil {
+	if err := PrepareDir(dir); err != nil {
 		return nil, err
 	}
 	found, err := checkFiles(dir, options(dir, logger))
@@ -143,28 +143,35 @@ func (s *Store) damaged(err error) error {
 // Dir returns the directory the store was opened in.
 func (s *Store) Dir() string { return s.dir }
 
-// prepareDir makes sure dir is a private directory we can write to, and
-// turns each way it can fail into one line that says what to do.
-func prepareDir(dir string) error {
+// PrepareDir makes sure dir is a private directory of this user that we
+// can write to, and turns each way it can fail into one line that says
+// what to do. It runs before anything in dir is opened: whoever can write
+// to the directory could plant the files taskdeck trusts.
+func PrepareDir(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return fmt.Errorf("cannot create store %s (%w); choose another --data-dir", dir, cause(err))
+			return fmt.Errorf("cannot create data directory %s (%w); choose another --data-dir", dir, cause(err))
 		}
 		// MkdirAll's mode is filtered by the umask; make it exact.
 		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("cannot make store %s private (%w); choose another --data-dir", dir, cause(err))
+			return fmt.Errorf("cannot make data directory %s private (%w); choose another --data-dir", dir, cause(err))
 		}
 	case err != nil:
-		return fmt.Errorf("cannot use store %s (%w); choose another --data-dir", dir, cause(err))
+		return fmt.Errorf("cannot use data directory %s (%w); choose another --data-dir", dir, cause(err))
 	case !fi.IsDir():
-		return fmt.Errorf("store %s is not a directory; move it aside or use --data-dir", dir)
-	case fi.Mode().Perm()&0o077 != 0:
-		// Drop group and other bits only: an owner who made the store
-		// read-only meant it, and is told so below.
-		if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
-			return fmt.Errorf("cannot make store %s private (%w); fix its owner or use --data-dir", dir, cause(err))
+		return fmt.Errorf("data directory %s is not a directory; move it aside or use --data-dir", dir)
+	default:
+		if uid, ok := ownerUID(fi); ok && uid != os.Geteuid() {
+			return fmt.Errorf("data directory %s belongs to uid %d, not to you (uid %d); choose your own --data-dir", dir, uid, os.Geteuid())
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			// Drop group and other bits only: an owner who made the store
+			// read-only meant it, and is told so below.
+			if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+				return fmt.Errorf("cannot make data directory %s private (%w); fix its owner or use --data-dir", dir, cause(err))
+			}
 		}
 	}
 	// Badger's own error for this is a failed LOCK write; a probe file
