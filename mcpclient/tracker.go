@@ -174,18 +174,21 @@ func (t *Tracker) Call(ctx context.Context, req CallRequest) (rec *model.Task, r
 }
 
 // handle stores a task handle. A CreateTaskResult carries no payload, so
-// a seed that has ended (or asks for input) is fetched at once with
-// tasks/get; one that has ended is stored open until then, as stored
-// ended its result would be lost for good.
+// a seed whose status has one (a result, an error, input requests) is
+// fetched at once with tasks/get; one that has ended is stored open until
+// then, as stored ended its payload would be lost for good. Working and
+// cancelled have no payload (spec §4): the seed is all there is.
 func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*model.Task, error) {
 	seed := snap.Status
+	if seed == model.StatusWorking || seed == model.StatusCancelled {
+		return t.apply(id, snap)
+	}
 	if seed.Terminal() {
 		snap.Status = model.StatusWorking
 		snap.StatusMessage = fmt.Sprintf("the server reports the task %s; fetching its outcome", seed)
 	}
-	rec, err := t.apply(id, snap)
-	if err != nil || seed == model.StatusWorking || seed == model.StatusCancelled {
-		return rec, err
+	if _, err := t.apply(id, snap); err != nil {
+		return nil, err
 	}
 	res, err := t.Poll(ctx, id) // on failure the record stays open, for the next poll
 	return res.Task, err
