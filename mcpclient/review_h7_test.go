@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
 )
 
 // A handle seeded cancelled is complete as it is: cancelled carries no
@@ -70,5 +73,45 @@ func TestCorrectedCallUnderARefusedKeyIsChecked(t *testing.T) {
 	bad.Key = "live"
 	if err := e.tracker.CheckCall(context.Background(), bad); err != nil {
 		t.Fatalf("CheckCall under a live task's key: %v; want it left to Call", err)
+	}
+}
+
+// Releasing a refused call's key rewrites its record in one commit: a
+// reader meanwhile never finds the refusal gone, and it stays on record,
+// without the key.
+func TestKeyReleaseKeepsTheRefusalReadable(t *testing.T) {
+	e, h := newHostileEnv(t)
+	h.On("tools/call", hostile.Error(-32602, "invalid params"))
+	refused, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"})
+	if err == nil {
+		t.Fatal("the refused call succeeded")
+	}
+	h.On("tools/call", nil)
+	var vanished atomic.Bool
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := e.store.Get(refused.ID); errors.Is(err, store.ErrNotFound) {
+				vanished.Store(true)
+			}
+		}
+	})
+	rec := e.call("sleep", `{"seconds":60}`, "k")
+	close(stop)
+	wg.Wait()
+	if vanished.Load() {
+		t.Error("the refused call's record vanished while its key was released")
+	}
+	if got := e.stored(refused.ID); got.IdempotencyKey != "" || got.Status != model.StatusFailed {
+		t.Fatalf("the refusal after release: key %q status %s; want failed without the key", got.IdempotencyKey, got.Status)
+	}
+	if byKey, err := e.store.ByKey("k"); err != nil || byKey.ID != rec.ID {
+		t.Fatalf("key k names %v (%v), want the corrected call", byKey, err)
 	}
 }

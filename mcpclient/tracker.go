@@ -220,23 +220,14 @@ func (t *Tracker) keyHolder(server model.ServerRef, tool string, args json.RawMe
 	return existing, nil
 }
 
-// releaseKey takes the key off a refused call's record. The store keeps a
-// record's key for its life, so the record is written again without it
-// (a crash in between loses only the record of the refusal).
+// releaseKey takes the key off a refused call's record, which stays on
+// record without it; the store checks that it is still a refusal.
 func (t *Tracker) releaseKey(id string) error {
-	defer t.tasks.lock(id)()
-	rec, err := t.store.Get(id)
+	_, err := t.store.ReleaseKey(id, refusedCall)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil // released meanwhile
+		return nil // forgotten meanwhile: the key is free
 	}
-	if err != nil || rec.IdempotencyKey == "" || !refusedCall(rec) {
-		return err
-	}
-	if err := t.store.Delete(id); err != nil {
-		return err
-	}
-	rec.IdempotencyKey = ""
-	return t.store.Create(rec)
+	return err
 }
 
 // callFailed settles an intent whose tools/call got no usable answer.
