@@ -239,10 +239,13 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	case errors.Is(err, ErrTaskUnknown):
 		// Nothing left to stop, if tasks/get agrees that it is gone.
 		res, perr := t.poll(ctx, id)
-		if perr == nil && res.Task.Status.Pollable() && res.Err == nil {
-			return res.Task, fmt.Errorf("the server refused the cancel (%w) yet still reports the task; it was not cancelled", err)
+		switch {
+		case perr != nil || !res.Task.Status.Pollable():
+			return res.Task, perr
+		case res.Err != nil:
+			return res.Task, fmt.Errorf("the server refused the cancel (%w) and the task's state could not be checked (%v); it may still be running", err, res.Err)
 		}
-		return res.Task, perr
+		return res.Task, fmt.Errorf("the server refused the cancel (%w) yet still reports the task; it was not cancelled", err)
 	case errors.Is(err, ErrNoTasks):
 		rec, serr := t.markUnknown(id, whyNoTasks)
 		return rec, errors.Join(fmt.Errorf("cancel: %w", err), serr)

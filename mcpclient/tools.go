@@ -506,7 +506,7 @@ func join(a, b string) string {
 // server's tool list rules out: an unknown tool or arguments its input
 // schema refuses are a *CallError. It needs no more than the call itself
 // would: a key that already names a task is left to Call (which sends
-// nothing then), a server that cannot be reached is the error Call would
+// nothing then, or refuses a conflict), a server that cannot be reached is the error Call would
 // return, and a tool list that cannot be had leaves the check to the
 // server.
 func (t *Tracker) CheckCall(ctx context.Context, req CallRequest) error {
@@ -515,7 +515,8 @@ func (t *Tracker) CheckCall(ctx context.Context, req CallRequest) error {
 		return err
 	}
 	if req.Key != "" {
-		if _, err := t.store.ByKey(req.Key); err == nil {
+		// A refused call's key is released by Call: the call goes out.
+		if holder, err := t.store.ByKey(req.Key); err == nil && !refusedCall(holder) {
 			return nil
 		}
 	}

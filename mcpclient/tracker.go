@@ -174,18 +174,21 @@ func (t *Tracker) Call(ctx context.Context, req CallRequest) (rec *model.Task, r
 }
 
 // handle stores a task handle. A CreateTaskResult carries no payload, so
-// a seed that has ended (or asks for input) is fetched at once with
-// tasks/get; one that has ended is stored open until then, as stored
-// ended its result would be lost for good.
+// a seed whose status has one (a result, an error, input requests) is
+// fetched at once with tasks/get; one that has ended is stored open until
+// then, as stored ended its payload would be lost for good. Working and
+// cancelled have no payload (spec §4): the seed is all there is.
 func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*model.Task, error) {
 	seed := snap.Status
+	if seed == model.StatusWorking || seed == model.StatusCancelled {
+		return t.apply(id, snap)
+	}
 	if seed.Terminal() {
 		snap.Status = model.StatusWorking
 		snap.StatusMessage = fmt.Sprintf("the server reports the task %s; fetching its outcome", seed)
 	}
-	rec, err := t.apply(id, snap)
-	if err != nil || seed == model.StatusWorking || seed == model.StatusCancelled {
-		return rec, err
+	if _, err := t.apply(id, snap); err != nil {
+		return nil, err
 	}
 	res, err := t.Poll(ctx, id) // on failure the record stays open, for the next poll
 	return res.Task, err
@@ -217,23 +220,14 @@ func (t *Tracker) keyHolder(server model.ServerRef, tool string, args json.RawMe
 	return existing, nil
 }
 
-// releaseKey takes the key off a refused call's record. The store keeps a
-// record's key for its life, so the record is written again without it
-// (a crash in between loses only the record of the refusal).
+// releaseKey takes the key off a refused call's record, which stays on
+// record without it; the store checks that it is still a refusal.
 func (t *Tracker) releaseKey(id string) error {
-	defer t.tasks.lock(id)()
-	rec, err := t.store.Get(id)
+	_, err := t.store.ReleaseKey(id, refusedCall)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil // released meanwhile
+		return nil // forgotten meanwhile: the key is free
 	}
-	if err != nil || rec.IdempotencyKey == "" || !refusedCall(rec) {
-		return err
-	}
-	if err := t.store.Delete(id); err != nil {
-		return err
-	}
-	rec.IdempotencyKey = ""
-	return t.store.Create(rec)
+	return err
 }
 
 // callFailed settles an intent whose tools/call got no usable answer.

@@ -67,6 +67,28 @@ func (s *Store) Create(rec *model.Task) error {
 // one synced txn. If the record changed in between, fn runs again on the
 // new record. Update returns the record as it now stands.
 func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err error)) (*model.Task, error) {
+	return s.update(id, fn, false)
+}
+
+// ReleaseKey takes record id's idempotency key off it, so that the key
+// may name another record, if release says so of the record as stored.
+// The record, written again without the key, and the key's index entry
+// go in one synced txn: the record is never missing and the key never
+// names it halfway. A record without a key, or one release refuses, is
+// not written. ReleaseKey returns the record as it now stands.
+func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.Task, error) {
+	return s.update(id, func(t *model.Task) (bool, error) {
+		if t.IdempotencyKey == "" || !release(t) {
+			return false, nil
+		}
+		t.IdempotencyKey = ""
+		return true, nil
+	}, true)
+}
+
+// update is Update; with dropKey, fn may also clear the idempotency key,
+// whose index entry goes in the same txn.
+func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err error), dropKey bool) (*model.Task, error) {
 	for {
 		var cur *model.Task
 		var version uint64
@@ -86,7 +108,8 @@ func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err erro
 		if !changed {
 			return cur, nil
 		}
-		if next.ID != cur.ID || next.IdempotencyKey != cur.IdempotencyKey {
+		keyDropped := dropKey && next.IdempotencyKey == "" && cur.IdempotencyKey != ""
+		if next.ID != cur.ID || next.IdempotencyKey != cur.IdempotencyKey && !keyDropped {
 			return nil, fmt.Errorf("task %s: update may not change the id or the idempotency key", id)
 		}
 		if err := checkRecord(next); err != nil {
@@ -106,6 +129,11 @@ func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err erro
 			}
 			if item.Version() != version {
 				return errStale
+			}
+			if keyDropped {
+				if err := txn.Delete(idemKey(cur.IdempotencyKey)); err != nil {
+					return err
+				}
 			}
 			return putRecord(txn, next, val, cur.Status)
 		})
