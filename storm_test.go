@@ -141,7 +141,7 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 			return
 		}
 		sp.mu.Lock()
-		a := sp.byURL[r.URL.RawQuery]
+		a := sp.byURL[r.URL.Path]
 		sp.mu.Unlock()
 		if a == nil {
 			panic("tools/call from no attempt: " + r.URL.String())
@@ -227,7 +227,7 @@ func TestCrashStorm(t *testing.T) {
 			a.key = fmt.Sprintf("K_%d", i)
 			// 10–29 demo seconds: 0.5–1.5 s at --speed 0.05.
 			a.args = fmt.Sprintf(`{"seconds":%d}`, 10+rand.N(20))
-			a.url = fmt.Sprintf("%s?attempt=%d", proxyURL, i)
+			a.url = fmt.Sprintf("%s/attempt-%d", proxyURL, i)
 		}
 		args := []string{"call", "--url", a.url, "sleep", "--args", a.args, "--key", a.key}
 		if a.wait {
@@ -236,7 +236,7 @@ func TestCrashStorm(t *testing.T) {
 		a.start = time.Now() // before the proxy can see a
 		if !a.reused {
 			proxy.mu.Lock()
-			proxy.byURL[fmt.Sprintf("attempt=%d", i)] = a
+			proxy.byURL[fmt.Sprintf("/mcp/attempt-%d", i)] = a
 			proxy.mu.Unlock()
 		}
 		p := d.start(args...)
