@@ -6,10 +6,10 @@
 #   screenshots/help.png    the help screen
 #
 # Run it from anywhere: bash screenshots/capture.sh
-# Needs Go (go.mod's version; the go command fetches it if older) and tmux
-# (installed with apt-get when missing). The ANSI-to-PNG renderer is freeze,
-# fetched and run with `go run` from the Go module proxy: nothing else to
-# install. Fonts are embedded in freeze (JetBrains Mono).
+# Needs Go (go.mod's version; the go command fetches it if older), tmux,
+# rsvg-convert and the DejaVu fonts (each installed with apt-get when
+# missing). freeze, from the Go module proxy, lays the ANSI capture out as
+# SVG; rsvg-convert rasterizes it in DejaVu Sans Mono.
 #
 # How: build taskdeck, run `taskdeck demo` in a 120×32 tmux pane on a private
 # tmux server, drive it with send-keys, capture each state with
@@ -30,16 +30,20 @@ die() { say "$*"; exit 1; }
 if ! command -v go >/dev/null 2>&1; then
 	die "Go is needed: install it from https://go.dev/dl/ (or apt-get install golang-go) and run again"
 fi
-if ! command -v tmux >/dev/null 2>&1; then
-	say "tmux is missing; installing it with apt-get"
+# install PACKAGE: apt-get install, as root or through sudo.
+install() {
+	say "$1 is missing; installing it with apt-get"
 	if [ "$(id -u)" -eq 0 ]; then
-		apt-get update -qq && apt-get install -y -qq tmux
+		apt-get update -qq && apt-get install -y -qq "$1"
 	elif command -v sudo >/dev/null 2>&1; then
-		sudo apt-get update -qq && sudo apt-get install -y -qq tmux
+		sudo apt-get update -qq && sudo apt-get install -y -qq "$1"
 	else
-		die "tmux is needed: install it (apt-get install tmux) and run again"
+		die "$1 is needed: install it (apt-get install $1) and run again"
 	fi
-fi
+}
+command -v rsvg-convert >/dev/null 2>&1 || install librsvg2-bin
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf ] || install fonts-dejavu-core
+command -v tmux >/dev/null 2>&1 || install tmux
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/taskdeck-shots.XXXXXX")
 sock="$work/tmux.sock"
@@ -103,8 +107,11 @@ shoot() {
 	local name=$1
 	tm capture-pane -e -N -p -t shot >"$work/$name.ansi"
 	"$work/bin/ansi" normalize "$work/$name.ansi" "$work/$name.norm"
-	(cd "$work" && "$work/bin/freeze" "$name.norm" --language ansi -o "$name.png" \
-		-c full --shadow.blur 0 --shadow.y 0 --margin 0 >/dev/null)
+	# freeze lays out the SVG; rsvg-convert rasterizes it (freeze's own PNG
+	# path, a WebAssembly renderer, crashes on some machines).
+	(cd "$work" && "$work/bin/freeze" "$name.norm" --language ansi -o "$name.svg" \
+		-c full --shadow.blur 0 --shadow.y 0 --margin 0 --font.family "DejaVu Sans Mono" >/dev/null &&
+		rsvg-convert "$name.svg" -o "$name.png")
 	"$work/bin/ansi" shrink "$work/$name.png"
 	mv "$work/$name.png" "$out/$name.png"
 	say "wrote $out/$name.png"
@@ -114,7 +121,7 @@ shoot() {
 wait_for "every status in the table" '
 	[ "$(row_status pipeline)" = working ] && [ "$(row_status echo)" = completed ] &&
 	[ "$(row_status approve)" = input_required ] && has "✗ failed" && has "⊘ cancelled" &&
-	has "● working" && grep -q "slept [1-9][0-9]* of 40 s" <<<"$s" && has "reconciled:"'
+	has "● working" && grep -q "slept [1-9][0-9]* of 40 s" <<<"$s"'
 shoot table
 
 # 2. The approve task's form: i jumps to the next task waiting for input.
