@@ -42,7 +42,7 @@ func TestPruneOlderThanDays(t *testing.T) {
 	r := c.run("prune", "--older-than", "3d").must(t, exitOK)
 	mustContain(t, r, r.stdout, "pruned 0 finished tasks")
 	r = c.run("prune", "--older-than", "0d").must(t, exitOK)
-	mustContain(t, r, r.stdout, "pruned 1 finished tasks")
+	mustContain(t, r, r.stdout, "pruned 1 finished task\n")
 	r = c.run("prune", "--older-than", "3 days").must(t, exitUsage)
 	oneErrorLine(t, r, "--older-than", "3d")
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/termtext"
+	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 func (a *app) demoServerCommand() *cobra.Command {
@@ -413,7 +414,7 @@ func (a *app) pruneCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "pruned %d finished tasks\n", n)
+			fmt.Fprintf(a.stdout, "pruned %s\n", present.Count(n, "finished task"))
 			return nil
 		},
 	}
@@ -501,7 +502,7 @@ func (a *app) watchCommand() *cobra.Command {
 						n++
 					}
 				}
-				return &exitError{code: exitTimedOut, err: fmt.Errorf("--timeout %s ran out with %d tasks still open; `taskdeck watch` picks them up again", timeout, n)}
+				return &exitError{code: exitTimedOut, err: fmt.Errorf("--timeout %s ran out with %s still open; `taskdeck watch` picks them up again", timeout, present.Count(n, "task"))}
 			}
 			rep, err := tr.Reconcile(ctx, mcpclient.DefaultPerServer)
 			if err != nil {
@@ -539,8 +540,8 @@ func (a *app) watchCommand() *cobra.Command {
 				}
 			}
 			if len(lost) > 0 {
-				return &exitError{code: exitUnreachable, err: fmt.Errorf("gave up on %d open tasks (%s) after %d failed polls in a row, the last: %v; they stay open for the next watch",
-					len(lost), strings.Join(lost, ", "), watchGiveUp, termtext.Line(lastErr.Error()))}
+				return &exitError{code: exitUnreachable, err: fmt.Errorf("gave up on %s (%s) after %d failed polls in a row, the last: %v; they stay open for the next watch",
+					present.Count(len(lost), "open task"), strings.Join(lost, ", "), watchGiveUp, termtext.Line(lastErr.Error()))}
 			}
 			return nil
 		},

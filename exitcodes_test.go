@@ -71,7 +71,7 @@ func TestExitCodes(t *testing.T) {
 		}, args: []string{"ls"}, code: exitLocal, want: []string{"is damaged", "move it aside"}},
 		{name: "watch timed out", setup: func(t *testing.T, c *inproc) {
 			c.run("call", "--url", url, "sleep", "--args", `{"seconds":600}`).must(t, exitOK)
-		}, args: []string{"watch", "--timeout", "300ms"}, code: exitTimedOut, want: []string{"ran out", "1 tasks still open"}},
+		}, args: []string{"watch", "--timeout", "300ms"}, code: exitTimedOut, want: []string{"ran out", "1 task still open"}},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {

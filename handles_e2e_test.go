@@ -53,7 +53,7 @@ func TestWatchTimeout(t *testing.T) {
 		t.Fatalf("watch --timeout 1s took %s", took)
 	}
 	last := strings.Split(strings.TrimRight(w.stderr, "\n"), "\n")
-	if l := last[len(last)-1]; !strings.Contains(l, "--timeout 1s ran out with 1 tasks still open") {
+	if l := last[len(last)-1]; !strings.Contains(l, "--timeout 1s ran out with 1 task still open") {
 		t.Fatalf("last stderr line %q\n%s", l, w)
 	}
 	if tk := d.getJSON(id); tk.Status != "working" {

@@ -492,7 +492,7 @@ func TestTUICancelPruneNewCallResize(t *testing.T) {
 	tm.keys("p")
 	tm.waitText("Prune 3 finished tasks (completed, failed, cancelled, unknown)?")
 	tm.keys("y")
-	tm.waitText("pruned 3 finished task(s)")
+	tm.waitText("pruned 3 finished tasks")
 	tm.waitScreen("only the approve row left", func(s string) bool {
 		rows := tableRows(s)
 		return len(rows) == 1 && rows[0].tool == "approve" && rows[0].status == "input_required"

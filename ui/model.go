@@ -22,6 +22,7 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/form"
+	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // Options configure the dashboard.
@@ -276,13 +277,13 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			return m, m.fail(msg.err)
 		}
-		m.say(fmt.Sprintf("forgot %d task(s)", len(msg.ids)))
+		m.say("forgot " + present.Count(len(msg.ids), "task"))
 		return m, nil
 	case prunedMsg:
 		if msg.err != nil {
 			return m, m.fail(msg.err)
 		}
-		m.say(fmt.Sprintf("pruned %d finished task(s)", msg.n))
+		m.say("pruned " + present.Count(msg.n, "finished task"))
 		return m, loadOpen(m.tracker)
 	case toolsMsg:
 		return m, m.onTools(msg)
@@ -619,7 +620,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 		if n == 0 {
 			m.say("nothing to poll: only working or waiting tasks are polled")
 		} else {
-			m.say(fmt.Sprintf("polling %s now", plural(n, "task")))
+			m.say(fmt.Sprintf("polling %s now", present.Count(n, "task")))
 		}
 	case key.Matches(msg, k.NewCall):
 		return m.startNewCall()
@@ -896,7 +897,7 @@ func (m *Model) askCancel() tea.Cmd {
 		m.say("nothing to cancel: only working or waiting tasks can be cancelled")
 		return nil
 	}
-	m.ask(fmt.Sprintf("Cancel %s on the server?", plural(len(open), "task")), open, choice{"Yes, cancel", actCancel})
+	m.ask(fmt.Sprintf("Cancel %s on the server?", present.Count(len(open), "task")), open, choice{"Yes, cancel", actCancel})
 	return nil
 }
 
@@ -911,7 +912,7 @@ func (m *Model) askForget() tea.Cmd {
 			open++
 		}
 	}
-	q := fmt.Sprintf("Forget %s? The local record is deleted; the server is not told.", plural(len(targets), "task"))
+	q := fmt.Sprintf("Forget %s? The local record is deleted; the server is not told.", present.Count(len(targets), "task"))
 	if open > 0 {
 		q += fmt.Sprintf(" %d of them may still run, and their handles will be lost.", open)
 	}
@@ -930,7 +931,7 @@ func (m *Model) askPrune() tea.Cmd {
 		m.say("nothing to prune: no finished tasks")
 		return nil
 	}
-	m.ask(fmt.Sprintf("Prune %s (completed, failed, cancelled, unknown)?", plural(n, "finished task")), nil, choice{"Yes, prune", actPrune})
+	m.ask(fmt.Sprintf("Prune %s (completed, failed, cancelled, unknown)?", present.Count(n, "finished task")), nil, choice{"Yes, prune", actPrune})
 	return nil
 }
 
@@ -974,7 +975,7 @@ func (m *Model) quit() tea.Cmd {
 	}
 	m.confirm = &confirmation{
 		question: fmt.Sprintf("Quit? %s on stdio servers (%s) will die: those servers stop with taskdeck, and the tasks become unknown.",
-			plural(n, "open task"), strings.Join(names, ", ")),
+			present.Count(n, "open task"), strings.Join(names, ", ")),
 		choices: []choice{{"Yes, quit", actQuit}},
 		back:    modeTable,
 	}
@@ -1077,11 +1078,4 @@ func (m *Model) say(s string) { m.flash, m.flashErr, m.flashAt = s, false, m.now
 func (m *Model) fail(err error) tea.Cmd {
 	m.flash, m.flashErr, m.flashAt = termtext.Line(err.Error()), true, m.now
 	return nil
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

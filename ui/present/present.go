@@ -171,3 +171,11 @@ func History(t *model.Task, layout string) []string {
 	}
 	return lines
 }
+
+// Count is n of what, in the plural unless n is 1: "1 task", "3 tasks".
+func Count(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
