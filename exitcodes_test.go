@@ -27,6 +27,8 @@ func TestExitCodes(t *testing.T) {
 	h := hostile.Start(t, demo.Options{Speed: 0.05})
 	h.On("tools/call", hostile.Error(-32602, "invalid params: the deploy window is closed"))
 	refusing := h.URL
+	garbled := hostile.Start(t, demo.Options{Speed: 0.05})
+	garbled.On("tools/list", hostile.NotJSON())
 	rows := []struct {
 		name  string
 		setup func(t *testing.T, c *inproc) // may be nil
@@ -41,6 +43,8 @@ func TestExitCodes(t *testing.T) {
 			code: exitTaskBad, want: []string{"tool error"}},
 		{name: "call refused by the server", args: []string{"call", "--url", refusing, "echo", "--args", `{"text":"hi"}`},
 			code: exitTaskBad, want: []string{"-32602", "window is closed"}},
+		{name: "an answer that is not JSON", args: []string{"tools", "--url", garbled.URL},
+			code: exitTaskBad, want: []string{"answered, but not in the protocol"}},
 		{name: "unknown tool", args: []string{"call", "--url", url, "no_such_tool"},
 			code: exitUsage, want: []string{"no tool", "no_such_tool"}},
 		{name: "arguments the schema refuses", args: []string{"call", "--url", url, "sleep", "--args", `{"seconds":"x"}`},

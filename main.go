@@ -125,6 +125,8 @@ func exitCode(err error) int {
 		return exitStoreLocked
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
+	case errors.As(err, &te) && te.Answered():
+		return exitTaskBad
 	case errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded):
 		return exitUnreachable
 	case isUsage(err):

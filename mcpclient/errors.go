@@ -72,10 +72,17 @@ func (e *TransportError) Error() string {
 		return fmt.Sprintf("server %s %s", e.Server, re.Error())
 	case errors.As(e.Err, &big):
 		return fmt.Sprintf("server %s: %s", e.Server, big.Error())
-	case errors.Is(e.Err, wire.ErrInvalid): // it answered, but not in the protocol
-		return fmt.Sprintf("server %s: %s", e.Server, cleanText(e.Err.Error()))
+	case e.Answered():
+		return fmt.Sprintf("server %s answered, but not in the protocol: %s", e.Server, cleanText(e.Err.Error()))
 	}
 	return fmt.Sprintf("server %s unreachable: %s", e.Server, cleanText(e.Err.Error()))
+}
+
+// Answered reports an exchange that failed on what the server sent (an
+// answer that does not decode), not on reaching it.
+func (e *TransportError) Answered() bool {
+	// go-sdk's own decode failure has no type: only its text says so.
+	return errors.Is(e.Err, wire.ErrInvalid) || strings.Contains(e.Err.Error(), "failed to decode response")
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }
