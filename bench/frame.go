@@ -36,12 +36,16 @@ const frameTimeout = time.Minute
 const frameCols, frameRows = 120, 40
 
 // firstFrame runs the taskdeck dashboard on the store in dir, in a
-// pseudo-terminal, with a server config that does not exist (so no server
-// is contacted), and returns the time from just before exec to the first
+// pseudo-terminal, with a server config that names no server (so none is
+// contacted), and returns the time from just before exec to the first
 // output that contains marker. It then quits the dashboard with q, and
 // kills it if it does not exit; either way it is waited for.
 func firstFrame(bin, dir, marker string) (time.Duration, error) {
-	cmd := exec.Command(bin, "--data-dir", dir, "--config", filepath.Join(dir, "no-servers.json"))
+	config := dir + ".no-servers.json" // beside the store, not in it
+	if err := os.WriteFile(config, []byte(`{"mcpServers":{}}`), 0o600); err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(bin, "--data-dir", dir, "--config", config)
 	cmd.Env = append(os.Environ(), "TERM=xterm-256color", "TERM_PROGRAM=", "NO_COLOR=")
 	t0 := time.Now()
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: frameRows, Cols: frameCols})
