@@ -185,6 +185,11 @@ func TestListingToolsOfASilentServerEnds(t *testing.T) {
 	if !strings.Contains(m.flash, "listing tools of hole") {
 		t.Fatalf("status line %q", m.flash)
 	}
+	// While the listing runs, its line stays: it does not expire as a message does.
+	m.Update(tickMsg(m.now.Add(flashFor + time.Second)))
+	if !strings.Contains(m.flash, "listing tools of hole") {
+		t.Fatalf("the listing's line expired while it runs: %q", m.flash)
+	}
 	h.key("esc")
 	if strings.Contains(m.flash, "listing tools") {
 		t.Fatalf("esc did not abandon the listing: %q", m.flash)

@@ -253,7 +253,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onRecent(msg)
 	case tickMsg:
 		m.now = time.Time(msg)
-		if m.flash != "" && m.now.Sub(m.flashAt) >= flashFor {
+		// A tools listing in flight keeps its line until it ends.
+		if m.flash != "" && m.listing == nil && m.now.Sub(m.flashAt) >= flashFor {
 			m.flash, m.flashErr = "", false
 		}
 		return m, tea.Batch(append(m.startDuePolls(), tick())...)
