@@ -78,19 +78,11 @@ func TestToolListKeptAndRefreshedWhenStale(t *testing.T) {
 	mu.Lock()
 	ttlMs = 60_000
 	mu.Unlock()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	waitFor(t, "the 1 ms list to go stale", func() bool {
 		mu.Lock()
-		stale := time.Since(listed) > 5*time.Millisecond
-		mu.Unlock()
-		if stale {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the 1 ms list never went stale")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer mu.Unlock()
+		return time.Since(listed) > 5*time.Millisecond
+	})
 	// The list of 1 ms is stale: listed again before the call.
 	e.deploy("eu-west-2")
 	if n := lists(); n != 2 {

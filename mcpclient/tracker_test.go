@@ -281,20 +281,13 @@ func TestPollAnswerAfterALocalChangeReportsTheStoredRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, "the progress message to move on from "+rec.StatusMessage, func() bool {
 		snap, err := sess.GetTask(context.Background(), rec.TaskID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if snap.StatusMessage != rec.StatusMessage {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the progress message stayed %q", rec.StatusMessage)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return snap.StatusMessage != rec.StatusMessage
+	})
 	cancel := func() {
 		if _, err := e.store.Update(rec.ID, func(r *model.Task) (bool, error) {
 			return true, r.MoveTo(model.StatusCancelled, "cancelled here", time.Now())
