@@ -408,8 +408,10 @@ func TestTUILiveAndAnswer(t *testing.T) {
 	tm.typeText("ship it")
 	tm.waitText("> ship it")
 	tm.keys("Enter")
-	tm.waitScreen("the approve row completed", func(s string) bool { return oneRow(s, "approve") == "completed" })
+	// Status-line messages show for 5 s: look for it before the polls
+	// that complete the task.
 	tm.waitText("answered: task " + approveID)
+	tm.waitScreen("the approve row completed", func(s string) bool { return oneRow(s, "approve") == "completed" })
 
 	// (a) live: the sleep finishes while we watch.
 	tm.waitScreen("the sleep row completed", func(s string) bool { return oneRow(s, "sleep") == "completed" })
@@ -528,10 +530,10 @@ func TestTUICancelPruneNewCallResize(t *testing.T) {
 	tm.typeText("3500")
 	tm.waitText("> 3500")
 	tm.keys("Enter")
+	tm.waitText("launched: task ")
 	tm.waitScreen("the new sleep row working", func(s string) bool {
 		return oneRow(s, "sleep") == "working" && oneRow(s, "approve") == "input_required"
 	})
-	tm.waitText("launched: task ")
 	if st := srv.stats(t); st.ToolCalls["sleep"] != 2 || st.TasksCreated != 4 {
 		t.Fatalf("after the new call the server saw %+v", st)
 	}
