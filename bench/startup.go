@@ -137,7 +137,7 @@ func benchStartup(cfg config) (string, []finding) {
 		tf.add(p.name, dur(median(p.total)), dur(lo)+"–"+dur(hi), ratio(median(p.total), median(frames[0].total)), ratio(median(p.total), median(probes[i].total)))
 	}
 	out += fmt.Sprintf("\nFirst dashboard frame, in the same rounds: the real taskdeck binary (`go build`) in a %d×%d pseudo-terminal "+
-		"on the same stores, with a server config that does not exist (nothing is contacted); the clock runs from just before exec "+
+		"on the same stores, with a server config that names no server (nothing is contacted); the clock runs from just before exec "+
 		"to the first terminal output that holds the status count %q, which the first frame with the task list draws. %d runs:\n\n%s",
 		frameCols, frameRows, marker, rounds, tf)
 	big := median(probes[1].total)

@@ -8,9 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	badger "github.com/dgraph-io/badger/v4"
 	boptions "github.com/dgraph-io/badger/v4/options"
@@ -108,16 +111,34 @@ func fileSum(path string) (tableSum, error) {
 	return tableSum{size: n, crc: h.Sum32()}, err
 }
 
+// fileSums sums the named files in dir on every core: reading every table
+// is most of what opening a large store costs.
+func fileSums(dir string, names []string) ([]tableSum, []error) {
+	sums, errs := make([]tableSum, len(names)), make([]error, len(names))
+	next := atomic.Int64{}
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(names)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(names); i = int(next.Add(1) - 1) {
+				sums[i], errs[i] = fileSum(filepath.Join(dir, names[i]))
+			}
+		})
+	}
+	wg.Wait()
+	return sums, errs
+}
+
 // checkTables checks the tables the MANIFEST lists: by their sum when
 // they were checked before, else block by block. It returns why one is
 // damaged, or "", and records the sums of the tables it checked.
 func checkTables(dir string, m badger.Manifest, listed []string, opt badger.Options) string {
 	sums := readSums(dir)
 	changed := false
-	for _, name := range listed {
+	got, errs := fileSums(dir, listed)
+	for i, name := range listed {
 		path := filepath.Join(dir, name)
-		got, err := fileSum(path)
-		if err != nil {
+		got := got[i]
+		if errs[i] != nil {
 			continue // Badger says what it cannot read
 		}
 		if want, ok := sums[name]; ok && want.size == got.size {
