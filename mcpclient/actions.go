@@ -249,6 +249,8 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	case errors.Is(err, ErrNoTasks):
 		rec, serr := t.markUnknown(id, whyNoTasks)
 		return rec, errors.Join(fmt.Errorf("cancel: %w", err), serr)
+	case errors.As(err, new(*ServerError)):
+		return rec, fmt.Errorf("the server refused the cancel (%w); the task was not cancelled", err)
 	case err != nil:
 		return rec, err // not acknowledged: the record stays as it was
 	}

@@ -206,6 +206,11 @@ func TestFailedCancelIsNotRecordedAsRequested(t *testing.T) {
 	if got := e.stored(rec.ID); got.CancelRequested {
 		t.Fatal("a failed cancel marked the record cancel-requested")
 	}
+	h.On("tasks/cancel", hostile.Error(-32603, "boom internal"))
+	if _, err := e.tracker.Cancel(context.Background(), rec.ID); err == nil || !strings.Contains(err.Error(), "refused the cancel") ||
+		!strings.Contains(err.Error(), "not cancelled") || !strings.Contains(err.Error(), "boom internal") {
+		t.Fatalf("a cancel answered -32603: %v; want it to say the server refused the cancel and why", err)
+	}
 	h.On("tasks/cancel", hostile.Error(-32602, "Failed to retrieve task: Task not found"))
 	if got, err := e.tracker.Cancel(context.Background(), rec.ID); err == nil || got.Status != model.StatusWorking || got.CancelRequested {
 		t.Fatalf("cancel answered -32602 while tasks/get still reports the task: %v, %+v; want an error and the record unchanged", err, got)
