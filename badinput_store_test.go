@@ -201,6 +201,27 @@ func TestDamagedStore(t *testing.T) {
 }
 
 // fill writes zeros to path until the file system is full.
+// fullDisk is a deck whose store of 2 tasks sits on a 12 MiB tmpfs filled
+// to the last block but for a 512 KiB reserve; freeReserve frees that.
+func fullDisk(t *testing.T) (d *deck, srv *demoServer, mnt string, freeReserve func()) {
+	t.Helper()
+	mnt = mountTmpfs(t, "12m")
+	srv = startDemo(t, "127.0.0.1:0")
+	d = newDeck(t)
+	d.dataDir = filepath.Join(mnt, "data")
+	seed(t, d, srv, 2)
+	reserve := filepath.Join(mnt, "reserve")
+	if err := os.WriteFile(reserve, make([]byte, 512<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, filepath.Join(mnt, "filler"))
+	return d, srv, mnt, func() {
+		if err := os.Remove(reserve); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func fill(t *testing.T, path string) {
 	t.Helper()
 	f, err := os.Create(path)
@@ -226,27 +247,14 @@ func fill(t *testing.T, path string) {
 // space is freed.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
-	mnt := mountTmpfs(t, "12m")
-	srv := startDemo(t, "127.0.0.1:0")
-	d := newDeck(t)
-	d.dataDir = filepath.Join(mnt, "data")
-	seed(t, d, srv, 2)
-
-	reserve := filepath.Join(mnt, "reserve")
-	if err := os.WriteFile(reserve, make([]byte, 512<<10), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fill(t, filepath.Join(mnt, "filler"))
+	d, srv, mnt, freeReserve := fullDisk(t)
 
 	for _, args := range [][]string{{"ls"}, {"call", "--url", srv.url, "echo"}} {
 		r := d.run(args...).must(t, exitLocal)
 		oneErrorLine(t, r, d.dataDir, "no space left on device")
 	}
 
-	// Nearly full: 512 KiB free.
-	if err := os.Remove(reserve); err != nil {
-		t.Fatal(err)
-	}
+	freeReserve() // nearly full: 512 KiB free
 	r := d.run("call", "--url", srv.url, "echo", "--args", `{"text":"on a full disk"}`).must(t, 0)
 	onlyID(t, r)
 	oneErrorLine(t, r, "warning", "too little free disk space to flush the store", "free some space")

@@ -14,21 +14,10 @@ import (
 // the disk is full (exit 6), and once space is freed every record is there.
 func TestDiskFilledAfterTheStore(t *testing.T) {
 	t.Parallel()
-	mnt := mountTmpfs(t, "12m")
-	srv := startDemo(t, "127.0.0.1:0")
-	d := newDeck(t)
-	d.dataDir = filepath.Join(mnt, "data")
-	seed(t, d, srv, 2)
+	d, srv, mnt, freeReserve := fullDisk(t)
 
 	// Nearly full: a call works, and its record stays in the WAL unflushed.
-	reserve := filepath.Join(mnt, "reserve")
-	if err := os.WriteFile(reserve, make([]byte, 512<<10), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fill(t, filepath.Join(mnt, "filler"))
-	if err := os.Remove(reserve); err != nil {
-		t.Fatal(err)
-	}
+	freeReserve()
 	onlyID(t, d.run("call", "--url", srv.url, "echo", "--args", `{"text":"in the WAL"}`).must(t, 0))
 
 	// Then the disk fills to the last block.

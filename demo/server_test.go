@@ -274,13 +274,11 @@ func TestSurvey(t *testing.T) {
 	// A bad email is asked again under a new key; the rating is kept.
 	c.update(id, map[string]any{"contact-1": map[string]any{"action": "accept", "content": map[string]any{"email": "nope", "plan": "pro"}}})
 	var got map[string]any
-	deadline := time.Now().Add(5 * time.Second)
-	for got == nil && time.Now().Before(deadline) {
-		if r, ok := c.get(id)["inputRequests"].(map[string]any); ok && r["contact-2"] != nil {
-			got = r
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	until(t, "contact-2 to be asked", func() bool {
+		r, ok := c.get(id)["inputRequests"].(map[string]any)
+		got = r
+		return ok && r["contact-2"] != nil
+	})
 	if len(got) != 1 || !strings.Contains(got["contact-2"].(map[string]any)["params"].(map[string]any)["message"].(string), "not an email") {
 		t.Fatalf("re-asked: %v", got)
 	}
