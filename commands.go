@@ -176,7 +176,7 @@ func (a *app) follow(ctx context.Context, tr *mcpclient.Tracker, rec *model.Task
 	err := tr.Watch(ctx, []string{rec.ID}, mcpclient.WatchOptions{MaxFailures: watchGiveUp, OnPoll: func(res mcpclient.PollResult) bool {
 		last, pollErr = res.Task, res.Err
 		p.poll(res)
-		if res.Task.Status != model.StatusInputRequired || len(res.Task.PendingInputs()) == 0 {
+		if !res.Task.WaitsForInput() {
 			return true
 		}
 		answers, err := inputs.forTask(ctx, res.Task)
