@@ -240,8 +240,8 @@ func serverRef(server, url string) (model.ServerRef, error) {
 		}
 		// An ad-hoc URL is stored with every task and shown by ls: it must
 		// carry no secret.
-		if u, err := neturl.Parse(url); err == nil && (u.User != nil || u.RawQuery != "" || u.ForceQuery) {
-			return model.ServerRef{}, usageErr("--url %s holds a password or a query string, which would be stored with every task and shown by ls; configure the server in the config file, with ${VAR} for the secret", mcpclient.RedactURL(url))
+		if u, err := neturl.Parse(url); err == nil && (u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "") {
+			return model.ServerRef{}, usageErr("--url %s holds a password, a query string or a fragment, which would be stored with every task and shown by ls; configure the server in the config file, with ${VAR} for the secret", mcpclient.RedactURL(url))
 		}
 		return model.ServerRef{URL: url}, nil
 	}

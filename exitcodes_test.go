@@ -50,6 +50,8 @@ func TestExitCodes(t *testing.T) {
 		{name: "arguments the schema refuses", args: []string{"call", "--url", url, "sleep", "--args", `{"seconds":"x"}`},
 			code: exitUsage, want: []string{"seconds", "want number"}},
 		{name: "unknown flag", args: []string{"ls", "--bogus"}, code: exitUsage, want: []string{"--bogus"}},
+		{name: "a fragment in --url", args: []string{"call", "--url", "http://127.0.0.1:1/mcp#tok3n", "echo"},
+			code: exitUsage, want: []string{"http://127.0.0.1:1/mcp#redacted", "fragment"}},
 		{name: "a secret in --url", args: []string{"call", "--url", "http://ops:hunter2@127.0.0.1:1/mcp?token=s3cret", "echo"},
 			code: exitUsage, want: []string{"http://redacted@127.0.0.1:1/mcp?redacted", "config file"}},
 		{name: "unknown task", args: []string{"get", "nosuchid"}, code: exitUsage, want: []string{"nosuchid", "taskdeck ls"}},

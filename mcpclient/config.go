@@ -475,6 +475,12 @@ func (s ServerConfig) Expand(lookup func(string) (string, bool)) (ServerConfig, 
 			// The expanded URL may hold a secret: say what is wrong, not what it is.
 			return ServerConfig{}, &ConfigError{Path: s.path, Where: s.loc(".url"), Msg: "once variables are expanded, " + msg}
 		}
+		// Errors are redacted URL by URL, a URL ending at space or a quote:
+		// a value holding one would leave its tail unredacted.
+		if strings.ContainsFunc(out.URL, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune(`"'<>`, r) }) {
+			return ServerConfig{}, &ConfigError{Path: s.path, Where: s.loc(".url"),
+				Msg: "once variables are expanded, holds a space, a quote, < or > or a control character; percent-encode it in the variable"}
+		}
 	}
 	return out, nil
 }

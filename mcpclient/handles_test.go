@@ -353,3 +353,14 @@ func TestWatchGivesUpOnAnUnreachableServer(t *testing.T) {
 		t.Fatalf("a task let go is %s; it stays working for the next watch", got.Status)
 	}
 }
+
+// A server of an older protocol does not know server/discover (-32601) and
+// answers initialize: it is told apart from one that failed, by name.
+func TestOlderServerIsNamedByItsVersion(t *testing.T) {
+	e, h := newHostileEnv(t)
+	h.On("server/discover", hostile.Error(-32601, "Method not found"))
+	_, err := e.pool.Session(context.Background(), e.ref)
+	if err == nil || !strings.Contains(err.Error(), "taskdeck needs MCP 2026-07-28") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("connecting to an older server: %v; want one line saying which protocol taskdeck needs", err)
+	}
+}

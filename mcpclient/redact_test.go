@@ -49,3 +49,26 @@ func TestExpandedURLErrorHoldsNoSecret(t *testing.T) {
 		}
 	}
 }
+
+// A variable whose value would end a URL in an error text early (a quote,
+// a space) is refused: the redaction works URL by URL, and the tail after
+// such a character would be left as it is.
+func TestExpandedURLThatRedactionCannotBoundIsRefused(t *testing.T) {
+	cfg, err := ParseConfig("c.json", []byte(`{"mcpServers":{"web":{"url":"http://127.0.0.1:1/mcp?token=${T}"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cfg.Server("web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{`abc"SECRETTAIL`, "abc SECRETTAIL", "abc'SECRETTAIL", "abc\x07SECRETTAIL"} {
+		_, err := s.Expand(func(string) (string, bool) { return secret, true })
+		if err == nil || strings.Contains(err.Error(), "SECRETTAIL") {
+			t.Errorf("token %q: %v; want a refusal that does not quote it", secret, err)
+		}
+	}
+	if _, err := s.Expand(func(string) (string, bool) { return "abc%22def", true }); err != nil {
+		t.Errorf("a percent-encoded token was refused: %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
@@ -249,13 +250,15 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 	if err == nil {
 		init = cs.InitializeResult()
 	}
-	if ok := init != nil && init.ProtocolVersion == wire.ProtocolVersion; !ok && meta.discoverErr() != nil {
+	if derr := meta.discoverErr(); derr != nil && !(err == nil && unknownMethod(derr)) {
 		// go-sdk falls back to initialize when server/discover fails; what
-		// failed is server/discover, so that is what is reported.
+		// failed is server/discover, so that is what is reported. Only an
+		// older server, which does not know server/discover but answers
+		// initialize, is told by its version below.
 		if cs != nil {
 			cs.Close()
 		}
-		return nil, classify(ref.String(), meta.discoverErr(), false, nil)
+		return nil, classify(ref.String(), derr, false, nil)
 	}
 	if err != nil {
 		return nil, classify(ref.String(), err, false, nil)
@@ -285,6 +288,12 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 // idle for every poll that may be in flight: the default keeps two per
 // host, so with more in flight most polls paid for a new TCP connection
 // (and left one in TIME_WAIT).
+// unknownMethod is a JSON-RPC "method not found" answer.
+func unknownMethod(err error) bool {
+	var werr *jsonrpc.Error
+	return errors.As(err, &werr) && werr.Code == wire.CodeMethodNotFound
+}
+
 func pooledTransport() http.RoundTripper {
 	t, ok := http.DefaultTransport.(*http.Transport)
 	if !ok {

@@ -10,14 +10,14 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 )
 
-// walWithRecords leaves a store as a crash does, with three records in
+// walWithRecords leaves a store as a crash does, with a record per key in
 // its WAL only, and returns its directory, the WAL's path and bytes, and
 // the records' ids in order.
-func walWithRecords(t *testing.T) (dir, wal string, data []byte, ids []string) {
+func walWithRecords(t *testing.T, keys ...string) (dir, wal string, data []byte, ids []string) {
 	t.Helper()
 	live := t.TempDir()
 	s := openStore(t, live)
-	for _, key := range []string{"a", "b", "c"} {
+	for _, key := range keys {
 		ids = append(ids, create(t, s, key, "working", t0).ID)
 	}
 	wal = store.SyncedWAL(s)
@@ -42,7 +42,7 @@ func walWithRecords(t *testing.T) (dir, wal string, data []byte, ids []string) {
 // than opened without the records after it.
 func TestWALDamage(t *testing.T) {
 	t.Run("torn last commit is dropped", func(t *testing.T) {
-		dir, wal, data, ids := walWithRecords(t)
+		dir, wal, data, ids := walWithRecords(t, "a", "b", "c")
 		// The last commit's record is c's: flip a byte of its id.
 		at := bytes.LastIndex(data, []byte(ids[2]))
 		data[at] ^= 0xff
@@ -54,8 +54,22 @@ func TestWALDamage(t *testing.T) {
 			t.Fatalf("after a torn last commit: %v, want %v", all, ids[:2])
 		}
 	})
+	t.Run("torn first commit of a WAL is dropped", func(t *testing.T) {
+		// A WAL whose first commit is torn (a power loss before any of it
+		// was synced) has no valid commit before the break to go by.
+		dir, wal, data, ids := walWithRecords(t, "a")
+		at := bytes.Index(data, []byte(ids[0]))
+		data[at] ^= 0xff
+		must(t, os.WriteFile(wal, data, 0o600))
+		s := openStore(t, dir)
+		all, err := s.All()
+		must(t, err)
+		if len(all) != 0 {
+			t.Fatalf("after the only commit was torn: %v, want no record", all)
+		}
+	})
 	t.Run("damage before the last commit is refused", func(t *testing.T) {
-		dir, wal, data, ids := walWithRecords(t)
+		dir, wal, data, ids := walWithRecords(t, "a", "b", "c")
 		at := bytes.Index(data, []byte(ids[0]))
 		data[at] ^= 0xff
 		must(t, os.WriteFile(wal, data, 0o600))
