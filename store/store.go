@@ -45,6 +45,9 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err := PrepareDir(dir); err != nil {
 		return nil, err
 	}
+	if heldByAnother(dir) {
+		return nil, &LockedError{Dir: dir, PID: lockPID(dir)}
+	}
 	found, err := checkFiles(dir, options(dir, logger))
 	if err != nil {
 		return nil, err

@@ -80,3 +80,27 @@ func TestWALDamage(t *testing.T) {
 		}
 	})
 }
+
+// A store another process holds is reported held, not checked: its files
+// change under that process, and a check could call it damaged.
+func TestHeldStoreIsNotChecked(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	create(t, s, "a", "working", t0)
+	must(t, s.Close()) // the record goes to a table
+	s = openStore(t, dir)
+	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	must(t, err)
+	if len(tables) == 0 {
+		t.Fatal("no table to damage")
+	}
+	b, err := os.ReadFile(tables[0])
+	must(t, err)
+	b[len(b)/2] ^= 0xff // the holder may be rewriting it, as far as a second opener knows
+	must(t, os.WriteFile(tables[0], b, 0o600))
+	_, err = store.Open(dir, nil)
+	var locked *store.LockedError
+	if !errors.As(err, &locked) {
+		t.Fatalf("Open of a store another opener holds: %v, want a *LockedError", err)
+	}
+}
