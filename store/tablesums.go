@@ -29,9 +29,9 @@ import (
 // every table at each open costs a decompression of the whole store
 // (125-300 ms for 100,000 records, 14 MB of tables, on the 2-core VM), so
 // each table's blocks are checked once, and its whole file's CRC-32C,
-// kept in sumsFile, is compared at every later open (6 ms for the same
-// tables): tables never change once written, so any difference is
-// damage. Tables written by a session are summed when it closes.
+// kept in sumsFile, is compared at every later open (a read of every
+// table, on every core): tables never change once written, so any
+// difference is damage. Tables written by a session are summed when it closes.
 
 // sumsFile lists each table checked: its name, size and CRC-32C.
 const sumsFile = "TABLESUMS"
