@@ -20,6 +20,9 @@ import (
 type filesFound struct {
 	level0   int   // tables the MANIFEST lists in level 0
 	walBytes int64 // commits in the WALs, which Open replays and flushes
+	// compactBytes is what compacting level 0 rewrites: its tables and
+	// those of the first level below it that has any.
+	compactBytes int64
 }
 
 // checkFiles looks for four kinds of damage before Badger opens dir,
@@ -111,9 +114,20 @@ func checkFiles(dir string, opt badger.Options) (found filesFound, err error) {
 			}
 		}
 	}
-	for _, tm := range m.Tables {
+	sizes := map[uint8]int64{}
+	for id, tm := range m.Tables {
 		if tm.Level == 0 {
 			found.level0++
+		}
+		if fi, err := os.Stat(table.NewFilename(id, dir)); err == nil {
+			sizes[tm.Level] += fi.Size()
+		}
+	}
+	found.compactBytes = sizes[0]
+	for l := uint8(1); l < 255; l++ {
+		if sizes[l] > 0 {
+			found.compactBytes += sizes[l]
+			break
 		}
 	}
 	return found, nil
@@ -197,6 +211,15 @@ var closeTimeout = 20 * time.Second
 // the store. Nothing is lost: every change was synced to Badger's
 // write-ahead log, which the next Open replays.
 var ErrNoRoomToFlush = errors.New("too little free disk space to flush the store")
+
+// roomToCompact tells whether the disk has room for Close to compact
+// level 0 on top of flushing the memtable, by the measure closeRoom uses. Without it Close only
+// flushes: a compaction Close could not afford would make it skip the
+// flush too (closeDB), and say the disk is full, at every short command.
+func roomToCompact(dir string, found filesFound, memTable int64) bool {
+	free, ok := freeBytes(dir)
+	return !ok || free >= uint64(memTable+found.compactBytes)
+}
 
 // closeRoom is what Close may write: the memtable flushed into a table
 // and, when it compacts level 0 (Open), that level and the one it goes to.

@@ -59,7 +59,8 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	// and a short one closes before Badger's compactors get to them: after
 	// ~1,000 commands the tables took every file descriptor. Once a few
 	// have gathered, this session's Close compacts level 0.
-	opt := options(dir, logger).WithCompactL0OnClose(found.level0 >= compactL0At)
+	opt := options(dir, logger)
+	opt = opt.WithCompactL0OnClose(found.level0 >= compactL0At && roomToCompact(dir, found, opt.MemTableSize))
 	db, err := badger.Open(opt)
 	if err != nil && strings.Contains(err.Error(), emptyFileMarker) {
 		// A process killed between Badger's creating its next memtable or
