@@ -1,0 +1,163 @@
+// Package deck is the one interface every frontend of taskdeck uses: the
+// dashboard, the commands, the proxy and Go programs. The engine
+// implements it in process; the service implements it over the owner's
+// unix socket. A frontend sees this package and model, nothing below:
+// no store, no connection pool, no MCP SDK type.
+//
+// A frontend never polls. The engine does, and frontends Watch its feed.
+package deck
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// Deck is taskdeck as its frontends see it.
+type Deck interface {
+	// Call makes a tool call durable: the idempotency key is checked, the
+	// intent is committed, tools/call is sent, and the handle (or the
+	// result) is committed before Call returns or any change about it is
+	// published. A call the server answers with input requests before any
+	// task exists returns a record that NeedsInput (status input_required,
+	// no task id, the request state kept in the record): answer it with
+	// Continue, now or after a restart.
+	Call(ctx context.Context, req CallRequest) (CallResult, error)
+	// Continue answers the input requests of a record that NeedsInput and
+	// sends the next round of its call. Answers accumulate until every key
+	// the round asks for has one; only then does tools/call go out again.
+	Continue(ctx context.Context, id string, answers map[string]json.RawMessage) (CallResult, error)
+	// Answer sends answers to a task's input requests (tasks/update). On a
+	// record that NeedsInput it is Continue.
+	Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error)
+	// Cancel asks the server to stop a task and polls it once at once.
+	Cancel(ctx context.Context, id string) (*model.Task, error)
+	// Forget deletes a record without telling its server.
+	Forget(ctx context.Context, id string) error
+	// Prune deletes finished records not changed for olderThan (0: all).
+	Prune(ctx context.Context, olderThan time.Duration) (int, error)
+	// PollNow makes the given open tasks due at once (none given: all).
+	PollNow(ctx context.Context, ids []string) error
+
+	// Get returns one record and its poll state, by id or unique prefix.
+	Get(ctx context.Context, id string) (Entry, error)
+	// List returns the records the filter admits, newest first.
+	List(ctx context.Context, f Filter) ([]Entry, error)
+	// Servers lists the configured servers.
+	Servers(ctx context.Context) ([]Server, error)
+	// Tools lists a server's tools (refresh: list again now).
+	Tools(ctx context.Context, server model.ServerRef, refresh bool) (*ToolList, error)
+	// CheckCall refuses, before anything is written or sent, a call the
+	// server's tool list rules out (an unknown tool, arguments the input
+	// schema refuses): a KindUsage error.
+	CheckCall(ctx context.Context, req CallRequest) error
+
+	// Watch streams the feed from a revision: first a Snapshot (every
+	// record, when from is 0 or older than what can be replayed) or the
+	// changes committed after from, then every change as it commits.
+	// The feed ends when ctx ends, or with Feed.Err when the deck goes.
+	Watch(ctx context.Context, from uint64) (Feed, error)
+
+	// Close releases the deck (for the owner: the engine, the store).
+	Close() error
+}
+
+// CallRequest is one tools/call to make durable.
+type CallRequest struct {
+	Server model.ServerRef `json:"server"`
+	Tool   string          `json:"tool"`
+	Args   json.RawMessage `json:"args,omitempty"` // a JSON object; empty means {}
+	Key    string          `json:"key,omitempty"`  // idempotency key; empty means none
+	// Answers given up front, for input requests before the task exists:
+	// the first round that asks only for these is answered at once.
+	Answers map[string]json.RawMessage `json:"answers,omitempty"`
+	// Agent names who made the call (an agent's clientInfo name behind
+	// the proxy); empty for taskdeck's own frontends.
+	Agent string `json:"agent,omitempty"`
+}
+
+// CallResult is the outcome of Call or Continue.
+type CallResult struct {
+	Task *model.Task `json:"task"`
+	// Reused: the key named an existing record of the same call, and
+	// nothing was sent.
+	Reused bool `json:"reused,omitempty"`
+	// NeedsInput: the server asks for input before it starts the task;
+	// Task.InputRequests holds the requests, Task.PendingInputs the keys
+	// still to answer. Answer them with Continue.
+	NeedsInput bool `json:"needsInput,omitempty"`
+	// Again are keys the server asks for again after they were answered:
+	// it did not take those answers.
+	Again []string `json:"again,omitempty"`
+}
+
+// Entry is a record and its poll state.
+type Entry struct {
+	Task *model.Task `json:"task"`
+	Poll PollState   `json:"poll,omitzero"`
+}
+
+// PollState is the engine's poll state of one open task. It lives in the
+// engine, in memory: a poll that changes nothing writes nothing.
+type PollState struct {
+	LastPolled time.Time `json:"lastPolled,omitzero"`
+	Next       time.Time `json:"next,omitzero"`
+	Errors     int       `json:"errors,omitempty"` // failed polls in a row
+	LastError  string    `json:"lastError,omitempty"`
+}
+
+// Filter selects records for List. Zero fields admit everything.
+type Filter struct {
+	Statuses []model.Status `json:"statuses,omitempty"`
+	Server   string         `json:"server,omitempty"` // a configured name or an ad-hoc URL
+	Tool     string         `json:"tool,omitempty"`
+	// Text is matched, case-insensitively, in the arguments, the status
+	// message and the result.
+	Text  string `json:"text,omitempty"`
+	Limit int    `json:"limit,omitempty"` // 0: no limit
+}
+
+// Server is one configured server.
+type Server struct {
+	Name string `json:"name"`
+	// Target is its redacted URL, or the command of a stdio server.
+	Target string `json:"target"`
+	Stdio  bool   `json:"stdio,omitempty"`
+}
+
+// ToolList is a server's tools as the engine listed them.
+type ToolList struct {
+	Server string `json:"server"`
+	// SupportsTasks: the server advertises the tasks extension.
+	SupportsTasks bool   `json:"supportsTasks"`
+	Tools         []Tool `json:"tools"` // sorted by name
+}
+
+// Tool is one tool of a server. Every text in it is the server's:
+// sanitize before showing it.
+type Tool struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Arguments   []Argument      `json:"arguments,omitempty"`
+	// Raw is the tool exactly as the server sent it.
+	Raw json.RawMessage `json:"raw"`
+}
+
+// Argument is one argument of a tool, read from its input schema.
+type Argument struct {
+	Name        string   `json:"name"` // a.b for a property of an object argument
+	Type        string   `json:"type"` // "string", "integer or null", "list of string", "any"
+	Required    bool     `json:"required,omitempty"`
+	Default     string   `json:"default,omitempty"` // JSON
+	Enum        []string `json:"enum,omitempty"`    // JSON of each allowed value
+	Range       string   `json:"range,omitempty"`   // "1 to 20", "at least 0"
+	Format      string   `json:"format,omitempty"`
+	Header      string   `json:"header,omitempty"` // the Mcp-Param-* header it also travels in
+	Description string   `json:"description,omitempty"`
+	// Summary is its constraints in one phrase: "integer, optional, default 3, 1 to 20".
+	Summary string `json:"summary"`
+}

@@ -1,0 +1,58 @@
+package deck
+
+// Feed is one watcher's stream of events.
+type Feed interface {
+	// Events delivers events in revision order; it is closed when the feed
+	// ends (ctx done, the deck closed or gone).
+	Events() <-chan Event
+	// Err tells why the feed ended, once Events is closed: nil when its
+	// context ended, else the cause (the owner went away, say).
+	Err() error
+}
+
+// EventKind says what an Event carries.
+type EventKind string
+
+const (
+	// EventSnapshot: Entries is every record there is, as of Rev; a
+	// watcher replaces what it holds with it.
+	EventSnapshot EventKind = "snapshot"
+	// EventChange: one committed change at Rev. Entries holds the record
+	// as committed (with its poll state), or Deleted names it.
+	EventChange EventKind = "change"
+	// EventPoll: only a task's poll state moved (polled, nothing changed,
+	// or a poll failed); nothing was committed, Rev is the last revision.
+	EventPoll EventKind = "poll"
+	// EventReconcile: progress of the start-up reconcile.
+	EventReconcile EventKind = "reconcile"
+	// EventCaughtUp: the replay after Watch(from) is over; what follows
+	// is live.
+	EventCaughtUp EventKind = "caughtUp"
+)
+
+// Event is one item of the feed.
+type Event struct {
+	Kind EventKind `json:"kind"`
+	// Rev is the store-wide revision of the change (for a snapshot: the
+	// revision it is as of). Resume with Watch(Rev) to see what follows.
+	Rev       uint64     `json:"rev"`
+	Entries   []Entry    `json:"entries,omitempty"`
+	Deleted   []string   `json:"deleted,omitempty"`
+	Reconcile *Reconcile `json:"reconcile,omitempty"`
+}
+
+// Reconcile is what start-up reconciliation found so far.
+type Reconcile struct {
+	Total       int  `json:"total"` // open tasks to check
+	Done        int  `json:"done"`  // checked so far
+	Reattached  int  `json:"reattached"`
+	Finished    int  `json:"finished"`
+	Unknown     int  `json:"unknown"`
+	Orphaned    int  `json:"orphaned"`
+	Unreachable int  `json:"unreachable"`
+	Over        bool `json:"over,omitempty"`
+}
+
+// Open reports the tasks a feed event leaves open, for watchers that
+// follow tasks to their end.
+func (e Entry) Open() bool { return e.Task != nil && e.Task.Status.Pollable() }
