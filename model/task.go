@@ -95,6 +95,14 @@ type Task struct {
 
 	CancelRequested bool         `json:"cancelRequested,omitempty"`
 	History         []Transition `json:"history,omitempty"`
+
+	// RequestState is the server's requestState of a call that asked for
+	// input before any task existed (NeedsInput): it goes back with the
+	// answers on the next tools/call.
+	RequestState string `json:"requestState,omitempty"`
+	// Agent names who made the call (an agent behind the proxy); empty
+	// for taskdeck's own frontends.
+	Agent string `json:"agent,omitempty"`
 }
 
 // NewIntent builds the record written before tools/call is sent.
@@ -291,6 +299,30 @@ func (t *Task) DropAnswers(keys []string) {
 	if len(t.AnsweredKeys) == 0 {
 		t.AnsweredKeys = nil
 	}
+}
+
+// NeedsInput reports a call the server asked for input before it started
+// any task: there is nothing to poll, and the answers go out with the next
+// tools/call of the same call.
+func (t *Task) NeedsInput() bool {
+	return t.Status == StatusInputRequired && t.TaskID == ""
+}
+
+// Pollable reports a record with a server task worth asking about.
+func (t *Task) Pollable() bool {
+	return t.Status.Pollable() && t.TaskID != ""
+}
+
+// InputRounds counts the rounds of input a call was asked for before its
+// task existed, to bound a server that keeps asking.
+func (t *Task) InputRounds() int {
+	n := 0
+	for _, tr := range t.History {
+		if tr.From == StatusCalling && tr.To == StatusInputRequired {
+			n++
+		}
+	}
+	return n
 }
 
 // PendingInputs returns the keys of input requests still to be answered,
