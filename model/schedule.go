@@ -144,18 +144,6 @@ func (s *Schedule) Done(id string, next time.Time) {
 	heap.Push(&q.due, e)
 }
 
-// Next is when the earliest waiting task is due (its server may be full).
-func (s *Schedule) Next() (time.Time, bool) {
-	var at time.Time
-	ok := false
-	for _, q := range s.servers {
-		if q.due.Len() > 0 && (!ok || q.due[0].at.Before(at)) {
-			at, ok = q.due[0].at, true
-		}
-	}
-	return at, ok
-}
-
 // Wake is when the earliest task whose server has room is due: the time
 // a loop must wake to Take it. (A task waiting for a full server's slot
 // is taken after a Done, not at a time.)
