@@ -2,6 +2,9 @@ package engine
 
 import (
 	"encoding/json"
+	"maps"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,4 +154,65 @@ func TestContinueAccumulatesAndRefusesBadAnswers(t *testing.T) {
 	}
 	_, err = e.Continue(ctx, id, confirmYes)
 	kindIs(t, err, deck.KindState)
+}
+
+// The same call under the same key, while it waits for input, is that
+// record, still waiting: nothing is sent.
+func TestKeyReusesACallThatNeedsInput(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	e := open(t, t.TempDir(), srv, Options{})
+	ctx := ctxT(t)
+	req := deck.CallRequest{Server: demoRef, Tool: "confirm_first", Key: "once"}
+	first, err := e.Call(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.Call(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Reused || !again.NeedsInput || again.Task.ID != first.Task.ID {
+		t.Fatalf("again = %+v, want the first record reused, still needing input", again)
+	}
+	if n := calls(srv, "confirm_first"); n != 1 {
+		t.Fatalf("%d tools/call, want 1", n)
+	}
+}
+
+// A server that asks for input round after round is given up on after ten
+// rounds: the record ends failed, and says why.
+func TestInputRoundsAreBounded(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	var mu sync.Mutex
+	var asked map[string]json.RawMessage
+	srv.On("tools/call", srv.Rewrite(func(res map[string]json.RawMessage) {
+		mu.Lock()
+		defer mu.Unlock()
+		if asked == nil {
+			asked = maps.Clone(res)
+			return
+		}
+		for k := range res {
+			res[k] = nil
+		}
+		maps.Copy(res, asked) // the first round's ask, again and again
+	}))
+	e := open(t, t.TempDir(), srv, Options{})
+	ctx := ctxT(t)
+	res, err := e.Call(ctx, deck.CallRequest{Server: demoRef, Tool: "confirm_first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 2; round < 10; round++ {
+		if res, err = e.Continue(ctx, res.Task.ID, confirmYes); err != nil || !res.NeedsInput {
+			t.Fatalf("round %d: %+v, %v; want input asked again", round, res, err)
+		}
+	}
+	res, err = e.Continue(ctx, res.Task.ID, confirmYes)
+	if err == nil || res.Task.Status != model.StatusFailed || !strings.Contains(err.Error(), "asked for input 10 times") {
+		t.Fatalf("round 10: %+v, %v; want the call given up, failed", res.Task, err)
+	}
+	if n := calls(srv, "confirm_first"); n != 10 {
+		t.Fatalf("%d tools/call, want 10", n)
+	}
 }

@@ -153,6 +153,7 @@ func (e *Engine) Continue(ctx context.Context, id string, answers map[string]jso
 func (e *Engine) called(out mcpclient.CallOutcome, err error) (deck.CallResult, error) {
 	res := deck.CallResult{Task: out.Task, Reused: out.Reused, NeedsInput: out.NeedsInput, Again: out.Again}
 	if out.Task != nil {
+		res.NeedsInput = out.Task.NeedsInput() // also a reused record's
 		e.due(out.Task, false)
 		return res, classify(err, out.Task.ID)
 	}
