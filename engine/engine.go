@@ -155,9 +155,8 @@ func (e *Engine) called(out mcpclient.CallOutcome, err error) (deck.CallResult, 
 	if out.Task != nil {
 		res.NeedsInput = out.Task.NeedsInput() // also a reused record's
 		e.due(out.Task, false)
-		return res, classify(err, out.Task.ID)
 	}
-	return res, classify(err, "")
+	return res, classify(err, idOf(out.Task))
 }
 
 // Answer implements deck.Deck.
@@ -176,12 +175,18 @@ func (e *Engine) Answer(ctx context.Context, id string, answers map[string]json.
 		res, err := e.called(out, err)
 		return res.Task, err
 	}
-	rec, err = e.tracker.Answer(ctx, rec.ID, answers)
-	if rec != nil {
+	if rec, err = e.tracker.Answer(ctx, rec.ID, answers); rec != nil {
 		e.due(rec, true) // the answer may have moved it on
-		return rec, classify(err, rec.ID)
 	}
-	return nil, classify(err, "")
+	return rec, classify(err, idOf(rec))
+}
+
+// idOf names the record an error leaves behind, if any.
+func idOf(rec *model.Task) string {
+	if rec == nil {
+		return ""
+	}
+	return rec.ID
 }
 
 // Cancel implements deck.Deck: tasks/cancel, then one poll at once.
@@ -195,12 +200,8 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err = e.tracker.Cancel(ctx, rec.ID)
-	if err != nil || rec == nil {
-		if rec != nil {
-			return rec, classify(err, rec.ID)
-		}
-		return nil, classify(err, "")
+	if rec, err = e.tracker.Cancel(ctx, rec.ID); err != nil {
+		return rec, classify(err, idOf(rec))
 	}
 	res, err := e.tracker.Poll(ctx, rec.ID)
 	if err != nil {

@@ -151,7 +151,7 @@ func TestReconcileTwoThousand(t *testing.T) {
 	if rep.Total != n || rep.Done != n || rep.Reattached != n {
 		t.Fatalf("report %+v, want %d re-attached", rep, n)
 	}
-	if limit := 3 * time.Second; took > limit {
+	if limit := 3 * time.Second; took > limit && !raceEnabled { // the target is for the real build
 		t.Errorf("reconcile took %v, want within %v", took, limit)
 	}
 	if len(progress) < 2 {
