@@ -66,6 +66,9 @@ type Task struct {
 	// same call from a different call under the same key.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	ArgsHash       string `json:"argsHash"`
+	// Agent names who made the call (an agent behind the proxy); empty
+	// for taskdeck's own frontends.
+	Agent string `json:"agent,omitempty"`
 
 	TaskID         string `json:"taskId,omitempty"`
 	Status         Status `json:"status"`
@@ -85,6 +88,10 @@ type Task struct {
 	// PendingAnswers were given by the operator but not yet acknowledged by
 	// the server; they are re-sent until they are (re-sending is harmless).
 	PendingAnswers map[string]json.RawMessage `json:"pendingAnswers,omitempty"`
+	// RequestState is the server's requestState of a call that asked for
+	// input before any task existed (NeedsInput): it goes back with the
+	// answers on the next tools/call.
+	RequestState string `json:"requestState,omitempty"`
 
 	Result json.RawMessage `json:"result,omitempty"`
 	// IsError marks a completed result whose tool reported an error.
@@ -95,14 +102,6 @@ type Task struct {
 
 	CancelRequested bool         `json:"cancelRequested,omitempty"`
 	History         []Transition `json:"history,omitempty"`
-
-	// RequestState is the server's requestState of a call that asked for
-	// input before any task existed (NeedsInput): it goes back with the
-	// answers on the next tools/call.
-	RequestState string `json:"requestState,omitempty"`
-	// Agent names who made the call (an agent behind the proxy); empty
-	// for taskdeck's own frontends.
-	Agent string `json:"agent,omitempty"`
 }
 
 // NewIntent builds the record written before tools/call is sent.
