@@ -24,6 +24,7 @@ type hub struct {
 	e        *Engine
 	mu       sync.Mutex
 	rev      uint64 // the last revision committed
+	recon    *deck.Reconcile // the last reconcile progress, for watchers that come later
 	watchers map[*feed]struct{}
 	closed   bool
 }
@@ -76,6 +77,7 @@ func (h *hub) poll(entry deck.Entry) {
 func (h *hub) reconciled(rep deck.Reconcile) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.recon = &rep
 	h.publish(deck.Event{Kind: deck.EventReconcile, Rev: h.rev, Reconcile: &rep})
 }
 
@@ -97,15 +99,17 @@ func (h *hub) cut(f *feed, cause error) {
 	close(f.stop)
 }
 
-func (h *hub) subscribe() (*feed, error) {
+// subscribe adds a feed, and tells the reconcile's progress so far: what
+// follows in the feed is newer.
+func (h *hub) subscribe() (*feed, *deck.Reconcile, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, errClosed
+		return nil, nil, errClosed
 	}
 	f := &feed{h: h, in: make(chan deck.Event, feedBuffer), out: make(chan deck.Event), stop: make(chan struct{})}
 	h.watchers[f] = struct{}{}
-	return f, nil
+	return f, h.recon, nil
 }
 
 func (h *hub) unsubscribe(f *feed) {
@@ -137,7 +141,7 @@ func (e *Engine) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 		return nil, err
 	}
 	defer done()
-	f, err := e.feeds.subscribe()
+	f, recon, err := e.feeds.subscribe()
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +149,9 @@ func (e *Engine) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 	if err != nil {
 		e.feeds.unsubscribe(f)
 		return nil, classify(err, "")
+	}
+	if recon != nil {
+		first = append(first, deck.Event{Kind: deck.EventReconcile, Rev: covered, Reconcile: recon})
 	}
 	e.start()
 	go f.run(ctx, first, covered)

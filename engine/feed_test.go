@@ -75,3 +75,27 @@ func TestCloseEndsEveryFeed(t *testing.T) {
 		t.Fatal("Watch after Close succeeded")
 	}
 }
+
+// A watcher that comes after the start-up reconcile learns how it went.
+func TestLateWatcherHearsTheReconcile(t *testing.T) {
+	srv := startDemo(t, demo.Options{PollInterval: time.Hour})
+	dir := t.TempDir()
+	e := open(t, dir, srv, Options{})
+	launch(t, e, 3)
+	e.Close()
+	e = open(t, dir, srv, Options{})
+	ctx := ctxT(t)
+	f, err := e.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, f, 5*time.Second, "reconcile over", func(ev deck.Event) bool { return ev.Kind == deck.EventReconcile && ev.Reconcile.Over })
+	late, err := e.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := next(t, late, time.Second, "the reconcile", func(ev deck.Event) bool { return ev.Kind == deck.EventReconcile })
+	if !ev.Reconcile.Over || ev.Reconcile.Reattached != 3 {
+		t.Fatalf("late watcher heard %+v, want the reconcile over with 3 re-attached", *ev.Reconcile)
+	}
+}
