@@ -23,7 +23,7 @@ var feedBuffer = 1024
 type hub struct {
 	e        *Engine
 	mu       sync.Mutex
-	rev      uint64 // the last revision committed
+	rev      uint64          // the last revision committed
 	recon    *deck.Reconcile // the last reconcile progress, for watchers that come later
 	watchers map[*feed]struct{}
 	closed   bool
