@@ -134,7 +134,8 @@ var errClosed = &deck.Error{Kind: deck.KindOwnerGone, Message: "taskdeck closed;
 
 // Watch implements deck.Deck. The feed subscribes before it reads what it
 // replays, and drops the live changes the replay already holds: nothing
-// is missed, nothing comes twice.
+// is missed, nothing comes twice. Every watcher gets the same records:
+// they are read-only.
 func (e *Engine) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 	_, done, err := e.begin(ctx)
 	if err != nil {

@@ -313,11 +313,15 @@ func (t *Task) Pollable() bool {
 }
 
 // InputRounds counts the rounds of input a call was asked for before its
-// task existed, to bound a server that keeps asking.
+// task existed (those answered, and the one it waits on), to bound a
+// server that keeps asking.
 func (t *Task) InputRounds() int {
 	n := 0
+	if t.NeedsInput() {
+		n++
+	}
 	for _, tr := range t.History {
-		if tr.From == StatusCalling && tr.To == StatusInputRequired {
+		if tr.From == StatusInputRequired && tr.To == StatusCalling {
 			n++
 		}
 	}
