@@ -80,7 +80,9 @@ func BenchmarkEnginePolls(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * mcpclient.DefaultPerServer}}
+	tr := http.DefaultTransport.(*http.Transport).Clone() // as the engine's pool has it
+	tr.MaxIdleConnsPerHost = 2 * mcpclient.DefaultPerServer
+	client := &http.Client{Transport: tr}
 	defer client.CloseIdleConnections()
 	bareRun := func(n int) time.Duration {
 		var next atomic.Int64
