@@ -171,7 +171,7 @@ func (t *Tracker) rounds(ctx context.Context, sess *Session, rec *model.Task, ro
 		out, err := sess.CallTool(cctx, rec.Tool, rec.Arguments, answers, state)
 		cancel()
 		if err != nil {
-			failed, _, err := t.callFailed(rec.ID, sess, err)
+			failed, err := t.callFailed(rec.ID, sess, err)
 			return CallOutcome{Task: failed}, err
 		}
 		switch out.ResultType {
@@ -184,11 +184,10 @@ func (t *Tracker) rounds(ctx context.Context, sess *Session, rec *model.Task, ro
 		}
 		// input_required before any task exists.
 		if round+1 >= maxInputRounds {
-			failed, _, err := t.abandonCall(rec.ID, fmt.Errorf("the server asked for input %d times; giving up", maxInputRounds))
+			failed, err := t.abandonCall(rec.ID, fmt.Errorf("the server asked for input %d times; giving up", maxInputRounds))
 			return CallOutcome{Task: failed}, err
 		}
 		again := askedAgain(out.InputRequests, answers)
-		given := answers
 		if up, ok := covering(out.InputRequests, req.Answers); ok && len(again) == 0 {
 			answers, state = up, out.RequestState
 			continue
@@ -198,17 +197,17 @@ func (t *Tracker) rounds(ctx context.Context, sess *Session, rec *model.Task, ro
 			return CallOutcome{Task: rec, NeedsInput: err == nil, Again: again}, err
 		}
 		if req.Input == nil {
-			failed, _, err := t.abandonCall(rec.ID, &InputNeededError{Requests: out.InputRequests, Again: again})
+			failed, err := t.abandonCall(rec.ID, &InputNeededError{Requests: out.InputRequests, Again: again})
 			return CallOutcome{Task: failed}, err
 		}
 		answers, err = req.Input(ctx, out.InputRequests)
 		var need *InputNeededError
 		if errors.As(err, &need) {
 			// Asked again for what was answered: the answer was not taken.
-			need.Again = askedAgain(out.InputRequests, given)
+			need.Again = again
 		}
 		if err != nil {
-			failed, _, err := t.abandonCall(rec.ID, err)
+			failed, err := t.abandonCall(rec.ID, err)
 			return CallOutcome{Task: failed}, err
 		}
 		state = out.RequestState
@@ -382,7 +381,7 @@ func (t *Tracker) releaseKey(id string) error {
 }
 
 // callFailed settles an intent whose tools/call got no usable answer.
-func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task, bool, error) {
+func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task, error) {
 	var te *TransportError
 	isTransport := errors.As(cause, &te)
 	if isTransport && !te.Transient {
@@ -392,18 +391,18 @@ func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task
 	case isTransport && errors.As(cause, new(*RedirectError)):
 		// The server answered, with a redirect that was not followed.
 		rec, err := t.settle(id, model.StatusFailed, "the server answered with a redirect; nothing was started", cause, nil)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	case isTransport && errors.Is(cause, syscall.ECONNREFUSED):
 		// The connection was refused: the request never left.
 		rec, err := t.settle(id, model.StatusFailed, "server unreachable; nothing was started", cause, nil)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	case isTransport || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
 		rec, err := t.settle(id, model.StatusOrphaned, "the call was sent but no handle came back; the server may have started it", cause, nil)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	case errors.Is(cause, wire.ErrInvalid):
 		// A success answer that cannot be read may well be a task handle.
 		rec, err := t.settle(id, model.StatusOrphaned, "the server's answer to the call could not be read; the server may have started it", cause, nil)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	default:
 		// The server answered with an error: nothing runs there.
 		var rpcErr *model.RPCError
@@ -412,14 +411,14 @@ func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task
 			rpcErr = &model.RPCError{Code: se.Code, Message: se.Message, Data: se.Data}
 		}
 		rec, err := t.settle(id, model.StatusFailed, "the server refused the call", cause, rpcErr)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	}
 }
 
 // abandonCall ends an intent whose input requests were not answered.
-func (t *Tracker) abandonCall(id string, cause error) (*model.Task, bool, error) {
+func (t *Tracker) abandonCall(id string, cause error) (*model.Task, error) {
 	rec, err := t.settle(id, model.StatusFailed, "the server needed input before starting; none was given", cause, nil)
-	return rec, false, errors.Join(cause, err)
+	return rec, errors.Join(cause, err)
 }
 
 func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rpcErr *model.RPCError) (*model.Task, error) {
