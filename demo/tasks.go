@@ -63,13 +63,23 @@ type table struct {
 	root   context.Context
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
+
+	subs  map[*subscription]struct{} // live subscriptions/listen streams
+	hooks []func(string, time.Time)  // Server.OnChange
+	fired []change                   // changes whose hooks run at unlock
+}
+
+type change struct {
+	id string
+	at time.Time
 }
 
 var errClosed = errors.New("server is closed")
 
 func newTable(ttl, poll time.Duration) *table {
 	root, stop := context.WithCancel(context.Background())
-	return &table{ttl: ttl, poll: poll, tasks: map[string]*task{}, root: root, stop: stop}
+	return &table{ttl: ttl, poll: poll, tasks: map[string]*task{}, root: root, stop: stop,
+		subs: map[*subscription]struct{}{}}
 }
 
 // create registers a working task and returns it with the context its
@@ -129,10 +139,34 @@ func (tb *table) lookup(id string) (*task, bool) {
 	return t, ok
 }
 
-// setLocked changes the status and stamps lastUpdatedAt.
+// unlock releases tb.mu, then runs the OnChange hooks of the changes made
+// under it, so that a hook may call back into the server.
+func (tb *table) unlock() {
+	fired, hooks := tb.fired, tb.hooks
+	tb.fired = nil
+	tb.mu.Unlock()
+	for _, c := range fired {
+		for _, h := range hooks {
+			h(c.id, c.at)
+		}
+	}
+}
+
+// setLocked changes the status; see changedLocked.
 func (tb *table) setLocked(t *task, status string) {
 	t.status = status
+	tb.changedLocked(t)
+}
+
+// changedLocked stamps lastUpdatedAt after a change of a task's tasks/get
+// view, queues the new view for its subscribers and its hooks for unlock.
+// The caller holds tb.mu and releases it with unlock.
+func (tb *table) changedLocked(t *task) {
 	t.updated = time.Now()
+	tb.fired = append(tb.fired, change{t.id, t.updated})
+	if len(tb.subs) > 0 {
+		tb.pushLocked(t)
+	}
 }
 
 // get returns the tasks/get view of a task.
@@ -143,6 +177,12 @@ func (tb *table) get(id string) (*wire.GetTaskResult, error) {
 	if !ok {
 		return nil, wire.ErrTaskNotFound()
 	}
+	return &wire.GetTaskResult{ResultType: wire.ResultTypeComplete, DetailedTask: tb.detailLocked(t)}, nil
+}
+
+// detailLocked is the DetailedTask of tasks/get and notifications/tasks;
+// the caller holds tb.mu.
+func (tb *table) detailLocked(t *task) wire.DetailedTask {
 	d := wire.DetailedTask{Task: tb.head(t)}
 	switch t.status {
 	case statusInputRequired:
@@ -157,7 +197,7 @@ func (tb *table) get(id string) (*wire.GetTaskResult, error) {
 	case statusFailed:
 		d.Error = wire.RPCError(t.err)
 	}
-	return &wire.GetTaskResult{ResultType: wire.ResultTypeComplete, DetailedTask: d}, nil
+	return d
 }
 
 // head is the Task object; the caller holds tb.mu.
@@ -185,7 +225,7 @@ func (tb *table) snapshot(t *task) wire.Task {
 // is left as it is; cancelling it is acknowledged all the same.
 func (tb *table) cancel(id string) error {
 	tb.mu.Lock()
-	defer tb.mu.Unlock()
+	defer tb.unlock()
 	t, ok := tb.lookup(id)
 	if !ok {
 		return wire.ErrTaskNotFound()
@@ -193,9 +233,9 @@ func (tb *table) cancel(id string) error {
 	if t.terminal() {
 		return nil
 	}
-	tb.setLocked(t, statusCancelled)
 	t.statusMessage = "cancelled by the client"
 	t.inputs, t.answers, t.deliver = nil, nil, nil
+	tb.setLocked(t, statusCancelled)
 	t.cancel()
 	return nil
 }
@@ -204,7 +244,7 @@ func (tb *table) cancel(id string) error {
 // (cancelled: a late result is dropped).
 func (tb *table) finish(t *task, res mcp.Result, err error) {
 	tb.mu.Lock()
-	defer tb.mu.Unlock()
+	defer tb.unlock()
 	if t.terminal() {
 		return
 	}
@@ -227,7 +267,7 @@ func (tb *table) finish(t *task, res mcp.Result, err error) {
 // progress sets the status message (and, if non-zero, the poll interval).
 func (tb *table) progress(t *task, msg string, poll time.Duration) {
 	tb.mu.Lock()
-	defer tb.mu.Unlock()
+	defer tb.unlock()
 	if t.terminal() {
 		return
 	}
@@ -235,7 +275,7 @@ func (tb *table) progress(t *task, msg string, poll time.Duration) {
 	if poll > 0 {
 		t.pollInterval = poll
 	}
-	t.updated = time.Now()
+	tb.changedLocked(t)
 }
 
 // ask puts the task into input_required with the given requests and
@@ -250,7 +290,7 @@ func (tb *table) ask(t *task, reqs map[string]*mcp.ElicitParams) (<-chan map[str
 		return nil, err
 	}
 	tb.mu.Lock()
-	defer tb.mu.Unlock()
+	defer tb.unlock()
 	if t.terminal() {
 		return nil, context.Canceled
 	}
@@ -267,7 +307,7 @@ func (tb *table) ask(t *task, reqs map[string]*mcp.ElicitParams) (<-chan map[str
 // again and the tool gets the answers.
 func (tb *table) update(id string, responses map[string]json.RawMessage) error {
 	tb.mu.Lock()
-	defer tb.mu.Unlock()
+	defer tb.unlock()
 	t, ok := tb.lookup(id)
 	if !ok {
 		return wire.ErrTaskNotFound()
@@ -293,6 +333,9 @@ func (tb *table) update(id string, responses map[string]json.RawMessage) error {
 	}
 	maps.Copy(t.answers, taken)
 	if len(t.answers) < len(t.inputs) {
+		if len(taken) > 0 { // the answered keys left inputRequests
+			tb.changedLocked(t)
+		}
 		return nil
 	}
 	t.deliver <- t.answers // buffered, sent once per ask
