@@ -374,6 +374,7 @@ func TestPushDisconnectAndClose(t *testing.T) {
 	srv := New(Options{Hold: true, Speed: 0.05})
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
+	defer srv.Close() // first: it ends the streams ts.Close waits for
 	e := &env{srv: srv, http: httpRT{url: ts.URL}}
 	c := e.client(t, true)
 	id := holdTask(t, c, 3)
