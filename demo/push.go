@@ -269,11 +269,11 @@ func (s *Server) listenHandler(next http.Handler) http.Handler {
 	})
 }
 
-// OnChange registers f to be called after every change of a task's
-// tasks/get view (status, statusMessage, pollIntervalMs, inputRequests,
-// outcome), with the task's id and its new lastUpdatedAt. f runs in the
-// goroutine that made the change, after the server's lock is released, so
-// it may call the server; it should return quickly. Register before use.
+// OnChange registers f to be called at every change of a task's tasks/get
+// view (status, statusMessage, pollIntervalMs, inputRequests, outcome),
+// with the task's id and its new lastUpdatedAt, before any tasks/get or
+// subscriber can see the change. f runs under the server's lock: it must
+// return quickly and must not call the Server.
 func (s *Server) OnChange(f func(taskID string, at time.Time)) {
 	s.tasks.mu.Lock()
 	s.tasks.hooks = append(s.tasks.hooks, f)

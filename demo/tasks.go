@@ -66,12 +66,6 @@ type table struct {
 
 	subs  map[*subscription]struct{} // live subscriptions/listen streams
 	hooks []func(string, time.Time)  // Server.OnChange
-	fired []change                   // changes whose hooks run at unlock
-}
-
-type change struct {
-	id string
-	at time.Time
 }
 
 var errClosed = errors.New("server is closed")
@@ -139,19 +133,6 @@ func (tb *table) lookup(id string) (*task, bool) {
 	return t, ok
 }
 
-// unlock releases tb.mu, then runs the OnChange hooks of the changes made
-// under it, so that a hook may call back into the server.
-func (tb *table) unlock() {
-	fired, hooks := tb.fired, tb.hooks
-	tb.fired = nil
-	tb.mu.Unlock()
-	for _, c := range fired {
-		for _, h := range hooks {
-			h(c.id, c.at)
-		}
-	}
-}
-
 // setLocked changes the status; see changedLocked.
 func (tb *table) setLocked(t *task, status string) {
 	t.status = status
@@ -159,11 +140,14 @@ func (tb *table) setLocked(t *task, status string) {
 }
 
 // changedLocked stamps lastUpdatedAt after a change of a task's tasks/get
-// view, queues the new view for its subscribers and its hooks for unlock.
-// The caller holds tb.mu and releases it with unlock.
+// view, runs the OnChange hooks and queues the new view for its
+// subscribers: no one can see the change before the hooks have run. The
+// caller holds tb.mu.
 func (tb *table) changedLocked(t *task) {
 	t.updated = time.Now()
-	tb.fired = append(tb.fired, change{t.id, t.updated})
+	for _, h := range tb.hooks {
+		h(t.id, t.updated)
+	}
 	if len(tb.subs) > 0 {
 		tb.pushLocked(t)
 	}
@@ -225,7 +209,7 @@ func (tb *table) snapshot(t *task) wire.Task {
 // is left as it is; cancelling it is acknowledged all the same.
 func (tb *table) cancel(id string) error {
 	tb.mu.Lock()
-	defer tb.unlock()
+	defer tb.mu.Unlock()
 	t, ok := tb.lookup(id)
 	if !ok {
 		return wire.ErrTaskNotFound()
@@ -244,7 +228,7 @@ func (tb *table) cancel(id string) error {
 // (cancelled: a late result is dropped).
 func (tb *table) finish(t *task, res mcp.Result, err error) {
 	tb.mu.Lock()
-	defer tb.unlock()
+	defer tb.mu.Unlock()
 	if t.terminal() {
 		return
 	}
@@ -267,7 +251,7 @@ func (tb *table) finish(t *task, res mcp.Result, err error) {
 // progress sets the status message (and, if non-zero, the poll interval).
 func (tb *table) progress(t *task, msg string, poll time.Duration) {
 	tb.mu.Lock()
-	defer tb.unlock()
+	defer tb.mu.Unlock()
 	if t.terminal() {
 		return
 	}
@@ -290,7 +274,7 @@ func (tb *table) ask(t *task, reqs map[string]*mcp.ElicitParams) (<-chan map[str
 		return nil, err
 	}
 	tb.mu.Lock()
-	defer tb.unlock()
+	defer tb.mu.Unlock()
 	if t.terminal() {
 		return nil, context.Canceled
 	}
@@ -307,7 +291,7 @@ func (tb *table) ask(t *task, reqs map[string]*mcp.ElicitParams) (<-chan map[str
 // again and the tool gets the answers.
 func (tb *table) update(id string, responses map[string]json.RawMessage) error {
 	tb.mu.Lock()
-	defer tb.unlock()
+	defer tb.mu.Unlock()
 	t, ok := tb.lookup(id)
 	if !ok {
 		return wire.ErrTaskNotFound()
