@@ -463,3 +463,78 @@ func TestPushOverStdio(t *testing.T) {
 		t.Fatalf("want the discover result, got %s", js(m))
 	}
 }
+
+// A listen for task ids is checked as go-sdk checks other requests.
+func TestPushListenIsChecked(t *testing.T) {
+	e := newEnv(t, Options{})
+	c := e.client(t, true)
+	_, body := c.listenBody([]string{"x"})
+	for name, tc := range map[string]struct {
+		header http.Header
+		body   []byte
+		code   int64
+	}{
+		"version header": {http.Header{"Mcp-Method": {"subscriptions/listen"}, "Mcp-Protocol-Version": {"2025-11-25"}}, body, -32020},
+		"version": {http.Header{"Mcp-Method": {"subscriptions/listen"}, "Mcp-Protocol-Version": {"1900-01-01"}},
+			bytes.ReplaceAll(body, []byte(protoVersion), []byte("1900-01-01")), -32022},
+		"no _meta": {http.Header{"Mcp-Method": {"subscriptions/listen"}},
+			[]byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"taskIds":["x"]}}}`), -32602},
+	} {
+		status, raw := e.http.post(t, tc.header, tc.body)
+		if r := parseReply(raw); status != http.StatusBadRequest || r.Error == nil || r.Error.Code != tc.code {
+			t.Errorf("%s: %d %s, want 400 and %d", name, status, raw, tc.code)
+		}
+	}
+}
+
+// A subscriber that stops reading is dropped once maxQueued changes wait
+// for it: its stream ends without the graceful result, the task and the
+// session go on.
+func TestPushDropsAStalledSubscriber(t *testing.T) {
+	e := newEnv(t, Options{Hold: true})
+	c := e.client(t, true)
+	const steps = 4 * maxQueued // the writer may hold a batch when it blocks
+	id := holdTask(t, c, steps)
+	rt := e.stdio(t) // nothing reads its output until the end: its writes block
+	sc := &client{t: t, rt: rt, tasks: true}
+	_, body := sc.listenBody([]string{id})
+	rt.send(t, body)
+	dropped := func() bool {
+		e.srv.tasks.mu.Lock()
+		defer e.srv.tasks.mu.Unlock()
+		return len(e.srv.tasks.subs) == 0
+	}
+	until(t, "the subscription", func() bool { return !dropped() })
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < steps-1 && !dropped(); {
+		if e.srv.Step(id) == nil {
+			i++
+		} else if time.Now().After(deadline) {
+			t.Fatal("the hold task stopped taking steps")
+		} else {
+			runtime.Gosched()
+		}
+	}
+	if !dropped() {
+		t.Fatal("the stalled subscriber was not dropped")
+	}
+	d, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": map[string]any{"_meta": sc.meta()}})
+	rt.send(t, d)
+	var got []map[string]any // the stream's messages, up to the discover's reply
+	for len(got) == 0 || got[len(got)-1]["id"] != "d" {
+		select {
+		case l := <-rt.lines:
+			got = append(got, decode(t, l))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("after %d messages: nothing more", len(got))
+		}
+	}
+	for _, m := range got[:len(got)-1] {
+		if m["method"] != "notifications/tasks" && m["method"] != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("the dropped stream carried %s", js(m))
+		}
+	}
+	if c.get(id)["status"] != "working" {
+		t.Fatal("the task did not go on")
+	}
+}
