@@ -19,9 +19,11 @@ import (
 // Push (spec §8). go-sdk v1.8.0 serves subscriptions/listen itself, but
 // drops notifications.taskIds and cannot send a custom notification, so
 // the demo takes a listen that asks for task ids over at the transport
-// (the HTTP handler and the stdio connection). Any other listen, and every
-// listen under Options.NoPush, is left to go-sdk, which acknowledges none
-// of the ids and ends the subscription at once, as a server without push.
+// (the HTTP handler and the stdio connection). A listen for task ids that
+// does not declare the extension gets -32021, push or not (the spec's
+// MUST). Any other listen, and every listen under Options.NoPush, is left
+// to go-sdk, which acknowledges none of the ids and ends the subscription
+// at once, as a server without push does.
 //
 // A stream carries the acknowledgement (the known ids only), then the
 // current DetailedTask of each acknowledged task, then one DetailedTask per
@@ -172,37 +174,37 @@ func (l listen) check(header string) *jsonrpc.Error {
 }
 
 // serveListen runs one subscription to its end, handing each message of
-// the stream to write in order.
-func (s *Server) serveListen(ctx context.Context, l listen, write func(any) error) error {
+// the stream to write in order; a write error ends it.
+func (s *Server) serveListen(ctx context.Context, l listen, write func(any) error) {
 	sub, acked, err := s.tasks.subscribe(l.params.Notifications.TaskIDs)
 	if err != nil {
-		return write(errorMessage(l.id, &jsonrpc.Error{Code: wire.CodeInternal, Message: err.Error()}))
+		write(errorMessage(l.id, &jsonrpc.Error{Code: wire.CodeInternal, Message: err.Error()}))
+		return
 	}
+	defer s.tasks.unsubscribe(sub)
 	s.count(func(st *Stats) { st.Subscriptions++ })
 	meta := mcp.Meta{wire.MetaSubscriptionID: l.id}
 	ack := &wire.AcknowledgedParams{Notifications: wire.ListenFilter{TaskIDs: acked}}
 	ack.Meta = meta
-	if err := write(notification(wire.NotificationAcknowledged, ack)); err != nil {
-		s.tasks.unsubscribe(sub)
-		return err
+	if write(notification(wire.NotificationAcknowledged, ack)) != nil {
+		return
 	}
 	for {
 		views, end, graceful := s.tasks.next(ctx, sub)
 		for _, v := range views {
 			p := &wire.TaskNotificationParams{DetailedTask: v}
 			p.Meta = meta
-			if err := write(notification(wire.NotificationTasks, p)); err != nil {
-				s.tasks.unsubscribe(sub)
-				return err
+			if write(notification(wire.NotificationTasks, p)) != nil {
+				return
 			}
 		}
 		if end {
-			if !graceful {
-				return nil
+			if graceful {
+				res := &wire.ListenResult{ResultType: wire.ResultTypeComplete}
+				res.Meta = meta
+				write(map[string]any{"jsonrpc": "2.0", "id": l.id, "result": res})
 			}
-			res := &wire.ListenResult{ResultType: wire.ResultTypeComplete}
-			res.Meta = meta
-			return write(map[string]any{"jsonrpc": "2.0", "id": l.id, "result": res})
+			return
 		}
 	}
 }
