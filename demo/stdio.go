@@ -68,6 +68,7 @@ type lineConn struct {
 	lmu     sync.Mutex
 	listens map[string]context.CancelFunc // live listen id (compact JSON) → its end
 	lwg     sync.WaitGroup
+	ended   bool // set by endListens
 }
 
 func (c *lineConn) readLoop() {
@@ -194,6 +195,10 @@ func (c *lineConn) intercept(line []byte, msg jsonrpc.Message) bool {
 		ctx, cancel := context.WithCancel(context.Background())
 		c.lmu.Lock()
 		defer c.lmu.Unlock()
+		if c.ended { // the session is over: no stream may start
+			cancel()
+			return true
+		}
 		if _, dup := c.listens[key]; dup {
 			cancel()
 			c.writeMsg(errorMessage(l.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "duplicate in-flight request id " + key}))
@@ -231,6 +236,7 @@ func (c *lineConn) intercept(line []byte, msg jsonrpc.Message) bool {
 // endListens ends every listen stream and waits for their last writes.
 func (c *lineConn) endListens() {
 	c.lmu.Lock()
+	c.ended = true
 	for _, cancel := range c.listens {
 		cancel()
 	}
