@@ -36,6 +36,13 @@ type Store struct {
 	// wal syncs each commit; nil when the WAL cannot be found, and then
 	// db.Sync does (walsync.go).
 	wal *walSyncer
+	// meta is the revision state as committed; only the group's leader
+	// touches it, and unsynced (changes a failed sync held back). rev
+	// is meta.rev for readers.
+	meta     revMeta
+	unsynced []Change
+	rev      atomic.Uint64
+	hook     atomic.Pointer[func([]Change)]
 }
 
 // Open opens the store in dir, creating it (mode 0700) if needed. A nil
@@ -76,6 +83,11 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if w, ok := newWALSyncer(dir); ok {
 		s.wal = w
 	}
+	if err := s.view(func(txn *badger.Txn) (err error) { s.meta, err = readMeta(txn); return err }); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("cannot read store %s: %w", dir, err)
+	}
+	s.rev.Store(s.meta.rev)
 	if err := s.checkSchema(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -312,7 +324,7 @@ func (s *Store) checkSchema() error {
 	case found != "":
 		return fmt.Errorf("store %s has schema version %q, this taskdeck reads %q; use a newer taskdeck or another --data-dir", s.dir, found, schemaVersion)
 	}
-	return s.commit("", func(txn *badger.Txn) error {
+	return s.commit("", func(txn *badger.Txn, _ *revisions) error {
 		return txn.Set(schemaKey, []byte(schemaVersion))
 	})
 }
