@@ -23,8 +23,9 @@ import (
 // dropped) could miss a deletion, so ChangesSince refuses it.
 
 // maxTombstones bounds the deletions kept for replay: a watcher that has
-// been away for more deletions than this starts from a Snapshot.
-const maxTombstones = 10000
+// been away for more deletions than this starts from a Snapshot. A
+// variable only so that tests can reach the bound quickly.
+var maxTombstones uint64 = 10000
 
 // Change is one committed change of a record.
 type Change struct {
@@ -143,9 +144,11 @@ func (r *revisions) finish(txn *badger.Txn) error {
 	}
 	r.meta.tombs += r.added
 	if r.meta.tombs > maxTombstones {
+		// Tombstones up to the floor are dropped: their deletion marks
+		// would make a scan from the start slower with every chunk.
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: tombPrefix})
 		var drop [][]byte
-		for it.Rewind(); it.Valid() && r.meta.tombs-uint64(len(drop)) > maxTombstones; it.Next() {
+		for it.Seek(revKey(tombPrefix, r.meta.floor+1)); it.Valid() && r.meta.tombs-uint64(len(drop)) > maxTombstones; it.Next() {
 			drop = append(drop, it.Item().KeyCopy(nil))
 		}
 		it.Close()
