@@ -37,8 +37,8 @@ type Store struct {
 	// db.Sync does (walsync.go).
 	wal *walSyncer
 	// meta is the revision state as committed; only the group's leader
-	// touches it, and unsynced (changes a failed sync held back). rev
-	// is meta.rev for readers.
+	// touches it after Open, and unsynced (changes a failed sync held
+	// back). rev is meta.rev for readers.
 	meta     revMeta
 	unsynced []Change
 	rev      atomic.Uint64
@@ -83,11 +83,10 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if w, ok := newWALSyncer(dir); ok {
 		s.wal = w
 	}
-	if err := s.view(func(txn *badger.Txn) (err error) { s.meta, err = readMeta(txn); return err }); err != nil {
+	if err := s.loadRevisions(); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("cannot read store %s: %w", dir, err)
 	}
-	s.rev.Store(s.meta.rev)
 	if err := s.checkSchema(); err != nil {
 		_ = db.Close()
 		return nil, err
