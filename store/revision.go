@@ -85,26 +85,18 @@ func readMeta(txn *badger.Txn) (m revMeta, found bool, err error) {
 	return m, true, err
 }
 
-// loadRevisions reads the revision state at open, and writes the floor
-// into a store that has none, before records without revisions can be
-// told from new ones no more.
-func (s *Store) loadRevisions() error {
-	var found bool
-	err := s.view(func(txn *badger.Txn) (err error) {
+// loadRevisions reads the revision state at open; found is false when
+// the floor must be written (checkSchema does, in its commit).
+func (s *Store) loadRevisions() (found bool, err error) {
+	err = s.view(func(txn *badger.Txn) (err error) {
 		s.meta, found, err = readMeta(txn)
 		return err
 	})
-	if err != nil {
-		return err
-	}
 	s.rev.Store(s.meta.rev)
-	if found {
-		return nil
-	}
-	return s.commit("", func(txn *badger.Txn, _ *revisions) error {
-		return txn.Set(metaKey, binary.BigEndian.AppendUint64(nil, s.meta.floor))
-	})
+	return found, err
 }
+
+func floorValue(floor uint64) []byte { return binary.BigEndian.AppendUint64(nil, floor) }
 
 // revisions hands out the revisions of one group txn and collects its
 // changes. It is made afresh for every run of the txn.
@@ -194,7 +186,7 @@ func (r *revisions) finish(txn *badger.Txn) error {
 		}
 	}
 	r.meta.floor = binary.BigEndian.Uint64(drop[len(drop)-1][len(tombPrefix):])
-	return txn.Set(metaKey, binary.BigEndian.AppendUint64(nil, r.meta.floor))
+	return txn.Set(metaKey, floorValue(r.meta.floor))
 }
 
 // withRevision returns base, a record's JSON marshalled with Revision 0
