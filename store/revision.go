@@ -225,12 +225,12 @@ func (s *Store) SetCommitHook(fn func([]Change)) {
 // publish hands a synced group's changes, after any a failed sync held
 // back, to the hook. Only the group's leader calls it.
 func (s *Store) publish(changes []Change) {
-	if len(changes) == 0 {
-		return
-	}
 	if len(s.unsynced) > 0 {
 		changes = append(s.unsynced, changes...)
 		s.unsynced = nil
+	}
+	if len(changes) == 0 {
+		return
 	}
 	if fn := s.hook.Load(); fn != nil {
 		(*fn)(changes)
