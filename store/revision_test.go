@@ -318,6 +318,11 @@ func TestChangesSinceEachRecordOnceAtLatest(t *testing.T) {
 			t.Fatalf("change %d carries %s at revision %d", c.Rev, c.Task.ID, c.Task.Revision)
 		}
 	}
+	// The revision index holds each live record once, however often it
+	// was written.
+	if n := keysUnder(t, s, "r\x00"); n != 4 {
+		t.Fatalf("revision index has %d entries for 4 records", n)
+	}
 	if got[len(got)-2].Task.StatusMessage != "again" {
 		t.Fatalf("the record created again replays as %+v", got[len(got)-2].Task)
 	}
@@ -370,13 +375,15 @@ func createTerminal(t *testing.T, s *store.Store, n int) {
 	}
 }
 
-func tombstones(t *testing.T, s *store.Store) int {
+func tombstones(t *testing.T, s *store.Store) int { t.Helper(); return keysUnder(t, s, "d\x00") }
+
+func keysUnder(t *testing.T, s *store.Store, prefix string) int {
 	t.Helper()
 	keys, err := store.Keys(s)
 	must(t, err)
 	n := 0
 	for _, k := range keys {
-		if strings.HasPrefix(k, "d\x00") {
+		if strings.HasPrefix(k, prefix) {
 			n++
 		}
 	}
