@@ -20,8 +20,8 @@ import (
 //	r\x00<rev>              id of the live record whose last change is
 //	                        rev (revision index; rev is 8 bytes, big-endian)
 //	d\x00<rev>              id of the record deleted at rev (tombstone)
-//	n\x00                   revMeta: the revision, the replay floor and
-//	                        the number of tombstones
+//	n\x00                   the replay floor, 8 bytes big-endian (the
+//	                        revision is the highest r or d key)
 var (
 	recordPrefix = []byte("t\x00")
 	statusRoot   = []byte("s\x00")

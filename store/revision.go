@@ -19,8 +19,8 @@ import (
 // failed commit leaves no hole. The revision index (r\x00<rev>) holds each
 // live record once, at its last change; a deletion leaves a tombstone
 // (d\x00<rev>). The store's revision is the highest key of the two, so it
-// costs no write of its own (a counter key in every commit cost 5% of a
-// Create). Tombstones older than the last maxTombstones revisions are
+// costs no write of its own, and a crash cannot part it from the records
+// it counts. Tombstones older than the last maxTombstones revisions are
 // dropped; replay from below the newest one dropped (the floor, the one
 // value of metaKey) could miss a deletion, so ChangesSince refuses it.
 
