@@ -102,6 +102,11 @@ type Task struct {
 
 	CancelRequested bool         `json:"cancelRequested,omitempty"`
 	History         []Transition `json:"history,omitempty"`
+
+	// Revision is the store-wide revision of the record's last committed
+	// change; the store sets it on every write, callers never do. It stays
+	// the last field: the store appends it to JSON marshalled without it.
+	Revision uint64 `json:"revision,omitempty"`
 }
 
 // NewIntent builds the record written before tools/call is sent.
