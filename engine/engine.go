@@ -112,6 +112,7 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.cancel()
 	e.ops.Wait()
+	e.store.SetCommitHook(nil)
 	e.feeds.close()
 	e.pool.Close()
 	return classify(e.store.Close(), "")

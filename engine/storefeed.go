@@ -1,23 +1,21 @@
 package engine
 
-import "github.com/taskdeck/taskdeck/model"
+import (
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
 
-// change is one committed change: the record as committed, or nil when it
-// was deleted.
-type change struct {
-	Rev  uint64
-	ID   string
-	Task *model.Task
+// change is one committed change, as the store's commit hook reports it.
+type change = store.Change
+
+// watchStore feeds every synced commit to the hub, in revision order.
+func (e *Engine) watchStore() {
+	e.feeds.rev = e.store.Revision()
+	e.store.SetCommitHook(e.feeds.committed)
 }
 
-// watchStore will subscribe the feed to the store's commit hook.
-func (e *Engine) watchStore() {}
+func (e *Engine) snapshot() (uint64, []*model.Task, error) { return e.store.Snapshot() }
 
-func (e *Engine) snapshot() (uint64, []*model.Task, error) {
-	tasks, err := e.store.All()
-	return 0, tasks, err
-}
-
-func (e *Engine) changesSince(uint64) ([]change, uint64, bool, error) {
-	return nil, 0, false, nil
+func (e *Engine) changesSince(rev uint64) ([]change, uint64, bool, error) {
+	return e.store.ChangesSince(rev)
 }
