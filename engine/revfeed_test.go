@@ -163,3 +163,59 @@ func TestFeedResumesFromARevisionMissingNothing(t *testing.T) {
 		}
 	}
 }
+
+// Watches that start while commits pour in: each sees every revision at
+// most once, in order (a commit between the feed's subscription and its
+// read is in both, and must come once).
+func TestFeedStartedDuringCommitsHasNoDuplicates(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	e := open(t, t.TempDir(), srv, Options{})
+	ctx := ctxT(t)
+	from := echo(t, e, "first").Revision
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rec := model.NewIntent(demoRef, "echo", json.RawMessage(`{}`), "", time.Now())
+				if err := e.store.Create(rec); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 20 {
+		wctx, cancel := context.WithCancel(ctx)
+		start := from
+		if i%2 == 1 {
+			start = 0 // a snapshot, then live
+		}
+		f, err := e.Watch(wctx, start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var prev uint64
+		for n := 0; n < 30; n++ {
+			ev := next(t, f, 5*time.Second, "an event", func(deck.Event) bool { return true })
+			if ev.Kind == deck.EventSnapshot {
+				prev = ev.Rev
+				continue
+			}
+			if ev.Kind != deck.EventChange {
+				continue
+			}
+			if ev.Rev <= prev && prev != 0 {
+				t.Fatalf("watch %d: change at %d after %d", i, ev.Rev, prev)
+			}
+			prev = ev.Rev
+		}
+		cancel()
+	}
+}
