@@ -87,9 +87,11 @@ func (e *Engine) due(rec *model.Task, soon bool) {
 		return
 	}
 	at := time.Now()
-	if next := e.tracker.PollStatus(rec.ID).Next; !soon && !next.IsZero() {
-		at = next
-	} else if !soon {
+	switch next := e.tracker.PollStatus(rec.ID).Next; {
+	case soon:
+	case !next.IsZero():
+		at = next // a poll already said (a handle born ended was fetched)
+	default:
 		at = at.Add(max(rec.ServerPollInterval(), e.policy().Default))
 	}
 	id, server := rec.ID, rec.Server
