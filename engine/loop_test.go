@@ -228,3 +228,28 @@ func TestStalledServerDoesNotHoldOthersBack(t *testing.T) {
 		next(t, f, 2*time.Second, "a poll of the fast server's task", about(ids[0], deck.EventPoll))
 	}
 }
+
+// A task called while the loop runs joins the schedule, is polled to its
+// end, and then leaves it: no poll after the end.
+func TestCalledTaskIsPolledToItsEndThenLeft(t *testing.T) {
+	srv := startDemo(t, demo.Options{PollInterval: 10 * time.Millisecond, Speed: 0.05})
+	e := open(t, t.TempDir(), srv, Options{})
+	ctx := ctxT(t)
+	f, err := e.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, f, 5*time.Second, "reconcile over", func(ev deck.Event) bool { return ev.Kind == deck.EventReconcile && ev.Reconcile.Over })
+	res, err := e.Call(ctx, deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":4}`)}) // 200 ms at this speed
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, f, 5*time.Second, "the task completed", func(ev deck.Event) bool {
+		return about(res.Task.ID, deck.EventChange)(ev) && ev.Entries[0].Task.Status == model.StatusCompleted
+	})
+	after := gets(srv)
+	time.Sleep(100 * time.Millisecond) // ten of the server's poll intervals
+	if n := gets(srv) - after; n != 0 {
+		t.Fatalf("%d tasks/get after the task ended", n)
+	}
+}
