@@ -15,8 +15,9 @@ import (
 var ErrFellBehind = errors.New("the watcher fell behind the feed")
 
 // feedBuffer is how many events a watcher may leave unread before its
-// feed is cut off.
-var feedBuffer = 1024
+// feed is cut off: room for a start-up reconcile of thousands of tasks
+// (a poll event each, a change each that moved) while a watcher draws.
+var feedBuffer = 8192
 
 // hub fans the engine's events out to its feeds. It publishes without
 // waiting: a watcher whose buffer is full is cut off.
