@@ -1,14 +1,17 @@
 package mcpclient_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +28,7 @@ type pushEnv struct {
 	t    *testing.T
 	srv  *hostile.Server
 	sess *mcpclient.Session
+	log  *syncBuffer // the pool's log, at debug
 }
 
 func newPushEnv(t *testing.T, opts demo.Options, timeout time.Duration) *pushEnv {
@@ -36,7 +40,9 @@ func newPushEnv(t *testing.T, opts demo.Options, timeout time.Duration) *pushEnv
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg, RequestTimeout: timeout})
+	e.log = &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg, RequestTimeout: timeout, Logger: logger})
 	t.Cleanup(pool.Close)
 	if e.sess, err = pool.Session(context.Background(), model.ServerRef{Name: "demo"}); err != nil {
 		t.Fatal(err)
@@ -294,6 +300,9 @@ func TestListenForeignAndBadNotifications(t *testing.T) {
 	if p := next(t, sub); p.TaskID != "mine" || p.Snapshot.Status != model.StatusWorking {
 		t.Fatalf("first: %+v", p)
 	}
+	if log := e.log.String(); strings.Count(log, "not acknowledged") != 2 || !strings.Contains(log, "task=not-asked") {
+		t.Errorf("the dropped notifications are not both logged:\n%s", log)
+	}
 	err := ends(t, sub)
 	var te *mcpclient.TransportError
 	if !errors.As(err, &te) || !te.Answered() || !strings.Contains(err.Error(), "exploded") {
@@ -314,6 +323,18 @@ func TestListenBounded(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(err), "larger than 16 MiB") {
 		t.Fatalf("huge: %v", err)
 	}
+
+	// The bound is each message's: a long stream may carry more in all.
+	big := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/tasks","params":{"taskId":"mine","status":"working","statusMessage":"%s"}}`,
+		strings.Repeat("B", 6<<20))
+	e.srv.On(wire.MethodListen, hostile.ListenScript(true, ack("mine"), big, big, big))
+	sub = e.listen("mine")
+	for range 3 {
+		if p := next(t, sub); len(p.Snapshot.StatusMessage) != 6<<20 {
+			t.Fatalf("a 6 MiB message arrived as %d bytes", len(p.Snapshot.StatusMessage))
+		}
+	}
+	sub.Close()
 
 	target := hostile.StartRecorder(t)
 	e.srv.On(wire.MethodListen, hostile.Redirect(http.StatusTemporaryRedirect, target.URL+"/mcp"))
@@ -353,4 +374,22 @@ func TestListenStalledAndClosed(t *testing.T) {
 		}
 	}
 	waitFor(t, "the listen goroutines to end", func() bool { return runtime.NumGoroutine() <= base })
+}
+
+// syncBuffer is a log that tests read while the client writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
