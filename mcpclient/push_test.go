@@ -393,3 +393,33 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// A stream that is over by the time Listen returns still hands over what
+// it carried and its graceful end; a JSON-RPC error that ends a stream
+// reads as the server's error, not as a drop.
+func TestListenEndsOnTheServersWord(t *testing.T) {
+	e := newPushEnv(t, demo.Options{}, 5*time.Second)
+	result := func(id string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete"}}`, id)
+	}
+	e.srv.On(wire.MethodListen, func(w http.ResponseWriter, req *hostile.Request) bool {
+		return hostile.ListenScript(false, ack("mine"), taskNote("mine", "working"), result(string(req.ID)))(w, req)
+	})
+	sub := e.listen("mine")
+	if p := next(t, sub); p.Snapshot.Status != model.StatusWorking {
+		t.Fatalf("pushed %s", show(p))
+	}
+	if err := ends(t, sub); err != nil {
+		t.Fatalf("graceful end: %v", err)
+	}
+
+	e.srv.On(wire.MethodListen, func(w http.ResponseWriter, req *hostile.Request) bool {
+		return hostile.ListenScript(false, ack("mine"),
+			fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"shutting down"}}`, req.ID))(w, req)
+	})
+	sub = e.listen("mine")
+	var se *mcpclient.ServerError
+	if err := ends(t, sub); !errors.As(err, &se) || se.Code != -32603 {
+		t.Fatalf("error end: %v, want a ServerError", err)
+	}
+}
