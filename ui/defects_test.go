@@ -65,14 +65,14 @@ func TestEscAndCtrlCInAFormSendNothing(t *testing.T) {
 	h, approve := waitingHarness(t)
 	for _, k := range []tea.KeyPressMsg{keyMsg("esc"), {Code: 'c', Mod: tea.ModCtrl}} {
 		h.key("a")
-		if h.m.mode != modeForm {
+		if h.m.mode() != modeForm {
 			t.Fatalf("a opened no form:\n%s", h.screen())
 		}
 		_, cmd := h.m.Update(k)
 		if cmd != nil {
 			t.Fatalf("%s in a form returned a command (something is sent)", k)
 		}
-		if h.m.mode != modeTable {
+		if h.m.mode() != modeTable {
 			t.Fatalf("%s did not go back to the table:\n%s", k, h.screen())
 		}
 		if task, _ := h.m.list.Get(approve.ID); len(task.PendingInputs()) != 1 {
@@ -90,11 +90,11 @@ func TestDeclineIsAConfirmedChoice(t *testing.T) {
 	h.key("a")
 	ctrlX := tea.KeyPressMsg{Code: 'x', Mod: tea.ModCtrl}
 	h.send(ctrlX)
-	if h.m.mode != modeConfirm || !strings.Contains(h.screen(), "Decline") {
+	if h.m.mode() != modeConfirm || !strings.Contains(h.screen(), "Decline") {
 		t.Fatalf("ctrl+x offered no decline:\n%s", h.screen())
 	}
-	if cmd := press(h.m, "enter"); cmd != nil || h.m.mode != modeForm {
-		t.Fatalf("enter on the default choice sent something or left the form (mode %d)", h.m.mode)
+	if cmd := press(h.m, "enter"); cmd != nil || h.m.mode() != modeForm {
+		t.Fatalf("enter on the default choice sent something or left the form (mode %d)", h.m.mode())
 	}
 	h.send(ctrlX)
 	h.key("right") // Decline
@@ -113,20 +113,20 @@ func TestDeclineIsAConfirmedChoice(t *testing.T) {
 func TestEscBeforeANewCallStartsSendsNoCall(t *testing.T) {
 	h := newHarness(t, nil)
 	h.key("n", "enter")
-	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
-	for h.m.pick.items[h.m.pick.cursor] != "confirm_first" {
+	h.until("tools listed", func(m *Model) bool { return m.mode() == modePick && strings.Contains(m.tools.title, "choose a tool") })
+	for h.m.tools.items[h.m.tools.cursor] != "confirm_first" {
 		h.key("down")
 	}
 	h.key("enter")
-	h.until("the argument form", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "takes no arguments") })
+	h.until("the argument form", func(m *Model) bool { return m.mode() == modeForm && strings.Contains(h.screen(), "takes no arguments") })
 	h.key("enter")
-	h.until("the server's question", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
+	h.until("the server's question", func(m *Model) bool { return m.mode() == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
 	calls := h.demo.Stats().ToolCalls["confirm_first"]
 	if cmd := press(h.m, "esc"); cmd != nil {
 		t.Fatal("esc before the call starts returned a command (the call is sent)")
 	}
-	if h.m.mode != modeTable || h.demo.Stats().ToolCalls["confirm_first"] != calls {
-		t.Fatalf("esc sent the call (mode %d)", h.m.mode)
+	if h.m.mode() != modeTable || h.demo.Stats().ToolCalls["confirm_first"] != calls {
+		t.Fatalf("esc sent the call (mode %d)", h.m.mode())
 	}
 	h.until("the first attempt's record is gone", func(m *Model) bool { return m.list.Len() == 0 })
 }
@@ -153,7 +153,7 @@ func TestConfirmActsOnVisibleRowsListsThemAndDefaultsToNo(t *testing.T) {
 	if !strings.Contains(s, "STATUS") {
 		t.Fatalf("the question hides the table:\n%s", s)
 	}
-	if cmd := press(m, "enter"); cmd != nil || m.mode != modeTable {
+	if cmd := press(m, "enter"); cmd != nil || m.mode() != modeTable {
 		t.Fatal("enter on a fresh question said yes")
 	}
 	if !strings.Contains(m.flash, "nothing done") {
@@ -196,8 +196,8 @@ func TestListingToolsOfASilentServerEnds(t *testing.T) {
 	}
 	h.key("n", "enter")
 	h.until("the listing gives up", func(m *Model) bool { return m.flashErr && strings.Contains(m.flash, "hole") })
-	if m.mode != modeTable {
-		t.Fatalf("mode %d after the timeout", m.mode)
+	if m.mode() != modeTable {
+		t.Fatalf("mode %d after the timeout", m.mode())
 	}
 }
 
@@ -281,7 +281,7 @@ func TestPickerKeepsLongDescriptionsInTheBox(t *testing.T) {
 	m := loaded(t, nil, 160, 30)
 	m.listing = &listing{server: "demo", gen: 1, cancel: func() {}}
 	m.Update(toolsMsg{server: "demo", gen: 1, tools: toolsNamed("confirm_first", strings.Repeat("Asks for confirmation first. ", 8), "sleep", "Sleeps")})
-	if m.mode != modePick {
+	if m.mode() != modePick {
 		t.Fatal("no picker")
 	}
 	s := screenOf(m)
@@ -397,7 +397,7 @@ func TestHugeInputSchemaIsNotBuilt(t *testing.T) {
 	m := loaded(t, tasks, 120, 30)
 	m.cursor = m.list.IndexOf(ask.ID)
 	press(m, "a")
-	if m.mode == modeForm {
+	if m.mode() == modeForm {
 		t.Fatal("a form of 10,000 fields was built")
 	}
 	if want := "taskdeck answer " + ask.ID + " big"; !strings.Contains(m.flash, want) {

@@ -16,8 +16,8 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -57,6 +57,7 @@ type listing struct {
 // flashFor is how long a status-line message stays.
 const flashFor = 5 * time.Second
 
+// mode is what takes the keys: the table, or what is open over it.
 type mode int
 
 const (
@@ -68,61 +69,6 @@ const (
 	modeForm
 	modePick
 )
-
-// act is what a confirmed question does.
-type act int
-
-const (
-	actCancel      act = iota + 1 // tasks/cancel the ids
-	actForget                     // forget the ids
-	actPrune                      // prune finished tasks
-	actQuit                       // quit although stdio tasks die
-	actDecline                    // decline the open form's input request
-	actCancelInput                // cancel the open form's input request
-)
-
-// choice is one answer to a question besides No.
-type choice struct {
-	label string
-	act   act
-}
-
-// confirmation is a question over the table. Its first answer, No, is
-// the default; the others act.
-type confirmation struct {
-	question string
-	targets  []string // what it acts on, one line each
-	ids      []string
-	choices  []choice
-	cursor   int  // 0 is No, i is choices[i-1]
-	back     mode // where No returns to
-}
-
-// picker is a one-of-many choice (server, then tool, for a new call).
-type picker struct {
-	title  string
-	items  []string
-	notes  []string
-	cursor int
-	pick   func(m *Model, item string) tea.Cmd
-}
-
-// formTarget says what a form's answer is for: an input request of a
-// task, a new call's arguments, or an input request the server made
-// before the new call's task exists.
-type formTarget struct {
-	taskID, key string
-	call        *newCall
-	callKey     string // with call: the input request answered
-}
-
-// newCall is a call being put together in the dashboard.
-type newCall struct {
-	server, tool string
-	args         json.RawMessage
-	answers      map[string]json.RawMessage
-	asks         map[string]model.InputRequest // input requests still to answer
-}
 
 // pollNote is what the table shows about a task's polling.
 type pollNote struct {
@@ -139,7 +85,6 @@ type Model struct {
 	help    help.Model
 
 	width, height int
-	mode          mode
 
 	list   *taskList
 	cursor int
@@ -162,14 +107,18 @@ type Model struct {
 	forgotten map[string]bool
 
 	filter       textinput.Model
+	filtering    bool // the filter prompt takes the keys
 	statusFilter model.Status
-	detail       viewport.Model
-	detailID     string
-	confirm      *confirmation
-	pick         *picker
-	form         *form.Form
-	formFor      formTarget
-	listing      *listing
+	helpOpen     bool
+	// The overlays, nil when closed. Where several are open (a question
+	// asked from a form, a tool list that came while a form was open),
+	// mode says which one takes the keys.
+	detail   *detailPane
+	servers  *picker[string]     // a new call's server
+	tools    *picker[toolChoice] // a new call's tool
+	form     *formPane
+	question *question
+	listing  *listing
 
 	flash    string
 	flashErr bool
@@ -198,7 +147,7 @@ func New(ctx context.Context, opts Options) *Model {
 		list: newTaskList(), marked: map[string]bool{},
 		sched: model.NewSchedule(opts.PerServer), polls: map[string]pollNote{},
 		startup: map[string]bool{}, load: startup(opts.Tracker),
-		filter: fi, detail: viewport.New(), now: opts.Now(),
+		filter: fi, now: opts.Now(),
 	}
 	if opts.ListTimeout <= 0 {
 		m.opts.ListTimeout = 30 * time.Second
@@ -235,10 +184,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.help.SetWidth(msg.Width)
-		m.detail.SetWidth(msg.Width)
-		m.detail.SetHeight(max(m.height-headerLines+1-footerLines, 3))
+		if m.detail != nil {
+			m.detail.SetSize(m.detailSize())
+		}
 		if m.form != nil {
-			m.form.SetSize(msg.Width-4, m.height-6)
+			m.form.form.SetSize(msg.Width-4, m.height-6)
 		}
 		m.clampCursor()
 		return m, nil
@@ -291,10 +241,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.KeyPressMsg:
 		return m, m.onKey(msg)
 	}
-	if m.mode == modeForm && m.form != nil {
+	// What the open form's and the filter prompt's own commands return.
+	if m.mode() == modeForm {
 		return m, m.updateForm(msg)
 	}
-	if m.mode == modeFilter {
+	if m.mode() == modeFilter {
 		var cmd tea.Cmd
 		m.filter, cmd = m.filter.Update(msg)
 		return m, cmd
@@ -448,8 +399,8 @@ func (m *Model) replaceTask(t *model.Task) {
 	selected := m.selectedID()
 	m.list.Upsert(t)
 	m.keepSelected(selected)
-	if m.mode == modeDetail && m.detailID == t.ID {
-		m.detail.SetContent(m.detailText(t))
+	if m.detail != nil && m.detail.id == t.ID {
+		m.detail.vp.SetContent(m.detailText(t))
 	}
 }
 
@@ -489,57 +440,82 @@ func (m *Model) onTools(msg toolsMsg) tea.Cmd {
 	m.endListing()
 	m.say("")
 	if msg.err != nil {
-		m.mode = modeTable
 		if errors.Is(msg.err, context.DeadlineExceeded) {
 			return m.fail(fmt.Errorf("server %s did not list its tools within %v", msg.server, m.opts.ListTimeout))
 		}
 		return m.fail(fmt.Errorf("server %s did not list its tools: %w", msg.server, msg.err))
 	}
-	p := &picker{title: "New call on " + msg.server + ": choose a tool"}
-	schemas := map[string]any{}
-	names := map[string]string{} // shown (sanitized) name → the server's name, which the call must use
-	for _, t := range msg.tools {
-		name := termtext.Line(t.Name)
-		p.items = append(p.items, name)
-		p.notes = append(p.notes, termtext.Line(t.Description))
-		schemas[name], names[name] = t.InputSchema, t.Name
-	}
-	if len(p.items) == 0 {
-		m.mode = modeTable
+	if len(msg.tools) == 0 {
 		m.say("server " + msg.server + " offers no tools")
 		return nil
 	}
-	p.pick = func(m *Model, tool string) tea.Cmd {
-		raw, _ := json.Marshal(schemas[tool])
-		f, err := form.ForArguments(msg.server+" · "+tool, raw)
-		if err != nil {
-			m.mode = modeTable
-			return m.fail(err)
-		}
-		return m.openForm(f, formTarget{call: &newCall{server: msg.server, tool: names[tool], answers: map[string]json.RawMessage{}}})
+	p := &picker[toolChoice]{title: "New call on " + msg.server + ": choose a tool"}
+	for _, t := range msg.tools {
+		p.values = append(p.values, toolChoice{server: msg.server, tool: t})
+		p.items = append(p.items, termtext.Line(t.Name))
+		p.notes = append(p.notes, termtext.Line(t.Description))
 	}
-	m.pick = p
-	m.mode = modePick
+	m.tools = p
 	return nil
 }
 
+// toolChoice is one item of the tool picker.
+type toolChoice struct {
+	server string
+	tool   *mcp.Tool
+}
+
+// mode tells what takes the keys: the question over everything, else
+// the overlay that is open, else the table.
+func (m *Model) mode() mode {
+	switch {
+	case m.question != nil:
+		return modeConfirm
+	case m.form != nil:
+		return modeForm
+	case m.servers != nil || m.tools != nil:
+		return modePick
+	case m.detail != nil:
+		return modeDetail
+	case m.helpOpen:
+		return modeHelp
+	case m.filtering:
+		return modeFilter
+	}
+	return modeTable
+}
+
+// onKey routes a key to what is open, and acts on its outcome.
 func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch m.mode {
+	switch m.mode() {
+	case modeConfirm:
+		a, done := m.question.Update(msg, m.keys)
+		if !done {
+			return nil
+		}
+		m.question = nil
+		return m.onAnswer(a)
 	case modeForm:
 		return m.updateForm(msg)
-	case modeFilter:
-		return m.keyFilter(msg)
-	case modeConfirm:
-		return m.keyConfirm(msg)
 	case modePick:
 		return m.keyPick(msg)
-	case modeHelp:
-		m.mode = modeTable
-		return nil
 	case modeDetail:
-		if cmd, done := m.keyDetail(msg); done {
-			return cmd
+		out, cmd := m.detail.Update(msg, m.keys)
+		switch out {
+		case detailClose:
+			m.detail = nil
+		case detailPass:
+			cmd = m.keyTable(msg)
+			if m.mode() != modeDetail {
+				m.detail = nil // what the key opened takes the screen
+			}
 		}
+		return cmd
+	case modeHelp:
+		m.helpOpen = false
+		return nil
+	case modeFilter:
+		return m.keyFilter(msg)
 	}
 	return m.keyTable(msg)
 }
@@ -565,7 +541,6 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Detail):
 		return m.openDetail()
 	case key.Matches(msg, k.Back):
-		m.mode = modeTable
 		if m.listing != nil {
 			m.say("stopped listing the tools of " + m.listing.server)
 			m.endListing()
@@ -579,7 +554,8 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 			m.say("showing every task")
 		}
 	case key.Matches(msg, k.Filter):
-		m.mode = modeFilter
+		m.filtering = true
+		m.detail = nil
 		return m.filter.Focus()
 	case key.Matches(msg, k.StatusFilter):
 		m.cycleStatusFilter()
@@ -628,32 +604,20 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Copy):
 		return m.copyResult()
 	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
+		m.helpOpen = true
+		m.detail = nil
 	}
 	return nil
-}
-
-func (m *Model) keyDetail(msg tea.KeyPressMsg) (tea.Cmd, bool) {
-	switch {
-	case key.Matches(msg, m.keys.Close):
-		m.mode = modeTable
-		return nil, true
-	case key.Matches(msg, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown):
-		var cmd tea.Cmd
-		m.detail, cmd = m.detail.Update(msg)
-		return cmd, true
-	}
-	return nil, false
 }
 
 func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, m.keys.Keep):
-		m.mode = modeTable
+		m.filtering = false
 		m.filter.Blur()
 		return nil
 	case key.Matches(msg, m.keys.Clear):
-		m.mode = modeTable
+		m.filtering = false
 		m.filter.Blur()
 		m.filter.SetValue("")
 		m.applyFilter()
@@ -665,44 +629,21 @@ func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
 	return cmd
 }
 
-// keyConfirm answers a question: No unless another answer is chosen.
-func (m *Model) keyConfirm(msg tea.KeyPressMsg) tea.Cmd {
-	c := m.confirm
-	switch {
-	case key.Matches(msg, m.keys.Choose):
-		d := 1
-		if s := msg.String(); s == "left" || s == "h" || s == "shift+tab" {
-			d = -1
-		}
-		c.cursor = (c.cursor + d + len(c.choices) + 1) % (len(c.choices) + 1)
-	case key.Matches(msg, m.keys.Pick):
-		return m.answerQuestion(c.cursor)
-	case key.Matches(msg, m.keys.Confirm) && len(c.choices) == 1:
-		return m.answerQuestion(1)
-	case key.Matches(msg, m.keys.Deny):
-		return m.answerQuestion(0)
-	}
-	return nil
-}
-
-// answerQuestion closes the question with its i-th answer (0 is No).
-func (m *Model) answerQuestion(i int) tea.Cmd {
-	c := m.confirm
-	m.confirm, m.mode = nil, c.back
-	if i == 0 {
-		if c.back == modeTable {
+// onAnswer does what a question's answer says. No returns to what is
+// under the question: the form it was asked from, or the table.
+func (m *Model) onAnswer(a reply) tea.Cmd {
+	switch a.act {
+	case 0:
+		if m.form == nil {
 			m.say("nothing done")
 		}
 		return nil
-	}
-	m.mode = modeTable
-	switch c.choices[i-1].act {
 	case actCancel:
 		clear(m.marked)
-		return cancelTasks(m.ctx, m.tracker, c.ids)
+		return cancelTasks(m.ctx, m.tracker, a.ids)
 	case actForget:
 		clear(m.marked)
-		return forget(m.tracker, c.ids)
+		return forget(m.tracker, a.ids)
 	case actPrune:
 		return prune(m.tracker)
 	case actQuit:
@@ -715,20 +656,36 @@ func (m *Model) answerQuestion(i int) tea.Cmd {
 	return nil
 }
 
+// keyPick routes a key to the open picker: a chosen server lists its
+// tools, a chosen tool opens the form for its arguments.
 func (m *Model) keyPick(msg tea.KeyPressMsg) tea.Cmd {
-	p := m.pick
-	switch {
-	case key.Matches(msg, m.keys.Up):
-		p.cursor = max(p.cursor-1, 0)
-	case key.Matches(msg, m.keys.Down):
-		p.cursor = min(p.cursor+1, len(p.items)-1)
-	case key.Matches(msg, m.keys.PickBack):
-		m.pick, m.mode = nil, modeTable
-	case key.Matches(msg, m.keys.Pick):
-		m.pick, m.mode = nil, modeTable
-		return p.pick(m, p.items[p.cursor])
+	if p := m.servers; p != nil {
+		out, done := p.Update(msg, m.keys)
+		if !done {
+			return nil
+		}
+		m.servers = nil
+		if out.back {
+			return nil
+		}
+		return m.listTools(out.value)
 	}
-	return nil
+	out, done := m.tools.Update(msg, m.keys)
+	if !done {
+		return nil
+	}
+	m.tools = nil
+	if out.back {
+		return nil
+	}
+	c := out.value
+	raw, _ := json.Marshal(c.tool.InputSchema)
+	f, err := form.ForArguments(c.server+" · "+termtext.Line(c.tool.Name), raw)
+	if err != nil {
+		return m.fail(err)
+	}
+	// The call goes out under the server's own name of the tool, not the shown one.
+	return m.openForm(f, formTarget{call: &newCall{server: c.server, tool: c.tool.Name, answers: map[string]json.RawMessage{}}})
 }
 
 func (m *Model) applyFilter() {
@@ -768,11 +725,16 @@ func (m *Model) openDetail() tea.Cmd {
 	if t == nil {
 		return nil
 	}
-	m.detailID = t.ID
-	m.detail.SetContent(m.detailText(t))
-	m.detail.GotoTop()
-	m.mode = modeDetail
+	m.detail = newDetailPane(t.ID)
+	m.detail.SetSize(m.detailSize())
+	m.detail.vp.SetContent(m.detailText(t))
 	return nil
+}
+
+// detailSize is the space of the detail pane: the screen but the count
+// line and the footer.
+func (m *Model) detailSize() (width, height int) {
+	return m.width, max(m.height-headerLines+1-footerLines, 3)
 }
 
 // openAnswer opens the form for a task's next unanswered input request.
@@ -795,29 +757,28 @@ func (m *Model) openAnswer(t *model.Task) tea.Cmd {
 
 func (m *Model) openForm(f *form.Form, target formTarget) tea.Cmd {
 	f.SetSize(m.width-4, m.height-6)
-	m.form, m.formFor, m.mode = f, target, modeForm
+	m.form = &formPane{form: f, target: target}
 	return f.Init()
 }
 
+// updateForm routes a message to the open form and acts on its outcome.
 func (m *Model) updateForm(msg tea.Msg) tea.Cmd {
-	if k, ok := msg.(tea.KeyPressMsg); ok && m.form.Answers() && key.Matches(k, m.keys.Refuse) {
+	out, cmd := m.form.Update(msg, m.keys)
+	switch {
+	case out.refuse:
 		m.askRefuse()
 		return nil
+	case out.done:
+		return m.finishForm(out.result)
 	}
-	var cmd tea.Cmd
-	m.form, cmd = m.form.Update(msg)
-	res, done := m.form.Done()
-	if !done {
-		return cmd
-	}
-	return m.finishForm(res)
+	return cmd
 }
 
 // finishForm closes the form and does what its outcome says: nothing for
 // Back, else the call or the answer.
 func (m *Model) finishForm(res form.Result) tea.Cmd {
-	target := m.formFor
-	m.form, m.mode = nil, modeTable
+	target := m.form.target
+	m.form = nil
 	c := target.call
 	switch {
 	case res.Action == form.Back && c != nil:
@@ -851,16 +812,15 @@ func (m *Model) finishForm(res form.Result) tea.Cmd {
 // askRefuse asks whether to decline or cancel the open form's input
 // request; No returns to the form.
 func (m *Model) askRefuse() {
-	what := "input " + termtext.Line(m.formFor.key) + " of task " + m.formFor.taskID
-	if c := m.formFor.call; c != nil {
+	target := m.form.target
+	what := "input " + termtext.Line(target.key) + " of task " + target.taskID
+	if c := target.call; c != nil {
 		what = "the question " + termtext.Line(c.tool) + " asks before it starts"
 	}
-	m.confirm = &confirmation{
-		question: "Decline or cancel " + what + "? The server is told, and will not ask again.",
-		choices:  []choice{{"Decline", actDecline}, {"Cancel the request", actCancelInput}},
-		back:     modeForm,
+	m.question = &question{
+		text:    "Decline or cancel " + what + "? The server is told, and will not ask again.",
+		choices: []choice{{"Decline", actDecline}, {"Cancel the request", actCancelInput}},
 	}
-	m.mode = modeConfirm
 }
 
 // answerJSON is the input response a form's outcome stands for.
@@ -938,13 +898,13 @@ func (m *Model) askPrune() tea.Cmd {
 
 // ask puts a question over the table, listing the tasks it acts on.
 func (m *Model) ask(q string, tasks []*model.Task, yes choice) {
-	c := &confirmation{question: q, choices: []choice{yes}, back: modeTable}
+	c := &question{text: q, choices: []choice{yes}}
 	for _, t := range tasks {
 		c.ids = append(c.ids, t.ID)
 		c.targets = append(c.targets, strings.Join([]string{t.ID, fit(lookOf(t).Symbol+" "+string(t.Status), 16),
 			fit(termtext.Line(t.Tool), 14), termtext.Line(t.Server.String())}, "  "))
 	}
-	m.confirm, m.mode = c, modeConfirm
+	m.question = c
 }
 
 // quit quits, after asking when open tasks of stdio servers would die
@@ -974,13 +934,11 @@ func (m *Model) quit() tea.Cmd {
 	if n == 0 {
 		return tea.Quit
 	}
-	m.confirm = &confirmation{
-		question: fmt.Sprintf("Quit? %s on stdio servers (%s) will die: those servers stop with taskdeck, and the tasks become unknown.",
+	m.question = &question{
+		text: fmt.Sprintf("Quit? %s on stdio servers (%s) will die: those servers stop with taskdeck, and the tasks become unknown.",
 			present.Count(n, "open task"), strings.Join(names, ", ")),
 		choices: []choice{{"Yes, quit", actQuit}},
-		back:    modeTable,
 	}
-	m.mode = modeConfirm
 	return nil
 }
 
@@ -989,16 +947,19 @@ func (m *Model) startNewCall() tea.Cmd {
 		m.say("no servers configured: add them under mcpServers in the config file")
 		return nil
 	}
-	m.pick = &picker{title: "New call: choose a server", items: m.opts.Servers, pick: func(m *Model, server string) tea.Cmd {
-		m.endListing()
-		m.listings++
-		ctx, cancel := context.WithTimeout(m.ctx, m.opts.ListTimeout)
-		m.listing = &listing{server: server, gen: m.listings, cancel: cancel}
-		m.say("listing tools of " + server + "… (esc stops)")
-		return listTools(ctx, m.tracker, server, m.listings)
-	}}
-	m.mode = modePick
+	m.servers = &picker[string]{title: "New call: choose a server", items: m.opts.Servers, values: m.opts.Servers}
 	return nil
+}
+
+// listTools starts listing a server's tools for a new call; the tool
+// picker opens when they come.
+func (m *Model) listTools(server string) tea.Cmd {
+	m.endListing()
+	m.listings++
+	ctx, cancel := context.WithTimeout(m.ctx, m.opts.ListTimeout)
+	m.listing = &listing{server: server, gen: m.listings, cancel: cancel}
+	m.say("listing tools of " + server + "… (esc stops)")
+	return listTools(ctx, m.tracker, server, m.listings)
 }
 
 // endListing stops the tools listing in flight, if any.
@@ -1037,8 +998,8 @@ func (m *Model) targets() []*model.Task {
 }
 
 func (m *Model) selected() *model.Task {
-	if m.mode == modeDetail {
-		if t, ok := m.list.Get(m.detailID); ok {
+	if m.detail != nil {
+		if t, ok := m.list.Get(m.detail.id); ok {
 			return t
 		}
 	}

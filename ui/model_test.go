@@ -270,7 +270,7 @@ func TestAnswerInputThroughTheForm(t *testing.T) {
 		t.Fatalf("i selected %s, want %s", h.m.selectedID(), approve.ID)
 	}
 	h.key("a")
-	if h.m.mode != modeForm || !strings.Contains(h.screen(), "Approve deploy?") {
+	if h.m.mode() != modeForm || !strings.Contains(h.screen(), "Approve deploy?") {
 		t.Fatalf("no form after a:\n%s", h.screen())
 	}
 	updates := h.demo.Stats().Updates
@@ -278,7 +278,7 @@ func TestAnswerInputThroughTheForm(t *testing.T) {
 	h.until("the reason field is focused", func(m *Model) bool { return strings.Contains(h.screen(), "┃ Reason *") })
 	h.key("enter") // an empty required reason is refused
 	h.until("the reason is refused", func(m *Model) bool { return strings.Contains(h.screen(), "required") })
-	if h.m.mode != modeForm || h.demo.Stats().Updates != updates {
+	if h.m.mode() != modeForm || h.demo.Stats().Updates != updates {
 		t.Fatalf("an empty reason was submitted:\n%s", h.screen())
 	}
 	h.typeText("all green")
@@ -298,10 +298,10 @@ func TestCancelAsksFirst(t *testing.T) {
 	h := newHarness(t, func(h *harness) { sleep = h.call("sleep", `{"seconds":600}`) })
 	h.selectTask(sleep.ID)
 	h.key("c")
-	if h.m.mode != modeConfirm || !strings.Contains(h.screen(), "Cancel 1 task on the server?") {
+	if h.m.mode() != modeConfirm || !strings.Contains(h.screen(), "Cancel 1 task on the server?") {
 		t.Fatalf("c did not ask:\n%s", h.screen())
 	}
-	if cmd := press(h.m, "n"); cmd != nil || h.m.mode != modeTable {
+	if cmd := press(h.m, "n"); cmd != nil || h.m.mode() != modeTable {
 		t.Fatal("saying no returned a command: the cancel may be sent")
 	}
 	if h.demo.Stats().Cancels != 0 || h.status(sleep.ID) != model.StatusWorking {
@@ -345,16 +345,16 @@ func TestPruneAndForgetAskWithCounts(t *testing.T) {
 func TestNewCallFromToolSchema(t *testing.T) {
 	h := newHarness(t, nil)
 	h.key("n")
-	if h.m.mode != modePick {
+	if h.m.mode() != modePick {
 		t.Fatal("n did not offer servers")
 	}
 	h.key("enter") // the only server
-	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
-	for h.m.pick.items[h.m.pick.cursor] != "sleep" {
+	h.until("tools listed", func(m *Model) bool { return m.mode() == modePick && strings.Contains(m.tools.title, "choose a tool") })
+	for h.m.tools.items[h.m.tools.cursor] != "sleep" {
 		h.key("down")
 	}
 	h.key("enter")
-	if h.m.mode != modeForm {
+	if h.m.mode() != modeForm {
 		t.Fatalf("no argument form:\n%s", h.screen())
 	}
 	h.typeText("1")
@@ -454,7 +454,7 @@ func TestServerTextCannotControlTheTerminal(t *testing.T) {
 
 func TestSmallTerminalKeepsLayout(t *testing.T) {
 	m := loaded(t, sampleTasks(), 80, 24)
-	for _, mode := range []func(){func() {}, func() { m.openDetail() }, func() { m.mode = modeHelp }} {
+	for _, mode := range []func(){func() {}, func() { m.openDetail() }, func() { m.helpOpen = true }} {
 		mode()
 		lines := strings.Split(m.View().Content, "\n")
 		if len(lines) != 24 {
@@ -468,7 +468,7 @@ func TestSmallTerminalKeepsLayout(t *testing.T) {
 		if !strings.Contains(ansi.Strip(lines[len(lines)-1]), "quit") {
 			t.Fatalf("footer lost: %q", ansi.Strip(lines[len(lines)-1]))
 		}
-		m.mode = modeTable
+		m.detail, m.helpOpen = nil, false
 	}
 }
 
@@ -567,14 +567,14 @@ func TestPollsInFlightAreBoundedPerServer(t *testing.T) {
 func TestNewCallThatAsksBeforeItStarts(t *testing.T) {
 	h := newHarness(t, nil)
 	h.key("n", "enter")
-	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
-	for h.m.pick.items[h.m.pick.cursor] != "confirm_first" {
+	h.until("tools listed", func(m *Model) bool { return m.mode() == modePick && strings.Contains(m.tools.title, "choose a tool") })
+	for h.m.tools.items[h.m.tools.cursor] != "confirm_first" {
 		h.key("down")
 	}
 	h.key("enter") // confirm_first takes no arguments: the form only submits
-	h.until("the argument form", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "takes no arguments") })
+	h.until("the argument form", func(m *Model) bool { return m.mode() == modeForm && strings.Contains(h.screen(), "takes no arguments") })
 	h.key("enter")
-	h.until("the server's question", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
+	h.until("the server's question", func(m *Model) bool { return m.mode() == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
 	h.key("left", "enter") // yes
 	h.until("the task runs and ends", func(m *Model) bool {
 		return m.list.Len() == 1 && m.list.all[0].task.Status == model.StatusCompleted
