@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -11,36 +10,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
 )
-
-// loadedWith is loaded with a server config and options: no server runs
-// unless the test starts one.
-func loadedWith(t testing.TB, tasks []*model.Task, w, h int, config string, opts Options) *Model {
-	t.Helper()
-	st, err := store.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg, err := mcpclient.ParseConfig("test", []byte(config))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	t.Cleanup(pool.Close)
-	opts.Tracker = mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{})
-	opts.Now = func() time.Time { return fixedNow }
-	m := New(context.Background(), opts)
-	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	_, recent := m.Update(startupMsg{openLoadedMsg: openLoadedMsg{tasks: tasks}})
-	m.Update(recent())
-	m.sched = model.NewSchedule(1) // nothing is polled here
-	return m
-}
 
 // press hands one key to Update and returns the command it gave back.
 func press(m *Model, k string) tea.Cmd {
@@ -108,13 +80,16 @@ func TestDeclineIsAConfirmedChoice(t *testing.T) {
 	}
 }
 
-// Item 7: esc in the form a server asks before a new call starts
-// abandons the call: it is not sent again with a decline.
+// Item 7: esc in the form a server asks before a new call starts sends
+// nothing: the call is not sent again with a decline, and its record
+// keeps the question for later (a, or taskdeck answer).
 func TestEscBeforeANewCallStartsSendsNoCall(t *testing.T) {
 	h := newHarness(t, nil)
 	h.key("n", "enter")
-	h.until("tools listed", func(m *Model) bool { return m.mode() == modePick && strings.Contains(m.tools.title, "choose a tool") })
-	for h.m.tools.items[h.m.tools.cursor] != "confirm_first" {
+	h.until("tools listed", func(m *Model) bool {
+		return m.mode() == modePick && strings.Contains(m.toolPick.title, "choose a tool")
+	})
+	for h.m.toolPick.items[h.m.toolPick.cursor] != "confirm_first" {
 		h.key("down")
 	}
 	h.key("enter")
@@ -128,7 +103,11 @@ func TestEscBeforeANewCallStartsSendsNoCall(t *testing.T) {
 	if h.m.mode() != modeTable || h.demo.Stats().ToolCalls["confirm_first"] != calls {
 		t.Fatalf("esc sent the call (mode %d)", h.m.mode())
 	}
-	h.until("the first attempt's record is gone", func(m *Model) bool { return m.list.Len() == 0 })
+	h.until("the call's row waits for input", func(m *Model) bool { return m.list.Len() == 1 && m.list.waiting == 1 })
+	h.key("i", "a")
+	if h.m.mode() != modeForm || !strings.Contains(h.screen(), "Run confirm_first?") {
+		t.Fatalf("a does not ask the call's question again:\n%s", h.screen())
+	}
 }
 
 // Item 8: marks hidden by the filter are not acted on; the question lists
@@ -179,7 +158,7 @@ func TestListingToolsOfASilentServerEnds(t *testing.T) {
 		}
 	}()
 	cfg := fmt.Sprintf(`{"mcpServers":{"hole":{"url":"http://%s/mcp"}}}`, ln.Addr())
-	m := loadedWith(t, nil, 120, 30, cfg, Options{Servers: []string{"hole"}, ListTimeout: 300 * time.Millisecond})
+	m := loadedWith(t, nil, 120, 30, cfg, Options{ListTimeout: 300 * time.Millisecond})
 	h := &harness{t: t, m: m, msgs: make(chan tea.Msg, 16)}
 	h.key("n", "enter")
 	if !strings.Contains(m.flash, "listing tools of hole") {
@@ -208,7 +187,7 @@ func TestForgettingARowAboveKeepsTheSelection(t *testing.T) {
 	m.cursor = 3
 	m.clampCursor()
 	picked := m.selectedID()
-	m.Update(forgottenMsg{ids: []string{m.list.visible[0].task.ID}})
+	m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventChange, Rev: 2, Deleted: []string{m.list.visible[0].task.ID}}}})
 	if got := m.selectedID(); got != picked {
 		t.Fatalf("selection moved from %s to %s", picked, got)
 	}
@@ -337,7 +316,7 @@ func TestRowsShowErrorsAndFailingPolls(t *testing.T) {
 	toolErr.StatusMessage = "about to fail"
 	toolErr.Result = json.RawMessage(`{"content":[{"type":"text","text":"simulated tool failure"}],"isError":true}`)
 	m := loaded(t, tasks, 160, 30)
-	m.polls[compile.ID] = pollNote{err: fmt.Errorf("server build unreachable: connection refused")}
+	m.polls[compile.ID] = deck.PollState{Errors: 2, LastError: "server build unreachable: connection refused"}
 	s := screenOf(m)
 	if l := lineWith(s, "package"); !strings.Contains(l, "simulated failure") {
 		t.Errorf("failed row: %q", l)
@@ -405,10 +384,26 @@ func TestHugeInputSchemaIsNotBuilt(t *testing.T) {
 	}
 }
 
-func toolsNamed(nameDesc ...string) []*mcp.Tool {
-	var out []*mcp.Tool
+func toolsNamed(nameDesc ...string) []deck.Tool {
+	var out []deck.Tool
 	for i := 0; i < len(nameDesc); i += 2 {
-		out = append(out, &mcp.Tool{Name: nameDesc[i], Description: nameDesc[i+1]})
+		out = append(out, deck.Tool{Name: nameDesc[i], Description: nameDesc[i+1]})
 	}
 	return out
+}
+
+// A call's server that asks again for an input it was given did not take
+// the answer: the status line says so, and the question is asked again.
+func TestAnInputAskedAgainIsSaidAndAskedAgain(t *testing.T) {
+	tasks := sampleTasks()
+	ask := tasks[1].Clone() // deploy waits for input "ok"
+	ask.TaskID = ""         // before its task exists
+	m := loaded(t, tasks, 120, 30)
+	m.Update(taskUpdatedMsg{verb: "answered", task: ask, needsInput: true, again: []string{"ok"}})
+	if !m.flashErr || !strings.Contains(m.flash, "deploy asks again for ok") {
+		t.Fatalf("status line %q", m.flash)
+	}
+	if m.mode() != modeForm || !strings.Contains(screenOf(m), "before it starts · ok") || !strings.Contains(screenOf(m), "Deploy to prod?") {
+		t.Fatalf("the question is not asked again:\n%s", screenOf(m))
+	}
 }

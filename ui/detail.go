@@ -96,9 +96,9 @@ func (m *Model) detailText(t *model.Task) string {
 		b.WriteString("\n" + m.styles.Title.Render("Local error") + "\n" + termtext.Line(t.LocalError) + "\n")
 	}
 	b.WriteString("\n" + m.styles.Title.Render("Polling") + "\n")
-	ps := m.tracker.PollStatus(t.ID)
+	ps := m.polls[t.ID]
 	switch {
-	case !t.Status.Pollable():
+	case !t.Pollable():
 		b.WriteString("  not polled: " + string(t.Status) + "\n")
 	default:
 		if !ps.LastPolled.IsZero() {
@@ -108,8 +108,8 @@ func (m *Model) detailText(t *model.Task) string {
 			b.WriteString(", next in " + next)
 		}
 		b.WriteString("\n")
-		if ps.LastError != nil {
-			b.WriteString("  " + m.styles.Error.Render(fmt.Sprintf("last error (%d in a row): %s", ps.Errors, termtext.Line(ps.LastError.Error()))) + "\n")
+		if ps.LastError != "" {
+			b.WriteString("  " + m.styles.Error.Render(fmt.Sprintf("last error (%d in a row): %s", ps.Errors, termtext.Line(ps.LastError))) + "\n")
 		}
 	}
 	b.WriteString("\n" + m.styles.Title.Render("History") + "\n")

@@ -5,25 +5,23 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/ui/form"
 )
 
-// formTarget says what a form's answer is for: an input request of a
-// task, a new call's arguments, or an input request the server made
-// before the new call's task exists.
+// formTarget says what a form's answer is for: a new call's arguments,
+// or an input request of a record (a task's, or a call's whose server
+// asks before its task exists: before).
 type formTarget struct {
-	taskID, key string
 	call        *newCall
-	callKey     string // with call: the input request answered
+	taskID, key string
+	tool        string
+	before      bool
 }
 
 // newCall is a call being put together in the dashboard.
 type newCall struct {
 	server, tool string
 	args         json.RawMessage
-	answers      map[string]json.RawMessage
-	asks         map[string]model.InputRequest // input requests still to answer
 }
 
 // formPane is the form on screen and what its answer is for.

@@ -88,9 +88,11 @@ func TestHostileServerCannotControlTheDashboard(t *testing.T) {
 	// A new call: the tool picker lists the hostile names and descriptions,
 	// and the argument form shows the hostile schema.
 	h.key("n", "enter")
-	h.until("tools listed", func(m *Model) bool { return m.mode() == modePick && strings.Contains(m.tools.title, "choose a tool") })
+	h.until("tools listed", func(m *Model) bool {
+		return m.mode() == modePick && strings.Contains(m.toolPick.title, "choose a tool")
+	})
 	inertScreen(t, "tool picker", h.m.View().Content)
-	for h.m.tools.items[h.m.tools.cursor] != demo.HostileTool {
+	for h.m.toolPick.items[h.m.toolPick.cursor] != demo.HostileTool {
 		h.key("down")
 		inertScreen(t, "tool picker", h.m.View().Content)
 	}
@@ -104,9 +106,11 @@ func TestHostileServerCannotControlTheDashboard(t *testing.T) {
 	// The tool whose name carries escapes is shown sanitized, and the call
 	// would go out under the server's own name.
 	h.key("n", "enter")
-	h.until("tools listed", func(m *Model) bool { return m.mode() == modePick && strings.Contains(m.tools.title, "choose a tool") })
+	h.until("tools listed", func(m *Model) bool {
+		return m.mode() == modePick && strings.Contains(m.toolPick.title, "choose a tool")
+	})
 	shown := termtext.Line(demo.HostileToolName)
-	for h.m.tools.items[h.m.tools.cursor] != shown {
+	for h.m.toolPick.items[h.m.toolPick.cursor] != shown {
 		h.key("down")
 	}
 	h.key("enter")

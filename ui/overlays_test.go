@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/deck"
 )
 
 // A question's outcome is typed: No unless another answer is chosen, y
@@ -73,7 +73,7 @@ func TestPickerChoosesValuesNotLabels(t *testing.T) {
 func TestEscIsAlwaysBack(t *testing.T) {
 	tasks := sampleTasks()
 	deploy := tasks[1] // waits for input
-	m := loadedWith(t, tasks, 120, 30, `{"mcpServers":{"demo":{"url":"http://127.0.0.1:1/mcp"}}}`, Options{Servers: []string{"demo"}})
+	m := loadedWith(t, tasks, 120, 30, `{"mcpServers":{"demo":{"url":"http://127.0.0.1:1/mcp"}}}`, Options{})
 	m.cursor = m.list.IndexOf(deploy.ID)
 	ctrlX := tea.KeyPressMsg{Code: 'x', Mod: tea.ModCtrl}
 	steps := []struct {
@@ -89,7 +89,7 @@ func TestEscIsAlwaysBack(t *testing.T) {
 		{"server picker", func() { press(m, "n") }, modePick, modeTable},
 		{"tool picker", func() {
 			m.listing = &listing{server: "demo", gen: 1, cancel: func() {}}
-			m.Update(toolsMsg{server: "demo", gen: 1, tools: []*mcp.Tool{{Name: "sleep"}}})
+			m.Update(toolsMsg{server: "demo", gen: 1, tools: []deck.Tool{{Name: "sleep"}}})
 		}, modePick, modeTable},
 		{"answer form", func() { press(m, "a") }, modeForm, modeTable},
 		{"question over the form", func() { press(m, "a"); m.Update(ctrlX) }, modeConfirm, modeForm},

@@ -37,10 +37,10 @@ func (m *Model) View() tea.View {
 		}
 	case modePick:
 		rows := max(m.height-headerLines-footerLines-6, 3)
-		if m.servers != nil {
-			body = m.servers.View(m.styles, m.boxWidth(), rows)
+		if m.serverPick != nil {
+			body = m.serverPick.View(m.styles, m.boxWidth(), rows)
 		} else {
-			body = m.tools.View(m.styles, m.boxWidth(), rows)
+			body = m.toolPick.View(m.styles, m.boxWidth(), rows)
 		}
 	case modeForm:
 		body = m.box(m.form.form.View())
@@ -69,6 +69,9 @@ func (m *Model) viewCounts() string {
 	}
 	if !m.loaded {
 		parts = append(parts, m.styles.Dim.Render("loading…"))
+	}
+	if r := m.reconcile; r != nil && r.Total > 0 {
+		parts = append(parts, m.styles.Dim.Render(fmt.Sprintf("reconciling %d/%d …", r.Done, r.Total)))
 	}
 	return ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 }
@@ -131,17 +134,17 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	}
 	status := fit(lookOf(t).Symbol+" "+string(t.Status), c.status)
 	msg := fit(r.msg, c.msg)
-	pollErr := m.polls[t.ID].err
-	if pollErr != nil {
+	pollErr := m.polls[t.ID].LastError
+	if pollErr != "" {
 		// Its state is the last one heard, which may no longer be true.
 		status = fit(pollFailedSymbol+" "+string(t.Status), c.status)
-		msg = fit("poll failed: "+termtext.Line(pollErr.Error()), c.msg)
+		msg = fit("poll failed: "+termtext.Line(pollErr), c.msg)
 	}
 	// The selected row is drawn in reverse as a whole, so its cells stay
 	// unstyled; other rows colour their status (and a poll error).
 	if !selected {
 		status = m.styles.statusStyle(t).Render(status)
-		if pollErr != nil {
+		if pollErr != "" {
 			status, msg = m.styles.Error.Render(status), m.styles.Error.Render(msg)
 		}
 	}
@@ -155,14 +158,14 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	return line
 }
 
-// nextPoll says when a task is polled next: "now" while a poll is in
-// flight, a countdown otherwise, nothing for tasks that are not polled.
+// nextPoll says when the engine polls a task next: a countdown, "now"
+// once it is due (or in flight), nothing for tasks that are not polled.
 func (m *Model) nextPoll(t *model.Task) string {
-	at, inFlight, ok := m.sched.Due(t.ID)
+	at := m.polls[t.ID].Next
 	switch {
-	case !ok:
+	case !t.Pollable() || at.IsZero():
 		return ""
-	case inFlight:
+	case !at.After(m.now):
 		return "now"
 	}
 	return present.Age(at.Sub(m.now))
@@ -178,10 +181,7 @@ func (m *Model) viewFooter() string {
 	if m.list.Len() != len(m.list.visible) {
 		info += fmt.Sprintf(" of %d", m.list.Len())
 	}
-	switch {
-	case m.recentPending():
-		info += " (loading finished tasks…)"
-	case m.hidden > 0:
+	if m.hidden > 0 {
 		info += fmt.Sprintf(" (+%d older finished not shown)", m.hidden)
 	}
 	info += " · sort: " + m.list.OrderName()
