@@ -327,6 +327,12 @@ func TestRowsShowErrorsAndFailingPolls(t *testing.T) {
 	if l := lineWith(s, "compile"); strings.Contains(l, "● working") || !strings.Contains(l, "⚠") {
 		t.Errorf("a row whose polls fail reads as healthy: %q", l)
 	}
+	// The detail pane has the engine's poll state too.
+	m.cursor = m.list.IndexOf(compile.ID)
+	press(m, "enter")
+	if s := screenOf(m); !strings.Contains(s, "last error (2 in a row): server build unreachable") {
+		t.Errorf("the detail pane lacks the poll's last error:\n%s", s)
+	}
 }
 
 // Item 13: quitting with open tasks on a stdio server asks first, saying

@@ -302,3 +302,29 @@ func TestChangesAreAppliedAtMostOncePerFrame(t *testing.T) {
 		t.Fatalf("%d frames in %v: more than one per frame (at most %d)", n, took, most)
 	}
 }
+
+// Cancelling 12 marked tasks shows on their rows within a second.
+func TestACancelOfTwelveShowsWithinASecond(t *testing.T) {
+	h := newHarness(t, func(h *harness) {
+		for range 12 {
+			h.call("sleep", `{"seconds":600}`)
+		}
+	})
+	h.m.cursor = 0
+	for range 12 {
+		h.key("space")
+	}
+	h.key("c")
+	if !strings.Contains(h.screen(), "Cancel 12 tasks on the server?") {
+		t.Fatalf("the question:\n%s", h.screen())
+	}
+	limit := time.Second
+	if raceEnabled {
+		limit *= 5
+	}
+	h.key("y")
+	h.within("12 rows cancelled", limit, func(m *Model) bool { return m.list.counts[model.StatusCancelled] == 12 })
+	if n := h.demo.Stats().Cancels; n != 12 {
+		t.Fatalf("the server got %d tasks/cancel, want 12", n)
+	}
+}
