@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	dk "github.com/taskdeck/taskdeck/deck" // main_test.go has a deck of its own
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/ui"
@@ -19,20 +21,40 @@ import (
 
 // dashboard opens the terminal UI on the store and config.
 func (a *app) dashboard(ctx context.Context, greeting string) error {
+	return a.dashboardAfter(ctx, greeting, nil)
+}
+
+// dashboardAfter opens the engine on the store and config, lets first
+// act on it (the demo launches its tasks), then shows the dashboard on it
+// until the operator quits.
+func (a *app) dashboardAfter(ctx context.Context, greeting string, first func(context.Context, dk.Deck) error) error {
 	if err := a.needTerminal(); err != nil {
 		return err
 	}
 	a.quiet = true // from here on, only the renderer writes to the terminal
-	tr, err := a.open()
+	cfg, err := a.config()
 	if err != nil {
 		return err
 	}
-	return ui.Run(ctx, ui.Options{
-		Tracker:  tr,
-		Servers:  a.cfg.Names(),
-		Notify:   notificationsSupported(),
-		Greeting: greeting,
-	})
+	if err := a.openLog(); err != nil {
+		return err
+	}
+	eng, err := engine.Open(engine.Options{DataDir: a.dataDir, Config: cfg, Logger: a.logger, ChildStderr: a.logFile,
+		Warn: a.warn, RequestTimeout: a.requestTimeout, Policy: a.policy})
+	if err != nil {
+		return localErr(err)
+	}
+	defer func() {
+		if err := eng.Close(); err != nil {
+			a.logger.Error("closing the engine", "err", err)
+		}
+	}()
+	if first != nil {
+		if err := first(ctx, eng); err != nil {
+			return err
+		}
+	}
+	return ui.Run(ctx, ui.Options{Deck: eng, Notify: notificationsSupported(), Greeting: greeting})
 }
 
 // needTerminal refuses to start the dashboard where it cannot draw or
@@ -98,15 +120,7 @@ launches a handful of tasks, and opens the dashboard on them.`,
 			if err != nil {
 				return err
 			}
-			a.quiet = true
-			tr, err := a.open()
-			if err != nil {
-				return err
-			}
-			if err := launchDemoTasks(cmd.Context(), tr); err != nil {
-				return err
-			}
-			return a.dashboard(cmd.Context(), "demo server on "+url+": tasks launched in every state · ? help · n new call · q quit")
+			return a.dashboardAfter(cmd.Context(), "demo server on "+url+": tasks launched in every state · ? help · n new call · q quit", launchDemoTasks)
 		},
 	}
 	cmd.Flags().Float64Var(&speed, "speed", 1, "multiply the demo tools' durations")
@@ -115,7 +129,7 @@ launches a handful of tasks, and opens the dashboard on them.`,
 
 // launchDemoTasks starts one task per interesting state, so that a
 // newcomer sees every status within a minute.
-func launchDemoTasks(ctx context.Context, tr *mcpclient.Tracker) error {
+func launchDemoTasks(ctx context.Context, d dk.Deck) error {
 	ref := model.ServerRef{Name: "demo"}
 	calls := []struct{ tool, args string }{
 		{"sleep", `{"seconds":40}`},
@@ -130,12 +144,12 @@ func launchDemoTasks(ctx context.Context, tr *mcpclient.Tracker) error {
 	}
 	var last *model.Task
 	for _, c := range calls {
-		rec, _, err := tr.Call(ctx, mcpclient.CallRequest{Server: ref, Tool: c.tool, Args: json.RawMessage(c.args)})
+		res, err := d.Call(ctx, dk.CallRequest{Server: ref, Tool: c.tool, Args: json.RawMessage(c.args)})
 		if err != nil {
 			return fmt.Errorf("demo task %s: %w", c.tool, err)
 		}
-		last = rec
+		last = res.Task
 	}
-	_, err := tr.Cancel(ctx, last.ID) // the long sleep shows a cancelled task
+	_, err := d.Cancel(ctx, last.ID) // the long sleep shows a cancelled task
 	return err
 }
