@@ -255,7 +255,8 @@ func (e *Engine) Get(ctx context.Context, id string) (deck.Entry, error) {
 	return e.entry(rec), nil
 }
 
-// resolve finds a record by id or unique id prefix.
+// resolve finds a record by id, unique id prefix, or unique id suffix
+// (the dashboard's ID column: ids made in one minute share their start).
 func (e *Engine) resolve(id string) (*model.Task, error) {
 	if id == "" {
 		return nil, deck.Errorf(deck.KindUsage, "no task id given; `taskdeck ls` lists them")
@@ -270,7 +271,7 @@ func (e *Engine) resolve(id string) (*model.Task, error) {
 	}
 	var match *model.Task
 	for _, t := range all {
-		if strings.HasPrefix(t.ID, id) {
+		if strings.HasPrefix(t.ID, id) || strings.HasSuffix(t.ID, id) {
 			if match != nil {
 				return nil, deck.Errorf(deck.KindUsage, "%q matches several tasks; give more of the id", id)
 			}
