@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
@@ -20,17 +22,22 @@ type row struct {
 	server, tool, msg    string
 	search               string // lower-case text the filter matches
 	statusRank, isErrRnk int
-	waits                bool // input_required with questions not yet answered
+	waits                bool      // input_required with questions not yet answered
+	waitingSince         time.Time // when it began to wait for the operator (the inbox's clock)
 }
 
-func newRow(t *model.Task) *row {
+// newRow makes a task's row; server is its server's name as shown.
+func newRow(t *model.Task, server string) *row {
 	r := &row{
 		task:   t,
-		server: termtext.Line(t.Server.String()),
+		server: server,
 		tool:   termtext.Line(t.Tool),
 		msg:    termtext.Line(t.StatusMessage),
 	}
 	r.waits = t.WaitsForInput()
+	if r.waits {
+		r.waitingSince = waitingSince(t)
+	}
 	switch {
 	case t.Error != nil: // a failed task: its error says more than its last progress
 		r.msg = termtext.Line(fmt.Sprintf("error %d: %s", t.Error.Code, t.Error.Message))
@@ -83,7 +90,17 @@ type taskList struct {
 	order   int
 	text    string       // filter text, lower case
 	status  model.Status // status filter; "" for all
+	group   *deck.Group  // group view (groups.go); nil for all
+	server  string       // server view: a server's shown name; "" for all
+	// failing are the open tasks whose last poll failed (the problems group).
+	failing map[string]bool
+	// names shows a server's name (servers.go); nil: as recorded.
+	names func(model.ServerRef) string
+	// ends are the ids reversed and sorted: the short ids (ids.go).
+	ends []string
 	counts  map[model.Status]int
+	servers map[string]int // tasks per shown server name
+	open    map[string]int // working and waiting tasks per shown server name
 	waiting int // rows that wait for input
 	// reorders counts the sorts and the single-row moves: what a batch
 	// of changes cost (the tests count it).
@@ -91,13 +108,31 @@ type taskList struct {
 }
 
 func newTaskList() *taskList {
-	return &taskList{byID: map[string]*row{}, counts: map[model.Status]int{}}
+	return &taskList{byID: map[string]*row{}, counts: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
 }
 
-func (l *taskList) cmp(a, b *row) int { return sortOrders[l.order].cmp(a, b) }
+func (l *taskList) cmp(a, b *row) int {
+	if l.group != nil && l.group.Waiting {
+		return inboxOrder(a, b)
+	}
+	return sortOrders[l.order].cmp(a, b)
+}
+
+func (l *taskList) newRow(t *model.Task) *row {
+	if l.names != nil {
+		return newRow(t, l.names(t.Server))
+	}
+	return newRow(t, termtext.Line(t.Server.String()))
+}
 
 func (l *taskList) matches(r *row) bool {
 	if l.status != "" && r.task.Status != l.status {
+		return false
+	}
+	if l.group != nil && !l.inGroup(r) {
+		return false
+	}
+	if l.server != "" && r.server != l.server {
 		return false
 	}
 	return l.text == "" || strings.Contains(r.search, l.text)
@@ -108,7 +143,10 @@ func (l *taskList) Replace(tasks []*model.Task) {
 	l.byID = make(map[string]*row, len(tasks))
 	l.all = make([]*row, 0, len(tasks))
 	clear(l.counts)
+	clear(l.servers)
+	clear(l.open)
 	l.waiting = 0
+	l.ends = l.ends[:0]
 	l.Apply(tasks, nil)
 }
 
@@ -134,14 +172,17 @@ func (l *taskList) Apply(tasks []*model.Task, deleted []string) {
 			stale[old] = true
 			l.count(old, -1)
 			delete(l.byID, id)
+			delete(l.failing, id)
 		}
 	}
 	for _, t := range tasks {
 		if old, ok := l.byID[t.ID]; ok {
 			stale[old] = true
 			l.count(old, -1)
+		} else {
+			l.ends = append(l.ends, reversed(t.ID))
 		}
-		r := newRow(t)
+		r := l.newRow(t)
 		l.byID[t.ID] = r
 		l.count(r, 1)
 		l.all = append(l.all, r)
@@ -149,6 +190,11 @@ func (l *taskList) Apply(tasks []*model.Task, deleted []string) {
 	if len(stale) > 0 {
 		l.all = slices.DeleteFunc(l.all, func(r *row) bool { return stale[r] })
 	}
+	if len(deleted) > 0 {
+		l.ends = slices.DeleteFunc(l.ends, func(e string) bool { _, ok := l.byID[reversed(e)]; return !ok })
+	}
+	slices.Sort(l.ends)
+	l.ends = slices.Compact(l.ends)
 	l.resort()
 }
 
@@ -157,8 +203,10 @@ func (l *taskList) Upsert(t *model.Task) {
 	l.reorders++
 	if old, ok := l.byID[t.ID]; ok {
 		l.drop(old)
+	} else {
+		l.ends = insertEnd(l.ends, t.ID)
 	}
-	r := newRow(t)
+	r := l.newRow(t)
 	l.byID[t.ID] = r
 	l.count(r, 1)
 	l.all = insertSorted(l.all, r, l.cmp)
@@ -173,11 +221,17 @@ func (l *taskList) Remove(id string) {
 		l.reorders++
 		l.drop(old)
 		delete(l.byID, id)
+		delete(l.failing, id)
+		l.ends = removeEnd(l.ends, id)
 	}
 }
 
 func (l *taskList) count(r *row, d int) {
 	l.counts[r.task.Status] += d
+	l.servers[r.server] += d
+	if r.task.Pollable() {
+		l.open[r.server] += d
+	}
 	if r.waits {
 		l.waiting += d
 	}

@@ -1,0 +1,215 @@
+package ui
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
+)
+
+// serverName is how a task's server shows: its configured name; for an
+// ad-hoc URL, the name of a configured server with the same URL, else
+// host:port and the path where it is not the usual /mcp (never the
+// query or userinfo, which may hold secrets).
+func serverName(ref model.ServerRef, configured []deck.Server) string {
+	if ref.Name != "" || ref.URL == "" {
+		return termtext.Line(ref.Name)
+	}
+	want := sameURL(ref.URL)
+	for _, s := range configured {
+		if !s.Stdio && sameURL(s.Target) == want {
+			return termtext.Line(s.Name)
+		}
+	}
+	u, err := url.Parse(ref.URL)
+	if err != nil || u.Host == "" {
+		return termtext.Line(ref.URL)
+	}
+	name := u.Host
+	if p := strings.TrimSuffix(u.Path, "/"); p != "" && p != "/mcp" {
+		name += p
+	}
+	return termtext.Line(name)
+}
+
+// sameURL is a URL as compared: case-insensitive scheme and host, no
+// trailing slash, and what RedactURL hides hidden (the configured
+// targets are redacted).
+func sameURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	return strings.TrimSuffix(stripSecrets(u.String()), "/")
+}
+
+func stripSecrets(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	u.User, u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = nil, "", "", "", false
+	return u.String()
+}
+
+// nameServers shows every row's server by its readable name, once the
+// configured servers are known.
+func (m *Model) nameServers() {
+	configured := m.configured
+	m.list.names = func(ref model.ServerRef) string { return serverName(ref, configured) }
+	selected := m.selectedID()
+	tasks := make([]*model.Task, 0, len(m.list.all))
+	for _, r := range m.list.all {
+		tasks = append(tasks, r.task)
+	}
+	m.list.Replace(tasks)
+	m.keepSelected(selected)
+	m.refreshHealth()
+}
+
+// serverNames are the servers the view cycles through: the configured
+// ones and every other one a task names.
+func (m *Model) serverNames() []string {
+	seen := map[string]bool{}
+	for _, s := range m.configured {
+		seen[termtext.Line(s.Name)] = true
+	}
+	for name, n := range m.list.servers {
+		if n > 0 {
+			seen[name] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// cycleServer shows the next server's tasks alone (as k9s namespaces),
+// then every server again.
+func (m *Model) cycleServer() {
+	names := m.serverNames()
+	i := slices.Index(names, m.list.server) // -1 for all
+	next := ""
+	if i+1 < len(names) {
+		next = names[i+1]
+	}
+	selected := m.selectedID()
+	m.list.server = next
+	m.list.refilter()
+	m.cursor = max(m.list.IndexOf(selected), 0)
+	m.clampCursor()
+	if next == "" {
+		m.say("showing every server")
+	} else {
+		m.say("showing server " + next + " (v: next server)")
+	}
+}
+
+// serverHealth is one server as the header shows it.
+type serverHealth struct {
+	name    string
+	open    int    // its working and waiting tasks
+	failing int    // of them, those whose last poll failed
+	behind  int    // of them, those whose poll is overdue (counted on the tick)
+	lastErr string // the latest poll error
+	lastAt  time.Time
+}
+
+// behindAfter is how late a poll must be to count as behind.
+const behindAfter = time.Second
+
+// refreshHealth counts, on the clock's tick, what only time moves: the
+// polls overdue per server, and the open tasks about to expire. A pass
+// over the open tasks costs more than a frame may at 100,000 tasks.
+func (m *Model) refreshHealth() {
+	clear(m.behind)
+	for id, p := range m.polls {
+		if r, ok := m.list.byID[id]; ok && r.task.Pollable() && !p.Next.IsZero() && m.now.Sub(p.Next) > behindAfter {
+			m.behind[r.server]++
+		}
+	}
+	m.expiring = m.expiringSoon()
+}
+
+// health is every server's health, from the counts kept as rows come
+// and go and the tasks whose polls fail (few, unless a server is down).
+func (m *Model) health() []*serverHealth {
+	by := map[string]*serverHealth{}
+	get := func(name string) *serverHealth {
+		h := by[name]
+		if h == nil {
+			h = &serverHealth{name: name, open: m.list.open[name], behind: m.behind[name]}
+			by[name] = h
+		}
+		return h
+	}
+	for _, s := range m.configured {
+		get(termtext.Line(s.Name))
+	}
+	for name, n := range m.list.open {
+		if n > 0 {
+			get(name)
+		}
+	}
+	for id := range m.list.failing {
+		r, ok := m.list.byID[id]
+		if !ok {
+			continue
+		}
+		h, p := get(r.server), m.polls[id]
+		h.failing++
+		if h.lastErr == "" || p.LastPolled.After(h.lastAt) {
+			h.lastErr, h.lastAt = termtext.Line(p.LastError), p.LastPolled
+		}
+	}
+	return slices.SortedFunc(maps.Values(by), func(a, b *serverHealth) int { return cmp.Compare(a.name, b.name) })
+}
+
+// viewServers is the servers line: each server's health, the one shown
+// alone in brackets. ✓ polls answer, ⚠ some fail, ✗ every one fails
+// (unreachable), · no open task to poll.
+func (m *Model) viewServers() string {
+	parts := []string{m.styles.Dim.Render("servers")}
+	for _, h := range m.health() {
+		var s string
+		bad := false
+		switch {
+		case h.open == 0:
+			s = "· " + h.name
+		case h.failing >= h.open:
+			s, bad = fmt.Sprintf("✗ %s unreachable: %s", h.name, h.lastErr), true
+		case h.failing > 0:
+			s, bad = fmt.Sprintf("%s %s %d/%d polls failing: %s", pollFailedSymbol, h.name, h.failing, h.open, h.lastErr), true
+		default:
+			s = fmt.Sprintf("✓ %s %d open", h.name, h.open)
+		}
+		if h.behind > 0 {
+			s += fmt.Sprintf(" · %d polls behind", h.behind)
+		}
+		if h.name == m.list.server {
+			s = "[" + s + "]"
+		}
+		if bad {
+			s = m.styles.Error.Render(s)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "  ")
+}
+
+// detailServer is the detail pane's server: its shown name, and the URL
+// (redacted where configured, as recorded where ad hoc) when that differs.
+func (m *Model) detailServer(t *model.Task) string {
+	name := serverName(t.Server, m.configured)
+	if t.Server.URL != "" && name != termtext.Line(t.Server.URL) {
+		return name + "  (" + termtext.Line(stripSecrets(t.Server.URL)) + ")"
+	}
+	return name
+}
