@@ -64,4 +64,3 @@ func (m *Model) idWidth() int {
 	}
 	return w
 }
-

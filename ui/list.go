@@ -97,11 +97,11 @@ type taskList struct {
 	// names shows a server's name (servers.go); nil: as recorded.
 	names func(model.ServerRef) string
 	// ends are the ids reversed and sorted: the short ids (ids.go).
-	ends []string
+	ends    []string
 	counts  map[model.Status]int
 	servers map[string]int // tasks per shown server name
 	open    map[string]int // working and waiting tasks per shown server name
-	waiting int // rows that wait for input
+	waiting int            // rows that wait for input
 	// reorders counts the sorts and the single-row moves: what a batch
 	// of changes cost (the tests count it).
 	reorders int
