@@ -277,7 +277,12 @@ func (l *taskList) CycleOrder() {
 	l.resort()
 }
 
-func (l *taskList) OrderName() string { return sortOrders[l.order].name }
+func (l *taskList) OrderName() string {
+	if l.group != nil && l.group.Waiting {
+		return "waited longest"
+	}
+	return sortOrders[l.order].name
+}
 
 func (l *taskList) resort() {
 	l.reorders++
