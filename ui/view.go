@@ -82,7 +82,7 @@ func (m *Model) viewCounts() string {
 type columns struct{ id, status, server, tool, msg, age, changed, next, exp int }
 
 func (m *Model) columns() columns {
-	c := columns{id: m.idWidth(), status: 16, server: 14, tool: 14, age: 5, changed: 7, next: 6, exp: 6}
+	c := columns{id: m.idWidth(), status: 16, server: 16, tool: 14, age: 5, changed: 7, next: 6, exp: 6}
 	if m.width < 100 {
 		c.server, c.tool, c.age, c.changed, c.next, c.exp = 8, 10, 4, 4, 4, 5
 		if m.absTimes { // 15:04 and 01-02 take five cells

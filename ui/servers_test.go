@@ -1,0 +1,139 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// addServer configures one more server, behind a hostile front (so that
+// a test can make its polls fail), and reopens the engine on it; for a
+// harness's setup, before the dashboard opens.
+func addServer(h *harness, name string) *hostile.Server {
+	h.t.Helper()
+	hs := hostile.Start(h.t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
+	servers := map[string]any{name: map[string]string{"url": hs.URL}}
+	for n, s := range h.cfg.Servers {
+		servers[n] = map[string]string{"url": s.URL}
+	}
+	raw, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	cfg, err := mcpclient.ParseConfig("test", raw)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.eng.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.cfg = cfg
+	h.open()
+	return hs
+}
+
+func (h *harness) callOn(ref model.ServerRef, tool, args string) *model.Task {
+	h.t.Helper()
+	res, err := h.eng.Call(context.Background(), deck.CallRequest{Server: ref, Tool: tool, Args: json.RawMessage(args)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res.Task
+}
+
+// TestServersAtAGlance: an ad-hoc URL of a configured server shows by
+// its name, another by host:port; the header says each server's health,
+// and a server whose polls fail shows as unreachable, with its rows
+// flagged and in the problems group, until it answers again; v shows one
+// server's tasks alone.
+func TestServersAtAGlance(t *testing.T) {
+	var flaky *hostile.Server
+	var viaURL, onFlaky, adHoc *model.Task
+	var adHocHost string
+	h := newHarness(t, func(h *harness) {
+		flaky = addServer(h, "flaky")
+		other := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
+		u, _ := url.Parse(other.URL)
+		adHocHost = u.Host
+		h.call("sleep", `{"seconds":600}`)
+		viaURL = h.callOn(model.ServerRef{URL: h.cfg.Servers["demo"].URL}, "sleep", `{"seconds":600}`)
+		onFlaky = h.callOn(model.ServerRef{Name: "flaky"}, "sleep", `{"seconds":600}`)
+		adHoc = h.callOn(model.ServerRef{URL: other.URL}, "sleep", `{"seconds":600}`)
+	})
+	h.until("every server is healthy", func(m *Model) bool {
+		s := h.screen()
+		return strings.Contains(s, "✓ demo 2 open") && strings.Contains(s, "✓ flaky 1 open") && strings.Contains(s, "✓ "+adHocHost+" 1 open")
+	})
+	if got := lineWith(h.screen(), h.m.list.shortID(viaURL.ID)); !strings.Contains(got, " demo ") {
+		t.Errorf("a task called by the URL of server demo shows as %q", got)
+	}
+	if got := lineWith(h.screen(), h.m.list.shortID(adHoc.ID)); !strings.Contains(got, adHocHost) || strings.Contains(got, "http://") {
+		t.Errorf("an ad-hoc server shows as %q, want %s", got, adHocHost)
+	}
+
+	// The problems view is open when the polls start failing: a failed
+	// poll changes no record, yet the task joins the view.
+	h.key("4")
+	if n := len(h.m.list.visible); n != 0 {
+		t.Fatalf("problems shows %d tasks before any failed", n)
+	}
+	flaky.On("tasks/get", hostile.HTTPStatus(500))
+	h.until("flaky is unreachable", func(m *Model) bool { return strings.Contains(h.screen(), "✗ flaky unreachable: ") })
+	h.until("its task joins the problems", func(m *Model) bool { return len(m.list.visible) == 1 })
+	if ids := visibleIDs(h.m); ids[0] != onFlaky.ID {
+		t.Fatalf("problems shows %v, want the flaky server's task %s", ids, onFlaky.ID)
+	}
+	row := lineWith(h.screen(), h.m.list.shortID(onFlaky.ID))
+	if !strings.Contains(row, pollFailedSymbol) || !strings.Contains(row, "poll failed") {
+		t.Errorf("the row of a failing server looks healthy: %q", row)
+	}
+	if s := h.screen(); !strings.Contains(s, "✓ demo 2 open") || !strings.Contains(s, "4 problems 1]") {
+		t.Errorf("the header:\n%s", s)
+	}
+
+	flaky.On("tasks/get", nil)
+	h.until("flaky answers again", func(m *Model) bool { return strings.Contains(h.screen(), "✓ flaky 1 open") })
+	h.until("its task leaves the problems", func(m *Model) bool { return len(m.list.visible) == 0 })
+
+	h.key("0")
+	for range 3 { // the servers in name order: the ad-hoc host, demo, flaky
+		h.key("v")
+	}
+	if ids := visibleIDs(h.m); len(ids) != 1 || ids[0] != onFlaky.ID || !strings.Contains(h.screen(), "server: flaky") {
+		t.Fatalf("v v v shows %v, want flaky's task alone:\n%s", ids, h.screen())
+	}
+	h.key("v")
+	if n := len(h.m.list.visible); n != 4 {
+		t.Fatalf("after the last server v shows %d tasks, want all 4", n)
+	}
+}
+
+// TestServerNames: how servers show, without a server behind them.
+func TestServerNames(t *testing.T) {
+	configured := []deck.Server{{Name: "web", Target: "http://127.0.0.1:8080/mcp"}, {Name: "local", Target: "taskdeck-demo --stdio", Stdio: true}}
+	for _, c := range []struct {
+		ref  model.ServerRef
+		want string
+	}{
+		{model.ServerRef{Name: "web"}, "web"},
+		{model.ServerRef{URL: "http://127.0.0.1:8080/mcp/"}, "web"},
+		{model.ServerRef{URL: "HTTP://127.0.0.1:8080/mcp"}, "web"},
+		{model.ServerRef{URL: "http://127.0.0.1:9090/mcp"}, "127.0.0.1:9090"},
+		{model.ServerRef{URL: "http://127.0.0.2:9090/api/mcp"}, "127.0.0.2:9090/api/mcp"},
+		{model.ServerRef{URL: "http://user:secret@127.0.0.3:1/mcp?token=abc"}, "127.0.0.3:1"},
+	} {
+		if got := serverName(c.ref, configured); got != c.want {
+			t.Errorf("serverName(%+v) = %q, want %q", c.ref, got, c.want)
+		}
+	}
+	m := &Model{configured: configured}
+	if got := m.detailServer(&model.Task{Server: model.ServerRef{URL: "http://user:secret@127.0.0.3:1/mcp?token=abc"}}); strings.Contains(got, "secret") || strings.Contains(got, "abc") {
+		t.Errorf("the detail pane shows a secret: %s", got)
+	}
+}
