@@ -63,7 +63,7 @@ func (m *Model) expiryText(t *model.Task) string {
 		s = "expired " + present.Age(m.now.Sub(at)) + " ago (" + at.Local().Format(time.DateTime) + "): the server may have dropped it"
 	}
 	if _, warn := m.expiry(t); warn && at.After(m.now) {
-		s += ": the server drops it then, finished or not; it becomes unknown unless it ends first"
+		s += "\n" + m.styles.Error.Render("! expires soon: it becomes unknown if still open then")
 	}
 	return s
 }
