@@ -43,13 +43,16 @@ func GroupNamed(name string) (Group, bool) {
 // Admits reports whether a record (with its poll state) is in the group.
 func (g Group) Admits(e Entry) bool {
 	t := e.Task
-	if g.PollsFailing && t.Status.Pollable() && e.Poll.Errors > 0 {
+	return g.Holds(t.Status, t.Status == model.StatusInputRequired && t.WaitsForInput(), t.Status.Pollable() && e.Poll.Errors > 0)
+}
+
+// Holds is Admits from what a frontend already knows of a record: its
+// status, whether it waits for the operator, whether its polls fail.
+func (g Group) Holds(st model.Status, waits, pollsFailing bool) bool {
+	if g.PollsFailing && pollsFailing {
 		return true
 	}
-	if !slices.Contains(g.Statuses, t.Status) {
-		return false
-	}
-	return !g.Waiting || t.WaitsForInput()
+	return slices.Contains(g.Statuses, st) && (!g.Waiting || waits)
 }
 
 // Reads are the statuses a store must read to find the group's records.

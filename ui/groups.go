@@ -13,11 +13,8 @@ import (
 
 // inGroup reports whether a row is in the list's group view.
 func (l *taskList) inGroup(r *row) bool {
-	p := deck.PollState{}
-	if l.failing[r.task.ID] {
-		p.Errors = 1
-	}
-	return l.group.Admits(deck.Entry{Task: r.task, Poll: p})
+	failing := l.group.PollsFailing && len(l.failing) > 0 && r.status.Pollable() && l.failing[r.task.ID]
+	return l.group.Holds(r.status, r.waits, failing)
 }
 
 // groupCount is how many tasks a group holds, from the counts kept as
@@ -40,10 +37,11 @@ func (l *taskList) groupCount(g deck.Group) int {
 	return n
 }
 
-// setGroup shows one group (nil: every task); the inbox has its own order.
+// setGroup shows one group (nil: every task); the inbox sorts its own
+// rows (refilter), the order of every row stays.
 func (l *taskList) setGroup(g *deck.Group) {
 	l.group = g
-	l.resort()
+	l.refilter()
 }
 
 // setPoll keeps a task's poll state, and whether its polls fail.

@@ -22,8 +22,9 @@ type row struct {
 	server, tool, msg    string
 	search               string // lower-case text the filter matches
 	statusRank, isErrRnk int
-	waits                bool      // input_required with questions not yet answered
-	waitingSince         time.Time // when it began to wait for the operator (the inbox's clock)
+	status               model.Status // the task's, here so a filter pass reads only rows
+	waits                bool         // input_required with questions not yet answered
+	waitingSince         time.Time    // when it began to wait for the operator (the inbox's clock)
 }
 
 // newRow makes a task's row; server is its server's name as shown.
@@ -34,7 +35,7 @@ func newRow(t *model.Task, server string) *row {
 		tool:   termtext.Line(t.Tool),
 		msg:    termtext.Line(t.StatusMessage),
 	}
-	r.waits = t.WaitsForInput()
+	r.status, r.waits = t.Status, t.WaitsForInput()
 	if r.waits {
 		r.waitingSince = waitingSince(t)
 	}
@@ -111,11 +112,15 @@ func newTaskList() *taskList {
 	return &taskList{byID: map[string]*row{}, counts: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
 }
 
-func (l *taskList) cmp(a, b *row) int {
+func (l *taskList) cmp(a, b *row) int { return sortOrders[l.order].cmp(a, b) }
+
+// visCmp orders the visible rows: as every row, but in the inbox by how
+// long each has waited (only its rows are sorted so).
+func (l *taskList) visCmp(a, b *row) int {
 	if l.group != nil && l.group.Waiting {
 		return inboxOrder(a, b)
 	}
-	return sortOrders[l.order].cmp(a, b)
+	return l.cmp(a, b)
 }
 
 func (l *taskList) newRow(t *model.Task) *row {
@@ -211,7 +216,7 @@ func (l *taskList) Upsert(t *model.Task) {
 	l.count(r, 1)
 	l.all = insertSorted(l.all, r, l.cmp)
 	if l.matches(r) {
-		l.visible = insertSorted(l.visible, r, l.cmp)
+		l.visible = insertSorted(l.visible, r, l.visCmp)
 	}
 }
 
@@ -240,7 +245,7 @@ func (l *taskList) count(r *row, d int) {
 func (l *taskList) drop(r *row) {
 	l.count(r, -1)
 	l.all = removeSorted(l.all, r, l.cmp)
-	l.visible = removeSorted(l.visible, r, l.cmp)
+	l.visible = removeSorted(l.visible, r, l.visCmp)
 }
 
 // Get returns a task by id.
@@ -258,7 +263,7 @@ func (l *taskList) IndexOf(id string) int {
 	if !ok {
 		return -1
 	}
-	i, found := slices.BinarySearchFunc(l.visible, r, l.cmp)
+	i, found := slices.BinarySearchFunc(l.visible, r, l.visCmp)
 	if !found {
 		return -1
 	}
@@ -296,6 +301,9 @@ func (l *taskList) refilter() {
 		if l.matches(r) {
 			l.visible = append(l.visible, r)
 		}
+	}
+	if l.group != nil && l.group.Waiting {
+		slices.SortFunc(l.visible, inboxOrder)
 	}
 }
 

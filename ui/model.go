@@ -501,7 +501,6 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 			m.statusFilter = ""
 			m.list.server = ""
 			m.list.group = nil
-			m.list.resort()
 			m.applyFilter()
 			m.say("showing every task")
 		}
