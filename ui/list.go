@@ -147,6 +147,7 @@ func (l *taskList) matches(r *row) bool {
 func (l *taskList) Replace(tasks []*model.Task) {
 	l.byID = make(map[string]*row, len(tasks))
 	l.all = make([]*row, 0, len(tasks))
+	l.visible = l.visible[:0]
 	clear(l.counts)
 	clear(l.servers)
 	clear(l.open)

@@ -137,3 +137,20 @@ func TestServerNames(t *testing.T) {
 		t.Errorf("the detail pane shows a secret: %s", got)
 	}
 }
+
+// TestServersListedAfterTheSnapshot: the configured servers may come
+// after the snapshot; naming the rows again keeps one row per task.
+func TestServersListedAfterTheSnapshot(t *testing.T) {
+	tasks := sampleTasks()
+	tasks[0].Server = model.ServerRef{URL: "http://127.0.0.1:8080/mcp"}
+	m := loadedWith(t, nil, 120, 30, `{"mcpServers":{"web":{"url":"http://127.0.0.1:8080/mcp"}}}`, Options{})
+	m.configured = nil
+	m.Update(snapshotOf(tasks))
+	m.Update(listServers(context.Background(), m.deck)())
+	if len(m.list.visible) != len(tasks) || m.list.Len() != len(tasks) {
+		t.Fatalf("%d rows shown, %d held, for %d tasks", len(m.list.visible), m.list.Len(), len(tasks))
+	}
+	if got := lineWith(plainView(m), " "+tasks[0].Tool+" "); !strings.Contains(got, " web ") {
+		t.Fatalf("the ad-hoc URL of web shows as %q", got)
+	}
+}
