@@ -128,7 +128,7 @@ shoot table
 
 # 2. The inbox: 2 shows who waits for an answer, who waited longest first.
 tm send-keys -t shot 2
-wait_for "the inbox" 'has "[2 waiting for me" && has "WAIT" && [ "$(row_status approve)" = input_required ]'
+wait_for "the inbox" 'has "[2 waiting" && has "WAIT" && [ "$(row_status approve)" = input_required ]'
 shoot inbox
 tm send-keys -t shot 0
 wait_for "every task again" 'has "[0 all"'

@@ -124,7 +124,7 @@ func (m *Model) showGroup(g *deck.Group) {
 	m.say(what)
 }
 
-// viewGroups is the group tabs, each with its key and its count; the
+// viewGroups is the group tabs, each with its key, name and count; the
 // group shown is in brackets (and reversed where there is style).
 func (m *Model) viewGroups() string {
 	tab := func(k, title string, n int, on bool) string {
@@ -136,7 +136,8 @@ func (m *Model) viewGroups() string {
 	}
 	parts := []string{tab("0", "all", m.list.Len(), m.list.group == nil)}
 	for i, g := range deck.Groups {
-		s := tab(fmt.Sprint(i+1), g.Title, m.list.groupCount(g), m.list.group != nil && m.list.group.Name == g.Name)
+		// The tab says the group's name, as `ls --status` takes it.
+		s := tab(fmt.Sprint(i+1), g.Name, m.list.groupCount(g), m.list.group != nil && m.list.group.Name == g.Name)
 		if g.PollsFailing && m.list.groupCount(g) > 0 && (m.list.group == nil || m.list.group.Name != g.Name) {
 			s = m.styles.Error.Render(s)
 		}

@@ -21,7 +21,7 @@ func TestGroupsOneKeyEach(t *testing.T) {
 	h.until("the approval waits and the failure ended", func(m *Model) bool {
 		return m.list.waiting == 1 && h.status(failed.ID) == model.StatusFailed
 	})
-	for _, want := range []string{"[0 all 4]", " 1 open 2 ", " 2 waiting for me 1 ", " 3 finished 2 ", " 4 problems 1 "} {
+	for _, want := range []string{"[0 all 4]", " 1 open 2 ", " 2 waiting 1 ", " 3 finished 2 ", " 4 problems 1 "} {
 		if !strings.Contains(h.screen(), want) {
 			t.Errorf("the header lacks %q:\n%s", want, h.screen())
 		}

@@ -29,7 +29,7 @@ func TestInboxOldestWaitFirstAndAnsweredInDetail(t *testing.T) {
 		t.Fatalf("the inbox shows %v, want %s (waited longest) then %s", ids, first.ID, second.ID)
 	}
 	screen := h.screen()
-	for _, want := range []string{"[2 waiting for me 2]", "WAIT ", "sort: waited longest", "asks: Approve deploy?", "group: waiting for me"} {
+	for _, want := range []string{"[2 waiting 2]", "WAIT ", "sort: waited longest", "asks: Approve deploy?", "group: waiting for me"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the inbox lacks %q:\n%s", want, screen)
 		}

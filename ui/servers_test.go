@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
@@ -66,6 +67,7 @@ func TestServersAtAGlance(t *testing.T) {
 		onFlaky = h.callOn(model.ServerRef{Name: "flaky"}, "sleep", `{"seconds":600}`)
 		adHoc = h.callOn(model.ServerRef{URL: other.URL}, "sleep", `{"seconds":600}`)
 	})
+	h.send(tea.WindowSizeMsg{Width: 200, Height: 30}) // room for every server in the header
 	h.until("every server is healthy", func(m *Model) bool {
 		s := h.screen()
 		return strings.Contains(s, "✓ demo 2 open") && strings.Contains(s, "✓ flaky 1 open") && strings.Contains(s, "✓ "+adHocHost+" 1 open")

@@ -16,7 +16,7 @@ import (
 
 // headerLines and footerLines frame the table.
 const (
-	headerLines = 3 // groups and counts, servers, then the column titles
+	headerLines = 3 // counts, groups and servers, then the column titles
 	footerLines = 2 // status line, then key help
 )
 
@@ -47,7 +47,7 @@ func (m *Model) View() tea.View {
 	default:
 		body = m.viewTable()
 	}
-	screen := lipgloss.JoinVertical(lipgloss.Left, m.viewCounts(), ansi.Truncate(m.viewServers(), m.width, "…"), body)
+	screen := lipgloss.JoinVertical(lipgloss.Left, m.viewCounts(), ansi.Truncate(m.viewGroups()+"  "+m.viewServers(), m.width, "…"), body)
 	screen = fitHeight(screen, m.height-footerLines) + "\n" + m.viewFooter()
 	v := tea.NewView(screen)
 	v.AltScreen = true
@@ -55,8 +55,9 @@ func (m *Model) View() tea.View {
 	return v
 }
 
-// viewCounts is the top line: the group tabs (the inbox's says who
-// waits for input), the open tasks about to expire, tasks per status.
+// viewCounts is the top line: tasks per status, and the open tasks
+// about to expire. (The next line has the groups, whose inbox tab says
+// who waits for input, and the servers.)
 func (m *Model) viewCounts() string {
 	parts := []string{m.styles.Title.Render("taskdeck")}
 	if !m.loaded {
@@ -65,7 +66,6 @@ func (m *Model) viewCounts() string {
 	if r := m.reconcile; r != nil && r.Total > 0 {
 		parts = append(parts, m.styles.Dim.Render(fmt.Sprintf("reconciling %d/%d …", r.Done, r.Total)))
 	}
-	parts = append(parts, m.viewGroups())
 	if m.expiring > 0 {
 		parts = append(parts, m.styles.Error.Render(fmt.Sprintf("! %d open expire soon", m.expiring)))
 	}
@@ -82,7 +82,10 @@ func (m *Model) viewCounts() string {
 type columns struct{ id, status, server, tool, msg, age, changed, next, exp int }
 
 func (m *Model) columns() columns {
-	c := columns{id: m.idWidth(), status: 16, server: 16, tool: 14, age: 5, changed: 7, next: 6, exp: 6}
+	c := columns{id: m.idWidth(), status: 16, server: 16, tool: 14, age: 5, changed: 7, next: 6, exp: 5}
+	if m.width < 120 { // the message keeps room
+		c.server, c.tool = 12, 12
+	}
 	if m.width < 100 {
 		c.server, c.tool, c.age, c.changed, c.next, c.exp = 8, 10, 4, 4, 4, 5
 		if m.absTimes { // 15:04 and 01-02 take five cells
