@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
+)
+
+// ToolsOptions is `taskdeck tools`, validated.
+type ToolsOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Server model.ServerRef
+	Tool   string // "": list every tool
+	JSON   bool
+}
+
+func newCmdTools(f *Factory, runF func(*ToolsOptions) error) *cobra.Command {
+	opts := &ToolsOptions{f: f}
+	var url string
+	cmd := &cobra.Command{
+		Use:   "tools (SERVER | --url URL) [TOOL] [--json]",
+		Short: "List a server's tools, or show one tool's arguments",
+		Long: `List a server's tools, or with TOOL that tool's arguments: type, required,
+default, allowed values, range, format, header and description. --json prints
+each tool exactly as the server sent it, one JSON object per line.`,
+		Args: cobra.ArbitraryArgs, // checked below, as a usage error
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, prefix string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 || cmd.Flags().Changed("url") { // a tool name: not completed, that needs the server
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return f.completeServers(cmd, args, prefix)
+		},
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			var name string
+			if url == "" && len(pos) > 0 {
+				name, pos = pos[0], pos[1:]
+			}
+			if len(pos) > 1 || (name == "") == (url == "") {
+				return usageErr("name one server and at most one tool: tools SERVER [TOOL], or tools --url URL [TOOL]")
+			}
+			if len(pos) == 1 {
+				opts.Tool = pos[0]
+			}
+			var err error
+			if opts.Server, err = serverRef(name, url); err != nil {
+				return err
+			}
+			opts.ctx = cmd.Context()
+			if runF != nil {
+				return runF(opts)
+			}
+			return toolsRun(opts)
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "ad-hoc server URL")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "the tools as the server sent them, one JSON object per line")
+	return cmd
+}
+
+func toolsRun(opts *ToolsOptions) error {
+	f, ctx := opts.f, opts.ctx
+	cfg, err := f.config()
+	if err != nil {
+		return err
+	}
+	if err := f.openLog(); err != nil {
+		return err
+	}
+	// No store: listing tools works while another process holds it.
+	pool := f.newPool(cfg)
+	defer pool.Close()
+	sess, err := pool.Session(ctx, opts.Server)
+	if err != nil {
+		return err
+	}
+	list, err := sess.Tools(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.Tool != "" {
+		return printTool(f.stdout, list, opts.Tool, opts.JSON)
+	}
+	if opts.JSON {
+		for _, raw := range list.Raw {
+			if err := printRawJSON(f.stdout, raw); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if !sess.SupportsTasks {
+		fmt.Fprintln(f.stdout, "(this server does not advertise the tasks extension: calls return results directly)")
+	}
+	for _, t := range list.Tools {
+		fmt.Fprintf(f.stdout, "%-20s %s\n", termtext.Line(t.Name), termtext.Line(t.Description))
+	}
+	return nil
+}
+
+// printTool shows one tool: its description, then one line per argument
+// (its name, what it takes, its description), all server text inert.
+func printTool(w io.Writer, list *mcpclient.ToolList, tool string, asJSON bool) error {
+	args, err := list.Arguments(tool)
+	var unknown *mcpclient.CallError
+	if errors.As(err, &unknown) {
+		return usageErr("%v", err)
+	}
+	if asJSON {
+		return printRawJSON(w, list.Sent(tool))
+	}
+	fmt.Fprintf(w, "%s: %s\n", termtext.Line(tool), termtext.Line(list.Description(tool)))
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(w, "  (no arguments)")
+	}
+	width := 0
+	for _, arg := range args {
+		width = max(width, len(termtext.Line(arg.Name)))
+	}
+	for _, arg := range args {
+		line := fmt.Sprintf("  %-*s  %s", width, termtext.Line(arg.Name), termtext.Line(arg.Summary()))
+		if arg.Description != "" {
+			line += ": " + termtext.Line(arg.Description)
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
+}
+
+// printRawJSON prints a server's JSON on one line, its values untouched
+// and controls escaped.
+func printRawJSON(w io.Writer, raw json.RawMessage) error {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(inertJSON(b.Bytes()))
+	return err
+}
