@@ -11,7 +11,8 @@ import (
 
 // TestUsageErrorsOpenNothing: every usage error is found when the flags
 // become options, before anything opens: the data directory (log, store)
-// is never created, and the error is one line with exit 2.
+// is never created, and the error is one line with exit 2 (a wrong count
+// of arguments too).
 func TestUsageErrorsOpenNothing(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
@@ -24,6 +25,9 @@ func TestUsageErrorsOpenNothing(t *testing.T) {
 		{"watch", "--timeout", "-1s"},
 		{"tools", "one", "two", "three"},
 		{"prune", "--older-than", "3 days"},
+		{"get"},
+		{"forget", "a", "b"},
+		{"bogus-command"},
 	} {
 		c := newInproc(t)
 		r := c.run(args...).Must(t, exitUsage)

@@ -162,9 +162,25 @@ crashes, restarts and servers that ask for input.
 		newCmdServers(f, nil),
 		newCmdTools(f, nil),
 	)
+	usageArgs(root)
 	return root
 }
 
+// usageArgs makes cobra's checks of positional arguments, on cmd and its
+// subcommands, usage errors (exit 2) like every other mistake in a command.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
+}
 
 // config loads the server configuration once.
 func (f *Factory) config() (*mcpclient.Config, error) {
