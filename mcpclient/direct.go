@@ -61,21 +61,32 @@ func failed(format string, args ...any) error {
 // answered with one, for classify to map like go-sdk's.
 func (d *directGet) get(ctx context.Context, taskID string) (*wire.GetTaskResult, error) {
 	id := directIDs.Add(1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(d.body(id, taskID)))
+	resp, err := d.post(ctx, wire.MethodGet, d.body(id, taskID), taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer drainAndClose(resp.Body)
+	return readAnswer(resp, id)
+}
+
+// post sends one JSON-RPC request as go-sdk would: its headers, the
+// configured ones (Mcp-Name when taskID is set), through the client that
+// refuses redirects. An error is a *requestError.
+func (d *directGet) post(ctx context.Context, method string, body []byte, taskID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, &requestError{err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", wire.ProtocolVersion)
-	req.Header.Set("Mcp-Method", wire.MethodGet)
+	req.Header.Set("Mcp-Method", method)
 	d.headers.setHeaders(req.Header, taskID)
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return nil, &requestError{fmt.Errorf("%s: %w", wire.MethodGet, err)}
+		return nil, &requestError{fmt.Errorf("%s: %w", method, err)}
 	}
-	defer drainAndClose(resp.Body)
-	return readAnswer(resp, id)
+	return resp, nil
 }
 
 // drainAndClose reads what is left of a body, so that its connection goes
@@ -104,7 +115,7 @@ func (d *directGet) body(id int64, taskID string) []byte {
 // one JSON body or an SSE stream.
 func readAnswer(resp *http.Response, id int64) (*wire.GetTaskResult, error) {
 	body := &boundedReader{r: resp.Body, left: maxResponseBytes, method: wire.MethodGet}
-	if err := checkStatus(resp, body); err != nil {
+	if err := checkStatus(resp, body, wire.MethodGet); err != nil {
 		return nil, err
 	}
 	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -131,7 +142,7 @@ func readAnswer(resp *http.Response, id int64) (*wire.GetTaskResult, error) {
 // checkStatus turns a non-2xx answer into an error as go-sdk does: 429
 // and 5xx are transport failures (their Retry-After is kept), other
 // statuses carry the server's JSON-RPC error when the body has one.
-func checkStatus(resp *http.Response, body io.Reader) error {
+func checkStatus(resp *http.Response, body io.Reader, method string) error {
 	code := resp.StatusCode
 	if code >= 200 && code < 300 {
 		return nil
@@ -143,7 +154,7 @@ func checkStatus(resp *http.Response, body io.Reader) error {
 			}
 		}
 	}
-	return failed("tasks/get: HTTP %d %s", code, http.StatusText(code))
+	return failed("%s: HTTP %d %s", method, code, http.StatusText(code))
 }
 
 // message is the part of a JSON-RPC message a tasks/get caller reads.
@@ -236,7 +247,7 @@ func (m *message) answer() (*wire.GetTaskResult, error) {
 // anything else on the stream (priming events, notifications) is skipped.
 func readEvents(body io.Reader, id int64) (*wire.GetTaskResult, error) {
 	var msg *message
-	err := scanEvents(body, func(data []byte) (bool, error) {
+	err := scanEvents(body, wire.MethodGet, func(data []byte) (bool, error) {
 		m, err := decodeMessage(data)
 		if err == nil && m.answers(id) {
 			msg = m
@@ -255,7 +266,8 @@ func readEvents(body io.Reader, id int64) (*wire.GetTaskResult, error) {
 // scanEvents calls yield with the data of each "message" event (the
 // default type) until yield says it is done, the stream ends, or it
 // breaks. Data lines are joined with newlines, as the SSE format says.
-func scanEvents(r io.Reader, yield func(data []byte) (done bool, err error)) error {
+// method names the request whose stream it is, in errors.
+func scanEvents(r io.Reader, method string, yield func(data []byte) (done bool, err error)) error {
 	sc := scanners.Get().(*scanner)
 	br := sc.br
 	br.Reset(r)
@@ -275,7 +287,7 @@ func scanEvents(r io.Reader, yield func(data []byte) (done bool, err error)) err
 			line, err = readLongLine(br, line)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return &requestError{fmt.Errorf("reading the tasks/get stream: %w", err)}
+			return &requestError{fmt.Errorf("reading the %s stream: %w", method, err)}
 		}
 		eof := err != nil
 		line = bytes.TrimRight(line, "\r\n")

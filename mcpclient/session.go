@@ -271,7 +271,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		}
 		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", RedactURL(ref.String()), redactedLine(got), wire.ProtocolVersion)
 	}
-	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout}
+	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, log: p.opts.Logger}
 	if hc != nil && meta.get() != nil {
 		s.direct = &directGet{client: hc, headers: ht, url: cfg.URL, meta: meta.get()}
 	}
@@ -310,6 +310,7 @@ type Session struct {
 	cs                        *mcp.ClientSession
 	direct                    *directGet    // tasks/get over HTTP; nil for stdio
 	timeout                   time.Duration // bounds a tool listing
+	log                       *slog.Logger
 	tools                     toolCache
 	SupportsTasks             bool
 	ServerName, ServerVersion string

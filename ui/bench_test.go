@@ -7,7 +7,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -67,13 +67,13 @@ func BenchmarkKeypress(b *testing.B) {
 	benchSizes(b, func(m *Model, _ []*model.Task, _ int) { m.Update(down) })
 }
 
-// BenchmarkPollResult is one poll's answer (a changed task that moves in
-// the sort order) through Update and View.
+// BenchmarkPollResult is one poll's answer from the feed (a changed task
+// that moves in the sort order) through Update and View.
 func BenchmarkPollResult(b *testing.B) {
 	benchSizes(b, func(m *Model, tasks []*model.Task, i int) {
 		t := tasks[(i*7919)%len(tasks)].Clone()
 		t.StatusMessage = fmt.Sprintf("poll %d", i)
 		t.UpdatedAt = fixedNow.Add(time.Duration(i) * time.Millisecond)
-		m.Update(polledMsg{id: t.ID, res: mcpclient.PollResult{Task: t, Changed: true, Next: time.Second}})
+		m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventChange, Rev: uint64(i + 2), Entries: []deck.Entry{{Task: t, Poll: deck.PollState{Next: fixedNow.Add(time.Second)}}}}}})
 	})
 }

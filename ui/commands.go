@@ -7,42 +7,29 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 )
 
-// Every bit of IO the dashboard does is one of these commands; each
-// returns a typed message, tagged with the task it is about, and never
-// touches the model.
+// Every action the dashboard takes goes through the Deck in one of these
+// commands; each returns a typed message and never touches the model.
+// What an action changed comes back through the feed (feed.go), the one
+// source of the rows.
 
 type (
-	// openLoadedMsg carries every open task: what a restart must show,
-	// and all the first frame waits for.
-	openLoadedMsg struct {
-		tasks []*model.Task
-		err   error
+	tickMsg    time.Time
+	serversMsg struct {
+		servers []deck.Server
+		err     error
 	}
-	// recentLoadedMsg carries the newest finished records, read after the
-	// open tasks are shown. gen is the load it belongs to.
-	recentLoadedMsg struct {
-		gen    int
-		tasks  []*model.Task
-		hidden int // older finished records not loaded
-		err    error
-	}
-	tickMsg   time.Time
-	polledMsg struct {
-		id  string
-		res mcpclient.PollResult
-		err error
-	}
-	// taskUpdatedMsg carries a task after an action (answer, cancel, call).
+	// taskUpdatedMsg carries a record after an action (answer, cancel,
+	// call).
 	taskUpdatedMsg struct {
-		verb string
-		task *model.Task
-		err  error
-		call *newCall // for "launched": the call, to retry with answers
+		verb       string
+		task       *model.Task
+		needsInput bool     // a call's server asks for input before its task exists
+		again      []string // with needsInput: keys it asks for again, not taking their answers
+		err        error
 	}
 	forgottenMsg struct {
 		ids []string
@@ -52,144 +39,111 @@ type (
 		n   int
 		err error
 	}
+	polledNowMsg struct {
+		n   int
+		err error
+	}
 	toolsMsg struct {
 		server string
 		gen    int
-		tools  []*mcp.Tool
+		tools  []deck.Tool
 		err    error
 	}
 )
 
-// tickEvery is the scheduler's heartbeat: due polls start on a tick, and
-// the age columns move with it.
-const tickEvery = 200 * time.Millisecond
+// tickEvery moves the age columns and expires status-line messages. It
+// starts no poll: the engine polls.
+const tickEvery = time.Second
 
 func tick() tea.Cmd {
 	return tea.Tick(tickEvery, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-func loadOpen(tr *mcpclient.Tracker) tea.Cmd {
-	return func() tea.Msg { return readOpen(tr) }
-}
-
-func readOpen(tr *mcpclient.Tracker) openLoadedMsg {
-	tasks, err := tr.Store().OpenTasks()
-	return openLoadedMsg{tasks: tasks, err: err}
-}
-
-// loadRecent reads the newest limit records and counts the records left
-// out. Only finished ones come back: the open tasks (openIDs) are already
-// shown, and only they are polled. It reads limit records however large
-// the store, but counting walks every status index key.
-func loadRecent(tr *mcpclient.Tracker, gen, limit int, openIDs []string) tea.Cmd {
+func listServers(ctx context.Context, d deck.Deck) tea.Cmd {
 	return func() tea.Msg {
-		st := tr.Store()
-		recent, err := st.Newest(limit)
-		if err != nil {
-			return recentLoadedMsg{gen: gen, err: err}
-		}
-		counts, err := st.Counts()
-		if err != nil {
-			return recentLoadedMsg{gen: gen, err: err}
-		}
-		shown := make(map[string]bool, len(openIDs))
-		for _, id := range openIDs {
-			shown[id] = true
-		}
-		loaded := len(shown)
-		var done []*model.Task
-		for _, t := range recent {
-			if !shown[t.ID] {
-				loaded++
-				if t.Status.Terminal() {
-					done = append(done, t)
-				}
-			}
-		}
-		total := 0
-		for _, n := range counts {
-			total += n
-		}
-		return recentLoadedMsg{gen: gen, tasks: done, hidden: max(total-loaded, 0)}
+		s, err := d.Servers(ctx)
+		return serversMsg{servers: s, err: err}
 	}
 }
 
-func poll(ctx context.Context, tr *mcpclient.Tracker, id string) tea.Cmd {
+// answer sends one input response to a task; verb says what it was
+// ("answered", "declined input K of").
+func answer(ctx context.Context, d deck.Deck, id, key string, resp json.RawMessage, verb string) tea.Cmd {
 	return func() tea.Msg {
-		res, err := tr.Poll(ctx, id)
-		return polledMsg{id: id, res: res, err: err}
-	}
-}
-
-// answer sends one input response; verb says what it was ("answered",
-// "declined input K of").
-func answer(ctx context.Context, tr *mcpclient.Tracker, id, key string, resp json.RawMessage, verb string) tea.Cmd {
-	return func() tea.Msg {
-		t, err := tr.Answer(ctx, id, map[string]json.RawMessage{key: resp})
+		t, err := d.Answer(ctx, id, map[string]json.RawMessage{key: resp})
 		return taskUpdatedMsg{verb: verb, task: t, err: err}
 	}
 }
 
-func cancelTasks(ctx context.Context, tr *mcpclient.Tracker, ids []string) tea.Cmd {
+// continueCall answers an input request of a call whose task does not
+// exist yet; once every request of the round has its answer the deck
+// sends the call's next round.
+func continueCall(ctx context.Context, d deck.Deck, id, key string, resp json.RawMessage, verb string) tea.Cmd {
+	return func() tea.Msg {
+		res, err := d.Continue(ctx, id, map[string]json.RawMessage{key: resp})
+		return taskUpdatedMsg{verb: verb, task: res.Task, needsInput: res.NeedsInput, again: res.Again, err: err}
+	}
+}
+
+func cancelTasks(ctx context.Context, d deck.Deck, ids []string) tea.Cmd {
 	cmds := make([]tea.Cmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = func() tea.Msg {
-			t, err := tr.Cancel(ctx, id)
+			t, err := d.Cancel(ctx, id)
 			return taskUpdatedMsg{verb: "cancel sent", task: t, err: err}
 		}
 	}
 	return tea.Batch(cmds...)
 }
 
-func forget(tr *mcpclient.Tracker, ids []string) tea.Cmd {
+func forget(ctx context.Context, d deck.Deck, ids []string) tea.Cmd {
 	return func() tea.Msg {
 		var errs []error
 		for _, id := range ids {
-			errs = append(errs, tr.Forget(id))
+			errs = append(errs, d.Forget(ctx, id))
 		}
 		return forgottenMsg{ids: ids, err: errors.Join(errs...)}
 	}
 }
 
-func prune(tr *mcpclient.Tracker) tea.Cmd {
+func prune(ctx context.Context, d deck.Deck) tea.Cmd {
 	return func() tea.Msg {
-		n, err := tr.Prune(0)
+		n, err := d.Prune(ctx, 0)
 		return prunedMsg{n: n, err: err}
+	}
+}
+
+// pollNow makes tasks due at once: the engine polls them.
+func pollNow(ctx context.Context, d deck.Deck, ids []string) tea.Cmd {
+	return func() tea.Msg {
+		return polledNowMsg{n: len(ids), err: d.PollNow(ctx, ids)}
 	}
 }
 
 // listTools lists a server's tools; ctx bounds it (a timeout, and esc).
 // gen names the listing the answer belongs to.
-func listTools(ctx context.Context, tr *mcpclient.Tracker, server string, gen int) tea.Cmd {
+func listTools(ctx context.Context, d deck.Deck, server string, gen int) tea.Cmd {
 	return func() tea.Msg {
-		sess, err := tr.Pool().Session(ctx, model.ServerRef{Name: server})
+		list, err := d.Tools(ctx, model.ServerRef{Name: server}, false)
 		if err != nil {
 			return toolsMsg{server: server, gen: gen, err: err}
 		}
-		tools, err := sess.ListTools(ctx)
-		return toolsMsg{server: server, gen: gen, tools: tools, err: err}
+		return toolsMsg{server: server, gen: gen, tools: list.Tools}
 	}
 }
 
-// call launches a tool. answers, keyed like the server's input requests,
-// answer a call that needs input before its task exists; a request they
-// do not cover comes back as *mcpclient.InputNeededError.
-func call(ctx context.Context, tr *mcpclient.Tracker, c *newCall) tea.Cmd {
+// call checks a new call against the server's tool list, then makes it.
+// A call its server answers with input requests comes back needsInput:
+// its record holds them, and answering them sends the next round.
+func call(ctx context.Context, d deck.Deck, c *newCall) tea.Cmd {
 	return func() tea.Msg {
-		t, _, err := tr.Call(ctx, mcpclient.CallRequest{
-			Server: model.ServerRef{Name: c.server}, Tool: c.tool, Args: c.args,
-			Input: func(_ context.Context, reqs map[string]model.InputRequest) (map[string]json.RawMessage, error) {
-				out := map[string]json.RawMessage{}
-				for key := range reqs {
-					ans, ok := c.answers[key]
-					if !ok {
-						return nil, &mcpclient.InputNeededError{Requests: reqs}
-					}
-					out[key] = ans
-				}
-				return out, nil
-			},
-		})
-		return taskUpdatedMsg{verb: "launched", task: t, err: err, call: c}
+		req := deck.CallRequest{Server: model.ServerRef{Name: c.server}, Tool: c.tool, Args: c.args}
+		// Only a refusal stops the call: a tool list that cannot be had
+		// leaves it unchecked, as on the command line.
+		if err := d.CheckCall(ctx, req); deck.KindOf(err) == deck.KindUsage {
+			return taskUpdatedMsg{verb: "launched", err: err}
+		}
+		res, err := d.Call(ctx, req)
+		return taskUpdatedMsg{verb: "launched", task: res.Task, needsInput: res.NeedsInput, err: err}
 	}
 }

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -11,36 +10,9 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
 )
-
-// loadedWith is loaded with a server config and options: no server runs
-// unless the test starts one.
-func loadedWith(t testing.TB, tasks []*model.Task, w, h int, config string, opts Options) *Model {
-	t.Helper()
-	st, err := store.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg, err := mcpclient.ParseConfig("test", []byte(config))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	t.Cleanup(pool.Close)
-	opts.Tracker = mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{})
-	opts.Now = func() time.Time { return fixedNow }
-	m := New(context.Background(), opts)
-	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	_, recent := m.Update(startupMsg{openLoadedMsg: openLoadedMsg{tasks: tasks}})
-	m.Update(recent())
-	m.sched = model.NewSchedule(1) // nothing is polled here
-	return m
-}
 
 // press hands one key to Update and returns the command it gave back.
 func press(m *Model, k string) tea.Cmd {
@@ -65,14 +37,14 @@ func TestEscAndCtrlCInAFormSendNothing(t *testing.T) {
 	h, approve := waitingHarness(t)
 	for _, k := range []tea.KeyPressMsg{keyMsg("esc"), {Code: 'c', Mod: tea.ModCtrl}} {
 		h.key("a")
-		if h.m.mode != modeForm {
+		if h.m.mode() != modeForm {
 			t.Fatalf("a opened no form:\n%s", h.screen())
 		}
 		_, cmd := h.m.Update(k)
 		if cmd != nil {
 			t.Fatalf("%s in a form returned a command (something is sent)", k)
 		}
-		if h.m.mode != modeTable {
+		if h.m.mode() != modeTable {
 			t.Fatalf("%s did not go back to the table:\n%s", k, h.screen())
 		}
 		if task, _ := h.m.list.Get(approve.ID); len(task.PendingInputs()) != 1 {
@@ -90,11 +62,11 @@ func TestDeclineIsAConfirmedChoice(t *testing.T) {
 	h.key("a")
 	ctrlX := tea.KeyPressMsg{Code: 'x', Mod: tea.ModCtrl}
 	h.send(ctrlX)
-	if h.m.mode != modeConfirm || !strings.Contains(h.screen(), "Decline") {
+	if h.m.mode() != modeConfirm || !strings.Contains(h.screen(), "Decline") {
 		t.Fatalf("ctrl+x offered no decline:\n%s", h.screen())
 	}
-	if cmd := press(h.m, "enter"); cmd != nil || h.m.mode != modeForm {
-		t.Fatalf("enter on the default choice sent something or left the form (mode %d)", h.m.mode)
+	if cmd := press(h.m, "enter"); cmd != nil || h.m.mode() != modeForm {
+		t.Fatalf("enter on the default choice sent something or left the form (mode %d)", h.m.mode())
 	}
 	h.send(ctrlX)
 	h.key("right") // Decline
@@ -108,27 +80,34 @@ func TestDeclineIsAConfirmedChoice(t *testing.T) {
 	}
 }
 
-// Item 7: esc in the form a server asks before a new call starts
-// abandons the call: it is not sent again with a decline.
+// Item 7: esc in the form a server asks before a new call starts sends
+// nothing: the call is not sent again with a decline, and its record
+// keeps the question for later (a, or taskdeck answer).
 func TestEscBeforeANewCallStartsSendsNoCall(t *testing.T) {
 	h := newHarness(t, nil)
 	h.key("n", "enter")
-	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
-	for h.m.pick.items[h.m.pick.cursor] != "confirm_first" {
+	h.until("tools listed", func(m *Model) bool {
+		return m.mode() == modePick && strings.Contains(m.toolPick.title, "choose a tool")
+	})
+	for h.m.toolPick.items[h.m.toolPick.cursor] != "confirm_first" {
 		h.key("down")
 	}
 	h.key("enter")
-	h.until("the argument form", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "takes no arguments") })
+	h.until("the argument form", func(m *Model) bool { return m.mode() == modeForm && strings.Contains(h.screen(), "takes no arguments") })
 	h.key("enter")
-	h.until("the server's question", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
+	h.until("the server's question", func(m *Model) bool { return m.mode() == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
 	calls := h.demo.Stats().ToolCalls["confirm_first"]
 	if cmd := press(h.m, "esc"); cmd != nil {
 		t.Fatal("esc before the call starts returned a command (the call is sent)")
 	}
-	if h.m.mode != modeTable || h.demo.Stats().ToolCalls["confirm_first"] != calls {
-		t.Fatalf("esc sent the call (mode %d)", h.m.mode)
+	if h.m.mode() != modeTable || h.demo.Stats().ToolCalls["confirm_first"] != calls {
+		t.Fatalf("esc sent the call (mode %d)", h.m.mode())
 	}
-	h.until("the first attempt's record is gone", func(m *Model) bool { return m.list.Len() == 0 })
+	h.until("the call's row waits for input", func(m *Model) bool { return m.list.Len() == 1 && m.list.waiting == 1 })
+	h.key("i", "a")
+	if h.m.mode() != modeForm || !strings.Contains(h.screen(), "Run confirm_first?") {
+		t.Fatalf("a does not ask the call's question again:\n%s", h.screen())
+	}
 }
 
 // Item 8: marks hidden by the filter are not acted on; the question lists
@@ -153,7 +132,7 @@ func TestConfirmActsOnVisibleRowsListsThemAndDefaultsToNo(t *testing.T) {
 	if !strings.Contains(s, "STATUS") {
 		t.Fatalf("the question hides the table:\n%s", s)
 	}
-	if cmd := press(m, "enter"); cmd != nil || m.mode != modeTable {
+	if cmd := press(m, "enter"); cmd != nil || m.mode() != modeTable {
 		t.Fatal("enter on a fresh question said yes")
 	}
 	if !strings.Contains(m.flash, "nothing done") {
@@ -179,7 +158,7 @@ func TestListingToolsOfASilentServerEnds(t *testing.T) {
 		}
 	}()
 	cfg := fmt.Sprintf(`{"mcpServers":{"hole":{"url":"http://%s/mcp"}}}`, ln.Addr())
-	m := loadedWith(t, nil, 120, 30, cfg, Options{Servers: []string{"hole"}, ListTimeout: 300 * time.Millisecond})
+	m := loadedWith(t, nil, 120, 30, cfg, Options{ListTimeout: 300 * time.Millisecond})
 	h := &harness{t: t, m: m, msgs: make(chan tea.Msg, 16)}
 	h.key("n", "enter")
 	if !strings.Contains(m.flash, "listing tools of hole") {
@@ -196,8 +175,8 @@ func TestListingToolsOfASilentServerEnds(t *testing.T) {
 	}
 	h.key("n", "enter")
 	h.until("the listing gives up", func(m *Model) bool { return m.flashErr && strings.Contains(m.flash, "hole") })
-	if m.mode != modeTable {
-		t.Fatalf("mode %d after the timeout", m.mode)
+	if m.mode() != modeTable {
+		t.Fatalf("mode %d after the timeout", m.mode())
 	}
 }
 
@@ -208,7 +187,7 @@ func TestForgettingARowAboveKeepsTheSelection(t *testing.T) {
 	m.cursor = 3
 	m.clampCursor()
 	picked := m.selectedID()
-	m.Update(forgottenMsg{ids: []string{m.list.visible[0].task.ID}})
+	m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventChange, Rev: 2, Deleted: []string{m.list.visible[0].task.ID}}}})
 	if got := m.selectedID(); got != picked {
 		t.Fatalf("selection moved from %s to %s", picked, got)
 	}
@@ -281,7 +260,7 @@ func TestPickerKeepsLongDescriptionsInTheBox(t *testing.T) {
 	m := loaded(t, nil, 160, 30)
 	m.listing = &listing{server: "demo", gen: 1, cancel: func() {}}
 	m.Update(toolsMsg{server: "demo", gen: 1, tools: toolsNamed("confirm_first", strings.Repeat("Asks for confirmation first. ", 8), "sleep", "Sleeps")})
-	if m.mode != modePick {
+	if m.mode() != modePick {
 		t.Fatal("no picker")
 	}
 	s := screenOf(m)
@@ -337,7 +316,7 @@ func TestRowsShowErrorsAndFailingPolls(t *testing.T) {
 	toolErr.StatusMessage = "about to fail"
 	toolErr.Result = json.RawMessage(`{"content":[{"type":"text","text":"simulated tool failure"}],"isError":true}`)
 	m := loaded(t, tasks, 160, 30)
-	m.polls[compile.ID] = pollNote{err: fmt.Errorf("server build unreachable: connection refused")}
+	m.polls[compile.ID] = deck.PollState{Errors: 2, LastError: "server build unreachable: connection refused"}
 	s := screenOf(m)
 	if l := lineWith(s, "package"); !strings.Contains(l, "simulated failure") {
 		t.Errorf("failed row: %q", l)
@@ -347,6 +326,12 @@ func TestRowsShowErrorsAndFailingPolls(t *testing.T) {
 	}
 	if l := lineWith(s, "compile"); strings.Contains(l, "● working") || !strings.Contains(l, "⚠") {
 		t.Errorf("a row whose polls fail reads as healthy: %q", l)
+	}
+	// The detail pane has the engine's poll state too.
+	m.cursor = m.list.IndexOf(compile.ID)
+	press(m, "enter")
+	if s := screenOf(m); !strings.Contains(s, "last error (2 in a row): server build unreachable") {
+		t.Errorf("the detail pane lacks the poll's last error:\n%s", s)
 	}
 }
 
@@ -397,7 +382,7 @@ func TestHugeInputSchemaIsNotBuilt(t *testing.T) {
 	m := loaded(t, tasks, 120, 30)
 	m.cursor = m.list.IndexOf(ask.ID)
 	press(m, "a")
-	if m.mode == modeForm {
+	if m.mode() == modeForm {
 		t.Fatal("a form of 10,000 fields was built")
 	}
 	if want := "taskdeck answer " + ask.ID + " big"; !strings.Contains(m.flash, want) {
@@ -405,10 +390,26 @@ func TestHugeInputSchemaIsNotBuilt(t *testing.T) {
 	}
 }
 
-func toolsNamed(nameDesc ...string) []*mcp.Tool {
-	var out []*mcp.Tool
+func toolsNamed(nameDesc ...string) []deck.Tool {
+	var out []deck.Tool
 	for i := 0; i < len(nameDesc); i += 2 {
-		out = append(out, &mcp.Tool{Name: nameDesc[i], Description: nameDesc[i+1]})
+		out = append(out, deck.Tool{Name: nameDesc[i], Description: nameDesc[i+1]})
 	}
 	return out
+}
+
+// A call's server that asks again for an input it was given did not take
+// the answer: the status line says so, and the question is asked again.
+func TestAnInputAskedAgainIsSaidAndAskedAgain(t *testing.T) {
+	tasks := sampleTasks()
+	ask := tasks[1].Clone() // deploy waits for input "ok"
+	ask.TaskID = ""         // before its task exists
+	m := loaded(t, tasks, 120, 30)
+	m.Update(taskUpdatedMsg{verb: "answered", task: ask, needsInput: true, again: []string{"ok"}})
+	if !m.flashErr || !strings.Contains(m.flash, "deploy asks again for ok") {
+		t.Fatalf("status line %q", m.flash)
+	}
+	if m.mode() != modeForm || !strings.Contains(screenOf(m), "before it starts · ok") || !strings.Contains(screenOf(m), "Deploy to prod?") {
+		t.Fatalf("the question is not asked again:\n%s", screenOf(m))
+	}
 }

@@ -54,7 +54,7 @@ func TestHostileServerCannotControlTheDashboard(t *testing.T) {
 		inertScreen(t, "details of a task waiting for input", h.m.View().Content)
 		h.key("esc")
 		h.key("a")
-		if h.m.mode != modeForm {
+		if h.m.mode() != modeForm {
 			t.Fatalf("no answer form:\n%s", h.screen())
 		}
 		form := h.m.View().Content
@@ -88,14 +88,16 @@ func TestHostileServerCannotControlTheDashboard(t *testing.T) {
 	// A new call: the tool picker lists the hostile names and descriptions,
 	// and the argument form shows the hostile schema.
 	h.key("n", "enter")
-	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
+	h.until("tools listed", func(m *Model) bool {
+		return m.mode() == modePick && strings.Contains(m.toolPick.title, "choose a tool")
+	})
 	inertScreen(t, "tool picker", h.m.View().Content)
-	for h.m.pick.items[h.m.pick.cursor] != demo.HostileTool {
+	for h.m.toolPick.items[h.m.toolPick.cursor] != demo.HostileTool {
 		h.key("down")
 		inertScreen(t, "tool picker", h.m.View().Content)
 	}
 	h.key("enter")
-	if h.m.mode != modeForm {
+	if h.m.mode() != modeForm {
 		t.Fatalf("no argument form:\n%s", h.screen())
 	}
 	inertScreen(t, "argument form", h.m.View().Content)
@@ -104,14 +106,16 @@ func TestHostileServerCannotControlTheDashboard(t *testing.T) {
 	// The tool whose name carries escapes is shown sanitized, and the call
 	// would go out under the server's own name.
 	h.key("n", "enter")
-	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
+	h.until("tools listed", func(m *Model) bool {
+		return m.mode() == modePick && strings.Contains(m.toolPick.title, "choose a tool")
+	})
 	shown := termtext.Line(demo.HostileToolName)
-	for h.m.pick.items[h.m.pick.cursor] != shown {
+	for h.m.toolPick.items[h.m.toolPick.cursor] != shown {
 		h.key("down")
 	}
 	h.key("enter")
-	if h.m.mode != modeForm || h.m.formFor.call == nil || h.m.formFor.call.tool != demo.HostileToolName {
-		t.Fatalf("picking %q: mode %v, target %+v", shown, h.m.mode, h.m.formFor)
+	if h.m.mode() != modeForm || h.m.form.target.call == nil || h.m.form.target.call.tool != demo.HostileToolName {
+		t.Fatalf("picking %q: mode %v, target %+v", shown, h.m.mode(), h.m.form)
 	}
 	inertScreen(t, "argument form", h.m.View().Content)
 	h.key("esc")

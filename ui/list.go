@@ -85,6 +85,9 @@ type taskList struct {
 	status  model.Status // status filter; "" for all
 	counts  map[model.Status]int
 	waiting int // rows that wait for input
+	// reorders counts the sorts and the single-row moves: what a batch
+	// of changes cost (the tests count it).
+	reorders int
 }
 
 func newTaskList() *taskList {
@@ -106,26 +109,52 @@ func (l *taskList) Replace(tasks []*model.Task) {
 	l.all = make([]*row, 0, len(tasks))
 	clear(l.counts)
 	l.waiting = 0
-	l.Merge(tasks)
+	l.Apply(tasks, nil)
 }
 
-// Merge adds the tasks the list does not hold yet, with one sort instead
-// of an insertion each; the tasks it holds are left as they are.
-func (l *taskList) Merge(tasks []*model.Task) {
+// fewChanges is the largest batch Apply puts in row by row: a binary
+// search and a move each. A larger one costs one sort.
+const fewChanges = 16
+
+// Apply puts a batch of changes in: new versions of tasks (one each) and
+// the ids deleted.
+func (l *taskList) Apply(tasks []*model.Task, deleted []string) {
+	if len(tasks)+len(deleted) <= fewChanges {
+		for _, id := range deleted {
+			l.Remove(id)
+		}
+		for _, t := range tasks {
+			l.Upsert(t)
+		}
+		return
+	}
+	stale := map[*row]bool{}
+	for _, id := range deleted {
+		if old, ok := l.byID[id]; ok {
+			stale[old] = true
+			l.count(old, -1)
+			delete(l.byID, id)
+		}
+	}
 	for _, t := range tasks {
-		if _, ok := l.byID[t.ID]; ok {
-			continue
+		if old, ok := l.byID[t.ID]; ok {
+			stale[old] = true
+			l.count(old, -1)
 		}
 		r := newRow(t)
 		l.byID[t.ID] = r
-		l.all = append(l.all, r)
 		l.count(r, 1)
+		l.all = append(l.all, r)
+	}
+	if len(stale) > 0 {
+		l.all = slices.DeleteFunc(l.all, func(r *row) bool { return stale[r] })
 	}
 	l.resort()
 }
 
 // Upsert adds or updates one task.
 func (l *taskList) Upsert(t *model.Task) {
+	l.reorders++
 	if old, ok := l.byID[t.ID]; ok {
 		l.drop(old)
 	}
@@ -141,6 +170,7 @@ func (l *taskList) Upsert(t *model.Task) {
 // Remove deletes a task.
 func (l *taskList) Remove(id string) {
 	if old, ok := l.byID[id]; ok {
+		l.reorders++
 		l.drop(old)
 		delete(l.byID, id)
 	}
@@ -196,6 +226,7 @@ func (l *taskList) CycleOrder() {
 func (l *taskList) OrderName() string { return sortOrders[l.order].name }
 
 func (l *taskList) resort() {
+	l.reorders++
 	slices.SortFunc(l.all, l.cmp)
 	l.refilter()
 }

@@ -1,6 +1,7 @@
 // Package ui is taskdeck's dashboard: one Bubble Tea root model that
-// shows every task live and acts on it by keypress. All IO happens in
-// commands (commands.go); Update only changes state.
+// shows every task live and acts on it by keypress. It sees taskdeck
+// through a deck.Deck alone: its rows come from the deck's feed, and every
+// action is a Deck command (commands.go). Update only changes state.
 package ui
 
 import (
@@ -16,9 +17,8 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/form"
@@ -27,11 +27,8 @@ import (
 
 // Options configure the dashboard.
 type Options struct {
-	Tracker *mcpclient.Tracker
-	// Servers are the configured server names offered by `n`.
-	Servers []string
-	// PerServer bounds polls in flight per server.
-	PerServer int
+	// Deck is taskdeck: in process, or through the owner's socket.
+	Deck deck.Deck
 	// Notify sends the desktop-notification escape (OSC 9) besides the
 	// bell when a task starts waiting for input.
 	Notify bool
@@ -39,7 +36,7 @@ type Options struct {
 	Now func() time.Time
 	// Greeting is shown in the status line at start.
 	Greeting string
-	// Recent bounds the finished tasks loaded (every open task is); 20,000
+	// Recent bounds the finished tasks shown (every open task is); 20,000
 	// when zero.
 	Recent int
 	// ListTimeout bounds listing a server's tools for a new call; 30 s
@@ -57,6 +54,7 @@ type listing struct {
 // flashFor is how long a status-line message stays.
 const flashFor = 5 * time.Second
 
+// mode is what takes the keys: the table, or what is open over it.
 type mode int
 
 const (
@@ -69,107 +67,46 @@ const (
 	modePick
 )
 
-// act is what a confirmed question does.
-type act int
-
-const (
-	actCancel      act = iota + 1 // tasks/cancel the ids
-	actForget                     // forget the ids
-	actPrune                      // prune finished tasks
-	actQuit                       // quit although stdio tasks die
-	actDecline                    // decline the open form's input request
-	actCancelInput                // cancel the open form's input request
-)
-
-// choice is one answer to a question besides No.
-type choice struct {
-	label string
-	act   act
-}
-
-// confirmation is a question over the table. Its first answer, No, is
-// the default; the others act.
-type confirmation struct {
-	question string
-	targets  []string // what it acts on, one line each
-	ids      []string
-	choices  []choice
-	cursor   int  // 0 is No, i is choices[i-1]
-	back     mode // where No returns to
-}
-
-// picker is a one-of-many choice (server, then tool, for a new call).
-type picker struct {
-	title  string
-	items  []string
-	notes  []string
-	cursor int
-	pick   func(m *Model, item string) tea.Cmd
-}
-
-// formTarget says what a form's answer is for: an input request of a
-// task, a new call's arguments, or an input request the server made
-// before the new call's task exists.
-type formTarget struct {
-	taskID, key string
-	call        *newCall
-	callKey     string // with call: the input request answered
-}
-
-// newCall is a call being put together in the dashboard.
-type newCall struct {
-	server, tool string
-	args         json.RawMessage
-	answers      map[string]json.RawMessage
-	asks         map[string]model.InputRequest // input requests still to answer
-}
-
-// pollNote is what the table shows about a task's polling.
-type pollNote struct {
-	err error
-}
-
 // Model is the dashboard's root model.
 type Model struct {
-	ctx     context.Context
-	tracker *mcpclient.Tracker
-	opts    Options
-	keys    KeyMap
-	styles  Styles
-	help    help.Model
+	ctx    context.Context
+	deck   deck.Deck
+	feed   *watcher
+	opts   Options
+	keys   KeyMap
+	styles Styles
+	help   help.Model
 
 	width, height int
-	mode          mode
 
 	list   *taskList
 	cursor int
 	top    int
 	marked map[string]bool
+	// polls is the engine's poll state of each task, as the feed says.
+	polls map[string]deck.PollState
+	// configured are the servers of the config: n offers them, and quit
+	// asks first when tasks of the stdio ones would die.
+	configured []deck.Server
 
-	sched *model.Schedule
-	polls map[string]pollNote
-	// startup holds tasks whose first poll after start is pending, for the
-	// reconciliation report.
-	startup map[string]bool
-	load    tea.Cmd // reads the store for the first frame
-	report  mcpclient.Report
-	loaded  bool // the open tasks are in the list
-	hidden  int  // older records not loaded (see Options.Recent)
-	// loadGen numbers the loads of the list; recent records of an older
-	// load are dropped. Until they arrive, forgotten is non-nil and holds
-	// what was forgotten meanwhile, not to be merged back.
-	loadGen   int
-	forgotten map[string]bool
+	loaded    bool            // the feed's snapshot is in
+	hidden    int             // finished records of the snapshot not shown (Options.Recent)
+	reconcile *deck.Reconcile // the start-up reconcile while it runs
+	frames    int             // batches of the feed applied
 
 	filter       textinput.Model
+	filtering    bool // the filter prompt takes the keys
 	statusFilter model.Status
-	detail       viewport.Model
-	detailID     string
-	confirm      *confirmation
-	pick         *picker
-	form         *form.Form
-	formFor      formTarget
-	listing      *listing
+	helpOpen     bool
+	// The overlays, nil when closed. Where several are open (a question
+	// asked from a form, a tool list that came while a form was open),
+	// mode says which one takes the keys.
+	detail     *detailPane
+	serverPick *picker[string]     // a new call's server
+	toolPick   *picker[toolChoice] // a new call's tool
+	form       *formPane
+	question   *question
+	listing    *listing
 
 	flash    string
 	flashErr bool
@@ -178,55 +115,36 @@ type Model struct {
 	listings int // numbers the tools listings, so an abandoned one is dropped
 }
 
-// New builds the dashboard. ctx bounds every command it starts.
+// New builds the dashboard. ctx bounds every command it starts and the
+// feed it watches.
 func New(ctx context.Context, opts Options) *Model {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.PerServer <= 0 {
-		opts.PerServer = mcpclient.DefaultPerServer
-	}
 	if opts.Recent <= 0 {
 		opts.Recent = 20_000
+	}
+	if opts.ListTimeout <= 0 {
+		opts.ListTimeout = 30 * time.Second
 	}
 	fi := textinput.New()
 	fi.Prompt = "/"
 	m := &Model{
-		ctx: ctx, tracker: opts.Tracker, opts: opts,
+		ctx: ctx, deck: opts.Deck, feed: newWatcher(ctx, opts.Deck), opts: opts,
 		keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(),
 		width: 80, height: 24,
-		list: newTaskList(), marked: map[string]bool{},
-		sched: model.NewSchedule(opts.PerServer), polls: map[string]pollNote{},
-		startup: map[string]bool{}, load: startup(opts.Tracker),
-		filter: fi, detail: viewport.New(), now: opts.Now(),
-	}
-	if opts.ListTimeout <= 0 {
-		m.opts.ListTimeout = 30 * time.Second
+		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{},
+		filter: fi, now: opts.Now(),
 	}
 	m.say(opts.Greeting)
 	return m
 }
 
-// startupMsg is the store's open tasks as found at start, stale intents
-// orphaned. The finished records follow in a recentLoadedMsg.
-type startupMsg struct {
-	openLoadedMsg
-	orphans []*model.Task
-}
-
-func startup(tr *mcpclient.Tracker) tea.Cmd {
-	return func() tea.Msg {
-		orphans, err := tr.OrphanStale()
-		if err != nil {
-			return startupMsg{openLoadedMsg: openLoadedMsg{err: err}}
-		}
-		return startupMsg{openLoadedMsg: readOpen(tr), orphans: orphans}
-	}
-}
-
-// Init loads the store and starts the scheduler's heartbeat.
+// Init watches the feed (the snapshot, then every change), lists the
+// configured servers and starts the clock.
 func (m *Model) Init() tea.Cmd {
-	return tea.Batch(m.load, tick())
+	m.feed.start()
+	return tea.Batch(m.feed.next(), listServers(m.ctx, m.deck), tick())
 }
 
 // Update is the only place state changes.
@@ -235,46 +153,33 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.help.SetWidth(msg.Width)
-		m.detail.SetWidth(msg.Width)
-		m.detail.SetHeight(max(m.height-headerLines+1-footerLines, 3))
+		if m.detail != nil {
+			m.detail.SetSize(m.detailSize())
+		}
 		if m.form != nil {
-			m.form.SetSize(msg.Width-4, m.height-6)
+			m.form.form.SetSize(msg.Width-4, m.height-6)
 		}
 		m.clampCursor()
 		return m, nil
-	case startupMsg:
-		return m, m.onStartup(msg)
-	case openLoadedMsg:
+	case feedMsg:
+		cmd := m.onFeed(msg)
+		return m, tea.Batch(cmd, m.feed.next())
+	case serversMsg:
 		if msg.err != nil {
 			return m, m.fail(msg.err)
 		}
-		return m, m.showOpen(msg.tasks)
-	case recentLoadedMsg:
-		return m, m.onRecent(msg)
+		m.configured = msg.servers
+		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)
 		// A tools listing in flight keeps its line until it ends.
 		if m.flash != "" && m.listing == nil && m.now.Sub(m.flashAt) >= flashFor {
 			m.flash, m.flashErr = "", false
 		}
-		return m, tea.Batch(append(m.startDuePolls(), tick())...)
-	case polledMsg:
-		return m, m.onPolled(msg)
+		return m, tick()
 	case taskUpdatedMsg:
 		return m, m.onTaskUpdated(msg)
 	case forgottenMsg:
-		selected, cursor := m.selectedID(), m.cursor
-		for _, id := range msg.ids {
-			if m.recentPending() {
-				m.forgotten[id] = true
-			}
-			m.list.Remove(id)
-			m.sched.Remove(id)
-			delete(m.marked, id)
-			delete(m.polls, id)
-		}
-		m.cursor = cursor
-		m.keepSelected(selected)
 		if msg.err != nil {
 			return m, m.fail(msg.err)
 		}
@@ -285,16 +190,23 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.fail(msg.err)
 		}
 		m.say("pruned " + present.Count(msg.n, "finished task"))
-		return m, loadOpen(m.tracker)
+		return m, nil
+	case polledNowMsg:
+		if msg.err != nil {
+			return m, m.fail(msg.err)
+		}
+		m.say(fmt.Sprintf("polling %s now", present.Count(msg.n, "task")))
+		return m, nil
 	case toolsMsg:
 		return m, m.onTools(msg)
 	case tea.KeyPressMsg:
 		return m, m.onKey(msg)
 	}
-	if m.mode == modeForm && m.form != nil {
+	// What the open form's and the filter prompt's own commands return.
+	if m.mode() == modeForm {
 		return m, m.updateForm(msg)
 	}
-	if m.mode == modeFilter {
+	if m.mode() == modeFilter {
 		var cmd tea.Cmd
 		m.filter, cmd = m.filter.Update(msg)
 		return m, cmd
@@ -302,121 +214,116 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m *Model) onStartup(msg startupMsg) tea.Cmd {
-	if msg.err != nil {
-		return m.fail(msg.err)
+// onFeed applies one frame's events: the records that changed (the last
+// version of each), those deleted, poll states, the reconcile's progress.
+// The table is sorted once for the batch, however many events it holds.
+func (m *Model) onFeed(msg feedMsg) tea.Cmd {
+	if len(msg.events) > 0 {
+		m.frames++
 	}
-	recent := m.showOpen(msg.tasks)
-	m.loaded = true
-	m.report.Orphaned = msg.orphans
-	// Every open task is polled soon, spread over up to two seconds so a
-	// large store does not hit its servers all at once.
-	var open []*model.Task
-	for _, t := range msg.tasks {
-		if t.Status.Pollable() {
-			open = append(open, t)
+	changed := map[string]*model.Task{}
+	deleted := map[string]bool{}
+	fresh := map[string]bool{} // records this batch brought, deleted or not
+	var alerts []*model.Task
+	for _, ev := range msg.events {
+		switch ev.Kind {
+		case deck.EventSnapshot:
+			m.loadSnapshot(ev.Entries)
+			clear(changed)
+			clear(deleted)
+			clear(fresh)
+		case deck.EventChange:
+			for _, e := range ev.Entries {
+				changed[e.Task.ID], fresh[e.Task.ID] = e.Task, true
+				m.polls[e.Task.ID] = e.Poll
+			}
+			for _, id := range ev.Deleted {
+				delete(changed, id)
+				deleted[id] = true
+			}
+		case deck.EventPoll:
+			for _, e := range ev.Entries {
+				m.polls[e.Task.ID] = e.Poll
+			}
+		case deck.EventReconcile:
+			m.onReconcile(*ev.Reconcile)
 		}
 	}
-	m.sched.Grow(len(open))
-	m.startup = make(map[string]bool, len(open))
-	spread := min(time.Duration(len(open))*2*time.Millisecond, 2*time.Second)
-	for i, t := range open {
-		at := m.now
-		if len(open) > 1 {
-			at = at.Add(spread * time.Duration(i) / time.Duration(len(open)))
-		}
-		m.sched.Set(t.ID, t.Server, at)
-		m.startup[t.ID] = true
-	}
-	if len(open) == 0 {
-		m.reportStartup()
-	}
-	return recent
-}
-
-// showOpen replaces the list with the open tasks, so that they are on
-// screen at once, and loads the recent finished records after them.
-func (m *Model) showOpen(open []*model.Task) tea.Cmd {
-	m.list.Replace(open)
-	m.clampCursor()
-	m.hidden = 0
-	m.loadGen++
-	m.forgotten = map[string]bool{}
-	ids := make([]string, len(open))
-	for i, t := range open {
-		ids[i] = t.ID
-	}
-	return loadRecent(m.tracker, m.loadGen, m.opts.Recent, ids)
-}
-
-// recentPending tells whether the recent finished records of the last
-// load are still to come.
-func (m *Model) recentPending() bool { return m.forgotten != nil }
-
-// onRecent merges the recent finished records into the list. Tasks it
-// already holds keep their version, which is as new or newer; the
-// selected task stays selected, on the same line of the screen.
-func (m *Model) onRecent(msg recentLoadedMsg) tea.Cmd {
-	if msg.gen != m.loadGen {
-		return nil // the list was loaded again since
-	}
-	forgotten := m.forgotten
-	m.forgotten = nil
-	if msg.err != nil {
-		return m.fail(msg.err)
-	}
-	tasks := slices.DeleteFunc(msg.tasks, func(t *model.Task) bool { return forgotten[t.ID] })
 	selected, line := m.selectedID(), m.cursor-m.top
-	m.list.Merge(tasks)
-	m.hidden = msg.hidden
-	if i := m.list.IndexOf(selected); i >= 0 {
-		m.cursor, m.top = i, i-line
+	var upserts []*model.Task
+	for _, t := range changed {
+		old, known := m.list.Get(t.ID)
+		if (!known || old.Status != model.StatusInputRequired) && t.WaitsForInput() {
+			alerts = append(alerts, t)
+		}
+		upserts = append(upserts, t)
+	}
+	var gone []string
+	for id := range deleted {
+		if _, known := m.list.Get(id); !known && !fresh[id] {
+			m.hidden = max(m.hidden-1, 0) // one of the older finished records
+		}
+		gone = append(gone, id)
+		delete(m.marked, id)
+		delete(m.polls, id)
+	}
+	m.list.Apply(upserts, gone)
+	if i := m.list.IndexOf(selected); selected != "" && i >= 0 {
+		m.cursor, m.top = i, i-line // the selected task stays on its line
 	}
 	m.clampCursor()
-	return nil
-}
-
-// reportStartup says what start-up reconciliation found.
-func (m *Model) reportStartup() {
-	m.say(m.report.String())
-}
-
-func (m *Model) startDuePolls() []tea.Cmd {
-	var cmds []tea.Cmd
-	for _, id := range m.sched.Take(m.now) {
-		cmds = append(cmds, poll(m.ctx, m.tracker, id))
-	}
-	return cmds
-}
-
-func (m *Model) onPolled(msg polledMsg) tea.Cmd {
-	old, known := m.list.Get(msg.id)
-	if !known {
-		return nil // forgotten meanwhile: a stale answer
-	}
-	if msg.err != nil {
-		m.sched.Done(msg.id, time.Time{})
-		return m.fail(msg.err)
-	}
-	res := msg.res
-	var next time.Time
-	if res.Next > 0 {
-		next = m.opts.Now().Add(res.Next)
-	}
-	m.sched.Done(msg.id, next)
-	m.polls[msg.id] = pollNote{err: res.Err}
-	m.replaceTask(res.Task)
-	if m.startup[msg.id] {
-		delete(m.startup, msg.id)
-		m.report.Add(res)
-		if len(m.startup) == 0 {
-			m.reportStartup()
+	if m.detail != nil { // its record or its poll state may have moved
+		if t, ok := m.list.Get(m.detail.id); ok {
+			m.detail.vp.SetContent(m.detailText(t))
 		}
 	}
-	if old.Status != model.StatusInputRequired && res.Task.Status == model.StatusInputRequired {
-		return m.alert(res.Task)
+	var cmd tea.Cmd
+	if len(alerts) > 0 {
+		cmd = m.alert(alerts[len(alerts)-1])
 	}
-	return nil
+	if e := msg.ended; e != nil {
+		m.fail(fmt.Errorf("the feed of changes ended (%v): watching again in %v", e.err, e.retry))
+	}
+	return cmd
+}
+
+// loadSnapshot replaces the rows with a snapshot's records: every open
+// one, and the newest finished ones up to Options.Recent.
+func (m *Model) loadSnapshot(entries []deck.Entry) {
+	var keep, done []*model.Task
+	clear(m.polls)
+	for _, e := range entries {
+		if e.Task.Status.Terminal() {
+			done = append(done, e.Task)
+			continue
+		}
+		keep = append(keep, e.Task)
+		m.polls[e.Task.ID] = e.Poll
+	}
+	// Ids sort by creation: the newest finished records first.
+	slices.SortFunc(done, func(a, b *model.Task) int { return strings.Compare(b.ID, a.ID) })
+	m.hidden = max(len(done)-m.opts.Recent, 0)
+	keep = append(keep, done[:len(done)-m.hidden]...)
+	selected := m.selectedID()
+	m.list.Replace(keep)
+	m.keepSelected(selected)
+	for id := range m.marked {
+		if _, ok := m.list.Get(id); !ok {
+			delete(m.marked, id)
+		}
+	}
+	m.loaded = true
+}
+
+// onReconcile shows the start-up reconcile's progress while it runs, and
+// its report when it is over.
+func (m *Model) onReconcile(r deck.Reconcile) {
+	if !r.Over {
+		m.reconcile = &r
+		return
+	}
+	m.reconcile = nil
+	m.say(present.Reconciled(r))
 }
 
 // alert rings the bell (and notifies the desktop where asked) when a
@@ -442,40 +349,19 @@ func (m *Model) keepSelected(id string) {
 	m.clampCursor()
 }
 
-// replaceTask puts a new version of a task in the list, keeping the
-// selection on the same task.
-func (m *Model) replaceTask(t *model.Task) {
-	selected := m.selectedID()
-	m.list.Upsert(t)
-	m.keepSelected(selected)
-	if m.mode == modeDetail && m.detailID == t.ID {
-		m.detail.SetContent(m.detailText(t))
-	}
-}
-
+// onTaskUpdated words an action's outcome; the rows follow from the feed.
+// A call or an answer that leaves questions open asks the next one.
 func (m *Model) onTaskUpdated(msg taskUpdatedMsg) tea.Cmd {
-	if msg.task != nil {
-		m.replaceTask(msg.task)
-		if msg.task.Status.Pollable() {
-			m.sched.Set(msg.task.ID, msg.task.Server, m.opts.Now())
-		}
-	}
-	var need *mcpclient.InputNeededError
-	if msg.call != nil && errors.As(msg.err, &need) {
-		// The server asks before it starts: nothing runs there yet, so
-		// the attempt's record goes and the call is made again with answers.
-		msg.call.asks = need.Requests
-		cmd := m.askBeforeCall(msg.call)
-		if msg.task != nil {
-			return tea.Batch(cmd, forget(m.tracker, []string{msg.task.ID}))
-		}
-		return cmd
-	}
 	if msg.err != nil {
 		return m.fail(msg.err)
 	}
+	if msg.needsInput {
+		if len(msg.again) > 0 {
+			m.fail(fmt.Errorf("%s asks again for %s: the server did not take the answer", termtext.Line(msg.task.Tool), termtext.Line(strings.Join(msg.again, ", "))))
+		}
+		return m.openAnswer(msg.task)
+	}
 	m.say(fmt.Sprintf("%s: task %s", msg.verb, msg.task.ID))
-	// More questions on the same task: ask the next one right away.
 	if msg.verb == "answered" && len(msg.task.PendingInputs()) > 0 {
 		return m.openAnswer(msg.task)
 	}
@@ -489,57 +375,82 @@ func (m *Model) onTools(msg toolsMsg) tea.Cmd {
 	m.endListing()
 	m.say("")
 	if msg.err != nil {
-		m.mode = modeTable
 		if errors.Is(msg.err, context.DeadlineExceeded) {
 			return m.fail(fmt.Errorf("server %s did not list its tools within %v", msg.server, m.opts.ListTimeout))
 		}
 		return m.fail(fmt.Errorf("server %s did not list its tools: %w", msg.server, msg.err))
 	}
-	p := &picker{title: "New call on " + msg.server + ": choose a tool"}
-	schemas := map[string]any{}
-	names := map[string]string{} // shown (sanitized) name → the server's name, which the call must use
-	for _, t := range msg.tools {
-		name := termtext.Line(t.Name)
-		p.items = append(p.items, name)
-		p.notes = append(p.notes, termtext.Line(t.Description))
-		schemas[name], names[name] = t.InputSchema, t.Name
-	}
-	if len(p.items) == 0 {
-		m.mode = modeTable
+	if len(msg.tools) == 0 {
 		m.say("server " + msg.server + " offers no tools")
 		return nil
 	}
-	p.pick = func(m *Model, tool string) tea.Cmd {
-		raw, _ := json.Marshal(schemas[tool])
-		f, err := form.ForArguments(msg.server+" · "+tool, raw)
-		if err != nil {
-			m.mode = modeTable
-			return m.fail(err)
-		}
-		return m.openForm(f, formTarget{call: &newCall{server: msg.server, tool: names[tool], answers: map[string]json.RawMessage{}}})
+	p := &picker[toolChoice]{title: "New call on " + msg.server + ": choose a tool"}
+	for _, t := range msg.tools {
+		p.values = append(p.values, toolChoice{server: msg.server, tool: t})
+		p.items = append(p.items, termtext.Line(t.Name))
+		p.notes = append(p.notes, termtext.Line(t.Description))
 	}
-	m.pick = p
-	m.mode = modePick
+	m.toolPick = p
 	return nil
 }
 
+// toolChoice is one item of the tool picker.
+type toolChoice struct {
+	server string
+	tool   deck.Tool
+}
+
+// mode tells what takes the keys: the question over everything, else
+// the overlay that is open, else the table.
+func (m *Model) mode() mode {
+	switch {
+	case m.question != nil:
+		return modeConfirm
+	case m.form != nil:
+		return modeForm
+	case m.serverPick != nil || m.toolPick != nil:
+		return modePick
+	case m.detail != nil:
+		return modeDetail
+	case m.helpOpen:
+		return modeHelp
+	case m.filtering:
+		return modeFilter
+	}
+	return modeTable
+}
+
+// onKey routes a key to what is open, and acts on its outcome.
 func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
-	switch m.mode {
+	switch m.mode() {
+	case modeConfirm:
+		a, done := m.question.Update(msg, m.keys)
+		if !done {
+			return nil
+		}
+		m.question = nil
+		return m.onAnswer(a)
 	case modeForm:
 		return m.updateForm(msg)
-	case modeFilter:
-		return m.keyFilter(msg)
-	case modeConfirm:
-		return m.keyConfirm(msg)
 	case modePick:
 		return m.keyPick(msg)
-	case modeHelp:
-		m.mode = modeTable
-		return nil
 	case modeDetail:
-		if cmd, done := m.keyDetail(msg); done {
-			return cmd
+		out, cmd := m.detail.Update(msg, m.keys)
+		switch out {
+		case detailClose:
+			m.detail = nil
+		case detailPass:
+			cmd = m.keyTable(msg)
+			if m.mode() != modeDetail {
+				m.detail = nil // what the key opened takes the screen
+			}
 		}
+		return cmd
+	case modeHelp:
+		m.helpOpen = false
+		return nil
+	case modeFilter:
+		return m.keyFilter(msg)
 	}
 	return m.keyTable(msg)
 }
@@ -565,7 +476,6 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Detail):
 		return m.openDetail()
 	case key.Matches(msg, k.Back):
-		m.mode = modeTable
 		if m.listing != nil {
 			m.say("stopped listing the tools of " + m.listing.server)
 			m.endListing()
@@ -579,7 +489,8 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 			m.say("showing every task")
 		}
 	case key.Matches(msg, k.Filter):
-		m.mode = modeFilter
+		m.filtering = true
+		m.detail = nil
 		return m.filter.Focus()
 	case key.Matches(msg, k.StatusFilter):
 		m.cycleStatusFilter()
@@ -611,49 +522,36 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Prune):
 		return m.askPrune()
 	case key.Matches(msg, k.PollNow):
-		n := 0
+		var ids []string
 		for _, t := range m.targets() {
-			if t.Status.Pollable() {
-				m.sched.Set(t.ID, t.Server, m.opts.Now())
-				n++
+			if t.Pollable() {
+				ids = append(ids, t.ID)
 			}
 		}
-		if n == 0 {
+		if len(ids) == 0 {
 			m.say("nothing to poll: only working or waiting tasks are polled")
-		} else {
-			m.say(fmt.Sprintf("polling %s now", present.Count(n, "task")))
+			return nil
 		}
+		return pollNow(m.ctx, m.deck, ids)
 	case key.Matches(msg, k.NewCall):
 		return m.startNewCall()
 	case key.Matches(msg, k.Copy):
 		return m.copyResult()
 	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
+		m.helpOpen = true
+		m.detail = nil
 	}
 	return nil
-}
-
-func (m *Model) keyDetail(msg tea.KeyPressMsg) (tea.Cmd, bool) {
-	switch {
-	case key.Matches(msg, m.keys.Close):
-		m.mode = modeTable
-		return nil, true
-	case key.Matches(msg, m.keys.Up, m.keys.Down, m.keys.PageUp, m.keys.PageDown):
-		var cmd tea.Cmd
-		m.detail, cmd = m.detail.Update(msg)
-		return cmd, true
-	}
-	return nil, false
 }
 
 func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, m.keys.Keep):
-		m.mode = modeTable
+		m.filtering = false
 		m.filter.Blur()
 		return nil
 	case key.Matches(msg, m.keys.Clear):
-		m.mode = modeTable
+		m.filtering = false
 		m.filter.Blur()
 		m.filter.SetValue("")
 		m.applyFilter()
@@ -665,46 +563,23 @@ func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
 	return cmd
 }
 
-// keyConfirm answers a question: No unless another answer is chosen.
-func (m *Model) keyConfirm(msg tea.KeyPressMsg) tea.Cmd {
-	c := m.confirm
-	switch {
-	case key.Matches(msg, m.keys.Choose):
-		d := 1
-		if s := msg.String(); s == "left" || s == "h" || s == "shift+tab" {
-			d = -1
-		}
-		c.cursor = (c.cursor + d + len(c.choices) + 1) % (len(c.choices) + 1)
-	case key.Matches(msg, m.keys.Pick):
-		return m.answerQuestion(c.cursor)
-	case key.Matches(msg, m.keys.Confirm) && len(c.choices) == 1:
-		return m.answerQuestion(1)
-	case key.Matches(msg, m.keys.Deny):
-		return m.answerQuestion(0)
-	}
-	return nil
-}
-
-// answerQuestion closes the question with its i-th answer (0 is No).
-func (m *Model) answerQuestion(i int) tea.Cmd {
-	c := m.confirm
-	m.confirm, m.mode = nil, c.back
-	if i == 0 {
-		if c.back == modeTable {
+// onAnswer does what a question's answer says. No returns to what is
+// under the question: the form it was asked from, or the table.
+func (m *Model) onAnswer(a reply) tea.Cmd {
+	switch a.act {
+	case 0:
+		if m.form == nil {
 			m.say("nothing done")
 		}
 		return nil
-	}
-	m.mode = modeTable
-	switch c.choices[i-1].act {
 	case actCancel:
 		clear(m.marked)
-		return cancelTasks(m.ctx, m.tracker, c.ids)
+		return cancelTasks(m.ctx, m.deck, a.ids)
 	case actForget:
 		clear(m.marked)
-		return forget(m.tracker, c.ids)
+		return forget(m.ctx, m.deck, a.ids)
 	case actPrune:
-		return prune(m.tracker)
+		return prune(m.ctx, m.deck)
 	case actQuit:
 		return tea.Quit
 	case actDecline:
@@ -715,20 +590,35 @@ func (m *Model) answerQuestion(i int) tea.Cmd {
 	return nil
 }
 
+// keyPick routes a key to the open picker: a chosen server lists its
+// tools, a chosen tool opens the form for its arguments.
 func (m *Model) keyPick(msg tea.KeyPressMsg) tea.Cmd {
-	p := m.pick
-	switch {
-	case key.Matches(msg, m.keys.Up):
-		p.cursor = max(p.cursor-1, 0)
-	case key.Matches(msg, m.keys.Down):
-		p.cursor = min(p.cursor+1, len(p.items)-1)
-	case key.Matches(msg, m.keys.PickBack):
-		m.pick, m.mode = nil, modeTable
-	case key.Matches(msg, m.keys.Pick):
-		m.pick, m.mode = nil, modeTable
-		return p.pick(m, p.items[p.cursor])
+	if p := m.serverPick; p != nil {
+		out, done := p.Update(msg, m.keys)
+		if !done {
+			return nil
+		}
+		m.serverPick = nil
+		if out.back {
+			return nil
+		}
+		return m.listTools(out.value)
 	}
-	return nil
+	out, done := m.toolPick.Update(msg, m.keys)
+	if !done {
+		return nil
+	}
+	m.toolPick = nil
+	if out.back {
+		return nil
+	}
+	c := out.value
+	f, err := form.ForArguments(c.server+" · "+termtext.Line(c.tool.Name), c.tool.InputSchema)
+	if err != nil {
+		return m.fail(err)
+	}
+	// The call goes out under the server's own name of the tool, not the shown one.
+	return m.openForm(f, formTarget{call: &newCall{server: c.server, tool: c.tool.Name}})
 }
 
 func (m *Model) applyFilter() {
@@ -768,11 +658,16 @@ func (m *Model) openDetail() tea.Cmd {
 	if t == nil {
 		return nil
 	}
-	m.detailID = t.ID
-	m.detail.SetContent(m.detailText(t))
-	m.detail.GotoTop()
-	m.mode = modeDetail
+	m.detail = newDetailPane(t.ID)
+	m.detail.SetSize(m.detailSize())
+	m.detail.vp.SetContent(m.detailText(t))
 	return nil
+}
+
+// detailSize is the space of the detail pane: the screen but the count
+// line and the footer.
+func (m *Model) detailSize() (width, height int) {
+	return m.width, max(m.height-headerLines+1-footerLines, 3)
 }
 
 // openAnswer opens the form for a task's next unanswered input request.
@@ -782,11 +677,16 @@ func (m *Model) openAnswer(t *model.Task) tea.Cmd {
 		return nil
 	}
 	key := t.PendingInputs()[0]
+	target := formTarget{taskID: t.ID, key: key, tool: t.Tool, before: t.NeedsInput()}
+	title := termtext.Line(t.Tool) + " · input " + termtext.Line(key)
+	if target.before {
+		title = termtext.Line(t.Tool) + " · before it starts · " + termtext.Line(key)
+	}
 	e, err := t.InputRequests[key].Elicitation()
 	if err == nil {
 		var f *form.Form
-		if f, err = form.ForInput(termtext.Line(t.Tool)+" · input "+termtext.Line(key), e); err == nil {
-			return m.openForm(f, formTarget{taskID: t.ID, key: key})
+		if f, err = form.ForInput(title, e); err == nil {
+			return m.openForm(f, target)
 		}
 	}
 	return m.fail(fmt.Errorf("input %s of task %s cannot be answered here: %v; answer it with: taskdeck answer %s %s RESPONSE_JSON (taskdeck get %s shows an example)",
@@ -795,29 +695,28 @@ func (m *Model) openAnswer(t *model.Task) tea.Cmd {
 
 func (m *Model) openForm(f *form.Form, target formTarget) tea.Cmd {
 	f.SetSize(m.width-4, m.height-6)
-	m.form, m.formFor, m.mode = f, target, modeForm
+	m.form = &formPane{form: f, target: target}
 	return f.Init()
 }
 
+// updateForm routes a message to the open form and acts on its outcome.
 func (m *Model) updateForm(msg tea.Msg) tea.Cmd {
-	if k, ok := msg.(tea.KeyPressMsg); ok && m.form.Answers() && key.Matches(k, m.keys.Refuse) {
+	out, cmd := m.form.Update(msg, m.keys)
+	switch {
+	case out.refuse:
 		m.askRefuse()
 		return nil
+	case out.done:
+		return m.finishForm(out.result)
 	}
-	var cmd tea.Cmd
-	m.form, cmd = m.form.Update(msg)
-	res, done := m.form.Done()
-	if !done {
-		return cmd
-	}
-	return m.finishForm(res)
+	return cmd
 }
 
 // finishForm closes the form and does what its outcome says: nothing for
 // Back, else the call or the answer.
 func (m *Model) finishForm(res form.Result) tea.Cmd {
-	target := m.formFor
-	m.form, m.mode = nil, modeTable
+	target := m.form.target
+	m.form = nil
 	c := target.call
 	switch {
 	case res.Action == form.Back && c != nil:
@@ -826,41 +725,34 @@ func (m *Model) finishForm(res form.Result) tea.Cmd {
 	case res.Action == form.Back:
 		m.say("input left unanswered: nothing sent (a answers it)")
 		return nil
-	case c != nil && target.callKey == "":
+	case c != nil:
 		c.args = res.JSON()
-		m.say("launching " + c.tool + " on " + c.server + "…")
-		return call(m.ctx, m.tracker, c)
+		m.say("launching " + termtext.Line(c.tool) + " on " + c.server + "…")
+		return call(m.ctx, m.deck, c)
 	}
 	raw, err := answerJSON(res)
 	if err != nil {
 		return m.fail(err)
 	}
-	if c == nil {
-		verb := map[form.Action]string{form.Accept: "answered", form.Decline: "declined input " + target.key + " of", form.Cancel: "cancelled input " + target.key + " of"}[res.Action]
-		return answer(m.ctx, m.tracker, target.taskID, target.key, raw, termtext.Line(verb))
+	verb := map[form.Action]string{form.Accept: "answered", form.Decline: "declined input " + target.key + " of", form.Cancel: "cancelled input " + target.key + " of"}[res.Action]
+	if target.before {
+		return continueCall(m.ctx, m.deck, target.taskID, target.key, raw, termtext.Line(verb))
 	}
-	c.answers[target.callKey] = raw
-	delete(c.asks, target.callKey)
-	if len(c.asks) > 0 {
-		return m.askBeforeCall(c)
-	}
-	m.say("launching " + c.tool + " on " + c.server + " with the answers…")
-	return call(m.ctx, m.tracker, c)
+	return answer(m.ctx, m.deck, target.taskID, target.key, raw, termtext.Line(verb))
 }
 
 // askRefuse asks whether to decline or cancel the open form's input
 // request; No returns to the form.
 func (m *Model) askRefuse() {
-	what := "input " + termtext.Line(m.formFor.key) + " of task " + m.formFor.taskID
-	if c := m.formFor.call; c != nil {
-		what = "the question " + termtext.Line(c.tool) + " asks before it starts"
+	target := m.form.target
+	what := "input " + termtext.Line(target.key) + " of task " + target.taskID
+	if target.before {
+		what = "the question " + termtext.Line(target.tool) + " asks before it starts"
 	}
-	m.confirm = &confirmation{
-		question: "Decline or cancel " + what + "? The server is told, and will not ask again.",
-		choices:  []choice{{"Decline", actDecline}, {"Cancel the request", actCancelInput}},
-		back:     modeForm,
+	m.question = &question{
+		text:    "Decline or cancel " + what + "? The server is told, and will not ask again.",
+		choices: []choice{{"Decline", actDecline}, {"Cancel the request", actCancelInput}},
 	}
-	m.mode = modeConfirm
 }
 
 // answerJSON is the input response a form's outcome stands for.
@@ -872,25 +764,10 @@ func answerJSON(res form.Result) (json.RawMessage, error) {
 	return json.Marshal(resp)
 }
 
-// askBeforeCall opens the form for the next input request a server made
-// before starting a new call's task.
-func (m *Model) askBeforeCall(c *newCall) tea.Cmd {
-	key := slices.Sorted(maps.Keys(c.asks))[0]
-	e, err := c.asks[key].Elicitation()
-	if err != nil {
-		return m.fail(fmt.Errorf("%s on %s asks for input %s, which the dashboard cannot show: %v", c.tool, c.server, termtext.Line(key), err))
-	}
-	f, err := form.ForInput(termtext.Line(c.tool)+" · before it starts · "+termtext.Line(key), e)
-	if err != nil {
-		return m.fail(fmt.Errorf("%s on %s asks for input %s, which the dashboard cannot show: %v; use taskdeck call --input", c.tool, c.server, termtext.Line(key), err))
-	}
-	return m.openForm(f, formTarget{call: c, callKey: key})
-}
-
 func (m *Model) askCancel() tea.Cmd {
 	var open []*model.Task
 	for _, t := range m.targets() {
-		if t.Status.Pollable() {
+		if t.Pollable() {
 			open = append(open, t)
 		}
 	}
@@ -938,13 +815,13 @@ func (m *Model) askPrune() tea.Cmd {
 
 // ask puts a question over the table, listing the tasks it acts on.
 func (m *Model) ask(q string, tasks []*model.Task, yes choice) {
-	c := &confirmation{question: q, choices: []choice{yes}, back: modeTable}
+	c := &question{text: q, choices: []choice{yes}}
 	for _, t := range tasks {
 		c.ids = append(c.ids, t.ID)
 		c.targets = append(c.targets, strings.Join([]string{t.ID, fit(lookOf(t).Symbol+" "+string(t.Status), 16),
 			fit(termtext.Line(t.Tool), 14), termtext.Line(t.Server.String())}, "  "))
 	}
-	m.confirm, m.mode = c, modeConfirm
+	m.question = c
 }
 
 // quit quits, after asking when open tasks of stdio servers would die
@@ -955,13 +832,12 @@ func (m *Model) quit() tea.Cmd {
 	n := 0
 	for _, r := range m.list.all {
 		t := r.task
-		if !t.Status.Pollable() {
+		if !t.Pollable() {
 			continue // only working and waiting tasks still live on their server
 		}
 		is, seen := stdio[t.Server]
 		if !seen {
-			cfg, err := m.tracker.Pool().Resolve(t.Server)
-			is = err == nil && cfg.Command != ""
+			is = t.Server.URL == "" && slices.ContainsFunc(m.configured, func(s deck.Server) bool { return s.Name == t.Server.Name && s.Stdio })
 			stdio[t.Server] = is
 			if is {
 				names = append(names, termtext.Line(t.Server.String()))
@@ -974,31 +850,36 @@ func (m *Model) quit() tea.Cmd {
 	if n == 0 {
 		return tea.Quit
 	}
-	m.confirm = &confirmation{
-		question: fmt.Sprintf("Quit? %s on stdio servers (%s) will die: those servers stop with taskdeck, and the tasks become unknown.",
+	m.question = &question{
+		text: fmt.Sprintf("Quit? %s on stdio servers (%s) will die: those servers stop with taskdeck, and the tasks become unknown.",
 			present.Count(n, "open task"), strings.Join(names, ", ")),
 		choices: []choice{{"Yes, quit", actQuit}},
-		back:    modeTable,
 	}
-	m.mode = modeConfirm
 	return nil
 }
 
 func (m *Model) startNewCall() tea.Cmd {
-	if len(m.opts.Servers) == 0 {
+	if len(m.configured) == 0 {
 		m.say("no servers configured: add them under mcpServers in the config file")
 		return nil
 	}
-	m.pick = &picker{title: "New call: choose a server", items: m.opts.Servers, pick: func(m *Model, server string) tea.Cmd {
-		m.endListing()
-		m.listings++
-		ctx, cancel := context.WithTimeout(m.ctx, m.opts.ListTimeout)
-		m.listing = &listing{server: server, gen: m.listings, cancel: cancel}
-		m.say("listing tools of " + server + "… (esc stops)")
-		return listTools(ctx, m.tracker, server, m.listings)
-	}}
-	m.mode = modePick
+	p := &picker[string]{title: "New call: choose a server"}
+	for _, s := range m.configured {
+		p.items, p.values = append(p.items, termtext.Line(s.Name)), append(p.values, s.Name)
+	}
+	m.serverPick = p
 	return nil
+}
+
+// listTools starts listing a server's tools for a new call; the tool
+// picker opens when they come.
+func (m *Model) listTools(server string) tea.Cmd {
+	m.endListing()
+	m.listings++
+	ctx, cancel := context.WithTimeout(m.ctx, m.opts.ListTimeout)
+	m.listing = &listing{server: server, gen: m.listings, cancel: cancel}
+	m.say("listing tools of " + server + "… (esc stops)")
+	return listTools(ctx, m.deck, server, m.listings)
 }
 
 // endListing stops the tools listing in flight, if any.
@@ -1037,8 +918,8 @@ func (m *Model) targets() []*model.Task {
 }
 
 func (m *Model) selected() *model.Task {
-	if m.mode == modeDetail {
-		if t, ok := m.list.Get(m.detailID); ok {
+	if m.detail != nil {
+		if t, ok := m.list.Get(m.detail.id); ok {
 			return t
 		}
 	}

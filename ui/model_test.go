@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -9,13 +10,16 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -25,18 +29,26 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // harness runs the root model as Bubble Tea would: every command runs in
 // its own goroutine and its message comes back through Update, in order.
+// The dashboard sits on a real engine over a real store, against a demo
+// server on loopback.
 type harness struct {
-	t     *testing.T
-	m     *Model
-	msgs  chan tea.Msg
-	raw   []string // what tea.Raw would have printed (bell, notifications)
-	demo  *demo.Server
-	store *store.Store
-	tr    *mcpclient.Tracker
-	ref   model.ServerRef
+	t    *testing.T
+	m    *Model
+	msgs chan tea.Msg
+	raw  []string // what tea.Raw would have printed (bell, notifications)
+	demo *demo.Server
+	eng  *engine.Engine
+	ref  model.ServerRef
+	dir  string
+	cfg  *mcpclient.Config
+	// wrap, when setup sets it, is the deck the dashboard sees around the engine.
+	wrap func(deck.Deck) deck.Deck
 }
 
-// newHarness starts a demo server on loopback and a tracker on a real
+// fastPolicy polls at the demo server's pace.
+var fastPolicy = model.PollPolicy{Default: 20 * time.Millisecond, Floor: 10 * time.Millisecond, Cap: 100 * time.Millisecond, Growth: 1.6}
+
+// newHarness starts a demo server on loopback and an engine on a real
 // store; setup may launch tasks before the dashboard opens.
 func newHarness(t *testing.T, setup func(h *harness)) *harness {
 	t.Helper()
@@ -44,49 +56,85 @@ func newHarness(t *testing.T, setup func(h *harness)) *harness {
 }
 
 // newHarnessWith is newHarness with demo options (e.g. Hostile); speed and
-// poll interval are always the fast ones.
+// poll interval are the fast ones unless opts sets them.
 func newHarnessWith(t *testing.T, opts demo.Options, setup func(h *harness)) *harness {
 	t.Helper()
-	h := &harness{t: t, msgs: make(chan tea.Msg, 1024), ref: model.ServerRef{Name: "demo"}}
-	opts.Speed, opts.PollInterval = 0.05, 20*time.Millisecond
+	h := &harness{t: t, msgs: make(chan tea.Msg, 4096), ref: model.ServerRef{Name: "demo"}, dir: t.TempDir()}
+	opts.Speed = cmp.Or(opts.Speed, 0.05)
+	opts.PollInterval = cmp.Or(opts.PollInterval, 20*time.Millisecond)
 	h.demo = demo.New(opts)
 	srv := httptest.NewServer(h.demo.Handler())
-	cfg, err := mcpclient.ParseConfig("test", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
+	var err error
+	h.cfg, err = mcpclient.ParseConfig("test", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.store, err = store.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	fast := model.PollPolicy{Default: 20 * time.Millisecond, Floor: 10 * time.Millisecond, Cap: 100 * time.Millisecond, Growth: 1.6}
-	h.tr = mcpclient.NewTracker(h.store, pool, mcpclient.TrackerOptions{Policy: fast})
+	h.open()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()
-		pool.Close()
-		h.store.Close()
+		h.eng.Close()
 		srv.Close()
 		h.demo.Close()
 	})
 	if setup != nil {
 		setup(h)
 	}
-	h.m = New(ctx, Options{Tracker: h.tr, Servers: []string{"demo"}, PerServer: 4})
+	var d deck.Deck = h.eng
+	if h.wrap != nil {
+		d = h.wrap(d)
+	}
+	h.m = New(ctx, Options{Deck: d})
 	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
 	h.run(h.m.Init())
-	h.until("the store is loaded", func(m *Model) bool { return m.loaded && !m.recentPending() })
+	h.until("the feed's snapshot is in", func(m *Model) bool { return m.loaded && m.configured != nil })
 	return h
+}
+
+func (h *harness) open() {
+	h.t.Helper()
+	var err error
+	h.eng, err = engine.Open(engine.Options{DataDir: h.dir, Config: h.cfg, Policy: fastPolicy, PerServer: 4})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// offline closes the engine, hands its store to fn, and opens the engine
+// again: what a store holds after taskdeck was away.
+func (h *harness) offline(fn func(st *store.Store)) {
+	h.t.Helper()
+	if err := h.eng.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	st, err := store.Open(h.dir, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	fn(st)
+	if err := st.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.open()
 }
 
 func (h *harness) call(tool, args string) *model.Task {
 	h.t.Helper()
-	rec, _, err := h.tr.Call(context.Background(), mcpclient.CallRequest{Server: h.ref, Tool: tool, Args: json.RawMessage(args)})
+	res, err := h.eng.Call(context.Background(), deck.CallRequest{Server: h.ref, Tool: tool, Args: json.RawMessage(args)})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return rec
+	return res.Task
+}
+
+// records is every record the deck holds.
+func (h *harness) records() []deck.Entry {
+	h.t.Helper()
+	all, err := h.eng.List(context.Background(), deck.Filter{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return all
 }
 
 // run starts a command the way the runtime would.
@@ -149,23 +197,31 @@ func (h *harness) typeText(s string) {
 // until processes messages until cond holds.
 func (h *harness) until(what string, cond func(m *Model) bool) {
 	h.t.Helper()
-	deadline := time.After(20 * time.Second)
+	h.within(what, 20*time.Second, cond)
+}
+
+// within processes messages until cond holds, failing after d.
+func (h *harness) within(what string, d time.Duration, cond func(m *Model) bool) {
+	h.t.Helper()
+	deadline := time.After(d)
 	for !cond(h.m) {
 		select {
 		case msg := <-h.msgs:
 			h.send(msg)
 		case <-deadline:
-			h.t.Fatalf("timed out waiting until %s; screen:\n%s", what, h.screen())
+			h.t.Fatalf("not within %v: %s; screen:\n%s", d, what, h.screen())
 		}
 	}
 }
 
-// untilServerSays polls the task on its server, without the dashboard
-// or the store hearing of it, until the server reports the status.
+// untilServerSays polls the task on its server, without the engine or
+// the dashboard hearing of it, until the server reports the status.
 func (h *harness) untilServerSays(t *model.Task, want model.Status) {
 	h.t.Helper()
 	ctx := context.Background()
-	sess, err := h.tr.Pool().Session(ctx, h.ref)
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: h.cfg})
+	defer pool.Close()
+	sess, err := pool.Session(ctx, h.ref)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -239,11 +295,13 @@ func TestStartupReconciles(t *testing.T) {
 		gone = model.NewIntent(h.ref, "sleep", nil, "", time.Now())
 		gone.TaskID, gone.Status = "no-such-task", model.StatusWorking
 		stale = model.NewIntent(h.ref, "sleep", nil, "", time.Now())
-		for _, rec := range []*model.Task{gone, stale} {
-			if err := h.store.Create(rec); err != nil {
-				t.Fatal(err)
+		h.offline(func(st *store.Store) {
+			for _, rec := range []*model.Task{gone, stale} {
+				if err := st.Create(rec); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
+		})
 	})
 	h.until("the report", func(m *Model) bool { return strings.HasPrefix(m.flash, "reconciled:") })
 	want := "reconciled: 0 re-attached · 1 finished meanwhile · 1 unknown · 1 orphaned · 0 unreachable"
@@ -270,7 +328,7 @@ func TestAnswerInputThroughTheForm(t *testing.T) {
 		t.Fatalf("i selected %s, want %s", h.m.selectedID(), approve.ID)
 	}
 	h.key("a")
-	if h.m.mode != modeForm || !strings.Contains(h.screen(), "Approve deploy?") {
+	if h.m.mode() != modeForm || !strings.Contains(h.screen(), "Approve deploy?") {
 		t.Fatalf("no form after a:\n%s", h.screen())
 	}
 	updates := h.demo.Stats().Updates
@@ -278,7 +336,7 @@ func TestAnswerInputThroughTheForm(t *testing.T) {
 	h.until("the reason field is focused", func(m *Model) bool { return strings.Contains(h.screen(), "┃ Reason *") })
 	h.key("enter") // an empty required reason is refused
 	h.until("the reason is refused", func(m *Model) bool { return strings.Contains(h.screen(), "required") })
-	if h.m.mode != modeForm || h.demo.Stats().Updates != updates {
+	if h.m.mode() != modeForm || h.demo.Stats().Updates != updates {
 		t.Fatalf("an empty reason was submitted:\n%s", h.screen())
 	}
 	h.typeText("all green")
@@ -298,10 +356,10 @@ func TestCancelAsksFirst(t *testing.T) {
 	h := newHarness(t, func(h *harness) { sleep = h.call("sleep", `{"seconds":600}`) })
 	h.selectTask(sleep.ID)
 	h.key("c")
-	if h.m.mode != modeConfirm || !strings.Contains(h.screen(), "Cancel 1 task on the server?") {
+	if h.m.mode() != modeConfirm || !strings.Contains(h.screen(), "Cancel 1 task on the server?") {
 		t.Fatalf("c did not ask:\n%s", h.screen())
 	}
-	if cmd := press(h.m, "n"); cmd != nil || h.m.mode != modeTable {
+	if cmd := press(h.m, "n"); cmd != nil || h.m.mode() != modeTable {
 		t.Fatal("saying no returned a command: the cancel may be sent")
 	}
 	if h.demo.Stats().Cancels != 0 || h.status(sleep.ID) != model.StatusWorking {
@@ -327,7 +385,7 @@ func TestPruneAndForgetAskWithCounts(t *testing.T) {
 	}
 	h.key("y")
 	h.until("pruned", func(m *Model) bool { return m.list.Len() == 1 })
-	if all, _ := h.store.All(); len(all) != 1 || all[0].ID != open.ID {
+	if all := h.records(); len(all) != 1 || all[0].Task.ID != open.ID {
 		t.Fatalf("store after prune: %d records", len(all))
 	}
 	h.selectTask(open.ID)
@@ -337,24 +395,26 @@ func TestPruneAndForgetAskWithCounts(t *testing.T) {
 	}
 	h.key("y")
 	h.until("forgotten", func(m *Model) bool { return m.list.Len() == 0 })
-	if _, err := h.store.Get(open.ID); err == nil {
-		t.Fatal("forgotten task still in the store")
+	if _, err := h.eng.Get(context.Background(), open.ID); deck.KindOf(err) != deck.KindNotFound {
+		t.Fatalf("forgotten task still in the store (%v)", err)
 	}
 }
 
 func TestNewCallFromToolSchema(t *testing.T) {
 	h := newHarness(t, nil)
 	h.key("n")
-	if h.m.mode != modePick {
+	if h.m.mode() != modePick {
 		t.Fatal("n did not offer servers")
 	}
 	h.key("enter") // the only server
-	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
-	for h.m.pick.items[h.m.pick.cursor] != "sleep" {
+	h.until("tools listed", func(m *Model) bool {
+		return m.mode() == modePick && strings.Contains(m.toolPick.title, "choose a tool")
+	})
+	for h.m.toolPick.items[h.m.toolPick.cursor] != "sleep" {
 		h.key("down")
 	}
 	h.key("enter")
-	if h.m.mode != modeForm {
+	if h.m.mode() != modeForm {
 		t.Fatalf("no argument form:\n%s", h.screen())
 	}
 	h.typeText("1")
@@ -366,20 +426,42 @@ func TestNewCallFromToolSchema(t *testing.T) {
 	}
 }
 
-// loaded builds a dashboard on fixed tasks, with no server behind it.
+// loaded builds a dashboard on fixed tasks, with no server behind it:
+// the tasks come as the feed's snapshot.
 func loaded(t testing.TB, tasks []*model.Task, w, h int) *Model {
-	st, err := store.Open(t.TempDir(), nil)
+	return loadedWith(t, tasks, w, h, `{"mcpServers":{}}`, Options{})
+}
+
+// loadedWith is loaded on an engine with a server config and options: no
+// server runs unless the test starts one, and nothing is polled (the feed
+// is not watched).
+func loadedWith(t testing.TB, tasks []*model.Task, w, h int, config string, opts Options) *Model {
+	t.Helper()
+	cfg, err := mcpclient.ParseConfig("test", []byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	tr := mcpclient.NewTracker(st, mcpclient.NewPool(mcpclient.PoolOptions{}), mcpclient.TrackerOptions{})
-	m := New(context.Background(), Options{Tracker: tr, Now: func() time.Time { return fixedNow }})
+	eng, err := engine.Open(engine.Options{DataDir: t.TempDir(), Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	opts.Deck = eng
+	opts.Now = func() time.Time { return fixedNow }
+	m := New(context.Background(), opts)
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	_, recent := m.Update(startupMsg{openLoadedMsg: openLoadedMsg{tasks: tasks}})
-	m.Update(recent())
-	m.sched = model.NewSchedule(1) // nothing is polled here
+	m.Update(listServers(context.Background(), eng)())
+	m.Update(snapshotOf(tasks))
 	return m
+}
+
+// snapshotOf is the feed's first batch: a snapshot of tasks.
+func snapshotOf(tasks []*model.Task) feedMsg {
+	entries := make([]deck.Entry, len(tasks))
+	for i, t := range tasks {
+		entries[i] = deck.Entry{Task: t}
+	}
+	return feedMsg{events: []deck.Event{{Kind: deck.EventSnapshot, Rev: 1, Entries: entries}}}
 }
 
 var fixedNow = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -393,6 +475,9 @@ func sampleTasks() []*model.Task {
 		t := model.NewIntent(model.ServerRef{Name: "build"}, tool, json.RawMessage(`{}`), "", at)
 		t.ID = fmt.Sprintf("t%02d", len(tasks)) // stable ids for the golden file
 		t.Status, t.StatusMessage, t.UpdatedAt = st, msg, at.Add(age/2)
+		if st != model.StatusCalling && st != model.StatusOrphaned {
+			t.TaskID = "remote-" + t.ID
+		}
 		tasks = append(tasks, t)
 		return t
 	}
@@ -454,7 +539,7 @@ func TestServerTextCannotControlTheTerminal(t *testing.T) {
 
 func TestSmallTerminalKeepsLayout(t *testing.T) {
 	m := loaded(t, sampleTasks(), 80, 24)
-	for _, mode := range []func(){func() {}, func() { m.openDetail() }, func() { m.mode = modeHelp }} {
+	for _, mode := range []func(){func() {}, func() { m.openDetail() }, func() { m.helpOpen = true }} {
 		mode()
 		lines := strings.Split(m.View().Content, "\n")
 		if len(lines) != 24 {
@@ -468,7 +553,7 @@ func TestSmallTerminalKeepsLayout(t *testing.T) {
 		if !strings.Contains(ansi.Strip(lines[len(lines)-1]), "quit") {
 			t.Fatalf("footer lost: %q", ansi.Strip(lines[len(lines)-1]))
 		}
-		m.mode = modeTable
+		m.detail, m.helpOpen = nil, false
 	}
 }
 
@@ -540,41 +625,19 @@ func TestKeyMapHasNoClashes(t *testing.T) {
 	}
 }
 
-func TestPollsInFlightAreBoundedPerServer(t *testing.T) {
-	h := newHarness(t, func(h *harness) {
-		for range 30 {
-			h.call("sleep", `{"seconds":600}`)
-		}
-	})
-	peak := 0
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case msg := <-h.msgs:
-			h.send(msg)
-			peak = max(peak, h.m.sched.InFlight())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	if peak == 0 || peak > 4 {
-		t.Fatalf("peak polls in flight %d, want 1..4 (PerServer)", peak)
-	}
-	if h.demo.Stats().Gets < 30 {
-		t.Fatalf("only %d polls in 2 s for 30 tasks", h.demo.Stats().Gets)
-	}
-}
-
 func TestNewCallThatAsksBeforeItStarts(t *testing.T) {
 	h := newHarness(t, nil)
 	h.key("n", "enter")
-	h.until("tools listed", func(m *Model) bool { return m.mode == modePick && strings.Contains(m.pick.title, "choose a tool") })
-	for h.m.pick.items[h.m.pick.cursor] != "confirm_first" {
+	h.until("tools listed", func(m *Model) bool {
+		return m.mode() == modePick && strings.Contains(m.toolPick.title, "choose a tool")
+	})
+	for h.m.toolPick.items[h.m.toolPick.cursor] != "confirm_first" {
 		h.key("down")
 	}
 	h.key("enter") // confirm_first takes no arguments: the form only submits
-	h.until("the argument form", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "takes no arguments") })
+	h.until("the argument form", func(m *Model) bool { return m.mode() == modeForm && strings.Contains(h.screen(), "takes no arguments") })
 	h.key("enter")
-	h.until("the server's question", func(m *Model) bool { return m.mode == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
+	h.until("the server's question", func(m *Model) bool { return m.mode() == modeForm && strings.Contains(h.screen(), "Run confirm_first?") })
 	h.key("left", "enter") // yes
 	h.until("the task runs and ends", func(m *Model) bool {
 		return m.list.Len() == 1 && m.list.all[0].task.Status == model.StatusCompleted
@@ -582,17 +645,21 @@ func TestNewCallThatAsksBeforeItStarts(t *testing.T) {
 	if done := h.m.list.all[0].task; done.IsError || !strings.Contains(string(done.Result), `"text":"confirmed"`) {
 		t.Fatalf("result %s", done.Result)
 	}
-	if all, _ := h.store.All(); len(all) != 1 {
-		t.Fatalf("store holds %d records; the first attempt's should be gone", len(all))
+	// One record, and one round of input cost two tools/call: the first,
+	// and the one with the answer.
+	if all := h.records(); len(all) != 1 {
+		t.Fatalf("store holds %d records, want the call's one", len(all))
+	}
+	if n := h.demo.Stats().ToolCalls["confirm_first"]; n != 2 {
+		t.Fatalf("the server got %d tools/call, want 2", n)
 	}
 }
 
-func TestOpenTasksShowFirstAndRecentFinishedFollow(t *testing.T) {
-	st, err := store.Open(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+// The snapshot shows every open task and the newest finished ones (up to
+// Options.Recent), says how many it leaves out, and keeps the selected
+// task on its line when a later snapshot (a feed watched again) comes.
+func TestSnapshotShowsOpenAndNewestFinished(t *testing.T) {
+	var tasks []*model.Task
 	var open, done []string
 	for i := range 16 {
 		rec := model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", nil, "", fixedNow.Add(time.Duration(i)*time.Second))
@@ -603,49 +670,34 @@ func TestOpenTasksShowFirstAndRecentFinishedFollow(t *testing.T) {
 		} else {
 			done = append(done, rec.ID)
 		}
-		if err := st.Create(rec); err != nil {
-			t.Fatal(err)
-		}
+		tasks = append(tasks, rec)
 	}
-	tr := mcpclient.NewTracker(st, mcpclient.NewPool(mcpclient.PoolOptions{}), mcpclient.TrackerOptions{})
-	m := New(context.Background(), Options{Tracker: tr, Recent: 5, Now: func() time.Time { return fixedNow }})
-	m.Update(tea.WindowSizeMsg{Width: 120, Height: 8}) // 4 rows: the list scrolls
-	_, recent := m.Update(startup(tr)())
-
-	// First frame: the open tasks, and a note that the rest is coming.
-	screen := ansi.Strip(m.View().Content)
-	if m.list.Len() != 6 || strings.Contains(screen, "completed") || !strings.Contains(screen, "1/6 (loading finished tasks…)") {
-		t.Fatalf("first frame should show the 6 open tasks alone:\n%s", screen)
+	m := loadedWith(t, nil, 120, 8, `{"mcpServers":{}}`, Options{Recent: 5}) // 4 rows: the list scrolls
+	m.Update(snapshotOf(tasks))
+	screen := screenOf(m)
+	if m.list.Len() != 11 || m.hidden != 5 || !strings.Contains(screen, "/11 (+5 older finished not shown)") {
+		t.Fatalf("want 6 open + 5 newest finished, 5 hidden; got %d, %d hidden:\n%s", m.list.Len(), m.hidden, screen)
+	}
+	for _, id := range append(slices.Clone(open), done[len(done)-5:]...) {
+		if _, ok := m.list.Get(id); !ok {
+			t.Errorf("task %s not shown", id)
+		}
 	}
 	h := &harness{t: t, m: m, msgs: make(chan tea.Msg, 16)}
-	h.key("down") // the operator picks the second newest open task meanwhile
+	h.key("down", "down", "down", "down", "down", "down") // the operator picks a task further down
 	picked, line := m.selectedID(), m.cursor-m.top
-	if picked != open[4] || line != 1 {
-		t.Fatalf("selected %s at line %d, want %s at line 1", picked, line, open[4])
-	}
-	msg := recent()
-	// The newest record is forgotten after it was read, before it arrives.
-	if err := tr.Forget(done[len(done)-1]); err != nil {
-		t.Fatal(err)
-	}
-	h.send(forgottenMsg{ids: done[len(done)-1:]})
-	h.send(msg)
-
-	// The 4 newest finished that are left follow; 5 records are not loaded.
-	screen = ansi.Strip(m.View().Content)
-	if m.list.Len() != 10 || m.hidden != 5 || !strings.Contains(screen, "/10 (+5 older finished not shown)") {
-		t.Fatalf("after the merge: %d tasks, %d hidden; want 6 open + 4 newest finished, 5 hidden:\n%s", m.list.Len(), m.hidden, screen)
-	}
-	for _, id := range append(open, done[len(done)-5:len(done)-1]...) {
-		if _, ok := m.list.Get(id); !ok {
-			t.Errorf("task %s not loaded", id)
-		}
-	}
-	if _, ok := m.list.Get(done[len(done)-1]); ok {
-		t.Error("a task forgotten while loading came back")
-	}
+	// The feed is watched again: a snapshot without the newest record.
+	m.Update(snapshotOf(slices.DeleteFunc(slices.Clone(tasks), func(t *model.Task) bool { return t.ID == done[len(done)-1] })))
 	if m.selectedID() != picked || m.cursor-m.top != line {
 		t.Fatalf("selection moved to %s at line %d, was %s at line %d", m.selectedID(), m.cursor-m.top, picked, line)
+	}
+	if m.list.Len() != 11 || m.hidden != 4 {
+		t.Fatalf("after the second snapshot: %d shown, %d hidden; want 11 and 4", m.list.Len(), m.hidden)
+	}
+	// A hidden record deleted: one fewer left out.
+	m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventChange, Rev: 2, Deleted: []string{done[0]}}}})
+	if m.hidden != 3 || m.list.Len() != 11 {
+		t.Fatalf("after deleting a hidden record: %d shown, %d hidden; want 11 and 3", m.list.Len(), m.hidden)
 	}
 }
 

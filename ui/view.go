@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -24,17 +23,27 @@ const (
 // View renders the screen. It does no IO and formats only visible rows.
 func (m *Model) View() tea.View {
 	var body string
-	switch m.mode {
+	switch mode := m.mode(); mode {
 	case modeHelp:
 		body = m.viewHelp()
 	case modeDetail:
 		body = m.detail.View()
 	case modeConfirm:
-		body = m.viewConfirm()
+		// A question asked from a form stands alone; one about tasks
+		// stands above the table.
+		body = m.question.View(m.styles, m.boxWidth())
+		if m.form == nil {
+			body += "\n" + m.viewTable()
+		}
 	case modePick:
-		body = m.viewPick()
+		rows := max(m.height-headerLines-footerLines-6, 3)
+		if m.serverPick != nil {
+			body = m.serverPick.View(m.styles, m.boxWidth(), rows)
+		} else {
+			body = m.toolPick.View(m.styles, m.boxWidth(), rows)
+		}
 	case modeForm:
-		body = m.box(m.form.View())
+		body = m.box(m.form.form.View())
 	default:
 		body = m.viewTable()
 	}
@@ -60,6 +69,9 @@ func (m *Model) viewCounts() string {
 	}
 	if !m.loaded {
 		parts = append(parts, m.styles.Dim.Render("loading…"))
+	}
+	if r := m.reconcile; r != nil && r.Total > 0 {
+		parts = append(parts, m.styles.Dim.Render(fmt.Sprintf("reconciling %d/%d …", r.Done, r.Total)))
 	}
 	return ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 }
@@ -122,17 +134,17 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	}
 	status := fit(lookOf(t).Symbol+" "+string(t.Status), c.status)
 	msg := fit(r.msg, c.msg)
-	pollErr := m.polls[t.ID].err
-	if pollErr != nil {
+	pollErr := m.polls[t.ID].LastError
+	if pollErr != "" {
 		// Its state is the last one heard, which may no longer be true.
 		status = fit(pollFailedSymbol+" "+string(t.Status), c.status)
-		msg = fit("poll failed: "+termtext.Line(pollErr.Error()), c.msg)
+		msg = fit("poll failed: "+termtext.Line(pollErr), c.msg)
 	}
 	// The selected row is drawn in reverse as a whole, so its cells stay
 	// unstyled; other rows colour their status (and a poll error).
 	if !selected {
 		status = m.styles.statusStyle(t).Render(status)
-		if pollErr != nil {
+		if pollErr != "" {
 			status, msg = m.styles.Error.Render(status), m.styles.Error.Render(msg)
 		}
 	}
@@ -146,14 +158,14 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	return line
 }
 
-// nextPoll says when a task is polled next: "now" while a poll is in
-// flight, a countdown otherwise, nothing for tasks that are not polled.
+// nextPoll says when the engine polls a task next: a countdown, "now"
+// once it is due (or in flight), nothing for tasks that are not polled.
 func (m *Model) nextPoll(t *model.Task) string {
-	at, inFlight, ok := m.sched.Due(t.ID)
+	at := m.polls[t.ID].Next
 	switch {
-	case !ok:
+	case !t.Pollable() || at.IsZero():
 		return ""
-	case inFlight:
+	case !at.After(m.now):
 		return "now"
 	}
 	return present.Age(at.Sub(m.now))
@@ -169,17 +181,14 @@ func (m *Model) viewFooter() string {
 	if m.list.Len() != len(m.list.visible) {
 		info += fmt.Sprintf(" of %d", m.list.Len())
 	}
-	switch {
-	case m.recentPending():
-		info += " (loading finished tasks…)"
-	case m.hidden > 0:
+	if m.hidden > 0 {
 		info += fmt.Sprintf(" (+%d older finished not shown)", m.hidden)
 	}
 	info += " · sort: " + m.list.OrderName()
 	if m.statusFilter != "" {
 		info += " · status: " + string(m.statusFilter)
 	}
-	if m.mode == modeFilter || m.filter.Value() != "" {
+	if m.filtering || m.filter.Value() != "" {
 		info += " · " + m.filter.View()
 	}
 	if len(m.marked) > 0 {
@@ -189,8 +198,8 @@ func (m *Model) viewFooter() string {
 		}
 	}
 	status := ansi.Truncate(m.styles.Dim.Render(info)+"  "+style.Render(flash), m.width, "…")
-	keys := m.keys.shortHelp(m.mode)
-	if m.mode == modeConfirm && len(m.confirm.choices) > 1 {
+	keys := m.keys.shortHelp(m.mode())
+	if m.question != nil && len(m.question.choices) > 1 {
 		keys = slices.DeleteFunc(slices.Clone(keys), func(b key.Binding) bool { return b.Help() == m.keys.Confirm.Help() }) // y picks only a lone yes
 	}
 	return status + "\n" + ansi.Truncate(m.help.ShortHelpView(keys), m.width, "…")
@@ -205,46 +214,6 @@ func (m *Model) hiddenMarks() int {
 		}
 	}
 	return n
-}
-
-// maxTargets bounds the tasks a question lists by name.
-const maxTargets = 8
-
-// viewConfirm is the question above the table: what it acts on, and its
-// answers, the chosen one in reverse and in brackets (which read without
-// colour too). No is first, and chosen until another is.
-func (m *Model) viewConfirm() string {
-	c := m.confirm
-	var b strings.Builder
-	b.WriteString(m.styles.Title.Render(c.question) + "\n")
-	for i, t := range c.targets {
-		if i == maxTargets {
-			b.WriteString(fmt.Sprintf("  … and %d more\n", len(c.targets)-maxTargets))
-			break
-		}
-		b.WriteString("  " + t + "\n")
-	}
-	b.WriteString("\n")
-	for i, label := range append([]string{"No"}, choiceLabels(c.choices)...) {
-		if i == c.cursor {
-			b.WriteString(m.styles.Selected.Render("[ "+label+" ]") + "  ")
-		} else {
-			b.WriteString("  " + label + "    ")
-		}
-	}
-	box := m.box(strings.TrimRight(b.String(), " "))
-	if c.back == modeForm {
-		return box
-	}
-	return box + "\n" + m.viewTable()
-}
-
-func choiceLabels(cs []choice) []string {
-	out := make([]string, len(cs))
-	for i, c := range cs {
-		out[i] = c.label
-	}
-	return out
 }
 
 func (m *Model) viewHelp() string {
@@ -262,103 +231,11 @@ func (m *Model) viewHelp() string {
 	return b.String()
 }
 
-func (m *Model) viewPick() string {
-	p := m.pick
-	var b strings.Builder
-	b.WriteString(m.styles.Title.Render(p.title) + "\n\n")
-	h := max(m.height-headerLines-footerLines-6, 3)
-	start := max(0, min(p.cursor-h/2, len(p.items)-h))
-	inner := m.boxWidth() - 4 // the border and padding
-	width := 0                // of the widest item, so that the notes stand in a column
-	for _, item := range p.items {
-		width = max(width, ansi.StringWidth(item))
-	}
-	for i := start; i < min(start+h, len(p.items)); i++ {
-		name, note := fit(p.items[i], width), ""
-		if i < len(p.notes) && p.notes[i] != "" {
-			note = "  " + p.notes[i]
-		}
-		line := "  " + name + m.styles.Dim.Render(note)
-		if i == p.cursor {
-			line = m.styles.Selected.Render("> "+name) + note
-		}
-		b.WriteString(ansi.Truncate(line, inner, "…") + "\n")
-	}
-	b.WriteString("\nenter choose · esc back")
-	return m.box(b.String())
-}
-
 func (m *Model) box(s string) string {
 	return m.styles.Box.Width(m.boxWidth()).Render(s)
 }
 
 func (m *Model) boxWidth() int { return min(m.width, 100) }
-
-// detailText is everything about one task, for the detail pane.
-func (m *Model) detailText(t *model.Task) string {
-	var b strings.Builder
-	pad := strings.Repeat(" ", m.styles.Label.GetWidth()+1)
-	line := func(label, value string) {
-		if value != "" {
-			b.WriteString(m.styles.Label.Render(label) + " " + strings.ReplaceAll(value, "\n", "\n"+pad) + "\n")
-		}
-	}
-	look := lookOf(t)
-	line("task", t.ID)
-	line("status", m.styles.statusStyle(t).Render(look.Symbol+" "+present.StatusText(t)))
-	line("server", termtext.Line(t.Server.String()))
-	line("tool", termtext.Line(t.Tool))
-	line("arguments", present.PrettyJSON(termtext.Sanitize(string(t.Arguments), true)))
-	line("key", termtext.Line(t.IdempotencyKey))
-	line("created", t.CreatedAt.Local().Format(time.DateTime))
-	line("changed", t.UpdatedAt.Local().Format(time.DateTime))
-	if t.StatusMessage != "" {
-		b.WriteString("\n" + m.styles.Title.Render("Status message") + "\n" + termtext.Sanitize(t.StatusMessage, true) + "\n")
-	}
-	if inputs := present.Inputs(t); len(inputs) > 0 {
-		b.WriteString("\n" + m.styles.Title.Render("Waiting for input") + " (press a to answer)\n")
-		for _, in := range inputs {
-			b.WriteString("  " + in.Key + ": " + in.Message + "\n")
-			if in.URL != "" {
-				b.WriteString("    URL: " + in.URL + "\n")
-			}
-			if len(in.Fields) > 0 {
-				b.WriteString("    fields: " + strings.Join(in.Fields, ", ") + "\n")
-			}
-		}
-	}
-	if r := present.Result(t); r != "" {
-		b.WriteString("\n" + m.styles.Title.Render("Result") + " (y copies it as JSON)\n" + r + "\n")
-	}
-	if t.Error != nil {
-		b.WriteString("\n" + m.styles.Title.Render("Error") + "\n" + m.styles.Error.Render(fmt.Sprintf("%d %s", t.Error.Code, termtext.Line(t.Error.Message))) + "\n")
-	}
-	if t.LocalError != "" {
-		b.WriteString("\n" + m.styles.Title.Render("Local error") + "\n" + termtext.Line(t.LocalError) + "\n")
-	}
-	b.WriteString("\n" + m.styles.Title.Render("Polling") + "\n")
-	ps := m.tracker.PollStatus(t.ID)
-	switch {
-	case !t.Status.Pollable():
-		b.WriteString("  not polled: " + string(t.Status) + "\n")
-	default:
-		if !ps.LastPolled.IsZero() {
-			b.WriteString("  last poll " + present.Age(m.now.Sub(ps.LastPolled)) + " ago")
-		}
-		if next := m.nextPoll(t); next != "" {
-			b.WriteString(", next in " + next)
-		}
-		b.WriteString("\n")
-		if ps.LastError != nil {
-			b.WriteString("  " + m.styles.Error.Render(fmt.Sprintf("last error (%d in a row): %s", ps.Errors, termtext.Line(ps.LastError.Error()))) + "\n")
-		}
-	}
-	b.WriteString("\n" + m.styles.Title.Render("History") + "\n")
-	for _, h := range present.History(t, time.TimeOnly) {
-		b.WriteString("  " + h + "\n")
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
 
 func ifWide(w int, wide, narrow string) string {
 	if w >= len(wide) {

@@ -4,26 +4,48 @@ import (
 	"context"
 	"os"
 
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/ui"
 	"golang.org/x/term"
 )
 
 // dashboard opens the terminal UI on the store and config.
 func (f *Factory) dashboard(ctx context.Context, greeting string) error {
+	return f.dashboardAfter(ctx, greeting, nil)
+}
+
+// dashboardAfter opens the engine on the store and config, lets first
+// act on it (the demo launches its tasks), then shows the dashboard on it
+// until the operator quits.
+func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first func(context.Context, deck.Deck) error) error {
 	if err := f.needTerminal(); err != nil {
 		return err
 	}
 	f.quiet = true // from here on, only the renderer writes to the terminal
-	tr, err := f.open()
+	cfg, err := f.config()
 	if err != nil {
 		return err
 	}
-	return ui.Run(ctx, ui.Options{
-		Tracker:  tr,
-		Servers:  f.cfg.Names(),
-		Notify:   notificationsSupported(),
-		Greeting: greeting,
-	})
+	if err := f.openLog(); err != nil {
+		return err
+	}
+	eng, err := engine.Open(engine.Options{DataDir: f.dataDir, Config: cfg, Logger: f.logger, ChildStderr: f.logFile,
+		Warn: f.warn, RequestTimeout: f.requestTimeout, Policy: f.policy})
+	if err != nil {
+		return localErr(err)
+	}
+	defer func() {
+		if err := eng.Close(); err != nil {
+			f.logger.Error("closing the engine", "err", err)
+		}
+	}()
+	if first != nil {
+		if err := first(ctx, eng); err != nil {
+			return err
+		}
+	}
+	return ui.Run(ctx, ui.Options{Deck: eng, Notify: notificationsSupported(), Greeting: greeting})
 }
 
 // needTerminal refuses to start the dashboard where it cannot draw or

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
@@ -74,20 +75,12 @@ func demoRun(opts *DemoOptions) error {
 	if err != nil {
 		return err
 	}
-	f.quiet = true
-	tr, err := f.open()
-	if err != nil {
-		return err
-	}
-	if err := launchDemoTasks(ctx, tr); err != nil {
-		return err
-	}
-	return f.dashboard(ctx, "demo server on "+url+": tasks launched in every state · ? help · n new call · q quit")
+	return f.dashboardAfter(ctx, "demo server on "+url+": tasks launched in every state · ? help · n new call · q quit", launchDemoTasks)
 }
 
 // launchDemoTasks starts one task per interesting state, so that a
 // newcomer sees every status within a minute.
-func launchDemoTasks(ctx context.Context, tr *mcpclient.Tracker) error {
+func launchDemoTasks(ctx context.Context, d deck.Deck) error {
 	ref := model.ServerRef{Name: "demo"}
 	calls := []struct{ tool, args string }{
 		{"sleep", `{"seconds":40}`},
@@ -102,12 +95,12 @@ func launchDemoTasks(ctx context.Context, tr *mcpclient.Tracker) error {
 	}
 	var last *model.Task
 	for _, c := range calls {
-		rec, _, err := tr.Call(ctx, mcpclient.CallRequest{Server: ref, Tool: c.tool, Args: json.RawMessage(c.args)})
+		res, err := d.Call(ctx, deck.CallRequest{Server: ref, Tool: c.tool, Args: json.RawMessage(c.args)})
 		if err != nil {
 			return fmt.Errorf("demo task %s: %w", c.tool, err)
 		}
-		last = rec
+		last = res.Task
 	}
-	_, err := tr.Cancel(ctx, last.ID) // the long sleep shows a cancelled task
+	_, err := d.Cancel(ctx, last.ID) // the long sleep shows a cancelled task
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 )
@@ -178,4 +179,10 @@ func Count(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// Reconciled is the start-up reconcile's report in one line.
+func Reconciled(r deck.Reconcile) string {
+	return fmt.Sprintf("reconciled: %d re-attached · %d finished meanwhile · %d unknown · %d orphaned · %d unreachable",
+		r.Reattached, r.Finished, r.Unknown, r.Orphaned, r.Unreachable)
 }

@@ -1,0 +1,120 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
+	"github.com/taskdeck/taskdeck/ui/present"
+)
+
+// detailPane is everything about one task, scrollable.
+type detailPane struct {
+	id string
+	vp viewport.Model
+}
+
+// detailOutcome is what a key in the detail pane came to.
+type detailOutcome int
+
+const (
+	detailStay  detailOutcome = iota // the pane scrolled
+	detailClose                      // back to the table
+	detailPass                       // a table action on the task shown: the root handles it
+)
+
+func newDetailPane(id string) *detailPane {
+	return &detailPane{id: id, vp: viewport.New()}
+}
+
+// SetSize sets the space the pane may use.
+func (d *detailPane) SetSize(width, height int) {
+	d.vp.SetWidth(width)
+	d.vp.SetHeight(height)
+}
+
+// Update takes one key.
+func (d *detailPane) Update(msg tea.KeyPressMsg, k KeyMap) (detailOutcome, tea.Cmd) {
+	switch {
+	case key.Matches(msg, k.Close):
+		return detailClose, nil
+	case key.Matches(msg, k.Up, k.Down, k.PageUp, k.PageDown):
+		var cmd tea.Cmd
+		d.vp, cmd = d.vp.Update(msg)
+		return detailStay, cmd
+	}
+	return detailPass, nil
+}
+
+func (d *detailPane) View() string { return d.vp.View() }
+
+// detailText is everything about one task, for the detail pane.
+func (m *Model) detailText(t *model.Task) string {
+	var b strings.Builder
+	pad := strings.Repeat(" ", m.styles.Label.GetWidth()+1)
+	line := func(label, value string) {
+		if value != "" {
+			b.WriteString(m.styles.Label.Render(label) + " " + strings.ReplaceAll(value, "\n", "\n"+pad) + "\n")
+		}
+	}
+	look := lookOf(t)
+	line("task", t.ID)
+	line("status", m.styles.statusStyle(t).Render(look.Symbol+" "+present.StatusText(t)))
+	line("server", termtext.Line(t.Server.String()))
+	line("tool", termtext.Line(t.Tool))
+	line("arguments", present.PrettyJSON(termtext.Sanitize(string(t.Arguments), true)))
+	line("key", termtext.Line(t.IdempotencyKey))
+	line("created", t.CreatedAt.Local().Format(time.DateTime))
+	line("changed", t.UpdatedAt.Local().Format(time.DateTime))
+	if t.StatusMessage != "" {
+		b.WriteString("\n" + m.styles.Title.Render("Status message") + "\n" + termtext.Sanitize(t.StatusMessage, true) + "\n")
+	}
+	if inputs := present.Inputs(t); len(inputs) > 0 {
+		b.WriteString("\n" + m.styles.Title.Render("Waiting for input") + " (press a to answer)\n")
+		for _, in := range inputs {
+			b.WriteString("  " + in.Key + ": " + in.Message + "\n")
+			if in.URL != "" {
+				b.WriteString("    URL: " + in.URL + "\n")
+			}
+			if len(in.Fields) > 0 {
+				b.WriteString("    fields: " + strings.Join(in.Fields, ", ") + "\n")
+			}
+		}
+	}
+	if r := present.Result(t); r != "" {
+		b.WriteString("\n" + m.styles.Title.Render("Result") + " (y copies it as JSON)\n" + r + "\n")
+	}
+	if t.Error != nil {
+		b.WriteString("\n" + m.styles.Title.Render("Error") + "\n" + m.styles.Error.Render(fmt.Sprintf("%d %s", t.Error.Code, termtext.Line(t.Error.Message))) + "\n")
+	}
+	if t.LocalError != "" {
+		b.WriteString("\n" + m.styles.Title.Render("Local error") + "\n" + termtext.Line(t.LocalError) + "\n")
+	}
+	b.WriteString("\n" + m.styles.Title.Render("Polling") + "\n")
+	ps := m.polls[t.ID]
+	switch {
+	case !t.Pollable():
+		b.WriteString("  not polled: " + string(t.Status) + "\n")
+	default:
+		if !ps.LastPolled.IsZero() {
+			b.WriteString("  last poll " + present.Age(m.now.Sub(ps.LastPolled)) + " ago")
+		}
+		if next := m.nextPoll(t); next != "" {
+			b.WriteString(", next in " + next)
+		}
+		b.WriteString("\n")
+		if ps.LastError != "" {
+			b.WriteString("  " + m.styles.Error.Render(fmt.Sprintf("last error (%d in a row): %s", ps.Errors, termtext.Line(ps.LastError))) + "\n")
+		}
+	}
+	b.WriteString("\n" + m.styles.Title.Render("History") + "\n")
+	for _, h := range present.History(t, time.TimeOnly) {
+		b.WriteString("  " + h + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

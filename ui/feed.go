@@ -1,0 +1,142 @@
+package ui
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/taskdeck/taskdeck/deck"
+)
+
+// frameEvery is the dashboard's frame: the feed's events are handed to
+// Update at most once per frame, in one batch, so a burst of changes
+// costs one sort of the table, not one per change.
+const frameEvery = time.Second / 30
+
+// The backoff between attempts to watch again after a feed ended.
+const (
+	rewatchFirst = 250 * time.Millisecond
+	rewatchMax   = 10 * time.Second
+)
+
+// feedMsg is what the feed brought within one frame, in order; ended,
+// when set, says that the feed ended and when it is watched again.
+type feedMsg struct {
+	events []deck.Event
+	ended  *feedEnded
+}
+
+type feedEnded struct {
+	err   error
+	retry time.Duration
+}
+
+// watcher reads the deck's feed on its own goroutine, at once, so the
+// engine never waits for the dashboard (it cuts off a slow watcher), and
+// hands what it read to the dashboard one frame at a time. When a feed
+// ends with an error it watches again from the last revision it saw,
+// with backoff: nothing is missed and nothing comes twice.
+type watcher struct {
+	ctx  context.Context
+	deck deck.Deck
+	once sync.Once
+
+	mu      sync.Mutex
+	pending []deck.Event
+	ended   *feedEnded
+	wake    chan struct{} // signalled when pending or ended is set
+	last    time.Time     // when the last batch was handed over
+	rev     uint64        // the last revision read
+}
+
+func newWatcher(ctx context.Context, d deck.Deck) *watcher {
+	return &watcher{ctx: ctx, deck: d, wake: make(chan struct{}, 1)}
+}
+
+// start reads the feed until ctx ends; it starts once.
+func (w *watcher) start() { w.once.Do(func() { go w.run() }) }
+
+func (w *watcher) run() {
+	backoff := rewatchFirst
+	for {
+		feed, err := w.deck.Watch(w.ctx, w.from())
+		if err == nil {
+			for ev := range feed.Events() {
+				w.push(ev)
+				backoff = rewatchFirst
+			}
+			err = feed.Err()
+		}
+		if w.ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errFeedClosed
+		}
+		w.mu.Lock()
+		w.ended = &feedEnded{err: err, retry: backoff}
+		w.mu.Unlock()
+		w.signal()
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, rewatchMax)
+	}
+}
+
+var errFeedClosed = &deck.Error{Kind: deck.KindOwnerGone, Message: "the feed closed"}
+
+func (w *watcher) from() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rev
+}
+
+func (w *watcher) push(ev deck.Event) {
+	w.mu.Lock()
+	w.pending = append(w.pending, ev)
+	w.rev = max(w.rev, ev.Rev)
+	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *watcher) signal() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for the next batch: what arrived until the frame after the
+// last one handed over. The first change after a quiet spell goes at once.
+func (w *watcher) next() tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case <-w.ctx.Done():
+			return nil
+		case <-w.wake:
+		}
+		w.mu.Lock()
+		wait := time.Until(w.last.Add(frameEvery))
+		w.mu.Unlock()
+		if wait > 0 {
+			select {
+			case <-w.ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		msg := feedMsg{events: w.pending, ended: w.ended}
+		w.pending, w.ended, w.last = nil, nil, time.Now()
+		select { // what arrived meanwhile is in this batch
+		case <-w.wake:
+		default:
+		}
+		return msg
+	}
+}
