@@ -135,14 +135,15 @@ func TestCrashBetweenIntentAndHandle(t *testing.T) {
 		t.Fatalf("the server created %d tasks, want 1", st.TasksCreated)
 	}
 
-	// ls reads the store only: the intent is there, still calling.
+	// The next owner of the store (here ls) finds the intent and, being
+	// its sole writer, turns it orphaned; nothing is sent.
 	tasks := d.ls()
-	if len(tasks) != 1 || tasks[0].Status != "calling" || tasks[0].TaskID != "" || tasks[0].Tool != "sleep" {
+	if len(tasks) != 1 || tasks[0].Status != "orphaned" || tasks[0].TaskID != "" || tasks[0].Tool != "sleep" {
 		t.Fatalf("after SIGKILL between intent and handle, ls --json: %+v", tasks)
 	}
 	id := tasks[0].ID
 
-	// watch reconciles: the intent becomes orphaned and is shown.
+	// watch reports and shows it.
 	w := d.run("watch").Must(t, 0)
 	clitest.MustContain(t, w, w.Stdout, "1 orphaned", id, "orphaned")
 	tasks = d.ls()

@@ -130,8 +130,10 @@ func TestHTTPFullCycle(t *testing.T) {
 		r := d.run("call", "--url", srv.url, "confirm_first", "--wait",
 			"--input", `confirm={"action":"accept","content":{"confirm":true}}`).Must(t, 0)
 		clitest.MustContain(t, r, r.Stdout, " completed ", "confirmed")
-		n := d.run("call", "--url", srv.url, "confirm_first").Must(t, exitUsage)
-		clitest.OneErrorLine(t, n, "needs input", "confirm")
+		// Without --input and without a terminal, the record stays,
+		// answerable later.
+		n := d.run("call", "--url", srv.url, "confirm_first").Must(t, exitWaiting)
+		clitest.OneErrorLine(t, n, "waits for input before it starts", "keys: confirm", "taskdeck answer ")
 	})
 
 	t.Run("ls lists everything", func(t *testing.T) {

@@ -61,17 +61,21 @@ func TestWatchTimeout(t *testing.T) {
 	clitest.OneErrorLine(t, d.run("watch", "--timeout", "-1s").Must(t, exitUsage), "--timeout must not be negative")
 }
 
-// TestInputAskedAgainSaysTheAnswerWasNotTaken: an --input answer the
-// server does not take (here invalid; a decline the server asks again for
-// is the same) is not reported as input that was never given.
+// TestInputAskedAgainSaysTheAnswerWasNotTaken: an --input answer that
+// does not fit the request (here invalid) is refused before it is sent,
+// in one line that names it and says how to answer; the call's record
+// stays, waiting for input before its task starts.
 func TestInputAskedAgainSaysTheAnswerWasNotTaken(t *testing.T) {
 	t.Parallel()
 	srv := startDemo(t, "127.0.0.1:0")
 	d := newDeck(t)
 	r := d.run("call", "--url", srv.url, "confirm_first", "--input", `confirm={"action":"accept","content":{}}`).Must(t, exitUsage)
-	clitest.OneErrorLine(t, r, "did not take the answer given for confirm", "--input confirm=")
-	if n := srv.stats(t).ToolCalls["confirm_first"]; n != 2 {
-		t.Fatalf("%d tools/call of confirm_first, want the first and the answered one", n)
+	clitest.OneErrorLine(t, r, `"confirm"`, "required", "still waits for input", "taskdeck answer ")
+	if n := srv.stats(t).ToolCalls["confirm_first"]; n != 1 {
+		t.Fatalf("%d tools/call of confirm_first, want only the first: the refused answer is not sent", n)
+	}
+	if tasks := d.ls(); len(tasks) != 1 || tasks[0].Status != "input_required" || tasks[0].TaskID != "" {
+		t.Fatalf("want the call kept, waiting for input before its task: %+v", tasks)
 	}
 }
 
@@ -81,6 +85,6 @@ func TestInputNotAskedForIsNamed(t *testing.T) {
 	t.Parallel()
 	srv := startDemo(t, "127.0.0.1:0")
 	d := newDeck(t)
-	r := d.run("call", "--url", srv.url, "confirm_first", "--input", `confirn={"action":"accept","content":{"confirm":true}}`).Must(t, exitUsage)
-	clitest.OneErrorLine(t, r, "keys: confirm", "did not ask for --input confirn")
+	r := d.run("call", "--url", srv.url, "confirm_first", "--input", `confirn={"action":"accept","content":{"confirm":true}}`).Must(t, exitWaiting)
+	clitest.OneErrorLine(t, r, "waits for input before it starts", "keys: confirm", "did not ask for --input confirn")
 }

@@ -40,11 +40,11 @@ func newCmdAnswer(f *Factory, runF func(*AnswerOptions) error) *cobra.Command {
 }
 
 func answerRun(opts *AnswerOptions) error {
-	tr, rec, err := opts.f.task(opts.ID)
+	dk, err := opts.f.deck()
 	if err != nil {
 		return err
 	}
-	rec, err = tr.Answer(opts.ctx, rec.ID, map[string]json.RawMessage{opts.Key: opts.Response})
+	rec, err := dk.Answer(opts.ctx, opts.ID, map[string]json.RawMessage{opts.Key: opts.Response})
 	if err != nil {
 		return err
 	}

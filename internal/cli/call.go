@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -78,28 +79,31 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 
 func callRun(opts *CallOptions) error {
 	f, ctx, ref := opts.f, opts.ctx, opts.Server
-	tr, err := f.open()
+	dk, err := f.deck()
 	if err != nil {
 		return err
 	}
 	if ref.Name != "" {
 		if _, err := f.cfg.Server(ref.Name); err != nil {
-			return err
+			return &exitError{code: exitUsage, err: err}
 		}
 	}
-	inputs := f.inputSource(opts.Answers)
-	req := mcpclient.CallRequest{Server: ref, Tool: opts.Tool, Args: opts.Args, Key: opts.Key, Input: inputs.forCall}
-	if err := tr.CheckCall(ctx, req); err != nil {
-		if errors.As(err, new(*mcpclient.CallError)) {
-			return usageErr("%v", err)
-		}
+	// --input answers go with Continue, once the server has said what it
+	// asks for: so a key it did not ask for is named, never sent.
+	req := deck.CallRequest{Server: ref, Tool: opts.Tool, Args: opts.Args, Key: opts.Key}
+	if err := dk.CheckCall(ctx, req); err != nil {
 		return err
 	}
-	rec, reused, err := tr.Call(ctx, req)
+	inputs := f.inputSource(opts.Answers)
+	res, err := dk.Call(ctx, req)
+	for err == nil && res.NeedsInput {
+		res, err = inputs.beforeStart(ctx, dk, res)
+	}
 	if err != nil {
 		return err
 	}
-	if reused {
+	rec := res.Task
+	if res.Reused {
 		fmt.Fprintf(f.stderr, "taskdeck: key %q already names task %s; nothing new was sent\n", opts.Key, rec.ID)
 	}
 	stdio := f.isStdio(ref)
@@ -116,8 +120,8 @@ func callRun(opts *CallOptions) error {
 	}
 	p := f.printer(opts.JSON)
 	p.change(rec)
-	rec, err = f.follow(ctx, tr, rec, p, inputs)
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+	rec, err = f.follow(ctx, dk, rec, p, inputs)
+	if err != nil && ctx.Err() != nil {
 		if stdio {
 			return &exitError{code: exitInterrupted, err: fmt.Errorf("stopped following task %s; its stdio server stops with taskdeck, and the task with it", rec.ID)}
 		}
@@ -129,35 +133,63 @@ func callRun(opts *CallOptions) error {
 	return outcome(rec)
 }
 
-// follow polls one task until it ends, answering inputs it can, or
-// stops where it waits for input nobody here can give.
-func (f *Factory) follow(ctx context.Context, tr *mcpclient.Tracker, rec *model.Task, p *printer, inputs *inputSource) (*model.Task, error) {
+// follow watches one task until it ends, answering the inputs it can, or
+// stops where it waits for input nobody here can give, or after
+// watchGiveUp failed polls in a row.
+func (f *Factory) follow(ctx context.Context, dk deck.Deck, rec *model.Task, p *printer, inputs *inputSource) (*model.Task, error) {
+	if !rec.Pollable() {
+		return rec, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed, err := dk.Watch(ctx, 0)
+	if err != nil {
+		return rec, err
+	}
 	last := rec
-	var pollErr error
-	err := tr.Watch(ctx, []string{rec.ID}, mcpclient.WatchOptions{MaxFailures: watchGiveUp, OnPoll: func(res mcpclient.PollResult) bool {
-		last, pollErr = res.Task, res.Err
-		p.poll(res)
-		if !res.Task.WaitsForInput() {
-			return true
-		}
-		answers, err := inputs.forTask(ctx, res.Task)
-		if err != nil || len(answers) == 0 {
+	for ev := range feed.Events() {
+		for _, e := range ev.Entries {
+			if e.Task.ID != rec.ID || e.Task.UpdatedAt.Before(last.UpdatedAt) {
+				continue // another task, or a state older than the answer just sent
+			}
+			last = e.Task
+			if ev.Kind == deck.EventSnapshot {
+				p.change(e.Task)
+			} else {
+				p.entry(e)
+			}
+			switch {
+			case !last.Pollable():
+				return last, nil
+			case e.Poll.Errors >= watchGiveUp:
+				return last, &exitError{code: exitUnreachable, err: fmt.Errorf("gave up following task %s after %d failed polls in a row, the last: %s; it stays open: `taskdeck watch` follows it again",
+					last.ID, watchGiveUp, termtext.Line(e.Poll.LastError))}
+			case !last.WaitsForInput():
+				continue
+			}
+			answers, err := inputs.forTask(ctx, last)
+			if err != nil || len(answers) == 0 {
+				if err != nil {
+					fmt.Fprintf(f.stderr, "taskdeck: %s\n", errorLine(err))
+				}
+				return last, nil
+			}
+			t, err := dk.Answer(ctx, last.ID, answers)
 			if err != nil {
 				fmt.Fprintf(f.stderr, "taskdeck: %s\n", errorLine(err))
+				if deck.KindOf(err) == deck.KindUsage || deck.KindOf(err) == deck.KindState {
+					return last, nil
+				}
+				continue
 			}
-			return false
+			last = t
+			p.change(t)
 		}
-		if last, err = tr.Answer(ctx, res.Task.ID, answers); err != nil {
-			fmt.Fprintf(f.stderr, "taskdeck: %s\n", errorLine(err))
-			return !errors.As(err, new(*mcpclient.InputKeyError))
-		}
-		return true
-	}})
-	if err == nil && last.Status.Pollable() && !last.WaitsForInput() && pollErr != nil {
-		return last, &exitError{code: exitUnreachable, err: fmt.Errorf("gave up following task %s after %d failed polls in a row, the last: %s; it stays open: `taskdeck watch` follows it again",
-			last.ID, watchGiveUp, termtext.Line(pollErr.Error()))}
 	}
-	return last, err
+	if err := feed.Err(); err != nil {
+		return last, err
+	}
+	return last, ctx.Err()
 }
 
 // warnUnasked says which --input answers no request asked for: they were
@@ -171,6 +203,8 @@ func (f *Factory) warnUnasked(inputs *inputSource) {
 // outcome turns a task's final state into the exit code.
 func outcome(rec *model.Task) error {
 	switch {
+	case rec.NeedsInput():
+		return needsInput(rec, nil, nil)
 	case rec.Status == model.StatusInputRequired:
 		return &exitError{code: exitWaiting, err: fmt.Errorf("task %s waits for input: answer with `taskdeck answer %s KEY RESPONSE_JSON`", rec.ID, rec.ID)}
 	case rec.Status == model.StatusCompleted && !rec.IsError:
@@ -182,6 +216,22 @@ func outcome(rec *model.Task) error {
 	default:
 		return &exitError{code: exitTaskBad, err: fmt.Errorf("task %s ended %s", rec.ID, rec.Status)}
 	}
+}
+
+// needsInput is the exit of a call whose server waits for input before it
+// starts the task and nobody here answers: the record stays, answerable
+// later. again are keys whose answers the server did not take; unasked,
+// --input keys it did not ask for.
+func needsInput(rec *model.Task, again, unasked []string) error {
+	msg := fmt.Sprintf("task %s waits for input before it starts: answer with `taskdeck answer %s KEY RESPONSE_JSON` (keys: %s)",
+		rec.ID, rec.ID, strings.Join(rec.PendingInputs(), ", "))
+	if len(again) > 0 {
+		msg += fmt.Sprintf("; the server did not take the answer given for %s and asks for it again (another --input %s=RESPONSE_JSON, or that answer)", strings.Join(again, ", "), again[0])
+	}
+	if len(unasked) > 0 {
+		msg += fmt.Sprintf("; it did not ask for --input %s", strings.Join(unasked, ", "))
+	}
+	return &exitError{code: exitWaiting, err: errors.New(msg)}
 }
 
 // isStdio reports a configured server that taskdeck starts as a child

@@ -33,18 +33,16 @@ func newCmdCancel(f *Factory, runF func(*CancelOptions) error) *cobra.Command {
 }
 
 func cancelRun(opts *CancelOptions) error {
-	tr, rec, err := opts.f.task(opts.ID)
+	dk, err := opts.f.deck()
 	if err != nil {
 		return err
 	}
-	if _, err := tr.Cancel(opts.ctx, rec.ID); err != nil {
-		return err
-	}
-	// One poll tells whether the server has already stopped it.
-	res, err := tr.Poll(opts.ctx, rec.ID)
+	// The deck polls the task once after the cancel: it tells whether the
+	// server has already stopped it.
+	rec, err := dk.Cancel(opts.ctx, opts.ID)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.f.stdout, "cancel sent; task %s is %s\n", rec.ID, res.Task.Status)
+	fmt.Fprintf(opts.f.stdout, "cancel sent; task %s is %s\n", rec.ID, rec.Status)
 	return nil
 }

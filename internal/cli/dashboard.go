@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"github.com/taskdeck/taskdeck/deck"
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/ui"
 	"golang.org/x/term"
 )
@@ -15,7 +14,7 @@ func (f *Factory) dashboard(ctx context.Context, greeting string) error {
 	return f.dashboardAfter(ctx, greeting, nil)
 }
 
-// dashboardAfter opens the engine on the store and config, lets first
+// dashboardAfter opens the Deck on the store and config, lets first
 // act on it (the demo launches its tasks), then shows the dashboard on it
 // until the operator quits.
 func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first func(context.Context, deck.Deck) error) error {
@@ -23,29 +22,16 @@ func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first fun
 		return err
 	}
 	f.quiet = true // from here on, only the renderer writes to the terminal
-	cfg, err := f.config()
+	dk, err := f.deck()
 	if err != nil {
 		return err
 	}
-	if err := f.openLog(); err != nil {
-		return err
-	}
-	eng, err := engine.Open(engine.Options{DataDir: f.dataDir, Config: cfg, Logger: f.logger, ChildStderr: f.logFile,
-		Warn: f.warn, RequestTimeout: f.requestTimeout, Policy: f.policy})
-	if err != nil {
-		return localErr(err)
-	}
-	defer func() {
-		if err := eng.Close(); err != nil {
-			f.logger.Error("closing the engine", "err", err)
-		}
-	}()
 	if first != nil {
-		if err := first(ctx, eng); err != nil {
+		if err := first(ctx, dk); err != nil {
 			return err
 		}
 	}
-	return ui.Run(ctx, ui.Options{Deck: eng, Notify: notificationsSupported(), Greeting: greeting})
+	return ui.Run(ctx, ui.Options{Deck: dk, Notify: notificationsSupported(), Greeting: greeting})
 }
 
 // needTerminal refuses to start the dashboard where it cannot draw or

@@ -7,14 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/hostile"
-	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/store"
 )
 
@@ -144,18 +143,27 @@ func TestInterruptExits130(t *testing.T) {
 	})
 }
 
-// TestExitCodeOfOtherErrors: exit 6 sends the operator to the disk, so
-// only the store's own failures get it; anything unrecognised is 1.
+// TestExitCodeOfOtherErrors: a deck error's kind picks its exit code; exit
+// 6 sends the operator to the disk, so only the store's own failures get
+// it; anything unrecognised is 1.
 func TestExitCodeOfOtherErrors(t *testing.T) {
 	for _, c := range []struct {
 		err  error
 		want int
 	}{
 		{errors.New("something nobody planned for"), exitTaskBad},
-		{fmt.Errorf("tools/call: %w", &mcpclient.ServerError{Code: -32603, Message: "internal error"}), exitTaskBad},
-		{fmt.Errorf("store x: %w", store.ErrNoRoomToFlush), exitLocal},
-		{&store.CorruptError{Dir: "x", Reason: "checksum mismatch"}, exitLocal},
-		{fmt.Errorf("cannot sync x: %w", syscall.EROFS), exitLocal},
+		{deck.Errorf(deck.KindFailed, "something nobody planned for"), exitTaskBad},
+		{deck.Errorf(deck.KindRefused, "tools/call: internal error"), exitTaskBad},
+		{deck.Errorf(deck.KindOwnerGone, "the owner went away"), exitTaskBad},
+		{deck.Errorf(deck.KindUsage, "bad"), exitUsage},
+		{deck.Errorf(deck.KindNotFound, "no task"), exitUsage},
+		{deck.Errorf(deck.KindConflict, "key"), exitUsage},
+		{deck.Errorf(deck.KindState, "state"), exitUsage},
+		{deck.Errorf(deck.KindNeedsInput, "input"), exitUsage},
+		{deck.Errorf(deck.KindUnreachable, "down"), exitUnreachable},
+		{deck.Errorf(deck.KindLocked, "held"), exitStoreLocked},
+		{fmt.Errorf("store x: %w", deck.Errorf(deck.KindLocal, "no room")), exitLocal},
+		{deck.Errorf(deck.KindCanceled, "stopped"), exitInterrupted},
 		{fmt.Errorf("waiting: %w", context.Canceled), exitInterrupted},
 		{fmt.Errorf("connect: %w", context.DeadlineExceeded), exitUnreachable},
 	} {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,7 +9,8 @@ import (
 
 // ForgetOptions is `taskdeck forget`, validated.
 type ForgetOptions struct {
-	f *Factory
+	f   *Factory
+	ctx context.Context
 
 	ID string // an id, or a unique prefix of one
 }
@@ -20,8 +22,8 @@ func newCmdForget(f *Factory, runF func(*ForgetOptions) error) *cobra.Command {
 		Short:             "Delete a task's local record without telling its server",
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeIDs,
-		RunE: func(_ *cobra.Command, pos []string) error {
-			opts.ID = pos[0]
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			opts.ctx, opts.ID = cmd.Context(), pos[0]
 			if runF != nil {
 				return runF(opts)
 			}
@@ -31,13 +33,17 @@ func newCmdForget(f *Factory, runF func(*ForgetOptions) error) *cobra.Command {
 }
 
 func forgetRun(opts *ForgetOptions) error {
-	tr, rec, err := opts.f.task(opts.ID)
+	dk, err := opts.f.deck()
 	if err != nil {
 		return err
 	}
-	if err := tr.Forget(rec.ID); err != nil {
+	e, err := dk.Get(opts.ctx, opts.ID) // the whole id, to say which task went
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.f.stdout, "forgot task %s\n", rec.ID)
+	if err := dk.Forget(opts.ctx, e.Task.ID); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.f.stdout, "forgot task %s\n", e.Task.ID)
 	return nil
 }

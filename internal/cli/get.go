@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
 )
 
 // GetOptions is `taskdeck get`, validated.
@@ -36,21 +37,54 @@ func newCmdGet(f *Factory, runF func(*GetOptions) error) *cobra.Command {
 
 func getRun(opts *GetOptions) error {
 	f := opts.f
-	tr, rec, err := f.task(opts.ID)
+	dk, err := f.deck()
 	if err != nil {
 		return err
 	}
-	var pollErr error
-	if rec.Status.Pollable() {
-		res, err := tr.Poll(opts.ctx, rec.ID)
-		if err != nil {
+	e, err := dk.Get(opts.ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	if e.Task.Pollable() {
+		if e, err = pollOnce(opts.ctx, dk, e); err != nil {
 			return err
 		}
-		rec, pollErr = res.Task, res.Err
 	}
 	if opts.JSON {
-		return printJSON(f.stdout, rec)
+		return printJSON(f.stdout, e.Task)
 	}
-	printDetail(f.stdout, rec, pollErr)
+	var pollErr string
+	if e.Poll.Errors > 0 {
+		pollErr = e.Poll.LastError
+	}
+	printDetail(f.stdout, e.Task, pollErr)
 	return nil
+}
+
+// pollOnce has the deck poll an open task now and returns it as that
+// poll left it.
+func pollOnce(ctx context.Context, dk deck.Deck, e deck.Entry) (deck.Entry, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed, err := dk.Watch(ctx, 0) // first, so that the poll's event is not missed
+	if err != nil {
+		return e, err
+	}
+	if err := dk.PollNow(ctx, []string{e.Task.ID}); err != nil {
+		return e, err
+	}
+	for ev := range feed.Events() {
+		if ev.Kind != deck.EventPoll && ev.Kind != deck.EventChange {
+			continue
+		}
+		for _, got := range ev.Entries {
+			if got.Task.ID == e.Task.ID {
+				return got, nil
+			}
+		}
+	}
+	if err := feed.Err(); err != nil {
+		return e, err
+	}
+	return e, ctx.Err()
 }

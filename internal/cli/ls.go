@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"context"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 )
 
 // LsOptions is `taskdeck ls`, validated.
 type LsOptions struct {
-	f *Factory
+	f   *Factory
+	ctx context.Context
 
 	Status []model.Status // empty: every status
 	JSON   bool
@@ -22,7 +25,8 @@ func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 		Use:   "ls",
 		Short: "List tasks from the store (no network)",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.ctx = cmd.Context()
 			if status != "" {
 				st, err := model.ParseStatus(status)
 				if err != nil {
@@ -50,18 +54,17 @@ func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 
 func lsRun(opts *LsOptions) error {
 	f := opts.f
-	tr, err := f.open()
+	dk, err := f.deck()
 	if err != nil {
 		return err
 	}
-	var tasks []*model.Task
-	if opts.Status != nil {
-		tasks, err = tr.Store().ByStatus(opts.Status...)
-	} else {
-		tasks, err = tr.Store().All()
-	}
+	entries, err := dk.List(opts.ctx, deck.Filter{Statuses: opts.Status})
 	if err != nil {
-		return localErr(err)
+		return err
+	}
+	tasks := make([]*model.Task, len(entries))
+	for i, e := range entries {
+		tasks[len(entries)-1-i] = e.Task // newest last
 	}
 	if opts.JSON {
 		for _, t := range tasks {

@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
@@ -122,25 +122,22 @@ func (p *printer) change(t *model.Task) {
 	}
 }
 
-// poll prints a poll's outcome: changes, and failures as they happen.
-func (p *printer) poll(res mcpclient.PollResult) {
-	if res.Err != nil && !p.asJSON {
+// entry prints a change of a followed task, and failed polls as they
+// happen.
+func (p *printer) entry(e deck.Entry) {
+	if e.Poll.Errors > 0 && e.Poll.LastError != "" && !p.asJSON {
 		fmt.Fprintf(p.errw, "%s  %s  poll failed, retrying in %s: %s\n", time.Now().Format("15:04:05"),
-			res.Task.ID, res.Next.Round(time.Millisecond), termtext.Line(res.Err.Error()))
+			e.Task.ID, max(time.Until(e.Poll.Next), 0).Round(time.Millisecond), termtext.Line(e.Poll.LastError))
 		return
 	}
-	p.change(res.Task)
+	p.change(e.Task)
 }
 
-// report prints what start-up reconciliation found.
-func (p *printer) report(r *mcpclient.Report) {
+// reconcile prints what the start-up reconcile found.
+func (p *printer) reconcile(r *deck.Reconcile) {
 	if !p.asJSON {
-		fmt.Fprintln(p.w, r)
-	}
-	for _, group := range [][]*model.Task{r.Finished, r.Unknown, r.Orphaned, r.Reattached} {
-		for _, t := range group {
-			p.change(t)
-		}
+		fmt.Fprintf(p.w, "reconciled: %d re-attached · %d finished meanwhile · %d unknown · %d orphaned · %d unreachable\n",
+			r.Reattached, r.Finished, r.Unknown, r.Orphaned, r.Unreachable)
 	}
 }
 
@@ -176,7 +173,7 @@ func printTable(w io.Writer, tasks []*model.Task, now time.Time) {
 }
 
 // printDetail shows everything about one task.
-func printDetail(w io.Writer, t *model.Task, pollErr error) {
+func printDetail(w io.Writer, t *model.Task, pollErr string) {
 	line := func(label, value string) {
 		if value != "" {
 			fmt.Fprintf(w, "%-14s %s\n", label+":", value)
@@ -191,9 +188,7 @@ func printDetail(w io.Writer, t *model.Task, pollErr error) {
 	line("message", termtext.Line(t.StatusMessage))
 	line("created", t.CreatedAt.Local().Format(time.DateTime))
 	line("updated", t.UpdatedAt.Local().Format(time.DateTime))
-	if pollErr != nil {
-		line("poll error", termtext.Line(pollErr.Error()))
-	}
+	line("poll error", termtext.Line(pollErr))
 	if t.Status == model.StatusInputRequired {
 		fmt.Fprintln(w, "waiting for input:")
 		printInputs(w, t, "  ")

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 )
@@ -32,27 +32,36 @@ func (f *Factory) inputSource(given map[string]json.RawMessage) *inputSource {
 	return src
 }
 
-// forCall answers the input requests of a tools/call (before any task).
-func (s *inputSource) forCall(_ context.Context, reqs map[string]model.InputRequest) (map[string]json.RawMessage, error) {
+// beforeStart answers a call whose server asks for input before it
+// starts the task, from --input and on a terminal by asking, and sends
+// the next round with Continue. Nobody to answer: the call stops (exit 5)
+// and its record stays, answerable with `taskdeck answer`.
+func (s *inputSource) beforeStart(ctx context.Context, dk deck.Deck, res deck.CallResult) (deck.CallResult, error) {
+	rec := res.Task
 	answers := map[string]json.RawMessage{}
-	for _, key := range slices.Sorted(maps.Keys(reqs)) {
-		ans, err := s.answer(key, reqs[key])
+	for _, key := range rec.PendingInputs() {
+		ans, err := s.answer(key, rec.InputRequests[key])
 		if err != nil {
-			return nil, err
+			return res, err
 		}
 		if ans == nil {
 			// Say which given keys were not asked for: a typo, most likely.
 			var unasked []string
 			for _, k := range slices.Sorted(maps.Keys(s.given)) {
-				if _, asked := reqs[k]; !asked {
+				if _, asked := rec.InputRequests[k]; !asked {
 					unasked = append(unasked, k)
 				}
 			}
-			return nil, &mcpclient.InputNeededError{Requests: reqs, Unasked: unasked}
+			return res, needsInput(rec, res.Again, unasked)
 		}
 		answers[key] = ans
 	}
-	return answers, nil
+	next, err := dk.Continue(ctx, rec.ID, answers)
+	if k := deck.KindOf(err); k == deck.KindUsage || k == deck.KindState {
+		// Refused before it was sent: the call still waits.
+		return next, &exitError{code: exitUsage, err: fmt.Errorf("%v; task %s still waits for input before it starts: answer with `taskdeck answer %s KEY RESPONSE_JSON`", err, rec.ID, rec.ID)}
+	}
+	return next, err
 }
 
 // forTask answers what it can of a task's pending input requests; an

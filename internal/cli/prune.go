@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -12,7 +13,8 @@ import (
 
 // PruneOptions is `taskdeck prune`, validated.
 type PruneOptions struct {
-	f *Factory
+	f   *Factory
+	ctx context.Context
 
 	OlderThan time.Duration // 0: every finished task
 }
@@ -23,7 +25,8 @@ func newCmdPrune(f *Factory, runF func(*PruneOptions) error) *cobra.Command {
 		Use:   "prune",
 		Short: "Delete finished tasks (completed, failed, cancelled, unknown)",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.ctx = cmd.Context()
 			if runF != nil {
 				return runF(opts)
 			}
@@ -35,11 +38,11 @@ func newCmdPrune(f *Factory, runF func(*PruneOptions) error) *cobra.Command {
 }
 
 func pruneRun(opts *PruneOptions) error {
-	tr, err := opts.f.open()
+	dk, err := opts.f.deck()
 	if err != nil {
 		return err
 	}
-	n, err := tr.Prune(opts.OlderThan)
+	n, err := dk.Prune(opts.ctx, opts.OlderThan)
 	if err != nil {
 		return err
 	}

@@ -14,11 +14,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -47,8 +48,7 @@ func Main(args []string) int {
 }
 
 // Factory holds what the commands share: the streams, the shared flags,
-// and the store, pool and tracker, opened on first use and closed once
-// at the end.
+// the log, and the Deck, opened on first use and closed once at the end.
 type Factory struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -67,9 +67,7 @@ type Factory struct {
 	cfg     *mcpclient.Config
 	logFile *os.File
 	logger  *slog.Logger
-	st      *store.Store
-	pool    *mcpclient.Pool
-	tracker *mcpclient.Tracker
+	dk      deck.Deck
 }
 
 // NewFactory is a Factory on these streams; the operator is asked for
@@ -188,10 +186,13 @@ func (f *Factory) config() (*mcpclient.Config, error) {
 		// A default config that does not exist means no servers; a file
 		// the operator named must be there (a typo is not "no servers").
 		if _, err := os.Stat(f.configPath); f.configSet && errors.Is(err, fs.ErrNotExist) {
-			return nil, &mcpclient.ConfigError{Path: f.configPath, Msg: "does not exist; check the path, or leave out --config to use " + defaultConfigPath()}
+			return nil, &exitError{code: exitUsage, err: &mcpclient.ConfigError{Path: f.configPath, Msg: "does not exist; check the path, or leave out --config to use " + defaultConfigPath()}}
 		}
 		cfg, err := mcpclient.LoadConfig(f.configPath)
 		if err != nil {
+			if errors.As(err, new(*mcpclient.ConfigError)) {
+				return nil, &exitError{code: exitUsage, err: err}
+			}
 			return nil, err
 		}
 		f.cfg = cfg
@@ -199,10 +200,11 @@ func (f *Factory) config() (*mcpclient.Config, error) {
 	return f.cfg, nil
 }
 
-// open opens the log, the store and the tracker.
-func (f *Factory) open() (*mcpclient.Tracker, error) {
-	if f.tracker != nil {
-		return f.tracker, nil
+// deck opens the Deck the commands work through: the engine in this
+// process, which owns the store while the command runs.
+func (f *Factory) deck() (deck.Deck, error) {
+	if f.dk != nil {
+		return f.dk, nil
 	}
 	cfg, err := f.config()
 	if err != nil {
@@ -211,25 +213,25 @@ func (f *Factory) open() (*mcpclient.Tracker, error) {
 	if err := f.openLog(); err != nil {
 		return nil, err
 	}
-	st, err := store.Open(f.dataDir, f.logger)
-	if err != nil {
-		return nil, localErr(err)
-	}
-	f.st = st
-	f.pool = f.newPool(cfg)
-	f.tracker = mcpclient.NewTracker(st, f.pool, mcpclient.TrackerOptions{Logger: f.logger, RequestTimeout: f.requestTimeout, Policy: f.policy})
-	return f.tracker, nil
-}
-
-// newPool connects to servers with the Factory's log file and warnings.
-func (f *Factory) newPool(cfg *mcpclient.Config) *mcpclient.Pool {
-	return mcpclient.NewPool(mcpclient.PoolOptions{
+	e, err := engine.Open(engine.Options{
+		DataDir:        f.dataDir,
 		Config:         cfg,
-		Logger:         f.logger.With("component", "mcp"),
+		Logger:         f.logger,
 		ChildStderr:    f.logFile,
 		Warn:           f.warn,
 		RequestTimeout: f.requestTimeout,
+		Policy:         f.policy,
 	})
+	if deck.KindOf(err) == deck.KindFailed {
+		// Opening is the store's business alone: what the engine could not
+		// sort is the store's own failure.
+		return nil, &exitError{code: exitLocal, err: err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	f.dk = e
+	return e, nil
 }
 
 func (f *Factory) warn(msg string) {
@@ -273,51 +275,20 @@ func (f *Factory) openLog() error {
 	return nil
 }
 
-// close releases what open opened; it may be called more than once.
+// close releases what deck opened; it may be called more than once.
 func (f *Factory) close() {
-	if f.pool != nil {
-		f.pool.Close()
-	}
-	if f.st != nil {
-		if err := f.st.Close(); err != nil {
+	if f.dk != nil {
+		if err := f.dk.Close(); err != nil {
 			// What was synced is safe; say why the store was not closed cleanly.
 			f.logger.Error("closing the store", "err", err)
 			fmt.Fprintf(f.stderr, "taskdeck: warning: %s\n", errorLine(err))
 		}
+		f.dk = nil
 	}
 	if f.logFile != nil {
 		f.logFile.Close()
 	}
-	f.pool, f.st, f.logFile, f.tracker = nil, nil, nil, nil
-}
-
-// task opens the store and finds a task by id or unique id prefix.
-func (f *Factory) task(id string) (*mcpclient.Tracker, *model.Task, error) {
-	tr, err := f.open()
-	if err != nil {
-		return nil, nil, err
-	}
-	rec, err := tr.Store().Get(id)
-	if err == nil || !errors.Is(err, store.ErrNotFound) {
-		return tr, rec, localErr(err)
-	}
-	all, err := tr.Store().All()
-	if err != nil {
-		return nil, nil, localErr(err)
-	}
-	var match *model.Task
-	for _, t := range all {
-		if strings.HasPrefix(t.ID, id) {
-			if match != nil {
-				return nil, nil, usageErr("%q matches several tasks; give more of the id", id)
-			}
-			match = t
-		}
-	}
-	if match == nil {
-		return nil, nil, usageErr("no task %q in %s; `taskdeck ls` lists them", id, f.dataDir)
-	}
-	return tr, match, nil
+	f.logFile = nil
 }
 
 func (f *Factory) completeServers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -328,19 +299,18 @@ func (f *Factory) completeServers(*cobra.Command, []string, string) ([]string, c
 	return cfg.Names(), cobra.ShellCompDirectiveNoFileComp
 }
 
-func (f *Factory) completeIDs(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+func (f *Factory) completeIDs(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	st, err := store.Open(f.dataDir, nil)
+	dk, err := f.deck()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	defer st.Close()
-	all, _ := st.All()
+	entries, _ := dk.List(cmd.Context(), deck.Filter{})
 	var ids []string
-	for _, t := range all {
-		ids = append(ids, t.ID+"\t"+termtext.Line(t.Tool)+" "+string(t.Status))
+	for _, e := range entries {
+		ids = append(ids, e.Task.ID+"\t"+termtext.Line(e.Task.Tool)+" "+string(e.Task.Status))
 	}
 	return ids, cobra.ShellCompDirectiveNoFileComp
 }

@@ -1,8 +1,8 @@
 package cli
 
 import (
+	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -10,7 +10,8 @@ import (
 
 // ServersOptions is `taskdeck servers`.
 type ServersOptions struct {
-	f *Factory
+	f   *Factory
+	ctx context.Context
 }
 
 func newCmdServers(f *Factory, runF func(*ServersOptions) error) *cobra.Command {
@@ -19,7 +20,8 @@ func newCmdServers(f *Factory, runF func(*ServersOptions) error) *cobra.Command 
 		Use:   "servers",
 		Short: "List the configured servers",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.ctx = cmd.Context()
 			if runF != nil {
 				return runF(opts)
 			}
@@ -30,21 +32,20 @@ func newCmdServers(f *Factory, runF func(*ServersOptions) error) *cobra.Command 
 
 func serversRun(opts *ServersOptions) error {
 	f := opts.f
-	cfg, err := f.config()
+	dk, err := f.deck()
 	if err != nil {
 		return err
 	}
-	if len(cfg.Names()) == 0 {
+	servers, err := dk.Servers(opts.ctx)
+	if err != nil {
+		return err
+	}
+	if len(servers) == 0 {
 		fmt.Fprintf(f.stdout, "no servers configured in %s\n", f.configPath)
 		return nil
 	}
-	for _, name := range cfg.Names() {
-		s, _ := cfg.Server(name)
-		where := s.URL
-		if where == "" {
-			where = strings.TrimSpace(s.Command + " " + strings.Join(s.Args, " "))
-		}
-		fmt.Fprintf(f.stdout, "%-20s %s\n", termtext.Line(name), termtext.Line(where))
+	for _, s := range servers {
+		fmt.Fprintf(f.stdout, "%-20s %s\n", termtext.Line(s.Name), termtext.Line(s.Target))
 	}
 	return nil
 }

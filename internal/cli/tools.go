@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/spf13/cobra"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 )
@@ -69,36 +69,34 @@ each tool exactly as the server sent it, one JSON object per line.`,
 
 func toolsRun(opts *ToolsOptions) error {
 	f, ctx := opts.f, opts.ctx
-	cfg, err := f.config()
+	dk, err := f.deck()
 	if err != nil {
 		return err
 	}
-	if err := f.openLog(); err != nil {
-		return err
-	}
-	// No store: listing tools works while another process holds it.
-	pool := f.newPool(cfg)
-	defer pool.Close()
-	sess, err := pool.Session(ctx, opts.Server)
-	if err != nil {
-		return err
-	}
-	list, err := sess.Tools(ctx)
+	list, err := dk.Tools(ctx, opts.Server, false)
 	if err != nil {
 		return err
 	}
 	if opts.Tool != "" {
-		return printTool(f.stdout, list, opts.Tool, opts.JSON)
+		i := slices.IndexFunc(list.Tools, func(t deck.Tool) bool { return t.Name == opts.Tool })
+		if i < 0 {
+			// The deck words an unknown tool, with the names it may have meant.
+			if err := dk.CheckCall(ctx, deck.CallRequest{Server: opts.Server, Tool: opts.Tool}); err != nil {
+				return err
+			}
+			return usageErr("the server has no tool %q", opts.Tool)
+		}
+		return printTool(f.stdout, list.Tools[i], opts.JSON)
 	}
 	if opts.JSON {
-		for _, raw := range list.Raw {
-			if err := printRawJSON(f.stdout, raw); err != nil {
+		for _, t := range list.Tools {
+			if err := printRawJSON(f.stdout, t.Raw); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if !sess.SupportsTasks {
+	if !list.SupportsTasks {
 		fmt.Fprintln(f.stdout, "(this server does not advertise the tasks extension: calls return results directly)")
 	}
 	for _, t := range list.Tools {
@@ -109,28 +107,20 @@ func toolsRun(opts *ToolsOptions) error {
 
 // printTool shows one tool: its description, then one line per argument
 // (its name, what it takes, its description), all server text inert.
-func printTool(w io.Writer, list *mcpclient.ToolList, tool string, asJSON bool) error {
-	args, err := list.Arguments(tool)
-	var unknown *mcpclient.CallError
-	if errors.As(err, &unknown) {
-		return usageErr("%v", err)
-	}
+func printTool(w io.Writer, tool deck.Tool, asJSON bool) error {
 	if asJSON {
-		return printRawJSON(w, list.Sent(tool))
+		return printRawJSON(w, tool.Raw)
 	}
-	fmt.Fprintf(w, "%s: %s\n", termtext.Line(tool), termtext.Line(list.Description(tool)))
-	if err != nil {
-		return err
-	}
-	if len(args) == 0 {
+	fmt.Fprintf(w, "%s: %s\n", termtext.Line(tool.Name), termtext.Line(tool.Description))
+	if len(tool.Arguments) == 0 {
 		fmt.Fprintln(w, "  (no arguments)")
 	}
 	width := 0
-	for _, arg := range args {
+	for _, arg := range tool.Arguments {
 		width = max(width, len(termtext.Line(arg.Name)))
 	}
-	for _, arg := range args {
-		line := fmt.Sprintf("  %-*s  %s", width, termtext.Line(arg.Name), termtext.Line(arg.Summary()))
+	for _, arg := range tool.Arguments {
+		line := fmt.Sprintf("  %-*s  %s", width, termtext.Line(arg.Name), termtext.Line(arg.Summary))
 		if arg.Description != "" {
 			line += ": " + termtext.Line(arg.Description)
 		}

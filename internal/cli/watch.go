@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
@@ -57,62 +57,102 @@ func watchRun(opts *WatchOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
-	tr, err := f.open()
+	dk, err := f.deck()
+	if err != nil {
+		return err
+	}
+	feed, err := dk.Watch(ctx, 0)
 	if err != nil {
 		return err
 	}
 	p := f.printer(opts.JSON)
-	timedOut := func() error {
-		open, err := tr.Store().ByStatus(model.StatusWorking, model.StatusInputRequired)
-		if err != nil {
-			return err
+	w := &watcher{p: p, current: map[string]deck.Entry{}}
+	for ev := range feed.Events() {
+		if w.event(ev) {
+			return w.lost()
 		}
+	}
+	switch {
+	case feed.Err() != nil:
+		return feed.Err()
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && opts.ctx.Err() == nil:
 		n := 0
-		for _, t := range open {
-			if !t.WaitsForInput() {
+		for _, e := range w.current {
+			if e.Task.Pollable() && !e.Task.WaitsForInput() {
 				n++
 			}
 		}
 		return &exitError{code: exitTimedOut, err: fmt.Errorf("--timeout %s ran out with %s still open; `taskdeck watch` picks them up again", opts.Timeout, present.Count(n, "task"))}
 	}
-	rep, err := tr.Reconcile(ctx, mcpclient.DefaultPerServer)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && opts.ctx.Err() == nil {
-			return timedOut()
+	return ctx.Err()
+}
+
+// watcher follows the tasks open at start through the feed: after the
+// start-up reconcile it prints what it found, then every change of those
+// tasks until each has ended, waits for input, or was let go after
+// watchGiveUp failed polls in a row.
+type watcher struct {
+	p       *printer
+	current map[string]deck.Entry // every record, as last heard
+	atStart []string              // the tasks open when the watch began, and the orphans
+	follow  map[string]bool       // nil until the reconcile is over
+}
+
+// event takes one event; it reports whether the watch is over.
+func (w *watcher) event(ev deck.Event) bool {
+	for _, id := range ev.Deleted {
+		delete(w.current, id)
+		delete(w.follow, id)
+	}
+	for _, e := range ev.Entries {
+		w.current[e.Task.ID] = e
+		if ev.Kind == deck.EventSnapshot && (e.Task.Pollable() || e.Task.Status == model.StatusOrphaned) {
+			w.atStart = append(w.atStart, e.Task.ID)
 		}
-		return err
-	}
-	p.report(rep)
-	last := map[string]mcpclient.PollResult{}
-	var ids []string
-	for _, t := range append(rep.Reattached, rep.Unreachable...) {
-		if t.Status.Pollable() && !t.WaitsForInput() {
-			ids = append(ids, t.ID)
-			last[t.ID] = mcpclient.PollResult{Task: t}
+		if w.follow[e.Task.ID] {
+			w.p.entry(e)
 		}
 	}
-	err = tr.Watch(ctx, ids, mcpclient.WatchOptions{MaxFailures: watchGiveUp, OnPoll: func(res mcpclient.PollResult) bool {
-		p.poll(res)
-		last[res.Task.ID] = res
-		return !res.Task.WaitsForInput()
-	}})
-	if errors.Is(err, context.DeadlineExceeded) && opts.ctx.Err() == nil {
-		return timedOut()
+	if ev.Kind == deck.EventReconcile && ev.Reconcile.Over && w.follow == nil {
+		// The report first, then what it found.
+		w.p.reconcile(ev.Reconcile)
+		w.follow = map[string]bool{}
+		for _, id := range w.atStart {
+			if e, ok := w.current[id]; ok {
+				w.p.change(e.Task)
+				w.follow[id] = e.Task.Pollable()
+			}
+		}
 	}
-	if err != nil {
-		return err
+	if w.follow == nil {
+		return false
 	}
-	// What is still open was let go after failing every poll.
+	for id, on := range w.follow {
+		if e := w.current[id]; on && (!e.Task.Pollable() || e.Task.WaitsForInput()) {
+			w.follow[id] = false
+		}
+	}
+	for id, on := range w.follow {
+		if on && w.current[id].Poll.Errors < watchGiveUp {
+			return false
+		}
+	}
+	return true
+}
+
+// lost is the exit of a watch whose every followed task ended or waits,
+// or 3 when some were let go after their polls kept failing.
+func (w *watcher) lost() error {
 	var lost []string
-	var lastErr error
-	for _, id := range ids {
-		if res := last[id]; res.Task.Status.Pollable() && !res.Task.WaitsForInput() {
-			lost, lastErr = append(lost, id), res.Err
+	var lastErr string
+	for _, id := range w.atStart {
+		if w.follow[id] {
+			lost, lastErr = append(lost, id), w.current[id].Poll.LastError
 		}
 	}
-	if len(lost) > 0 {
-		return &exitError{code: exitUnreachable, err: fmt.Errorf("gave up on %s (%s) after %d failed polls in a row, the last: %v; they stay open for the next watch",
-			present.Count(len(lost), "open task"), strings.Join(lost, ", "), watchGiveUp, termtext.Line(lastErr.Error()))}
+	if len(lost) == 0 {
+		return nil
 	}
-	return nil
+	return &exitError{code: exitUnreachable, err: fmt.Errorf("gave up on %s (%s) after %d failed polls in a row, the last: %v; they stay open for the next watch",
+		present.Count(len(lost), "open task"), strings.Join(lost, ", "), watchGiveUp, termtext.Line(lastErr))}
 }
