@@ -164,7 +164,10 @@ func (d *storeDeck) Get(_ context.Context, id string) (deck.Entry, error) {
 }
 
 func (d *storeDeck) List(_ context.Context, f deck.Filter) ([]deck.Entry, error) {
-	ts, err := d.st.Newest(f.Limit)
+	ts, err := d.st.All()
+	if f.Limit > 0 {
+		ts, err = d.st.Newest(f.Limit)
+	}
 	if err != nil {
 		return nil, storeErr(err)
 	}
