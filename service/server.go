@@ -180,11 +180,15 @@ func handle[Req, Resp any](mux *http.ServeMux, path string, fn func(context.Cont
 }
 
 func decodeRequest(w http.ResponseWriter, r *http.Request, v any) error {
+	tooBig := deck.Errorf(deck.KindUsage, "the request is over %d MiB; send less at once", maxRequest>>20)
+	if r.ContentLength > maxRequest {
+		return tooBig
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequest))
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return deck.Errorf(deck.KindUsage, "the request is over %d MiB; send less at once", maxRequest>>20)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooBig
 		}
 		return deck.Errorf(deck.KindFailed, "reading the request: %v", err)
 	}

@@ -1,10 +1,13 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -325,3 +328,75 @@ func TestSocketPathTooDeep(t *testing.T) {
 		t.Fatalf("Dial of a deep dir: %v, want a usage error", err)
 	}
 }
+
+// Shutdown lets a request in flight finish and answer, ends the feeds
+// (their watchers learn the owner went), and removes the socket.
+func TestShutdownDrains(t *testing.T) {
+	ctx := t.Context()
+	dir, d, srv, r := serveStoreDeck(t)
+	feed, err := r.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next(t, feed)
+	d.hold, d.entered = make(chan struct{}), make(chan struct{}, 1)
+	called := make(chan error, 1)
+	go func() {
+		_, err := r.Call(ctx, sleepCall(""))
+		called <- err
+	}()
+	<-d.entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.Shutdown(context.Background()) }()
+	// The feed ends at once, while the call is still held.
+	for range feed.Events() {
+	}
+	wantKind(t, "the feed's end", feed.Err(), deck.KindOwnerGone)
+	waitFor(t, "the socket removed", 5*time.Second, func() bool {
+		_, err := os.Lstat(srv.Path())
+		return errors.Is(err, os.ErrNotExist)
+	})
+	if _, err := Dial(ctx, dir); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("Dial while shutting down: %v, want ErrNoOwner", err)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("Shutdown returned (%v) with a request in flight", err)
+	default:
+	}
+	close(d.hold)
+	if err := <-called; err != nil {
+		t.Fatalf("the request in flight: %v, want it finished", err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A request over the bound is refused with a usage error, unread.
+func TestRequestBounded(t *testing.T) {
+	_, _, srv, _ := serveStoreDeck(t)
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", srv.Path())
+	}}}
+	// Declared too long, it is refused before it is read.
+	req, _ := http.NewRequest(http.MethodPost, "http://taskdeck"+pathCall, io.LimitReader(zeros{}, maxRequest+1))
+	req.ContentLength = maxRequest + 1
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var de deck.Error
+	json.NewDecoder(resp.Body).Decode(&de)
+	if resp.StatusCode != http.StatusBadRequest || de.Kind != deck.KindUsage || !strings.Contains(de.Message, "MiB") {
+		t.Fatalf("an oversized request: %s %+v, want a usage error naming the bound", resp.Status, de)
+	}
+}
+
+// zeros is an endless string of 'a's (a per-byte loop is slow under -race).
+type zeros struct{}
+
+var aaaa = bytes.Repeat([]byte("a"), 64<<10)
+
+func (zeros) Read(p []byte) (int, error) { return copy(p, aaaa), nil }
