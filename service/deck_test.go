@@ -32,6 +32,7 @@ type storeDeck struct {
 type revLog struct {
 	mu      sync.Mutex
 	changes []deck.Event // changes[i].Rev == i+1
+	times   []time.Time  // when each was published, for the feed's benchmark
 	wake    chan struct{}
 }
 
@@ -41,9 +42,17 @@ func (l *revLog) add(ev deck.Event) {
 	l.mu.Lock()
 	ev.Rev = uint64(len(l.changes) + 1)
 	l.changes = append(l.changes, ev)
+	l.times = append(l.times, time.Now())
 	close(l.wake)
 	l.wake = make(chan struct{})
 	l.mu.Unlock()
+}
+
+// at is when change rev was published.
+func (l *revLog) at(rev uint64) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.times[rev-1]
 }
 
 // since returns the changes after rev, and a channel closed at the next.

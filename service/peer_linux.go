@@ -27,7 +27,7 @@ func peerCred(c net.Conn) (*syscall.Ucred, error) {
 	return cred, credErr
 }
 
-// checkPeer admits only a peer of the owner's own user.
+// checkPeer admits only a peer of the owner's own (effective) user.
 func checkPeer(cred *syscall.Ucred, uid int) error {
 	if cred == nil {
 		return fmt.Errorf("no peer credentials")

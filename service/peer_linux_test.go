@@ -18,7 +18,7 @@ import (
 )
 
 func TestCheckPeer(t *testing.T) {
-	uid := os.Getuid()
+	uid := os.Geteuid()
 	if err := checkPeer(&syscall.Ucred{Pid: 1, Uid: uint32(uid)}, uid); err != nil {
 		t.Fatalf("a peer of the same uid was refused: %v", err)
 	}

@@ -9,11 +9,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
 )
 
 // drainTimeout bounds how long Shutdown waits for requests in flight.
@@ -44,6 +46,10 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
+	// The socket's privacy rests on its directory's.
+	if err := store.PrepareDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
 	l, err := listen(path)
 	if err != nil {
 		return nil, err
@@ -57,7 +63,7 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger) (
 	}
 	go func() {
 		defer close(s.done)
-		if err := s.http.Serve(&peerListener{UnixListener: l, uid: os.Getuid(), log: log}); !errors.Is(err, http.ErrServerClosed) {
+		if err := s.http.Serve(&peerListener{UnixListener: l, uid: os.Geteuid(), log: log}); !errors.Is(err, http.ErrServerClosed) {
 			log.Warn("socket serving ended", "socket", path, "err", err)
 		}
 	}()

@@ -400,3 +400,20 @@ type zeros struct{}
 var aaaa = bytes.Repeat([]byte("a"), 64<<10)
 
 func (zeros) Read(p []byte) (int, error) { return copy(p, aaaa), nil }
+
+// Serve makes a data directory others can read private before it makes
+// the socket in it.
+func TestServeMakesTheDirPrivate(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := Serve(t.Context(), dir, &storeDeck{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("data dir %v after Serve, want 0700", fi.Mode().Perm())
+	}
+}
