@@ -28,6 +28,10 @@ var errCutOff = errors.New("the owner went away")
 // once (the kernel queues the connection).
 const dialTimeout = time.Second
 
+// pingTimeout bounds Dial's first exchange: an owner that accepts and
+// never answers is stuck, not slow. (A variable: a test shortens it.)
+var pingTimeout = 5 * time.Second
+
 // remote is a deck.Deck over the owner's socket.
 type remote struct {
 	path   string
@@ -54,8 +58,14 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 		DisableCompression:  true,
 	}}
 	var ping pingResp
-	if err := r.do(ctx, http.MethodGet, pathPing, nil, &ping); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := r.do(pctx, http.MethodGet, pathPing, nil, &ping); err != nil {
 		r.Close()
+		if ctx.Err() == nil && pctx.Err() != nil {
+			// It holds the socket and the store, and cannot be replaced.
+			return nil, deck.Errorf(deck.KindUnreachable, "the taskdeck owner on %s does not answer within %v; stop it (see `fuser %s`) or choose another --data-dir", path, pingTimeout, path)
+		}
 		return nil, err
 	}
 	if ping.Protocol != protocol {

@@ -417,3 +417,29 @@ func TestServeMakesTheDirPrivate(t *testing.T) {
 		t.Fatalf("data dir %v after Serve, want 0700", fi.Mode().Perm())
 	}
 }
+
+// An owner that accepts and never answers is named as stuck, in one
+// line, instead of hanging the command.
+func TestDialStuckOwner(t *testing.T) {
+	dir := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(dir, SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	defer func(d time.Duration) { pingTimeout = d }(pingTimeout)
+	pingTimeout = 100 * time.Millisecond
+	_, err = Dial(t.Context(), dir)
+	if de := wantKind(t, "Dial of a stuck owner", err, deck.KindUnreachable); !strings.Contains(de.Message, "does not answer") {
+		t.Fatalf("the message: %q", de.Message)
+	}
+}
