@@ -36,6 +36,9 @@ var pingTimeout = 5 * time.Second
 type remote struct {
 	path   string
 	client *http.Client
+	// closed ends the feeds when the deck is closed.
+	closed context.Context
+	close  context.CancelFunc
 }
 
 // Dial connects to the owner's socket in dataDir. It fails, with ErrNoOwner
@@ -46,6 +49,7 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 		return nil, deck.Errorf(deck.KindUsage, "%w", err)
 	}
 	r := &remote{path: path}
+	r.closed, r.close = context.WithCancel(context.Background())
 	r.client = &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			c, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "unix", path)
@@ -202,6 +206,7 @@ func (r *remote) CheckCall(ctx context.Context, req deck.CallRequest) error {
 }
 
 func (r *remote) Close() error {
+	r.close()
 	r.client.CloseIdleConnections()
 	return nil
 }
@@ -209,14 +214,22 @@ func (r *remote) Close() error {
 // Watch returns once the owner has subscribed: what commits after it is
 // in the feed.
 func (r *remote) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
+	if r.closed.Err() != nil {
+		return nil, errClosed
+	}
 	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(r.closed, cancel)
 	resp, err := r.send(ctx, http.MethodPost, pathWatch, watchReq{from})
 	if err != nil {
+		stop()
 		cancel()
 		return nil, err
 	}
 	f := &remoteFeed{ch: make(chan deck.Event, 64)}
-	go f.read(ctx, cancel, r, resp.Body)
+	go func() {
+		defer stop()
+		f.read(ctx, cancel, r, resp.Body)
+	}()
 	return f, nil
 }
 
@@ -250,6 +263,9 @@ func (f *remoteFeed) read(ctx context.Context, cancel context.CancelFunc, r *rem
 		lim.n = 0
 		err := dec.Decode(&fr)
 		switch {
+		case r.closed.Err() != nil:
+			end(errClosed)
+			return
 		case ctx.Err() != nil:
 			end(nil)
 			return
@@ -269,7 +285,11 @@ func (f *remoteFeed) read(ctx context.Context, cancel context.CancelFunc, r *rem
 		select {
 		case f.ch <- *fr.Event:
 		case <-ctx.Done():
-			end(nil)
+			if r.closed.Err() != nil {
+				end(errClosed)
+			} else {
+				end(nil)
+			}
 			return
 		}
 	}

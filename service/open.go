@@ -36,6 +36,10 @@ type Client struct {
 	opts Options
 	log  *slog.Logger
 
+	// closing ends the feeds at Close.
+	closing context.Context
+	close   context.CancelFunc
+
 	mu     sync.Mutex
 	cur    deck.Deck
 	srv    *Server // non-nil while this process owns the store
@@ -48,6 +52,7 @@ type Client struct {
 // returned deck is open.
 func Open(ctx context.Context, opts Options) (*Client, error) {
 	c := &Client{opts: opts, log: opts.Logger}
+	c.closing, c.close = context.WithCancel(context.Background())
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -140,6 +145,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	c.close()
 	if c.cur == nil {
 		return nil
 	}
@@ -237,12 +243,20 @@ func (c *Client) CheckCall(ctx context.Context, req deck.CallRequest) error {
 // again and resumes with Watch(the last revision it delivered), so its
 // watcher misses nothing and sees nothing twice.
 func (c *Client) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.closing, cancel)
 	inner, gen, err := c.watch(ctx, from)
 	if err != nil {
+		stop()
+		cancel()
 		return nil, err
 	}
 	f := &failoverFeed{ch: make(chan deck.Event, 64)}
-	go f.run(ctx, c, inner, gen, from)
+	go func() {
+		defer cancel()
+		defer stop()
+		f.run(ctx, c, inner, gen, from)
+	}()
 	return f, nil
 }
 
@@ -273,6 +287,11 @@ func (f *failoverFeed) Err() error {
 
 func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen, rev uint64) {
 	defer close(f.ch)
+	defer func() {
+		if c.closing.Err() != nil {
+			f.setErr(errClosed)
+		}
+	}()
 	for {
 		for ev := range inner.Events() {
 			if ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventChange {

@@ -265,3 +265,34 @@ func TestOpenLockedWithoutOwner(t *testing.T) {
 		t.Fatalf("gave up after %v, want about %v", took, chooseFor)
 	}
 }
+
+// Closing a deck ends its feeds, with an error that says it was closed,
+// whether it is the owner or works through one.
+func TestCloseEndsFeeds(t *testing.T) {
+	dir, log := t.TempDir(), newRevLog()
+	a := open(t, dir, owner(t, dir, log, nil))
+	b := open(t, dir, owner(t, dir, log, nil))
+	r, err := Dial(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		d    deck.Deck
+	}{{"through the owner", b}, {"dialled", r}, {"the owner", a}} {
+		feed, err := c.d.Watch(t.Context(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next(t, feed)
+		c.d.Close()
+		for range feed.Events() {
+		}
+		if feed.Err() != errClosed {
+			t.Fatalf("%s: the feed ended with %v, want %v", c.name, feed.Err(), errClosed)
+		}
+		if _, err := c.d.Watch(t.Context(), 0); err != errClosed {
+			t.Fatalf("%s: Watch after Close: %v", c.name, err)
+		}
+	}
+}
