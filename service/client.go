@@ -36,6 +36,10 @@ var pingTimeout = 5 * time.Second
 type remote struct {
 	path   string
 	client *http.Client
+	// once sends the changing requests, each on a connection of its own:
+	// one the owner closed while idle could take a request it never
+	// read, and such a request cannot be told from one cut off.
+	once   *http.Client
 	// closed ends the feeds when the deck is closed.
 	closed context.Context
 	close  context.CancelFunc
@@ -50,17 +54,15 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 	}
 	r := &remote{path: path}
 	r.closed, r.close = context.WithCancel(context.Background())
-	r.client = &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			c, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "unix", path)
-			if err != nil {
-				return nil, &dialError{err}
-			}
-			return c, nil
-		},
-		MaxIdleConnsPerHost: 64,
-		DisableCompression:  true,
-	}}
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		c, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "unix", path)
+		if err != nil {
+			return nil, &dialError{err}
+		}
+		return c, nil
+	}
+	r.client = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 64, DisableCompression: true}}
+	r.once = &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true, DisableCompression: true}}
 	var ping pingResp
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
@@ -116,7 +118,11 @@ func (r *remote) send(ctx context.Context, method, path string, in any) (*http.R
 		return nil, deck.Errorf(deck.KindFailed, "%w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.client.Do(req)
+	c := r.client
+	if changes[path] {
+		c = r.once
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return nil, r.transportError(ctx, err)
 	}
@@ -208,6 +214,7 @@ func (r *remote) CheckCall(ctx context.Context, req deck.CallRequest) error {
 func (r *remote) Close() error {
 	r.close()
 	r.client.CloseIdleConnections()
+	r.once.CloseIdleConnections()
 	return nil
 }
 

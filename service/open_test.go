@@ -3,6 +3,7 @@ package service
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -294,5 +295,59 @@ func TestCloseEndsFeeds(t *testing.T) {
 		if _, err := c.d.Watch(t.Context(), 0); err != errClosed {
 			t.Fatalf("%s: Watch after Close: %v", c.name, err)
 		}
+	}
+}
+
+// Three clients call in parallel while the owner exits: every call gets
+// its record. The keyed ones cut off are sent again (the key makes that
+// safe); an unkeyed one never is, and the owner's exit cuts none off: it
+// removes the socket first (a call that finds none goes to the next
+// owner) and answers every request that reached it.
+func TestParallelCallsAcrossOwnerExit(t *testing.T) {
+	ctx := t.Context()
+	dir, log := t.TempDir(), newRevLog()
+	a := open(t, dir, owner(t, dir, log, nil))
+	const perClient = 40
+	var mu sync.Mutex
+	ok := 0
+	var wg sync.WaitGroup
+	for i := range 3 {
+		c := open(t, dir, owner(t, dir, log, nil))
+		wg.Go(func() {
+			for k := range perClient {
+				key := ""
+				if k%2 == 0 {
+					key = fmt.Sprintf("c%d-%d", i, k)
+				}
+				_, err := c.Call(ctx, sleepCall(key))
+				if err != nil {
+					t.Errorf("call %q: %v (%v)", key, err, errors.Unwrap(err))
+					continue
+				}
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		})
+	}
+	waitFor(t, "calls before the owner exits", 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return ok >= 30 })
+	closing := time.Now()
+	a.Close()
+	t.Logf("the owner closed in %v", time.Since(closing))
+	wg.Wait()
+	t.Logf("the calls ended %v after", time.Since(closing))
+	d := open(t, dir, owner(t, dir, log, nil))
+	list, err := d.List(ctx, deck.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]int{}
+	for _, e := range list {
+		if e.Task.IdempotencyKey != "" {
+			keys[e.Task.IdempotencyKey]++
+		}
+	}
+	if len(keys) != 3*perClient/2 || len(list) != 3*perClient || ok != 3*perClient {
+		t.Fatalf("%d calls answered, %d records, %d keys; want %d, %d, %d", ok, len(list), len(keys), 3*perClient, 3*perClient, 3*perClient/2)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
@@ -24,6 +25,7 @@ const drainTimeout = 10 * time.Second
 // Server serves one deck on the owner's socket.
 type Server struct {
 	path  string
+	ln    *peerListener
 	http  *http.Server
 	log   *slog.Logger
 	done  chan struct{} // closed when Serve's accept loop has returned
@@ -32,6 +34,7 @@ type Server struct {
 	endFeeds context.CancelFunc
 	stop     sync.Once
 	stopErr  error
+	conns    atomic.Int64 // open connections
 }
 
 // Serve serves d on the socket in dataDir until ctx ends or Shutdown. It
@@ -54,16 +57,20 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
+	// Shutdown unlinks the socket itself, before it stops accepting.
+	l.SetUnlinkOnClose(false)
 	feeds, endFeeds := context.WithCancel(context.Background())
-	s := &Server{path: path, log: log, done: make(chan struct{}), feeds: feeds, endFeeds: endFeeds}
+	s := &Server{path: path, log: log, done: make(chan struct{}), feeds: feeds, endFeeds: endFeeds,
+		ln: &peerListener{UnixListener: l, uid: os.Geteuid(), log: log, closed: make(chan struct{}), parked: make(chan struct{})}}
 	s.http = &http.Server{
 		Handler:           s.routes(d),
 		ReadHeaderTimeout: 10 * time.Second,
+		ConnState:         s.connState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go func() {
 		defer close(s.done)
-		if err := s.http.Serve(&peerListener{UnixListener: l, uid: os.Geteuid(), log: log}); !errors.Is(err, http.ErrServerClosed) {
+		if err := s.http.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 			log.Warn("socket serving ended", "socket", path, "err", err)
 		}
 	}()
@@ -83,36 +90,103 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger) (
 // Path is the socket's path.
 func (s *Server) Path() string { return s.path }
 
-// Shutdown stops accepting, lets unary requests in flight finish (until
-// ctx ends, at most drainTimeout), ends every feed (its watchers fail
-// over to the next owner) and removes the socket file.
+// Shutdown removes the socket file, serves the connections already made
+// to it, lets unary requests in flight finish (until ctx ends, at most
+// drainTimeout), and ends every feed (its watchers fail over to the next
+// owner). A request that finds no socket was provably never sent, and
+// its client sends it to the next owner.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stop.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, drainTimeout)
 		defer cancel()
+		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.log.Warn("cannot remove the socket", "socket", s.path, "err", err)
+		}
+		// Without the file no connection can arrive; those in the
+		// listen queue are accepted and served, not reset.
+		s.ln.drain()
+		select {
+		case <-s.ln.parked:
+		case <-s.done: // Serve ended already (closed under it)
+		case <-ctx.Done():
+		}
+		// Not http.Server.Shutdown: it closes, unanswered, a connection
+		// whose request it reads after it began. Instead every connection
+		// ends by itself: no keep-alive (idle ones close now), no feeds.
+		s.http.SetKeepAlivesEnabled(false)
 		s.endFeeds()
-		if err := s.http.Shutdown(ctx); err != nil {
-			// Requests still running past the bound are cut off.
-			s.stopErr = s.http.Close()
-			if s.stopErr == nil {
-				s.stopErr = err
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for s.conns.Load() > 0 && ctx.Err() == nil {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
 			}
 		}
+		// What is left overran the bound, and is cut off.
+		s.stopErr = errors.Join(s.http.Close(), ctx.Err())
 		<-s.done
 	})
 	return s.stopErr
 }
 
+// connState counts the open connections, for Shutdown to wait on.
+func (s *Server) connState(_ net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		s.conns.Add(1)
+	case http.StateClosed, http.StateHijacked:
+		s.conns.Add(-1)
+	}
+}
+
 // peerListener refuses, at accept, a peer of another user.
 type peerListener struct {
 	*net.UnixListener
-	uid int
-	log *slog.Logger
+	uid       int
+	log       *slog.Logger
+	closeOnce sync.Once
+	closed    chan struct{}
+	draining  atomic.Bool
+	parkOnce  sync.Once
+	parked    chan struct{} // closed once the queue is drained
+}
+
+// queueDrain is how long Accept waits for more once draining: once the
+// socket file is gone nothing more can arrive, so the queue only empties.
+const queueDrain = 20 * time.Millisecond
+
+// drain makes Accept take what is queued, then wait for Close.
+func (l *peerListener) drain() {
+	l.draining.Store(true)
+	l.SetDeadline(time.Now().Add(queueDrain)) // wakes a blocked Accept
+}
+
+func (l *peerListener) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.UnixListener.Close()
 }
 
 func (l *peerListener) Accept() (net.Conn, error) {
+	woken := false
 	for {
+		if l.draining.Load() {
+			// A fresh deadline each time: accept(2) is tried before it
+			// counts, so a late goroutine still takes what is queued.
+			l.SetDeadline(time.Now().Add(queueDrain))
+		}
 		c, err := l.UnixListener.Accept()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			if !woken {
+				woken = true // the wake-up of drain, perhaps late: try again
+				continue
+			}
+			// Drained. http.Server retries timeouts, so park until it
+			// closes the listener.
+			l.parkOnce.Do(func() { close(l.parked) })
+			<-l.closed
+			return nil, net.ErrClosed
+		}
 		if err != nil {
 			return nil, err
 		}
