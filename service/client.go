@@ -39,7 +39,7 @@ type remote struct {
 	// once sends the changing requests, each on a connection of its own:
 	// one the owner closed while idle could take a request it never
 	// read, and such a request cannot be told from one cut off.
-	once   *http.Client
+	once *http.Client
 	// closed ends the feeds when the deck is closed.
 	closed context.Context
 	close  context.CancelFunc
