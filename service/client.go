@@ -24,6 +24,12 @@ var ErrNoOwner = errors.New("no taskdeck owner answers")
 // received before it went away.
 var errCutOff = errors.New("the owner went away")
 
+// clientIdle is how long a connection to the owner stays open unused.
+// The client never sends on one idle longer, so an exiting owner that
+// waits for its clients to close theirs never drops a request it did not
+// read (see Server.Shutdown).
+const clientIdle = 100 * time.Millisecond
+
 // dialTimeout bounds one connect to the socket; a live owner accepts at
 // once (the kernel queues the connection).
 const dialTimeout = time.Second
@@ -36,10 +42,6 @@ var pingTimeout = 5 * time.Second
 type remote struct {
 	path   string
 	client *http.Client
-	// once sends the changing requests, each on a connection of its own:
-	// one the owner closed while idle could take a request it never
-	// read, and such a request cannot be told from one cut off.
-	once *http.Client
 	// closed ends the feeds when the deck is closed.
 	closed context.Context
 	close  context.CancelFunc
@@ -61,8 +63,8 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 		}
 		return c, nil
 	}
-	r.client = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 64, DisableCompression: true}}
-	r.once = &http.Client{Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true, DisableCompression: true}}
+	r.client = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 64,
+		IdleConnTimeout: clientIdle, DisableCompression: true}}
 	var ping pingResp
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
@@ -118,11 +120,7 @@ func (r *remote) send(ctx context.Context, method, path string, in any) (*http.R
 		return nil, deck.Errorf(deck.KindFailed, "%w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	c := r.client
-	if changes[path] {
-		c = r.once
-	}
-	resp, err := c.Do(req)
+	resp, err := r.client.Do(req)
 	if err != nil {
 		return nil, r.transportError(ctx, err)
 	}
@@ -214,7 +212,6 @@ func (r *remote) CheckCall(ctx context.Context, req deck.CallRequest) error {
 func (r *remote) Close() error {
 	r.close()
 	r.client.CloseIdleConnections()
-	r.once.CloseIdleConnections()
 	return nil
 }
 

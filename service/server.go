@@ -34,7 +34,9 @@ type Server struct {
 	endFeeds context.CancelFunc
 	stop     sync.Once
 	stopErr  error
-	conns    atomic.Int64 // open connections
+	draining atomic.Bool
+	mu       sync.Mutex
+	conns    map[net.Conn]http.ConnState
 }
 
 // Serve serves d on the socket in dataDir until ctx ends or Shutdown. It
@@ -60,10 +62,10 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger) (
 	// Shutdown unlinks the socket itself, before it stops accepting.
 	l.SetUnlinkOnClose(false)
 	feeds, endFeeds := context.WithCancel(context.Background())
-	s := &Server{path: path, log: log, done: make(chan struct{}), feeds: feeds, endFeeds: endFeeds,
+	s := &Server{path: path, log: log, done: make(chan struct{}), feeds: feeds, endFeeds: endFeeds, conns: map[net.Conn]http.ConnState{},
 		ln: &peerListener{UnixListener: l, uid: os.Geteuid(), log: log, closed: make(chan struct{}), parked: make(chan struct{})}}
 	s.http = &http.Server{
-		Handler:           s.routes(d),
+		Handler:           s.closing(s.routes(d)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ConnState:         s.connState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -99,6 +101,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stop.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, drainTimeout)
 		defer cancel()
+		s.draining.Store(true)
 		if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.log.Warn("cannot remove the socket", "socket", s.path, "err", err)
 		}
@@ -111,33 +114,70 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 		// Not http.Server.Shutdown: it closes, unanswered, a connection
-		// whose request it reads after it began. Instead every connection
-		// ends by itself: no keep-alive (idle ones close now), no feeds.
-		s.http.SetKeepAlivesEnabled(false)
+		// whose request it reads after it began, and one it closes while
+		// idle may carry a request the client could not tell from one cut
+		// off. Instead each connection ends by itself: a request on it is
+		// answered with Connection: close, and a client closes an idle one
+		// after clientIdle (it sends on none idle longer).
 		s.endFeeds()
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
-		for s.conns.Load() > 0 && ctx.Err() == nil {
+		stuck := time.Now().Add(idleGrace)
+		for ctx.Err() == nil {
+			active, idle := s.connCounts()
+			if active+idle == 0 || active == 0 && time.Now().After(stuck) {
+				break
+			}
 			select {
 			case <-tick.C:
 			case <-ctx.Done():
 			}
 		}
-		// What is left overran the bound, and is cut off.
+		// What is left overran the bound, or is a stuck client's.
 		s.stopErr = errors.Join(s.http.Close(), ctx.Err())
 		<-s.done
 	})
 	return s.stopErr
 }
 
-// connState counts the open connections, for Shutdown to wait on.
-func (s *Server) connState(_ net.Conn, st http.ConnState) {
+// idleGrace is how long Shutdown waits for clients to close their idle
+// connections (they do after clientIdle) before it closes them.
+const idleGrace = time.Second
+
+// connState keeps each connection's state, for Shutdown to wait on.
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch st {
-	case http.StateNew:
-		s.conns.Add(1)
 	case http.StateClosed, http.StateHijacked:
-		s.conns.Add(-1)
+		delete(s.conns, c)
+	default:
+		s.conns[c] = st
 	}
+}
+
+func (s *Server) connCounts() (active, idle int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.conns {
+		if st == http.StateIdle {
+			idle++
+		} else {
+			active++
+		}
+	}
+	return active, idle
+}
+
+// closing answers every request with Connection: close once Shutdown
+// has begun, so that the client uses the connection no more.
+func (s *Server) closing(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // peerListener refuses, at accept, a peer of another user.

@@ -77,12 +77,6 @@ const (
 	pathWatch     = "/v1/watch"
 )
 
-// changes are the paths of the methods that change records.
-var changes = map[string]bool{
-	pathCall: true, pathContinue: true, pathAnswer: true, pathCancel: true,
-	pathForget: true, pathPrune: true, pathPollNow: true,
-}
-
 // statusOf gives each kind an HTTP status, for anyone reading the socket
 // with curl; the client reads the kind from the body.
 func statusOf(k deck.Kind) int {
