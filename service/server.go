@@ -124,8 +124,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		defer tick.Stop()
 		stuck := time.Now().Add(idleGrace)
 		for ctx.Err() == nil {
-			active, idle := s.connCounts()
-			if active+idle == 0 || active == 0 && time.Now().After(stuck) {
+			busy, waiting := s.connCounts()
+			if busy+waiting == 0 || busy == 0 && time.Now().After(stuck) {
 				break
 			}
 			select {
@@ -141,7 +141,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // idleGrace is how long Shutdown waits for clients to close their idle
-// connections (they do after clientIdle) before it closes them.
+// connections (they do after clientIdle) before it closes them, and for
+// a new connection to send its request.
 const idleGrace = time.Second
 
 // connState keeps each connection's state, for Shutdown to wait on.
@@ -156,17 +157,19 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 	}
 }
 
-func (s *Server) connCounts() (active, idle int) {
+// connCounts counts the connections with a request in progress, and
+// those waiting for one (idle, or new with nothing sent yet).
+func (s *Server) connCounts() (busy, waiting int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, st := range s.conns {
-		if st == http.StateIdle {
-			idle++
+		if st == http.StateActive {
+			busy++
 		} else {
-			active++
+			waiting++
 		}
 	}
-	return active, idle
+	return busy, waiting
 }
 
 // closing answers every request with Connection: close once Shutdown

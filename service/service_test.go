@@ -443,3 +443,21 @@ func TestDialStuckOwner(t *testing.T) {
 		t.Fatalf("the message: %q", de.Message)
 	}
 }
+
+// A client that connects and sends nothing holds the owner's exit up
+// only for idleGrace, not for the whole drain.
+func TestShutdownSilentClient(t *testing.T) {
+	_, _, srv, _ := serveStoreDeck(t)
+	c, err := net.Dial("unix", srv.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > idleGrace+time.Second {
+		t.Fatalf("Shutdown took %v with a silent client, want about %v", took, idleGrace)
+	}
+}
