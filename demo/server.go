@@ -28,9 +28,17 @@ type Options struct {
 	// Hostile adds HostileTool, whose texts carry terminal escapes, for
 	// tests that prove clients show server text inert. Off by default.
 	Hostile bool
+	// Hold adds HoldTool, whose task changes only when Step is called, for
+	// tests and benchmarks that choose the moment of a change. Off by
+	// default: called from a dashboard it would wait until its TTL.
+	Hold bool
 	// JSONResponse answers each POST with one application/json body
 	// instead of an SSE stream (go-sdk's default); real servers do either.
 	JSONResponse bool
+	// NoPush makes subscriptions/listen acknowledge no task ids and end at
+	// once, as on a server without push (spec §8), so that clients' polling
+	// path stays tested.
+	NoPush bool
 }
 
 // Stats are counters for tests.
@@ -41,6 +49,9 @@ type Stats struct {
 	Gets         int
 	Updates      int
 	Cancels      int
+	// Subscriptions counts the subscriptions/listen streams for task ids
+	// the server pushed on (none under NoPush).
+	Subscriptions int
 }
 
 // Server is the demo MCP server.
@@ -55,6 +66,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	stats Stats
+	holds map[string]chan struct{} // running hold tasks → their step signal
 }
 
 // New builds a server with all demo tools registered.
@@ -77,6 +89,7 @@ func New(opts Options) *Server {
 		tasks:    newTable(opts.TTL, opts.PollInterval),
 		stateKey: []byte(rand.Text()),
 		stats:    Stats{ToolCalls: map[string]int{}},
+		holds:    map[string]chan struct{}{},
 	}
 	// go-sdk logs three Info lines per stateless POST: keep only its warnings.
 	sdkLog := slog.New(minLevel{opts.Logger.Handler(), slog.LevelWarn})
@@ -90,11 +103,14 @@ func New(opts Options) *Server {
 	if opts.Hostile {
 		s.addHostile()
 	}
+	if opts.Hold {
+		s.addHold()
+	}
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	must(mcp.AddReceivingCustomMethod(s.mcp, wire.MethodGet, s.getTask))
 	must(mcp.AddReceivingCustomMethod(s.mcp, wire.MethodUpdate, s.updateTask))
 	must(mcp.AddReceivingCustomMethod(s.mcp, wire.MethodCancel, s.cancelTask))
-	s.http = newHTTPHandler(s.mcp, sdkLog, opts.JSONResponse)
+	s.http = s.listenHandler(newHTTPHandler(s.mcp, sdkLog, opts.JSONResponse))
 	return s
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
 )
 
 // maxLine bounds one stdio message.
@@ -26,7 +27,11 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	defer cancel()
 	stop := context.AfterFunc(s.tasks.root, cancel) // Close ends the session
 	defer stop()
-	err := s.mcp.Run(ctx, &lineTransport{in: in, out: out})
+	tr := &lineTransport{srv: s, in: in, out: out}
+	err := s.mcp.Run(ctx, tr)
+	if tr.conn != nil {
+		tr.conn.endListens() // and let each write its end first
+	}
 	if ctx.Err() != nil || errors.Is(err, io.EOF) {
 		return nil
 	}
@@ -34,19 +39,24 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 }
 
 type lineTransport struct {
-	in  io.Reader
-	out io.Writer
+	srv  *Server
+	in   io.Reader
+	out  io.Writer
+	conn *lineConn // set by Connect, which Run calls before it returns
 }
 
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{in: t.in, out: t.out, msgs: make(chan jsonrpc.Message), closed: make(chan struct{})}
+	c := &lineConn{srv: t.srv, in: t.in, out: t.out, msgs: make(chan jsonrpc.Message), closed: make(chan struct{}),
+		listens: map[string]context.CancelFunc{}}
+	t.conn = c
 	go c.readLoop()
 	return c, nil
 }
 
 // lineConn is an mcp.Connection over newline-delimited JSON that survives
-// malformed input.
+// malformed input. It serves the listens for task ids itself (push.go).
 type lineConn struct {
+	srv  *Server
 	in   io.Reader
 	out  io.Writer
 	wmu  sync.Mutex
@@ -54,6 +64,11 @@ type lineConn struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	lmu     sync.Mutex
+	listens map[string]context.CancelFunc // live listen id (compact JSON) → its end
+	lwg     sync.WaitGroup
+	ended   bool // set by endListens
 }
 
 func (c *lineConn) readLoop() {
@@ -67,7 +82,7 @@ func (c *lineConn) readLoop() {
 				if c.write(bad) != nil {
 					return
 				}
-			} else {
+			} else if !c.intercept(line, msg) {
 				select {
 				case c.msgs <- msg:
 				case <-c.closed:
@@ -154,6 +169,95 @@ func (c *lineConn) write(data []byte) error {
 	defer c.wmu.Unlock()
 	_, err := c.out.Write(append(data, '\n'))
 	return err
+}
+
+// intercept serves a listen for task ids, or the notifications/cancelled
+// that ends one, and reports whether it took the message from go-sdk.
+func (c *lineConn) intercept(line []byte, msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return false
+	}
+	switch req.Method {
+	case wire.MethodListen:
+		l, ok := parseListen(line)
+		if !ok {
+			return false
+		}
+		if e := l.check(""); e != nil {
+			c.writeMsg(errorMessage(l.id, e))
+			return true
+		}
+		if c.srv.opts.NoPush {
+			return false
+		}
+		key := compactID(l.id)
+		ctx, cancel := context.WithCancel(context.Background())
+		c.lmu.Lock()
+		defer c.lmu.Unlock()
+		if c.ended { // the session is over: no stream may start
+			cancel()
+			return true
+		}
+		if _, dup := c.listens[key]; dup {
+			cancel()
+			c.writeMsg(errorMessage(l.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "duplicate in-flight request id " + key}))
+			return true
+		}
+		c.listens[key] = cancel
+		c.lwg.Go(func() {
+			c.srv.serveListen(ctx, l, c.writeMsg)
+			c.lmu.Lock()
+			delete(c.listens, key)
+			c.lmu.Unlock()
+			cancel()
+		})
+		return true
+	case "notifications/cancelled":
+		var p struct {
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &p) != nil {
+			return false
+		}
+		c.lmu.Lock()
+		cancel, ok := c.listens[compactID(p.Params.RequestID)]
+		c.lmu.Unlock()
+		if ok {
+			cancel() // the client asked for the end: no result is sent
+		}
+		return ok
+	}
+	return false
+}
+
+// endListens ends every listen stream and waits for their last writes.
+func (c *lineConn) endListens() {
+	c.lmu.Lock()
+	c.ended = true
+	for _, cancel := range c.listens {
+		cancel()
+	}
+	c.lmu.Unlock()
+	c.lwg.Wait()
+}
+
+func compactID(id json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, id) != nil {
+		return string(id)
+	}
+	return b.String()
+}
+
+func (c *lineConn) writeMsg(msg any) error {
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	return c.write(data)
 }
 
 func (c *lineConn) Close() error {

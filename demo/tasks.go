@@ -63,13 +63,17 @@ type table struct {
 	root   context.Context
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
+
+	subs  map[*subscription]struct{} // live subscriptions/listen streams
+	hooks []func(string, time.Time)  // Server.OnChange
 }
 
 var errClosed = errors.New("server is closed")
 
 func newTable(ttl, poll time.Duration) *table {
 	root, stop := context.WithCancel(context.Background())
-	return &table{ttl: ttl, poll: poll, tasks: map[string]*task{}, root: root, stop: stop}
+	return &table{ttl: ttl, poll: poll, tasks: map[string]*task{}, root: root, stop: stop,
+		subs: map[*subscription]struct{}{}}
 }
 
 // create registers a working task and returns it with the context its
@@ -129,10 +133,24 @@ func (tb *table) lookup(id string) (*task, bool) {
 	return t, ok
 }
 
-// setLocked changes the status and stamps lastUpdatedAt.
+// setLocked changes the status; see changedLocked.
 func (tb *table) setLocked(t *task, status string) {
 	t.status = status
+	tb.changedLocked(t)
+}
+
+// changedLocked stamps lastUpdatedAt after a change of a task's tasks/get
+// view, runs the OnChange hooks and queues the new view for its
+// subscribers: no one can see the change before the hooks have run. The
+// caller holds tb.mu.
+func (tb *table) changedLocked(t *task) {
 	t.updated = time.Now()
+	for _, h := range tb.hooks {
+		h(t.id, t.updated)
+	}
+	if len(tb.subs) > 0 {
+		tb.pushLocked(t)
+	}
 }
 
 // get returns the tasks/get view of a task.
@@ -143,6 +161,12 @@ func (tb *table) get(id string) (*wire.GetTaskResult, error) {
 	if !ok {
 		return nil, wire.ErrTaskNotFound()
 	}
+	return &wire.GetTaskResult{ResultType: wire.ResultTypeComplete, DetailedTask: tb.detailLocked(t)}, nil
+}
+
+// detailLocked is the DetailedTask of tasks/get and notifications/tasks;
+// the caller holds tb.mu.
+func (tb *table) detailLocked(t *task) wire.DetailedTask {
 	d := wire.DetailedTask{Task: tb.head(t)}
 	switch t.status {
 	case statusInputRequired:
@@ -157,7 +181,7 @@ func (tb *table) get(id string) (*wire.GetTaskResult, error) {
 	case statusFailed:
 		d.Error = wire.RPCError(t.err)
 	}
-	return &wire.GetTaskResult{ResultType: wire.ResultTypeComplete, DetailedTask: d}, nil
+	return d
 }
 
 // head is the Task object; the caller holds tb.mu.
@@ -193,9 +217,9 @@ func (tb *table) cancel(id string) error {
 	if t.terminal() {
 		return nil
 	}
-	tb.setLocked(t, statusCancelled)
 	t.statusMessage = "cancelled by the client"
 	t.inputs, t.answers, t.deliver = nil, nil, nil
+	tb.setLocked(t, statusCancelled)
 	t.cancel()
 	return nil
 }
@@ -235,7 +259,7 @@ func (tb *table) progress(t *task, msg string, poll time.Duration) {
 	if poll > 0 {
 		t.pollInterval = poll
 	}
-	t.updated = time.Now()
+	tb.changedLocked(t)
 }
 
 // ask puts the task into input_required with the given requests and
@@ -293,6 +317,9 @@ func (tb *table) update(id string, responses map[string]json.RawMessage) error {
 	}
 	maps.Copy(t.answers, taken)
 	if len(t.answers) < len(t.inputs) {
+		if len(taken) > 0 { // the answered keys left inputRequests
+			tb.changedLocked(t)
+		}
 		return nil
 	}
 	t.deliver <- t.answers // buffered, sent once per ask

@@ -124,17 +124,11 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 	if rec.Status != model.StatusInputRequired {
 		return nil, &StateError{Task: rec, Want: "it is not waiting for input"}
 	}
-	for key, raw := range answers {
-		if rec.Answered(key) {
-			return nil, &InputKeyError{TaskID: id, Key: key, Answered: true}
-		}
-		req, ok := rec.InputRequests[key]
-		if !ok {
-			return nil, &InputKeyError{TaskID: id, Key: key, Pending: rec.PendingInputs()}
-		}
-		if err := model.ValidateAnswer(req, raw); err != nil {
-			return nil, &AnswerError{Key: key, Err: err}
-		}
+	if rec.NeedsInput() {
+		return nil, &StateError{Task: rec, Want: "it waits for input before its task exists; its answers go out with the call (Continue)"}
+	}
+	if err := checkAnswers(rec, answers); err != nil {
+		return nil, err
 	}
 	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
 		if r.PendingAnswers == nil {
@@ -173,6 +167,24 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 		return sent, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
 	}
 	return sent, nil
+}
+
+// checkAnswers refuses an answer to a key the record did not ask for or
+// already answered, and one that does not fit its request.
+func checkAnswers(rec *model.Task, answers map[string]json.RawMessage) error {
+	for _, key := range slices.Sorted(maps.Keys(answers)) {
+		if rec.Answered(key) {
+			return &InputKeyError{TaskID: rec.ID, Key: key, Answered: true}
+		}
+		req, ok := rec.InputRequests[key]
+		if !ok {
+			return &InputKeyError{TaskID: rec.ID, Key: key, Pending: rec.PendingInputs()}
+		}
+		if err := model.ValidateAnswer(req, answers[key]); err != nil {
+			return &AnswerError{Key: key, Err: err}
+		}
+	}
+	return nil
 }
 
 // flushAnswers sends pending answers and clears them once acknowledged.
@@ -225,7 +237,7 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	switch {
 	case rec.Status.Terminal():
 		return rec, &StateError{Task: rec, Want: "it has already ended; nothing to cancel"}
-	case !rec.Status.Pollable():
+	case !rec.Pollable():
 		return rec, &StateError{Task: rec, Want: fmt.Sprintf("it has no server handle, so there is nothing to cancel; `taskdeck forget %s` removes the record", id)}
 	}
 	sess, err := t.session(ctx, rec.Server)

@@ -60,6 +60,12 @@ func (s *Session) Tools(ctx context.Context) (*ToolList, error) {
 	return l, err
 }
 
+// ListedTools is Tools, listing again now when refresh is set.
+func (s *Session) ListedTools(ctx context.Context, refresh bool) (*ToolList, error) {
+	l, _, err := s.tools.get(ctx, s, refresh)
+	return l, err
+}
+
 // get returns the list, listing it when stale or when refresh is set;
 // fetched tells whether it was listed by this call. (While a server's
 // ttlMs runs, go-sdk answers a listing from its own copy: refresh cannot

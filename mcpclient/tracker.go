@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -96,6 +97,21 @@ type CallRequest struct {
 	Args   json.RawMessage // a JSON object; empty means {}
 	Key    string          // idempotency key; empty means none
 	Input  InputFunc       // nil: a call that needs input fails with *InputNeededError
+	// Answers given up front: a round of input requests they cover
+	// (every key) is answered with them at once.
+	Answers map[string]json.RawMessage
+	Agent   string // who made the call, kept on the record
+}
+
+// CallOutcome is what Start or Continue came to.
+type CallOutcome struct {
+	Task   *model.Task
+	Reused bool // the key named an existing record of the same call; nothing was sent
+	// NeedsInput: the server asked for input before any task exists; the
+	// record is input_required with its requests and requestState, to be
+	// answered with Continue.
+	NeedsInput bool
+	Again      []string // keys asked for again after they were answered
 }
 
 // maxInputRounds bounds MRTR rounds, as go-sdk does, so a server that
@@ -105,72 +121,206 @@ const maxInputRounds = 10
 // Call makes a tool call durable: the idempotency key is checked, the
 // intent is synced, tools/call is sent, and the handle (or result) is
 // synced before Call returns. reused is true when the key named an
-// existing task and nothing was sent.
+// existing task and nothing was sent. Input asked for before the task
+// exists is req.Input's to answer; without one the call fails.
 func (t *Tracker) Call(ctx context.Context, req CallRequest) (rec *model.Task, reused bool, err error) {
+	out, err := t.start(ctx, req, false)
+	return out.Task, out.Reused, err
+}
+
+// Start is Call for an owner that keeps calls needing input: input that
+// neither req.Input nor req.Answers covers leaves the record NeedsInput
+// (committed, never thrown away), for Continue now or after a restart.
+func (t *Tracker) Start(ctx context.Context, req CallRequest) (CallOutcome, error) {
+	return t.start(ctx, req, true)
+}
+
+func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOutcome, error) {
 	args, err := NormalizeArgs(req.Args)
 	if err != nil {
-		return nil, false, err
+		return CallOutcome{}, err
 	}
 	if req.Key != "" {
 		existing, err := t.keyHolder(req.Server, req.Tool, args, req.Key)
 		if err != nil || existing != nil {
-			return existing, existing != nil, err
+			return CallOutcome{Task: existing, Reused: existing != nil}, err
 		}
 	}
 	sess, err := t.session(ctx, req.Server)
 	if err != nil {
-		return nil, false, err // nothing was sent, nothing is written
+		return CallOutcome{}, err // nothing was sent, nothing is written
 	}
-	rec = model.NewIntent(req.Server, req.Tool, args, req.Key, t.now())
+	rec := model.NewIntent(req.Server, req.Tool, args, req.Key, t.now())
+	rec.Agent = req.Agent
 	if err := t.store.Create(rec); err != nil {
 		var dup *store.DuplicateKeyError
 		if errors.As(err, &dup) {
-			return nil, false, &KeyConflictError{Key: req.Key, Existing: dup.Existing, SameCall: dup.Existing.ArgsHash == rec.ArgsHash}
+			return CallOutcome{}, &KeyConflictError{Key: req.Key, Existing: dup.Existing, SameCall: dup.Existing.ArgsHash == rec.ArgsHash}
 		}
-		return nil, false, err
+		return CallOutcome{}, err
 	}
+	return t.rounds(ctx, sess, rec, 0, nil, "", req, keep)
+}
 
-	var answers map[string]json.RawMessage
-	var state string
-	for round := 0; ; round++ {
+// rounds sends tools/call for the intent rec (status calling) until the
+// server answers with a task or a result, or asks for input nobody gave.
+// round counts the calls sent before this one.
+func (t *Tracker) rounds(ctx context.Context, sess *Session, rec *model.Task, round int, answers map[string]json.RawMessage, state string, req CallRequest, keep bool) (CallOutcome, error) {
+	for ; ; round++ {
 		cctx, cancel := withRequestTimeout(ctx, t.requestTimeout) // a stopped process keeps its answer
-		out, err := sess.CallTool(cctx, rec.Tool, args, answers, state)
+		out, err := sess.CallTool(cctx, rec.Tool, rec.Arguments, answers, state)
 		cancel()
 		if err != nil {
-			return t.callFailed(rec.ID, sess, err)
+			failed, err := t.callFailed(rec.ID, sess, err)
+			return CallOutcome{Task: failed}, err
 		}
 		switch out.ResultType {
 		case wire.ResultTypeTask:
 			rec, err = t.handle(ctx, rec.ID, *out.Task)
-			return rec, false, err
+			return CallOutcome{Task: rec}, err
 		case wire.ResultTypeComplete:
 			rec, err = t.apply(rec.ID, model.Snapshot{Status: model.StatusCompleted, Result: out.Result, IsError: out.IsError})
-			return rec, false, err
+			return CallOutcome{Task: rec}, err
 		}
 		// input_required before any task exists.
 		if round+1 >= maxInputRounds {
-			return t.abandonCall(rec.ID, fmt.Errorf("the server asked for input %d times; giving up", maxInputRounds))
+			failed, err := t.abandonCall(rec.ID, fmt.Errorf("the server asked for input %d times; giving up", maxInputRounds))
+			return CallOutcome{Task: failed}, err
+		}
+		again := askedAgain(out.InputRequests, answers)
+		if up, ok := covering(out.InputRequests, req.Answers); ok && len(again) == 0 {
+			answers, state = up, out.RequestState
+			continue
+		}
+		if req.Input == nil && keep {
+			rec, err = t.keep(rec.ID, out, req.Answers)
+			return CallOutcome{Task: rec, NeedsInput: err == nil, Again: again}, err
 		}
 		if req.Input == nil {
-			return t.abandonCall(rec.ID, &InputNeededError{Requests: out.InputRequests})
+			failed, err := t.abandonCall(rec.ID, &InputNeededError{Requests: out.InputRequests, Again: again})
+			return CallOutcome{Task: failed}, err
 		}
-		given := answers
 		answers, err = req.Input(ctx, out.InputRequests)
 		var need *InputNeededError
 		if errors.As(err, &need) {
 			// Asked again for what was answered: the answer was not taken.
-			for k := range out.InputRequests {
-				if _, ok := given[k]; ok {
-					need.Again = append(need.Again, k)
-				}
-			}
-			slices.Sort(need.Again)
+			need.Again = again
 		}
 		if err != nil {
-			return t.abandonCall(rec.ID, err)
+			failed, err := t.abandonCall(rec.ID, err)
+			return CallOutcome{Task: failed}, err
 		}
 		state = out.RequestState
 	}
+}
+
+// askedAgain lists the keys of requests that were answered in the round
+// before: the server did not take those answers.
+func askedAgain(requests map[string]model.InputRequest, given map[string]json.RawMessage) []string {
+	var again []string
+	for k := range requests {
+		if _, ok := given[k]; ok {
+			again = append(again, k)
+		}
+	}
+	slices.Sort(again)
+	return again
+}
+
+// covering returns the answers for every key of the requests, if all are
+// there.
+func covering(requests map[string]model.InputRequest, answers map[string]json.RawMessage) (map[string]json.RawMessage, bool) {
+	out := make(map[string]json.RawMessage, len(requests))
+	for k := range requests {
+		a, ok := answers[k]
+		if !ok {
+			return nil, false
+		}
+		out[k] = a
+	}
+	return out, true
+}
+
+// keep commits a call that needs input before its task exists: the
+// requests and the server's requestState are kept, and answers given up
+// front that fit a request count as given.
+func (t *Tracker) keep(id string, out *wire.CallOutcome, upfront map[string]json.RawMessage) (*model.Task, error) {
+	return t.store.Update(id, func(r *model.Task) (bool, error) {
+		msg := "the server needs input before it starts the task"
+		if err := r.MoveTo(model.StatusInputRequired, msg, t.now()); err != nil {
+			return false, err
+		}
+		r.StatusMessage = msg
+		r.InputRequests = out.InputRequests
+		r.RequestState = out.RequestState
+		r.AnsweredKeys, r.PendingAnswers = nil, nil
+		for k, req := range out.InputRequests {
+			if a, ok := upfront[k]; ok && model.ValidateAnswer(req, a) == nil {
+				r.PendingAnswers = orEmpty(r.PendingAnswers)
+				r.PendingAnswers[k] = wire.Compact(a)
+				r.MarkAnswered([]string{k}, t.now())
+			}
+		}
+		return true, nil
+	})
+}
+
+func orEmpty(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return map[string]json.RawMessage{}
+	}
+	return m
+}
+
+// Continue answers a call that NeedsInput. Answers are checked like
+// Answer's and committed; once every requested key has one, the record
+// goes back to calling and the next tools/call carries them with the
+// server's requestState.
+func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]json.RawMessage) (CallOutcome, error) {
+	defer t.tasks.lock(id)()
+	rec, err := t.store.Get(id)
+	if err != nil {
+		return CallOutcome{}, err
+	}
+	if !rec.NeedsInput() {
+		return CallOutcome{Task: rec}, &StateError{Task: rec, Want: "it is not a call waiting for input before its start"}
+	}
+	if err := checkAnswers(rec, answers); err != nil {
+		return CallOutcome{Task: rec}, err
+	}
+	if len(answers) > 0 {
+		if rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
+			r.PendingAnswers = orEmpty(r.PendingAnswers)
+			for k, v := range answers {
+				r.PendingAnswers[k] = wire.Compact(v)
+			}
+			r.MarkAnswered(slices.Sorted(maps.Keys(answers)), t.now())
+			return true, nil
+		}); err != nil {
+			return CallOutcome{}, err
+		}
+	}
+	if len(rec.PendingInputs()) > 0 {
+		return CallOutcome{Task: rec, NeedsInput: true}, nil
+	}
+	sess, err := t.session(ctx, rec.Server)
+	if err != nil {
+		return CallOutcome{Task: rec, NeedsInput: true}, err // the answers stay, for another Continue
+	}
+	send, state := rec.PendingAnswers, rec.RequestState
+	round := rec.InputRounds()
+	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
+		if err := r.MoveTo(model.StatusCalling, "answers sent with the call", t.now()); err != nil {
+			return false, err
+		}
+		r.StatusMessage = ""
+		r.InputRequests, r.AnsweredKeys, r.PendingAnswers, r.RequestState = nil, nil, nil, ""
+		return true, nil
+	})
+	if err != nil {
+		return CallOutcome{}, err
+	}
+	return t.rounds(ctx, sess, rec, round, send, state, CallRequest{}, true)
 }
 
 // handle stores a task handle. A CreateTaskResult carries no payload, so
@@ -231,7 +381,7 @@ func (t *Tracker) releaseKey(id string) error {
 }
 
 // callFailed settles an intent whose tools/call got no usable answer.
-func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task, bool, error) {
+func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task, error) {
 	var te *TransportError
 	isTransport := errors.As(cause, &te)
 	if isTransport && !te.Transient {
@@ -241,18 +391,18 @@ func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task
 	case isTransport && errors.As(cause, new(*RedirectError)):
 		// The server answered, with a redirect that was not followed.
 		rec, err := t.settle(id, model.StatusFailed, "the server answered with a redirect; nothing was started", cause, nil)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	case isTransport && errors.Is(cause, syscall.ECONNREFUSED):
 		// The connection was refused: the request never left.
 		rec, err := t.settle(id, model.StatusFailed, "server unreachable; nothing was started", cause, nil)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	case isTransport || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
 		rec, err := t.settle(id, model.StatusOrphaned, "the call was sent but no handle came back; the server may have started it", cause, nil)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	case errors.Is(cause, wire.ErrInvalid):
 		// A success answer that cannot be read may well be a task handle.
 		rec, err := t.settle(id, model.StatusOrphaned, "the server's answer to the call could not be read; the server may have started it", cause, nil)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	default:
 		// The server answered with an error: nothing runs there.
 		var rpcErr *model.RPCError
@@ -261,14 +411,14 @@ func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task
 			rpcErr = &model.RPCError{Code: se.Code, Message: se.Message, Data: se.Data}
 		}
 		rec, err := t.settle(id, model.StatusFailed, "the server refused the call", cause, rpcErr)
-		return rec, false, errors.Join(cause, err)
+		return rec, errors.Join(cause, err)
 	}
 }
 
 // abandonCall ends an intent whose input requests were not answered.
-func (t *Tracker) abandonCall(id string, cause error) (*model.Task, bool, error) {
+func (t *Tracker) abandonCall(id string, cause error) (*model.Task, error) {
 	rec, err := t.settle(id, model.StatusFailed, "the server needed input before starting; none was given", cause, nil)
-	return rec, false, errors.Join(cause, err)
+	return rec, errors.Join(cause, err)
 }
 
 func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rpcErr *model.RPCError) (*model.Task, error) {
@@ -322,7 +472,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	if err != nil {
 		return PollResult{}, err
 	}
-	if !rec.Status.Pollable() {
+	if !rec.Pollable() {
 		t.forgetPoll(id)
 		return PollResult{Task: rec}, nil
 	}

@@ -126,8 +126,7 @@ func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) er
 	defer timer.Stop()
 	for sched.Len() > 0 {
 		now := time.Now()
-		taken := sched.Take(now)
-		for _, id := range taken {
+		for _, id := range sched.Take(now) {
 			go func() {
 				res, err := t.Poll(ctx, id)
 				select {
@@ -136,14 +135,11 @@ func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) er
 				}
 			}()
 		}
+		// What is due for a full server waits for a slot, which only a
+		// result frees: wake for what can be taken, and do not spin.
 		wait := time.Hour
-		if at, ok := sched.Next(); ok {
+		if at, ok := sched.Wake(); ok {
 			wait = max(time.Until(at), 0)
-			if !at.After(now) && len(taken) == 0 {
-				// What is due waits for a slot, which only a result frees:
-				// do not spin on the timer meanwhile.
-				wait = time.Hour
-			}
 		}
 		timer.Reset(wait)
 		select {

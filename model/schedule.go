@@ -76,6 +76,14 @@ func (s *Schedule) Set(id string, server ServerRef, at time.Time) {
 	}
 }
 
+// AllDue makes every task due at now; one in flight keeps it for after
+// its Done.
+func (s *Schedule) AllDue(now time.Time) {
+	for id, e := range s.entries {
+		s.Set(id, e.server, now)
+	}
+}
+
 // Remove drops a task from the schedule (it ended, or was forgotten).
 func (s *Schedule) Remove(id string) {
 	e, ok := s.entries[id]
@@ -136,12 +144,14 @@ func (s *Schedule) Done(id string, next time.Time) {
 	heap.Push(&q.due, e)
 }
 
-// Next is when the earliest waiting task is due (its server may be full).
-func (s *Schedule) Next() (time.Time, bool) {
+// Wake is when the earliest task whose server has room is due: the time
+// a loop must wake to Take it. (A task waiting for a full server's slot
+// is taken after a Done, not at a time.)
+func (s *Schedule) Wake() (time.Time, bool) {
 	var at time.Time
 	ok := false
 	for _, q := range s.servers {
-		if q.due.Len() > 0 && (!ok || q.due[0].at.Before(at)) {
+		if q.inFlight < s.perServer && q.due.Len() > 0 && (!ok || q.due[0].at.Before(at)) {
 			at, ok = q.due[0].at, true
 		}
 	}

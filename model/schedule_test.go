@@ -37,8 +37,9 @@ func TestScheduleTakesDueTasksWithinServerLimits(t *testing.T) {
 	if _, _, ok := s.Due("b1"); ok || s.Len() != 4 {
 		t.Fatalf("b1 still scheduled, len %d", s.Len())
 	}
-	if at, ok := s.Next(); !ok || !at.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("next %v %v", at, ok)
+	// a1 waits for full server a: the wake is b's later task.
+	if at, ok := s.Wake(); !ok || !at.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("wake %v %v, want %v", at, ok, t0.Add(time.Hour))
 	}
 }
 
@@ -57,5 +58,42 @@ func TestScheduleSetWhileInFlightAppliesAfterDone(t *testing.T) {
 	s.Remove("x")
 	if s.Len() != 0 || s.InFlight() != 0 {
 		t.Fatalf("remove left len %d in flight %d", s.Len(), s.InFlight())
+	}
+}
+
+// A full server's overdue task must not hide another server's due time:
+// a loop that slept until it would miss that until a poll of the full one
+// ends.
+func TestScheduleWakeSkipsFullServers(t *testing.T) {
+	s := NewSchedule(1)
+	a, b := ServerRef{Name: "a"}, ServerRef{Name: "b"}
+	t0 := time.Unix(1000, 0)
+	s.Set("a1", a, t0)
+	s.Set("a2", a, t0)
+	s.Set("b1", b, t0.Add(time.Second))
+	if got := s.Take(t0); len(got) != 1 || got[0] != "a1" {
+		t.Fatalf("Take = %v, want [a1]", got)
+	}
+	if at, ok := s.Wake(); !ok || !at.Equal(t0.Add(time.Second)) {
+		t.Fatalf("Wake = %v %v, want b1's %v (a is full)", at, ok, t0.Add(time.Second))
+	}
+	s.Done("a1", time.Time{})
+	if at, ok := s.Wake(); !ok || !at.Equal(t0) {
+		t.Fatalf("after Done, Wake = %v %v, want a2's %v", at, ok, t0)
+	}
+}
+
+func TestScheduleAllDue(t *testing.T) {
+	s := NewSchedule(4)
+	a := ServerRef{Name: "a"}
+	t0 := time.Unix(1000, 0)
+	s.Set("x", a, t0.Add(time.Minute))
+	s.Set("y", a, t0.Add(time.Hour))
+	if got := s.Take(t0); len(got) != 0 {
+		t.Fatalf("Take before AllDue = %v, want none", got)
+	}
+	s.AllDue(t0)
+	if got := s.Take(t0); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"x", "y"}) {
+		t.Fatalf("Take after AllDue = %v, want x and y", got)
 	}
 }

@@ -72,9 +72,11 @@ func (s Status) Pollable() bool {
 var legal = map[Status][]Status{
 	// A handle (any seed status), a direct result, a definite failure, or
 	// a call lost in flight.
-	StatusCalling:       {StatusWorking, StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled, StatusOrphaned},
-	StatusWorking:       {StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown},
-	StatusInputRequired: {StatusWorking, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown},
+	StatusCalling: {StatusWorking, StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled, StatusOrphaned},
+	StatusWorking: {StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown},
+	// Back to calling: the answers to input asked before the task existed
+	// go out with the next tools/call (no server status maps to calling).
+	StatusInputRequired: {StatusWorking, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown, StatusCalling},
 	// Orphaned waits for the operator, who can only forget it.
 	StatusOrphaned: {},
 }

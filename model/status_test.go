@@ -12,7 +12,7 @@ import (
 var wantLegal = map[Status][]Status{
 	StatusCalling:       {StatusWorking, StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled, StatusOrphaned},
 	StatusWorking:       {StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown},
-	StatusInputRequired: {StatusWorking, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown},
+	StatusInputRequired: {StatusWorking, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown, StatusCalling},
 	StatusOrphaned:      nil,
 	StatusCompleted:     nil,
 	StatusFailed:        nil,

@@ -66,6 +66,9 @@ type Task struct {
 	// same call from a different call under the same key.
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	ArgsHash       string `json:"argsHash"`
+	// Agent names who made the call (an agent behind the proxy); empty
+	// for taskdeck's own frontends.
+	Agent string `json:"agent,omitempty"`
 
 	TaskID         string `json:"taskId,omitempty"`
 	Status         Status `json:"status"`
@@ -85,6 +88,10 @@ type Task struct {
 	// PendingAnswers were given by the operator but not yet acknowledged by
 	// the server; they are re-sent until they are (re-sending is harmless).
 	PendingAnswers map[string]json.RawMessage `json:"pendingAnswers,omitempty"`
+	// RequestState is the server's requestState of a call that asked for
+	// input before any task existed (NeedsInput): it goes back with the
+	// answers on the next tools/call.
+	RequestState string `json:"requestState,omitempty"`
 
 	Result json.RawMessage `json:"result,omitempty"`
 	// IsError marks a completed result whose tool reported an error.
@@ -95,6 +102,11 @@ type Task struct {
 
 	CancelRequested bool         `json:"cancelRequested,omitempty"`
 	History         []Transition `json:"history,omitempty"`
+
+	// Revision is the store-wide revision of the record's last committed
+	// change; the store sets it on every write, callers never do. It stays
+	// the last field: the store appends it to JSON marshalled without it.
+	Revision uint64 `json:"revision,omitempty"`
 }
 
 // NewIntent builds the record written before tools/call is sent.
@@ -291,6 +303,34 @@ func (t *Task) DropAnswers(keys []string) {
 	if len(t.AnsweredKeys) == 0 {
 		t.AnsweredKeys = nil
 	}
+}
+
+// NeedsInput reports a call the server asked for input before it started
+// any task: there is nothing to poll, and the answers go out with the next
+// tools/call of the same call.
+func (t *Task) NeedsInput() bool {
+	return t.Status == StatusInputRequired && t.TaskID == ""
+}
+
+// Pollable reports a record with a server task worth asking about.
+func (t *Task) Pollable() bool {
+	return t.Status.Pollable() && t.TaskID != ""
+}
+
+// InputRounds counts the rounds of input a call was asked for before its
+// task existed (those answered, and the one it waits on), to bound a
+// server that keeps asking.
+func (t *Task) InputRounds() int {
+	n := 0
+	if t.NeedsInput() {
+		n++
+	}
+	for _, tr := range t.History {
+		if tr.From == StatusInputRequired && tr.To == StatusCalling {
+			n++
+		}
+	}
+	return n
 }
 
 // PendingInputs returns the keys of input requests still to be answered,

@@ -315,3 +315,27 @@ func TestDropAnswersLetsTheKeysBeAnsweredAgain(t *testing.T) {
 		t.Fatalf("after dropping every answer: answered %v, pending %v", task.AnsweredKeys, task.PendingAnswers)
 	}
 }
+
+// A call asked for input before its task exists has nothing to poll; its
+// rounds are counted from its history, across restarts.
+func TestNeedsInputBeforeTheTaskExists(t *testing.T) {
+	now := time.Unix(1000, 0)
+	rec := NewIntent(ServerRef{Name: "s"}, "tool", nil, "", now)
+	for round := 1; round <= 2; round++ {
+		if err := rec.MoveTo(StatusInputRequired, "asked", now); err != nil {
+			t.Fatal(err)
+		}
+		if !rec.NeedsInput() || rec.Pollable() || rec.InputRounds() != round {
+			t.Fatalf("round %d: NeedsInput %v, Pollable %v, rounds %d", round, rec.NeedsInput(), rec.Pollable(), rec.InputRounds())
+		}
+		if err := rec.MoveTo(StatusCalling, "answered", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rec.Apply(Snapshot{TaskID: "t1", Status: StatusInputRequired}, now); err != nil {
+		t.Fatal(err)
+	}
+	if rec.NeedsInput() || !rec.Pollable() || rec.InputRounds() != 2 {
+		t.Fatalf("a task asking for input: NeedsInput %v, Pollable %v, rounds %d", rec.NeedsInput(), rec.Pollable(), rec.InputRounds())
+	}
+}

@@ -25,6 +25,7 @@ func FuzzUnmarshalRecord(f *testing.F) {
 	f.Add([]byte(`{"id":"x","tool":"\xff","arguments":{"a":1} }`))
 	f.Add([]byte(`{"id":"x"} trailing`))
 	f.Add([]byte(`{"id":"x","ttlMs":1.5}`))
+	f.Add([]byte(`{"id":"x","revision":18446744073709551615}`))
 	f.Add([]byte(`{"id":"x","arguments":{"a":{"at":1}},"history":[]}`))
 	f.Add([]byte(`{"id":"x","history":[{"at":"2026-11-30T12:00:00Z","to":"calling"},{"at":"2026-11-30T12:00:01Z","to":"working"},{"at":"2026-11-30T12:00:02Z","to":"failed"}],"arguments":{"at":0}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

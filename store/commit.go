@@ -31,9 +31,10 @@ type commitReq struct {
 	// bigValue: the change writes a value that goes to the value log,
 	// which the WAL sync does not cover.
 	bigValue bool
-	fn       func(txn *badger.Txn) error
-	err      error
-	wake     chan bool // false: done, err is set; true: lead the next group
+	// fn makes the change; rv gives each record it writes its revision.
+	fn   func(txn *badger.Txn, rv *revisions) error
+	err  error
+	wake chan bool // false: done, err is set; true: lead the next group
 }
 
 // errAbort stops a group's txn when one change fails; the others run again
@@ -44,13 +45,14 @@ var errAbort = errors.New("a change in the group failed")
 // callers' changes. fn must have no effect but its txn's, since it may run
 // more than once. On ErrConflict another writer committed first, so fn runs
 // again on newer data; that always makes progress, hence no retry limit.
-func (s *Store) commit(key string, fn func(txn *badger.Txn) error) error {
+func (s *Store) commit(key string, fn func(txn *badger.Txn, rv *revisions) error) error {
 	return s.enqueue(&commitReq{key: key, fn: fn})
 }
 
 // commitRecord is commit for a change that writes val as a record.
-func (s *Store) commitRecord(id string, val []byte, fn func(txn *badger.Txn) error) error {
-	return s.enqueue(&commitReq{key: id, bigValue: len(val) >= valueThreshold, fn: fn})
+func (s *Store) commitRecord(id string, val []byte, fn func(txn *badger.Txn, rv *revisions) error) error {
+	// The revision the commit appends to val adds at most 32 bytes.
+	return s.enqueue(&commitReq{key: id, bigValue: len(val)+32 >= valueThreshold, fn: fn})
 }
 
 func (s *Store) enqueue(r *commitReq) error {
@@ -114,14 +116,16 @@ func (s *Store) runGroup(batch []*commitReq) {
 	}()
 	for len(batch) > 0 {
 		bad := -1
+		var rv revisions
 		err := s.db.Update(func(txn *badger.Txn) error {
+			rv = revisions{meta: s.meta}
 			for i, r := range batch {
-				if err := r.fn(txn); err != nil {
+				if err := r.fn(txn, &rv); err != nil {
 					bad, r.err = i, err
 					return errAbort
 				}
 			}
-			return nil
+			return rv.finish(txn)
 		})
 		if err != nil && bad < 0 && !errors.Is(err, badger.ErrConflict) && s.wal != nil {
 			s.wal.stale = true // Badger's write failed, maybe creating a WAL
@@ -130,10 +134,16 @@ func (s *Store) runGroup(batch []*commitReq) {
 		case err == nil:
 			// Applied, and durable once synced. A failed sync is every
 			// caller's error; running the changes again would apply
-			// them twice.
+			// them twice. Reads see them either way, so the revisions
+			// are taken and the changes published with the next sync.
+			s.meta = rv.meta
+			s.rev.Store(rv.meta.rev)
 			err = s.sync(batch)
 			if err == nil {
 				s.writes.Add(int64(len(batch)))
+				s.publish(rv.changes)
+			} else {
+				s.unsynced = append(s.unsynced, rv.changes...)
 			}
 			for _, r := range batch {
 				r.err = err

@@ -2,6 +2,7 @@ package store
 
 import (
 	"log/slog"
+	"testing"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -59,3 +60,21 @@ func Raw(s *Store, key string) (string, error) {
 
 // OnSync makes s call fn with every path it syncs after a commit.
 func OnSync(s *Store, fn func(path string)) { s.wal.onSync = fn }
+
+// DeleteRaw deletes one key behind the store's back.
+func DeleteRaw(s *Store, key string) error {
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(key)) })
+}
+
+// BreakWALSync closes the file the store syncs after each commit, so the
+// next syncs fail; RepairWALSync makes the store look it up again.
+func BreakWALSync(s *Store) { _ = s.wal.f.Close() }
+
+func RepairWALSync(s *Store) { s.wal.stale = true }
+
+// SetMaxTombstones lowers the number of tombstones kept, for one test.
+func SetMaxTombstones(t *testing.T, n uint64) {
+	old := maxTombstones
+	maxTombstones = n
+	t.Cleanup(func() { maxTombstones = old })
+}

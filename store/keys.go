@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -16,12 +17,20 @@ import (
 //	k\x00<key>              id                 (idempotency index)
 //	v\x00                   schemaVersion
 //	c\x00                   set by a prune: compact at the next open
+//	r\x00<rev>              id of the live record whose last change is
+//	                        rev (revision index; rev is 8 bytes, big-endian)
+//	d\x00<rev>              id of the record deleted at rev (tombstone)
+//	n\x00                   the replay floor, 8 bytes big-endian (the
+//	                        revision is the highest r or d key)
 var (
 	recordPrefix = []byte("t\x00")
 	statusRoot   = []byte("s\x00")
 	keyPrefix    = []byte("k\x00")
 	schemaKey    = []byte("v\x00")
 	compactKey   = []byte("c\x00")
+	revPrefix    = []byte("r\x00")
+	tombPrefix   = []byte("d\x00")
+	metaKey      = []byte("n\x00")
 )
 
 // statusMark is a terminal record's index value. One byte can never be a
@@ -59,4 +68,8 @@ func idemKey(key string) []byte { return append(bytes.Clone(keyPrefix), key...) 
 func splitStatusKey(k []byte) (model.Status, string, bool) {
 	st, id, ok := bytes.Cut(k[len(statusRoot):], []byte{0})
 	return model.Status(st), string(id), ok
+}
+
+func revKey(prefix []byte, rev uint64) []byte {
+	return binary.BigEndian.AppendUint64(bytes.Clone(prefix), rev)
 }

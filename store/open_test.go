@@ -227,8 +227,13 @@ func TestLockedByAnotherProcess(t *testing.T) {
 	// record it wrote before saying ready is there.
 	stop()
 	s := openStore(t, dir)
-	if _, err := s.ByKey("from-child"); err != nil {
+	rec, err := s.ByKey("from-child")
+	if err != nil {
 		t.Fatalf("record written by the killed owner: %v", err)
+	}
+	// The revision survived the kill with it.
+	if rec.Revision != 1 || s.Revision() != 1 {
+		t.Fatalf("after the kill: record at revision %d, store at %d; want 1 and 1", rec.Revision, s.Revision())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,12 +89,17 @@ func TestPrune(t *testing.T) {
 	if !slices.Equal(ids(rest), sortedIDs(open...)) {
 		t.Fatalf("after Prune(zero), All = %v, want the open records %v", ids(rest), sortedIDs(open...))
 	}
-	// Only the open records' keys remain (record, status and key index
-	// each), with the schema version and the note to compact.
+	// Only the open records' keys remain (record, status, key index and
+	// revision entry each), with the schema version, the note to compact,
+	// the revision record, and a tombstone for each record pruned.
 	keys, err := store.Keys(s)
 	must(t, err)
-	if want := 2 + 3*len(open); len(keys) != want {
-		t.Fatalf("%d keys left, want %d", len(keys), want)
+	tombs := len(slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !strings.HasPrefix(k, "d\x00") }))
+	if want := 3 + 4*len(open); len(keys)-tombs != want {
+		t.Fatalf("%d keys left besides tombstones, want %d", len(keys)-tombs, want)
+	}
+	if want := oldTerminal + len(keep); tombs != want {
+		t.Fatalf("%d tombstones, want one per pruned record, %d", tombs, want)
 	}
 }
 

@@ -17,7 +17,8 @@ import (
 
 // pruneChunk bounds one prune txn: each record costs three deletes, and
 // with an 8 MiB memtable about 5000 records in one txn hit ErrTxnTooBig
-// (libraries.md §3.6).
+// (libraries.md §3.6). Its revision entry, tombstone and the oldest
+// tombstone it drops add three small writes more.
 const pruneChunk = 1000
 
 // errStale tells Update that the record changed between its read and its
@@ -31,11 +32,15 @@ func (s *Store) Create(rec *model.Task) error {
 	if err := checkRecord(rec); err != nil {
 		return err
 	}
-	val, err := json.Marshal(rec)
+	// The store's copy: its revision is set in the commit, and the commit
+	// hook receives it.
+	stored := rec.Clone()
+	stored.Revision = 0
+	val, err := json.Marshal(stored)
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
-	return s.commitRecord(rec.ID, val, func(txn *badger.Txn) error {
+	err = s.commitRecord(rec.ID, val, func(txn *badger.Txn, rv *revisions) error {
 		switch _, err := txn.Get(recordKey(rec.ID)); {
 		case err == nil:
 			return fmt.Errorf("task %s already exists", rec.ID)
@@ -57,8 +62,12 @@ func (s *Store) Create(rec *model.Task) error {
 				return err
 			}
 		}
-		return putRecord(txn, rec, val, "")
+		return rv.put(txn, stored, val, nil)
 	})
+	if err == nil {
+		rec.Revision = stored.Revision
+	}
+	return err
 }
 
 // Update calls fn on a copy of record id. If fn reports no change or an
@@ -115,11 +124,13 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err := checkRecord(next); err != nil {
 			return nil, err
 		}
-		val, err := json.Marshal(next)
+		stored := next.Clone() // the commit hook's
+		stored.Revision = 0
+		val, err := json.Marshal(stored)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
-		err = s.commitRecord(id, val, func(txn *badger.Txn) error {
+		err = s.commitRecord(id, val, func(txn *badger.Txn, rv *revisions) error {
 			item, err := txn.Get(recordKey(id))
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				return fmt.Errorf("task %s: %w", id, ErrNotFound)
@@ -135,7 +146,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 					return err
 				}
 			}
-			return putRecord(txn, next, val, cur.Status)
+			return rv.put(txn, stored, val, cur)
 		})
 		if errors.Is(err, errStale) {
 			continue
@@ -143,6 +154,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, err
 		}
+		next.Revision = stored.Revision
 		return next, nil
 	}
 }
@@ -353,21 +365,27 @@ func (s *Store) OpenTasks() ([]*model.Task, error) {
 // All returns every record, sorted by ID (IDs sort by creation time).
 func (s *Store) All() ([]*model.Task, error) {
 	var out []*model.Task
-	err := s.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: recordPrefix, PrefetchValues: true, PrefetchSize: 100})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			id := string(item.Key()[len(recordPrefix):])
-			t, err := decode(txn, item, id)
-			if err != nil {
-				return err
-			}
-			out = append(out, t)
-		}
-		return nil
+	err := s.view(func(txn *badger.Txn) (err error) {
+		out, err = allRecords(txn)
+		return err
 	})
 	return out, err
+}
+
+func allRecords(txn *badger.Txn) ([]*model.Task, error) {
+	var out []*model.Task
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: recordPrefix, PrefetchValues: true, PrefetchSize: 100})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		id := string(item.Key()[len(recordPrefix):])
+		t, err := decode(txn, item, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // Newest returns up to limit records, newest first (ids sort by creation
@@ -392,12 +410,12 @@ func (s *Store) Newest(limit int) ([]*model.Task, error) {
 
 // Delete removes record id and its index keys in one txn.
 func (s *Store) Delete(id string) error {
-	return s.commit(id, func(txn *badger.Txn) error {
+	return s.commit(id, func(txn *badger.Txn, rv *revisions) error {
 		t, _, err := getRecord(txn, id)
 		if err != nil {
 			return err
 		}
-		return deleteRecord(txn, t)
+		return rv.remove(txn, t)
 	})
 }
 
@@ -433,7 +451,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 	total := 0
 	for chunk := range slices.Chunk(ids, pruneChunk) {
 		n := 0
-		err := s.commit("", func(txn *badger.Txn) error {
+		err := s.commit("", func(txn *badger.Txn, rv *revisions) error {
 			n = 0 // the txn may run again after a conflict
 			for _, id := range chunk {
 				// Re-read: another writer may have deleted it meanwhile.
@@ -447,7 +465,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 				if !due(t) {
 					continue
 				}
-				if err := deleteRecord(txn, t); err != nil {
+				if err := rv.remove(txn, t); err != nil {
 					return err
 				}
 				n++
@@ -463,7 +481,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 		// Deletes are tombstones that Badger drops only when compaction
 		// reaches the last level. They are still in the memtable now;
 		// after Close has flushed them, the next Open flattens the tree.
-		err = s.commit("", func(txn *badger.Txn) error { return txn.Set(compactKey, []byte{1}) })
+		err = s.commit("", func(txn *badger.Txn, _ *revisions) error { return txn.Set(compactKey, []byte{1}) })
 	}
 	return total, err
 }
@@ -485,7 +503,7 @@ func (s *Store) compactIfPruned() error {
 	if s.db.Flatten(2) != nil {
 		return nil
 	}
-	return s.commit("", func(txn *badger.Txn) error { return txn.Delete(compactKey) })
+	return s.commit("", func(txn *badger.Txn, _ *revisions) error { return txn.Delete(compactKey) })
 }
 
 // Counts returns how many records have each status (statuses with none

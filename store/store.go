@@ -36,6 +36,13 @@ type Store struct {
 	// wal syncs each commit; nil when the WAL cannot be found, and then
 	// db.Sync does (walsync.go).
 	wal *walSyncer
+	// meta is the revision state as committed; only the group's leader
+	// touches it after Open, and unsynced (changes a failed sync held
+	// back). rev is meta.rev for readers.
+	meta     revMeta
+	unsynced []Change
+	rev      atomic.Uint64
+	hook     atomic.Pointer[func([]Change)]
 }
 
 // Open opens the store in dir, creating it (mode 0700) if needed. A nil
@@ -76,7 +83,12 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if w, ok := newWALSyncer(dir); ok {
 		s.wal = w
 	}
-	if err := s.checkSchema(); err != nil {
+	floorFound, err := s.loadRevisions()
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("cannot read store %s: %w", dir, err)
+	}
+	if err := s.checkSchema(floorFound); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -286,8 +298,10 @@ func lockPID(dir string) int {
 }
 
 // checkSchema writes the schema version into a new store and refuses a
-// store written by a newer, incompatible taskdeck.
-func (s *Store) checkSchema() error {
+// store written by a newer, incompatible taskdeck. Unless floorFound, it
+// writes the revision floor too: before any record is written, since
+// only then can records older than revisions be told from new ones.
+func (s *Store) checkSchema(floorFound bool) error {
 	var found string
 	err := s.view(func(txn *badger.Txn) error {
 		item, err := txn.Get(schemaKey)
@@ -304,15 +318,21 @@ func (s *Store) checkSchema() error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("cannot read store %s: %w", s.dir, err)
-	case found == schemaVersion:
+	case found == schemaVersion && floorFound:
 		return nil
+	case found == schemaVersion:
 	case found == "1":
 		// Version 1 kept open records under their record keys; reads
 		// follow either layout, and every write uses the new one.
 	case found != "":
 		return fmt.Errorf("store %s has schema version %q, this taskdeck reads %q; use a newer taskdeck or another --data-dir", s.dir, found, schemaVersion)
 	}
-	return s.commit("", func(txn *badger.Txn) error {
+	return s.commit("", func(txn *badger.Txn, _ *revisions) error {
+		if !floorFound {
+			if err := txn.Set(metaKey, floorValue(s.meta.floor)); err != nil {
+				return err
+			}
+		}
 		return txn.Set(schemaKey, []byte(schemaVersion))
 	})
 }

@@ -1,0 +1,17 @@
+// Package engine is taskdeck's engine: the one run loop that makes calls
+// durable, polls every open task to its end, answers, cancels, reconciles
+// at start and publishes every committed change as a feed. It implements
+// deck.Deck in process, and it is the only code that changes records.
+//
+// Who may call it: the process that owns the store (store.Open's lock
+// makes it the sole writer): the command line and the dashboard when no
+// owner runs, the service that serves the Deck to other processes, a Go
+// program that embeds taskdeck. Everyone else reaches it through a deck.
+//
+// The engine starts lazily. Open opens the store, turns the `calling`
+// intents a crash left behind into `orphaned` and sends nothing. Polling
+// (the start-up reconcile, then the schedule of due polls) starts on the
+// first Watch or PollNow and runs until Close. So a short command (ls, get,
+// a call without --wait) that owns the store for a moment sends nothing
+// but its own requests.
+package engine

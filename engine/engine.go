@@ -1,0 +1,418 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// Options configure an engine. Zero values select the defaults.
+type Options struct {
+	DataDir        string            // the store's directory (store.Open)
+	Config         *mcpclient.Config // servers
+	Logger         *slog.Logger      // nil: discard
+	ChildStderr    io.Writer         // stdio servers' stderr (the log file)
+	Warn           func(string)      // config warnings (pool)
+	RequestTimeout time.Duration     // one request to a server; mcpclient.DefaultRequestTimeout when 0
+	Policy         model.PollPolicy  // zero: model.DefaultPollPolicy (tests make it fast)
+	PerServer      int               // polls in flight per server; mcpclient.DefaultPerServer when 0
+}
+
+// Engine is the Deck in process: the owner of the store, its run loop and
+// its feed.
+type Engine struct {
+	opts    Options
+	log     *slog.Logger
+	store   *store.Store
+	pool    *mcpclient.Pool
+	tracker *mcpclient.Tracker
+	feeds   *hub
+	// orphans is what Open found orphaned, for the reconcile report.
+	orphans int
+
+	// ctx ends at Close; every request and poll runs under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	ops    sync.WaitGroup // requests in progress, and the loop
+	loop   *loop          // nil until the first Watch or PollNow
+}
+
+var _ deck.Deck = (*Engine)(nil)
+
+// Open opens the store, the connection pool and the tracker, and turns
+// stale `calling` intents into `orphaned`: the store's lock makes this
+// process the sole writer, so any intent still calling is a crash's. It
+// sends nothing.
+func Open(opts Options) (*Engine, error) {
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.RequestTimeout = cmp.Or(opts.RequestTimeout, mcpclient.DefaultRequestTimeout)
+	opts.PerServer = cmp.Or(opts.PerServer, mcpclient.DefaultPerServer)
+	st, err := store.Open(opts.DataDir, opts.Logger)
+	if err != nil {
+		return nil, classify(err, "")
+	}
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{
+		Config:         opts.Config,
+		Logger:         opts.Logger.With("component", "mcp"),
+		ChildStderr:    opts.ChildStderr,
+		Warn:           opts.Warn,
+		RequestTimeout: opts.RequestTimeout,
+	})
+	tr := mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
+	orphans, err := tr.OrphanStale()
+	if err != nil {
+		pool.Close()
+		return nil, classify(errors.Join(err, st.Close()), "")
+	}
+	e := &Engine{opts: opts, log: opts.Logger, store: st, pool: pool, tracker: tr, orphans: len(orphans)}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	e.feeds = newHub(e)
+	e.watchStore()
+	return e, nil
+}
+
+// begin admits a request: it runs under ctx and ends at Close too, which
+// waits for it.
+func (e *Engine) begin(ctx context.Context) (context.Context, func(), error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, nil, deck.Errorf(deck.KindFailed, "taskdeck is closed")
+	}
+	e.ops.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(e.ctx, cancel)
+	return ctx, func() { stop(); cancel(); e.ops.Done() }, nil
+}
+
+// Close stops the loop and every feed, waits for requests in progress
+// (which Close cancels), then closes the pool and the store.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.cancel()
+	e.ops.Wait()
+	e.store.SetCommitHook(nil)
+	e.feeds.close()
+	e.pool.Close()
+	return classify(e.store.Close(), "")
+}
+
+// Call implements deck.Deck.
+func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResult, error) {
+	ctx, done, err := e.begin(ctx)
+	if err != nil {
+		return deck.CallResult{}, err
+	}
+	defer done()
+	if _, err := mcpclient.NormalizeArgs(req.Args); err != nil {
+		return deck.CallResult{}, deck.Errorf(deck.KindUsage, "%w", err)
+	}
+	out, err := e.tracker.Start(ctx, mcpclient.CallRequest{
+		Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key, Answers: req.Answers, Agent: req.Agent,
+	})
+	return e.called(out, err)
+}
+
+// Continue implements deck.Deck.
+func (e *Engine) Continue(ctx context.Context, id string, answers map[string]json.RawMessage) (deck.CallResult, error) {
+	ctx, done, err := e.begin(ctx)
+	if err != nil {
+		return deck.CallResult{}, err
+	}
+	defer done()
+	rec, err := e.resolve(id)
+	if err != nil {
+		return deck.CallResult{}, err
+	}
+	out, err := e.tracker.Continue(ctx, rec.ID, answers)
+	return e.called(out, err)
+}
+
+// called schedules a call's task, if it has one to poll, and words the
+// outcome for the deck.
+func (e *Engine) called(out mcpclient.CallOutcome, err error) (deck.CallResult, error) {
+	res := deck.CallResult{Task: out.Task, Reused: out.Reused, NeedsInput: out.NeedsInput, Again: out.Again}
+	if out.Task != nil {
+		res.NeedsInput = out.Task.NeedsInput() // also a reused record's
+		e.due(out.Task, false)
+	}
+	return res, classify(err, idOf(out.Task))
+}
+
+// Answer implements deck.Deck.
+func (e *Engine) Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error) {
+	ctx, done, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	rec, err := e.resolve(id)
+	if err != nil {
+		return nil, err
+	}
+	if rec.NeedsInput() {
+		out, err := e.tracker.Continue(ctx, rec.ID, answers)
+		res, err := e.called(out, err)
+		return res.Task, err
+	}
+	if rec, err = e.tracker.Answer(ctx, rec.ID, answers); rec != nil {
+		e.due(rec, true) // the answer may have moved it on
+	}
+	return rec, classify(err, idOf(rec))
+}
+
+// idOf names the record an error leaves behind, if any.
+func idOf(rec *model.Task) string {
+	if rec == nil {
+		return ""
+	}
+	return rec.ID
+}
+
+// Cancel implements deck.Deck: tasks/cancel, then one poll at once.
+func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
+	ctx, done, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	rec, err := e.resolve(id)
+	if err != nil {
+		return nil, err
+	}
+	if rec, err = e.tracker.Cancel(ctx, rec.ID); err != nil {
+		return rec, classify(err, idOf(rec))
+	}
+	res, err := e.tracker.Poll(ctx, rec.ID)
+	if err != nil {
+		return rec, classify(err, rec.ID)
+	}
+	e.polled(rec.ID, res)
+	return res.Task, nil
+}
+
+// Forget implements deck.Deck.
+func (e *Engine) Forget(ctx context.Context, id string) error {
+	_, done, err := e.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	rec, err := e.resolve(id)
+	if err != nil {
+		return err
+	}
+	if l := e.running(); l != nil {
+		l.send(func() { l.sched.Remove(rec.ID) })
+	}
+	return classify(e.tracker.Forget(rec.ID), "")
+}
+
+// Prune implements deck.Deck. Pruned records have ended: none is
+// scheduled.
+func (e *Engine) Prune(ctx context.Context, olderThan time.Duration) (int, error) {
+	_, done, err := e.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	n, err := e.tracker.Prune(olderThan)
+	return n, classify(err, "")
+}
+
+// Get implements deck.Deck.
+func (e *Engine) Get(ctx context.Context, id string) (deck.Entry, error) {
+	_, done, err := e.begin(ctx)
+	if err != nil {
+		return deck.Entry{}, err
+	}
+	defer done()
+	rec, err := e.resolve(id)
+	if err != nil {
+		return deck.Entry{}, err
+	}
+	return e.entry(rec), nil
+}
+
+// resolve finds a record by id or unique id prefix.
+func (e *Engine) resolve(id string) (*model.Task, error) {
+	if id == "" {
+		return nil, deck.Errorf(deck.KindUsage, "no task id given; `taskdeck ls` lists them")
+	}
+	rec, err := e.store.Get(id)
+	if !errors.Is(err, store.ErrNotFound) {
+		return rec, classify(err, "")
+	}
+	all, err := e.store.All()
+	if err != nil {
+		return nil, classify(err, "")
+	}
+	var match *model.Task
+	for _, t := range all {
+		if strings.HasPrefix(t.ID, id) {
+			if match != nil {
+				return nil, deck.Errorf(deck.KindUsage, "%q matches several tasks; give more of the id", id)
+			}
+			match = t
+		}
+	}
+	if match == nil {
+		return nil, deck.Errorf(deck.KindNotFound, "no task %q; `taskdeck ls` lists them", id)
+	}
+	return match, nil
+}
+
+// entry pairs a record with its poll state.
+func (e *Engine) entry(rec *model.Task) deck.Entry {
+	ps := e.tracker.PollStatus(rec.ID)
+	p := deck.PollState{LastPolled: ps.LastPolled, Next: ps.Next, Errors: ps.Errors}
+	if ps.LastError != nil {
+		p.LastError = ps.LastError.Error()
+	}
+	return deck.Entry{Task: rec, Poll: p}
+}
+
+// List implements deck.Deck.
+func (e *Engine) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) {
+	_, done, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var tasks []*model.Task
+	switch {
+	case len(f.Statuses) > 0:
+		tasks, err = e.store.ByStatus(f.Statuses...)
+	case f.Limit > 0 && f.Server == "" && f.Tool == "" && f.Text == "":
+		tasks, err = e.store.Newest(f.Limit) // reads only those
+	default:
+		tasks, err = e.store.All()
+	}
+	if err != nil {
+		return nil, classify(err, "")
+	}
+	slices.SortFunc(tasks, func(a, b *model.Task) int { return strings.Compare(b.ID, a.ID) }) // ids sort by creation
+	text := strings.ToLower(f.Text)
+	var out []deck.Entry
+	for _, t := range tasks {
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+		if admits(f, text, t) {
+			out = append(out, e.entry(t))
+		}
+	}
+	return out, nil
+}
+
+// admits reports whether a record passes the filter's server, tool and
+// text (the statuses were read by).
+func admits(f deck.Filter, text string, t *model.Task) bool {
+	switch {
+	case f.Server != "" && t.Server.Name != f.Server && t.Server.URL != f.Server:
+		return false
+	case f.Tool != "" && t.Tool != f.Tool:
+		return false
+	case text == "":
+		return true
+	}
+	for _, s := range []string{string(t.Arguments), t.StatusMessage, string(t.Result)} {
+		if strings.Contains(strings.ToLower(s), text) {
+			return true
+		}
+	}
+	return false
+}
+
+// Servers implements deck.Deck: the configured servers, their URLs
+// redacted.
+func (e *Engine) Servers(ctx context.Context) ([]deck.Server, error) {
+	var out []deck.Server
+	if e.opts.Config == nil {
+		return out, nil
+	}
+	for _, name := range e.opts.Config.Names() {
+		s, err := e.opts.Config.Server(name)
+		if err != nil {
+			return nil, classify(err, "")
+		}
+		srv := deck.Server{Name: name, Target: mcpclient.RedactURL(s.URL)}
+		if s.URL == "" {
+			srv.Target, srv.Stdio = strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")), true
+		}
+		out = append(out, srv)
+	}
+	return out, nil
+}
+
+// Tools implements deck.Deck.
+func (e *Engine) Tools(ctx context.Context, server model.ServerRef, refresh bool) (*deck.ToolList, error) {
+	ctx, done, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
+	defer cancel()
+	sess, err := e.pool.Session(ctx, server)
+	if err != nil {
+		return nil, classify(err, "")
+	}
+	list, err := sess.ListedTools(ctx, refresh)
+	if err != nil {
+		return nil, classify(err, "")
+	}
+	out := &deck.ToolList{Server: server.String(), SupportsTasks: sess.SupportsTasks, Tools: []deck.Tool{}}
+	for _, t := range list.Tools {
+		raw := list.Sent(t.Name)
+		var sent struct {
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		_ = json.Unmarshal(raw, &sent) // go-sdk decoded it already
+		tool := deck.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: sent.InputSchema, Raw: raw}
+		if args, err := list.Arguments(t.Name); err == nil { // an unreadable schema lists no arguments
+			for _, a := range args {
+				tool.Arguments = append(tool.Arguments, deck.Argument{
+					Name: a.Name, Type: a.Type, Required: a.Required, Default: a.Default, Enum: a.Enum, Range: a.Range,
+					Format: a.Format, Header: a.Header, Description: a.Description, Summary: a.Summary(),
+				})
+			}
+		}
+		out.Tools = append(out.Tools, tool)
+	}
+	return out, nil
+}
+
+// CheckCall implements deck.Deck.
+func (e *Engine) CheckCall(ctx context.Context, req deck.CallRequest) error {
+	ctx, done, err := e.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if _, err := mcpclient.NormalizeArgs(req.Args); err != nil {
+		return deck.Errorf(deck.KindUsage, "%w", err)
+	}
+	return classify(e.tracker.CheckCall(ctx, mcpclient.CallRequest{Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key}), "")
+}

@@ -1,0 +1,251 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/taskdeck/taskdeck/deck"
+)
+
+// ErrFellBehind ends a feed whose watcher read too slowly: the engine
+// never waits for a watcher. Watch again from the feed's last revision to
+// resume.
+var ErrFellBehind = errors.New("the watcher fell behind the feed")
+
+// feedBuffer is how many events a watcher may leave unread before its
+// feed is cut off.
+var feedBuffer = 1024
+
+// hub fans the engine's events out to its feeds. It publishes without
+// waiting: a watcher whose buffer is full is cut off.
+type hub struct {
+	e        *Engine
+	mu       sync.Mutex
+	rev      uint64          // the last revision committed
+	recon    *deck.Reconcile // the last reconcile progress, for watchers that come later
+	watchers map[*feed]struct{}
+	closed   bool
+}
+
+func newHub(e *Engine) *hub {
+	return &hub{e: e, watchers: map[*feed]struct{}{}}
+}
+
+// feed is one watcher's stream. Events published while its replay is
+// read wait in in; run drops those the replay already covered.
+type feed struct {
+	h    *hub
+	in   chan deck.Event
+	out  chan deck.Event
+	stop chan struct{} // closed when the hub cuts the feed off
+	// cause is why the hub cut it off (set before stop is closed).
+	cause error
+	err   error  // why the feed ended, once out is closed
+	last  uint64 // the last revision delivered
+}
+
+func (f *feed) Events() <-chan deck.Event { return f.out }
+func (f *feed) Err() error                { return f.err }
+
+// committed publishes committed changes, in revision order. It runs in
+// the store's commit hook: it must not wait.
+func (h *hub) committed(changes []change) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range changes {
+		ev := deck.Event{Kind: deck.EventChange, Rev: c.Rev}
+		if c.Task == nil {
+			ev.Deleted = []string{c.ID}
+		} else {
+			ev.Entries = []deck.Entry{h.e.entry(c.Task)}
+		}
+		h.rev = max(h.rev, c.Rev)
+		h.publish(ev)
+	}
+}
+
+// poll publishes a task's poll state.
+func (h *hub) poll(entry deck.Entry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.publish(deck.Event{Kind: deck.EventPoll, Rev: h.rev, Entries: []deck.Entry{entry}})
+}
+
+// reconciled publishes the start-up reconcile's progress.
+func (h *hub) reconciled(rep deck.Reconcile) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recon = &rep
+	h.publish(deck.Event{Kind: deck.EventReconcile, Rev: h.rev, Reconcile: &rep})
+}
+
+// publish hands ev to every feed; the caller holds mu.
+func (h *hub) publish(ev deck.Event) {
+	for f := range h.watchers {
+		select {
+		case f.in <- ev:
+		default:
+			h.cut(f, ErrFellBehind)
+		}
+	}
+}
+
+// cut ends a feed; the caller holds mu.
+func (h *hub) cut(f *feed, cause error) {
+	delete(h.watchers, f)
+	f.cause = cause
+	close(f.stop)
+}
+
+// subscribe adds a feed, and tells the reconcile's progress so far: what
+// follows in the feed is newer.
+func (h *hub) subscribe() (*feed, *deck.Reconcile, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, nil, errClosed
+	}
+	f := &feed{h: h, in: make(chan deck.Event, feedBuffer), out: make(chan deck.Event), stop: make(chan struct{})}
+	h.watchers[f] = struct{}{}
+	return f, h.recon, nil
+}
+
+func (h *hub) unsubscribe(f *feed) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.watchers[f]; ok {
+		delete(h.watchers, f)
+	}
+}
+
+// close ends every feed.
+func (h *hub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for f := range h.watchers {
+		h.cut(f, errClosed)
+	}
+}
+
+var errClosed = &deck.Error{Kind: deck.KindOwnerGone, Message: "taskdeck closed; the feed ended"}
+
+// Watch implements deck.Deck. The feed subscribes before it reads what it
+// replays, and drops the live changes the replay already holds: nothing
+// is missed, nothing comes twice. Every watcher gets the same records:
+// they are read-only.
+func (e *Engine) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
+	_, done, err := e.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	f, recon, err := e.feeds.subscribe()
+	if err != nil {
+		return nil, err
+	}
+	first, covered, err := e.replay(from)
+	if err != nil {
+		e.feeds.unsubscribe(f)
+		return nil, classify(err, "")
+	}
+	if recon != nil {
+		first = append(first, deck.Event{Kind: deck.EventReconcile, Rev: covered, Reconcile: recon})
+	}
+	e.start()
+	go f.run(ctx, first, covered)
+	return f, nil
+}
+
+// replay reads what a feed starts with: the changes after from, or every
+// record when from is 0 or older than what the store keeps.
+func (e *Engine) replay(from uint64) ([]deck.Event, uint64, error) {
+	var first []deck.Event
+	if from > 0 {
+		changes, upTo, ok, err := e.changesSince(from)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ok {
+			for _, c := range changes {
+				ev := deck.Event{Kind: deck.EventChange, Rev: c.Rev}
+				if c.Task == nil {
+					ev.Deleted = []string{c.ID}
+				} else {
+					ev.Entries = []deck.Entry{e.entry(c.Task)}
+				}
+				first = append(first, ev)
+			}
+			return append(first, deck.Event{Kind: deck.EventCaughtUp, Rev: upTo}), upTo, nil
+		}
+	}
+	rev, tasks, err := e.snapshot()
+	if err != nil {
+		return nil, 0, err
+	}
+	entries := make([]deck.Entry, len(tasks))
+	for i, t := range tasks {
+		entries[i] = e.entry(t)
+	}
+	first = append(first, deck.Event{Kind: deck.EventSnapshot, Rev: rev, Entries: entries})
+	if from > 0 {
+		first = append(first, deck.Event{Kind: deck.EventCaughtUp, Rev: rev})
+	}
+	return first, rev, nil
+}
+
+func (f *feed) run(ctx context.Context, first []deck.Event, covered uint64) {
+	defer close(f.out)
+	defer f.h.unsubscribe(f)
+	for _, ev := range first {
+		if !f.deliver(ctx, ev) {
+			return
+		}
+	}
+	for {
+		select {
+		case ev := <-f.in:
+			if ev.Kind == deck.EventChange && ev.Rev <= covered {
+				continue // the replay holds it
+			}
+			if !f.deliver(ctx, ev) {
+				return
+			}
+		case <-f.stop:
+			f.ended()
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// deliver hands one event to the watcher; events that commit nothing
+// carry the last revision delivered, so revisions never go back.
+func (f *feed) deliver(ctx context.Context, ev deck.Event) bool {
+	if ev.Kind != deck.EventChange {
+		ev.Rev = max(ev.Rev, f.last)
+	}
+	select {
+	case f.out <- ev:
+		f.last = ev.Rev
+		return true
+	case <-f.stop:
+		f.ended()
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// ended sets why the hub cut the feed off.
+func (f *feed) ended() {
+	if errors.Is(f.cause, ErrFellBehind) {
+		f.err = &deck.Error{Kind: deck.KindFailed, Err: ErrFellBehind,
+			Message: fmt.Sprintf("the watcher read the feed too slowly and was cut off; watch again from revision %d to resume", f.last)}
+		return
+	}
+	f.err = f.cause
+}

@@ -1,0 +1,279 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// loop is the engine's run loop: it alone owns the schedule of due polls.
+// Others hand it work through its inbox; each poll runs on its own
+// goroutine and hands its outcome back.
+type loop struct {
+	e       *Engine
+	sched   *model.Schedule
+	inbox   chan func()
+	results chan polled
+	polls   sync.WaitGroup
+	recon   *reconcile // nil once the start-up reconcile is over
+}
+
+type polled struct {
+	id  string
+	res mcpclient.PollResult
+	err error
+}
+
+// reconcile is the start-up reconcile in progress: the open tasks not yet
+// polled once.
+type reconcile struct {
+	pending map[string]bool
+	rep     deck.Reconcile
+	last    time.Time // of the last progress event
+}
+
+// reconcileEvery throttles progress events to ten a second.
+const reconcileEvery = 100 * time.Millisecond
+
+// start runs the loop, once for the engine's lifetime (nil once closed).
+func (e *Engine) start() *loop {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil
+	}
+	if e.loop == nil {
+		e.loop = &loop{
+			e:       e,
+			sched:   model.NewSchedule(e.opts.PerServer),
+			inbox:   make(chan func(), 64),
+			results: make(chan polled, e.opts.PerServer),
+		}
+		e.ops.Add(1)
+		go e.loop.run()
+	}
+	return e.loop
+}
+
+// running is the loop if it started.
+func (e *Engine) running() *loop {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.loop
+}
+
+// send runs fn on the loop (not from the loop itself: it may wait for
+// room in the inbox).
+func (l *loop) send(fn func()) {
+	select {
+	case l.inbox <- fn:
+	case <-l.e.ctx.Done():
+	}
+}
+
+// due schedules a record's next poll if it has a task to poll and the
+// loop runs; without a loop nothing is polled (the start polls it). soon:
+// at once (something was just sent about it), else when its poll state
+// says, or after the first interval.
+func (e *Engine) due(rec *model.Task, soon bool) {
+	l := e.running()
+	if l == nil || !rec.Pollable() {
+		return
+	}
+	at := time.Now()
+	switch next := e.tracker.PollStatus(rec.ID).Next; {
+	case soon:
+	case !next.IsZero():
+		at = next // a poll already said (a handle born ended was fetched)
+	default:
+		at = at.Add(max(rec.ServerPollInterval(), e.policy().Default))
+	}
+	id, server := rec.ID, rec.Server
+	l.send(func() { l.sched.Set(id, server, at) })
+}
+
+func (e *Engine) policy() model.PollPolicy {
+	if e.opts.Policy == (model.PollPolicy{}) {
+		return model.DefaultPollPolicy
+	}
+	return e.opts.Policy
+}
+
+// polled files the outcome of a poll made outside the loop (Cancel's):
+// the next poll follows from it, and its poll state is published.
+func (e *Engine) polled(id string, res mcpclient.PollResult) {
+	e.feeds.poll(e.entry(res.Task))
+	l := e.running()
+	if l == nil {
+		return
+	}
+	l.send(func() {
+		if res.Next == 0 {
+			l.sched.Remove(id)
+			return
+		}
+		l.sched.Set(id, res.Task.Server, time.Now().Add(res.Next))
+	})
+}
+
+// PollNow implements deck.Deck: it starts the loop if need be, and makes
+// the given open tasks (none given: all) due at once.
+func (e *Engine) PollNow(ctx context.Context, ids []string) error {
+	_, done, err := e.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var recs []*model.Task
+	for _, id := range ids {
+		rec, err := e.resolve(id)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+	}
+	l := e.start()
+	if l == nil {
+		return deck.Errorf(deck.KindFailed, "taskdeck is closed")
+	}
+	now := time.Now()
+	l.send(func() {
+		if len(ids) == 0 {
+			l.sched.AllDue(now)
+			return
+		}
+		for _, rec := range recs {
+			if rec.Pollable() {
+				l.sched.Set(rec.ID, rec.Server, now)
+			}
+		}
+	})
+	return nil
+}
+
+func (l *loop) run() {
+	defer l.e.ops.Done()
+	defer l.polls.Wait()
+	ctx := l.e.ctx
+	l.begin()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		for _, id := range l.sched.Take(now) {
+			l.polls.Add(1)
+			go l.poll(ctx, id)
+		}
+		wait := time.Hour
+		if at, ok := l.sched.Wake(); ok {
+			wait = max(at.Sub(now), 0)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case fn := <-l.inbox:
+			fn()
+		case p := <-l.results:
+			l.done(p)
+		case <-timer.C:
+		}
+	}
+}
+
+func (l *loop) poll(ctx context.Context, id string) {
+	defer l.polls.Done()
+	res, err := l.e.tracker.Poll(ctx, id)
+	select {
+	case l.results <- polled{id, res, err}:
+	case <-ctx.Done():
+	}
+}
+
+// done files a poll's outcome: the task's next poll, the feed's poll
+// event, the reconcile's tally.
+func (l *loop) done(p polled) {
+	now := time.Now()
+	switch {
+	case errors.Is(p.err, store.ErrNotFound):
+		l.sched.Remove(p.id) // forgotten meanwhile
+	case p.err != nil:
+		// The store failed, not the server: try again later.
+		l.e.log.Warn("poll could not be recorded", "task", p.id, "err", p.err)
+		l.sched.Done(p.id, now.Add(l.e.policy().Cap))
+	default:
+		var next time.Time
+		if p.res.Next > 0 {
+			next = now.Add(p.res.Next)
+		}
+		l.sched.Done(p.id, next)
+		l.e.feeds.poll(l.e.entry(p.res.Task))
+	}
+	l.tally(p, now)
+}
+
+// begin starts the start-up reconcile: every open task is due at once,
+// and the schedule bounds how many are polled at a time.
+func (l *loop) begin() {
+	r := &reconcile{pending: map[string]bool{}, rep: deck.Reconcile{Orphaned: l.e.orphans}}
+	l.recon = r
+	open, err := l.e.store.ByStatus(model.StatusWorking, model.StatusInputRequired)
+	if err != nil {
+		l.e.log.Error("start-up reconcile could not read the open tasks", "err", err)
+	}
+	now := time.Now()
+	l.sched.Grow(len(open))
+	for _, t := range open {
+		if t.Pollable() { // a call that needs input has nothing to poll
+			l.sched.Set(t.ID, t.Server, now)
+			r.pending[t.ID] = true
+		}
+	}
+	r.rep.Total = len(r.pending)
+	l.progress(now)
+}
+
+// tally counts a task's first poll after start, as the tracker's report
+// files it.
+func (l *loop) tally(p polled, now time.Time) {
+	r := l.recon
+	if r == nil || !r.pending[p.id] {
+		return
+	}
+	delete(r.pending, p.id)
+	r.rep.Done++
+	switch {
+	case p.err != nil || p.res.Err != nil:
+		r.rep.Unreachable++
+	case p.res.Task.Status == model.StatusUnknown:
+		r.rep.Unknown++
+	case p.res.Task.Status.Terminal():
+		r.rep.Finished++
+	default:
+		r.rep.Reattached++
+	}
+	l.progress(now)
+}
+
+// progress publishes the reconcile's progress, at most ten times a second,
+// and always its end.
+func (l *loop) progress(now time.Time) {
+	r := l.recon
+	over := len(r.pending) == 0
+	if !over && now.Sub(r.last) < reconcileEvery {
+		return
+	}
+	r.last = now
+	rep := r.rep
+	rep.Over = over
+	l.e.feeds.reconciled(rep)
+	if over {
+		l.recon = nil
+	}
+}

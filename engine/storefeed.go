@@ -1,0 +1,21 @@
+package engine
+
+import (
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// change is one committed change, as the store's commit hook reports it.
+type change = store.Change
+
+// watchStore feeds every synced commit to the hub, in revision order.
+func (e *Engine) watchStore() {
+	e.feeds.rev = e.store.Revision()
+	e.store.SetCommitHook(e.feeds.committed)
+}
+
+func (e *Engine) snapshot() (uint64, []*model.Task, error) { return e.store.Snapshot() }
+
+func (e *Engine) changesSince(rev uint64) ([]change, uint64, bool, error) {
+	return e.store.ChangesSince(rev)
+}
