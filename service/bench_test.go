@@ -2,49 +2,66 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/model"
 )
 
 // rounds of each benchmark; in-process and socket runs alternate so that
 // a noisy neighbour hits both alike.
 const benchRounds = 7
 
-// BenchmarkCallSocketVsInProcess: the same Call (a record committed and
-// synced) on the deck in process and through the owner's socket; the
-// ratio's median and range over interleaved rounds.
-func BenchmarkCallSocketVsInProcess(b *testing.B) {
+// benchOwner serves the engine on a fresh store, with the demo server on
+// loopback (no hostile front: the call costs what a real one does).
+func benchOwner(b *testing.B) (*engine.Engine, deck.Deck, deck.CallRequest) {
 	ctx := context.Background()
+	mcp := httptest.NewServer(demo.New(demo.Options{Speed: 0.01}).Handler())
+	b.Cleanup(mcp.Close)
 	dir := b.TempDir()
-	d, err := openStoreDeck(b, dir, newRevLog())
+	e, err := engine.Open(engine.Options{DataDir: dir})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer d.Close()
-	srv, err := Serve(ctx, dir, d, nil)
+	srv, err := Serve(ctx, dir, e, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.Shutdown(ctx)
 	r, err := Dial(ctx, dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Close()
-	const n = 200
-	call := func(dk deck.Deck) float64 {
+	b.Cleanup(func() {
+		r.Close()
+		srv.Shutdown(ctx)
+		e.Close()
+	})
+	return e, r, deck.CallRequest{Server: model.ServerRef{URL: mcp.URL}, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)}
+}
+
+// BenchmarkCallSocketVsInProcess: the same Call (tools/call to the demo
+// server, the handle committed and synced) on the engine in process and
+// through the owner's socket; the ratio's median and range over rounds.
+func BenchmarkCallSocketVsInProcess(b *testing.B) {
+	ctx := context.Background()
+	e, r, req := benchOwner(b)
+	const n = 100
+	call := func(d deck.Deck) float64 {
 		start := time.Now()
-		if _, err := dk.Call(ctx, sleepCall("")); err != nil {
+		if _, err := d.Call(ctx, req); err != nil {
 			b.Fatal(err)
 		}
 		return float64(time.Since(start).Microseconds())
 	}
-	call(d) // warm both
+	call(e) // warm both
 	call(r)
 	var ratios, inproc, socket []float64
 	for b.Loop() {
@@ -54,9 +71,9 @@ func BenchmarkCallSocketVsInProcess(b *testing.B) {
 			var is, ss []float64
 			for k := range n {
 				if k%2 == 0 {
-					is, ss = append(is, call(d)), append(ss, call(r))
+					is, ss = append(is, call(e)), append(ss, call(r))
 				} else {
-					ss, is = append(ss, call(r)), append(is, call(d))
+					ss, is = append(ss, call(r)), append(is, call(e))
 				}
 			}
 			inproc = append(inproc, median(is))
@@ -71,52 +88,41 @@ func BenchmarkCallSocketVsInProcess(b *testing.B) {
 		median(inproc), span(inproc, "%.0f"), median(socket), span(socket, "%.0f"), median(ratios), span(ratios, "%.3f"), len(ratios), n)
 }
 
-// BenchmarkFeedLatency: changes committed at 1,000 a second, each timed
-// from its publication in the owner to its arrival at a watcher on the
+// BenchmarkFeedLatency: calls committed at 1,000 a second; each change is
+// timed from its arrival at a watcher in the owner's process (the engine
+// publishes from its commit hook) to its arrival at a watcher on the
 // socket; p50 and p99 per round.
 func BenchmarkFeedLatency(b *testing.B) {
 	ctx := context.Background()
-	dir := b.TempDir()
-	log := newRevLog()
-	d, err := openStoreDeck(b, dir, log)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer d.Close()
-	srv, err := Serve(ctx, dir, d, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Shutdown(ctx)
-	r, err := Dial(ctx, dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Close()
+	e, r, req := benchOwner(b)
 	const perRound = 1000
 	var p50s, p99s, rates []float64
 	for b.Loop() {
 		for range benchRounds {
 			wctx, cancel := context.WithCancel(ctx)
-			_, _, from := log.since(0)
-			feed, err := r.Watch(wctx, from)
-			if err != nil {
-				b.Fatal(err)
-			}
-			lat := make([]float64, 0, perRound)
-			got := make(chan struct{})
-			go func() {
-				defer close(got)
-				for ev := range feed.Events() {
-					if ev.Kind != deck.EventChange {
-						continue
-					}
-					lat = append(lat, float64(time.Since(log.at(ev.Rev)).Microseconds()))
-					if len(lat) == perRound {
-						return
-					}
+			arrivals := func(d deck.Deck) (map[uint64]time.Time, chan struct{}) {
+				f, err := d.Watch(wctx, 0)
+				if err != nil {
+					b.Fatal(err)
 				}
-			}()
+				at := map[uint64]time.Time{}
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					n := 0
+					for ev := range f.Events() {
+						if ev.Kind == deck.EventChange {
+							at[ev.Rev] = time.Now()
+							if n++; n == perRound {
+								return
+							}
+						}
+					}
+				}()
+				return at, done
+			}
+			inAt, inDone := arrivals(e)
+			sockAt, sockDone := arrivals(r)
 			start := time.Now()
 			var wg sync.WaitGroup
 			for k := range perRound {
@@ -124,15 +130,22 @@ func BenchmarkFeedLatency(b *testing.B) {
 				// busy machine misses, and the rate with them.
 				time.Sleep(time.Until(start.Add(time.Duration(k) * time.Millisecond)))
 				wg.Go(func() {
-					if _, err := d.Call(ctx, sleepCall("")); err != nil {
+					if _, err := e.Call(ctx, req); err != nil {
 						b.Error(err)
 					}
 				})
 			}
 			wg.Wait()
-			<-got
+			<-inDone
+			<-sockDone
 			rates = append(rates, perRound/time.Since(start).Seconds())
 			cancel()
+			var lat []float64
+			for rev, t := range sockAt {
+				if in, ok := inAt[rev]; ok {
+					lat = append(lat, float64(t.Sub(in).Microseconds()))
+				}
+			}
 			slices.Sort(lat)
 			p50s = append(p50s, lat[len(lat)/2])
 			p99s = append(p99s, lat[len(lat)*99/100])

@@ -3,6 +3,7 @@ package service
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,22 +15,9 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
 )
-
-// owner makes Open's Own over dir: a storeDeck sharing log, and the last
-// one it opened in *last.
-func owner(t *testing.T, dir string, log *revLog, last **storeDeck) func() (deck.Deck, error) {
-	return func() (deck.Deck, error) {
-		d, err := openStoreDeck(t, dir, log)
-		if err == nil && last != nil {
-			*last = d
-		}
-		if err != nil {
-			return nil, err
-		}
-		return d, nil
-	}
-}
 
 func open(t *testing.T, dir string, own func() (deck.Deck, error)) *Client {
 	t.Helper()
@@ -45,12 +33,12 @@ func open(t *testing.T, dir string, own func() (deck.Deck, error)) *Client {
 // other takes over within 1 s after the owner exits.
 func TestOpenOwnsConnectsTakesOver(t *testing.T) {
 	ctx := t.Context()
-	dir, log := t.TempDir(), newRevLog()
-	a := open(t, dir, owner(t, dir, log, nil))
+	dir, mcp := t.TempDir(), startDemo(t)
+	a := open(t, dir, own(t, dir, mcp.URL))
 	if !a.Owner() {
 		t.Fatal("the first Open did not become the owner")
 	}
-	b := open(t, dir, owner(t, dir, log, nil))
+	b := open(t, dir, own(t, dir, mcp.URL))
 	if b.Owner() {
 		t.Fatal("the second Open became an owner beside the first")
 	}
@@ -78,81 +66,109 @@ func TestOpenOwnsConnectsTakesOver(t *testing.T) {
 }
 
 // A feed survives the owner's exit: it resumes from the last revision it
-// delivered, so its watcher sees every change once, in order.
+// delivered, so its watcher sees nothing twice (revisions only rise) and
+// misses nothing (what it holds comes to be what the store holds).
 func TestFeedResumesAcrossOwnerChange(t *testing.T) {
 	ctx := t.Context()
-	dir, log := t.TempDir(), newRevLog()
-	a := open(t, dir, owner(t, dir, log, nil))
-	w := open(t, dir, owner(t, dir, log, nil))
+	dir, mcp := t.TempDir(), startDemo(t)
+	a := open(t, dir, own(t, dir, mcp.URL))
+	w := open(t, dir, own(t, dir, mcp.URL))
 	feed, err := w.Watch(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := next(t, feed); ev.Kind != deck.EventSnapshot {
-		t.Fatalf("first event %+v, want the snapshot", ev)
-	}
-	// Calls commit through the owner while it exits; those that commit
-	// before it goes must all reach the watcher.
-	var made []string
+	// The watcher's view, kept as a dashboard keeps it.
 	var mu sync.Mutex
+	view := map[string]model.Status{}
+	var rev uint64
+	twice := make(chan string, 1)
+	go func() {
+		for ev := range feed.Events() {
+			if ev.Kind != deck.EventSnapshot && ev.Kind != deck.EventChange {
+				continue
+			}
+			mu.Lock()
+			if ev.Kind == deck.EventChange && ev.Rev <= rev {
+				select {
+				case twice <- fmt.Sprintf("%s at rev %d after rev %d", ev.Kind, ev.Rev, rev):
+				default:
+				}
+			}
+			rev = ev.Rev
+			if ev.Kind == deck.EventSnapshot {
+				clear(view)
+			}
+			for _, e := range ev.Entries {
+				view[e.Task.ID] = e.Task.Status
+			}
+			for _, id := range ev.Deleted {
+				delete(view, id)
+			}
+			mu.Unlock()
+		}
+	}()
+	// approve tasks wait for input once they start: the view settles.
+	call := deck.CallRequest{Server: demoRef, Tool: "approve", Args: json.RawMessage(`{"action":"deploy"}`)}
+	made := 0
 	calls := make(chan struct{})
 	go func() {
 		defer close(calls)
 		for range 200 {
-			res, err := a.Call(ctx, sleepCall(""))
-			if err != nil {
+			if _, err := a.Call(ctx, call); err != nil {
 				return
 			}
 			mu.Lock()
-			made = append(made, res.Task.ID)
+			made++
 			mu.Unlock()
 		}
 	}()
-	waitFor(t, "calls before the exit", 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(made) >= 20 })
+	waitFor(t, "calls before the exit", 5*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return made >= 20 })
 	a.Close()
 	<-calls
 	// Through the next owner (the watcher's process or a third), more.
-	c := open(t, dir, owner(t, dir, log, nil))
+	c := open(t, dir, own(t, dir, mcp.URL))
 	for range 20 {
-		res, err := c.Call(ctx, sleepCall(""))
+		if _, err := c.Call(ctx, call); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func() bool {
+		list, err := c.List(ctx, deck.Filter{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		made = append(made, res.Task.ID)
-	}
-	seen := map[string]int{}
-	var rev uint64
-	for len(seen) < len(made) {
-		ev := next(t, feed)
-		if ev.Kind != deck.EventChange {
-			continue
+		mu.Lock()
+		defer mu.Unlock()
+		if len(list) != len(view) {
+			return false
 		}
-		if ev.Rev != rev+1 && rev != 0 {
-			t.Fatalf("rev %d after %d: a change missed or seen twice", ev.Rev, rev)
+		for _, e := range list {
+			if view[e.Task.ID] != e.Task.Status {
+				return false
+			}
 		}
-		rev = ev.Rev
-		seen[ev.Entries[0].Task.ID]++
+		return true
 	}
-	for _, id := range made {
-		if seen[id] != 1 {
-			t.Fatalf("task %s seen %d times, want once", id, seen[id])
-		}
+	waitFor(t, "the watcher's view to be the store's", 5*time.Second, same)
+	select {
+	case s := <-twice:
+		t.Fatalf("a change seen twice: %s", s)
+	default:
 	}
-	t.Logf("%d changes, the owner changed after %d", len(made), len(made)-20)
+	t.Logf("%d records, the owner changed after %d; the watcher is at rev %d", len(view), made, rev)
 }
 
-// A changing request cut off by the owner's exit fails with KindOwnerGone
-// and is not sent again; a Call with a key is, and gets the record the
-// first send committed.
+// A changing request cut off by the owner's going fails with
+// KindOwnerGone and is not sent again; a Call with a key is, and gets the
+// record the first send committed.
 func TestCutOffMidRequest(t *testing.T) {
 	for _, key := range []string{"", "k"} {
 		t.Run("key="+key, func(t *testing.T) {
 			ctx := t.Context()
-			dir, log := t.TempDir(), newRevLog()
-			var first *storeDeck
-			a := open(t, dir, owner(t, dir, log, &first))
-			first.hold, first.entered = make(chan struct{}), make(chan struct{}, 1)
-			b := open(t, dir, owner(t, dir, log, nil))
+			dir, mcp := t.TempDir(), startDemo(t)
+			a := open(t, dir, own(t, dir, mcp.URL))
+			b := open(t, dir, own(t, dir, mcp.URL))
+			held := mcp.Hold("tools/call")
 			type out struct {
 				res deck.CallResult
 				err error
@@ -162,27 +178,29 @@ func TestCutOffMidRequest(t *testing.T) {
 				res, err := b.Call(ctx, sleepCall(key))
 				done <- out{res, err}
 			}()
-			<-first.entered
+			waitFor(t, "the call at the server", 5*time.Second, func() bool { return toolCalls(mcp, "sleep") == 1 })
 			// The owner dies with the request in it: its connections go,
-			// then the call it was making commits and its store closes.
+			// then it closes what it was doing and its store.
 			a.srv.http.Close()
-			close(first.hold)
-			first.inFlight.Wait()
+			held.Release()
 			a.Close()
 			o := <-done
+			list, err := b.List(ctx, deck.Filter{})
+			if err != nil || len(list) != 1 {
+				t.Fatalf("%d records after the cut-off call (%v), want the one the owner committed", len(list), err)
+			}
 			if key == "" {
 				de := wantKind(t, "a call cut off", o.err, deck.KindOwnerGone)
 				if !strings.Contains(de.Message, "went away") || !strings.Contains(de.Message, "taskdeck ls") {
 					t.Fatalf("the message does not say what happened and where to look: %q", de.Message)
 				}
-				list, _ := b.List(ctx, deck.Filter{})
-				if len(list) != 1 {
-					t.Fatalf("%d records after the cut-off call, want the one the owner committed", len(list))
-				}
 				return
 			}
-			if o.err != nil || !o.res.Reused {
+			if o.err != nil || !o.res.Reused || o.res.Task.ID != list[0].Task.ID {
 				t.Fatalf("a keyed call cut off: %+v, %v; want it retried and the committed record reused", o.res, o.err)
+			}
+			if n := toolCalls(mcp, "sleep"); n != 1 {
+				t.Fatalf("%d tools/call for one keyed call, want 1", n)
 			}
 		})
 	}
@@ -193,9 +211,9 @@ func TestCutOffMidRequest(t *testing.T) {
 // within 1 s of the kill.
 func TestTakeoverAfterSIGKILL(t *testing.T) {
 	ctx := t.Context()
-	dir := t.TempDir()
+	dir, mcp := t.TempDir(), startDemo(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestOwnerProcess$")
-	cmd.Env = append(os.Environ(), "TASKDECK_SERVICE_OWNER_DIR="+dir)
+	cmd.Env = append(os.Environ(), "TASKDECK_SERVICE_OWNER_DIR="+dir, "TASKDECK_SERVICE_OWNER_MCP="+mcp.URL)
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -206,7 +224,7 @@ func TestTakeoverAfterSIGKILL(t *testing.T) {
 	if line != "ready\n" {
 		t.Fatalf("the owner process said %q", line)
 	}
-	b := open(t, dir, owner(t, dir, newRevLog(), nil))
+	b := open(t, dir, own(t, dir, mcp.URL))
 	if b.Owner() {
 		t.Fatal("Open became the owner beside a live one")
 	}
@@ -237,11 +255,11 @@ func TestOwnerProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("the owner process of TestTakeoverAfterSIGKILL")
 	}
-	d, err := openStoreDeck(t, dir, newRevLog())
+	e, err := openEngine(t, dir, os.Getenv("TASKDECK_SERVICE_OWNER_MCP"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Serve(context.Background(), dir, d, nil); err != nil {
+	if _, err := Serve(context.Background(), dir, e, nil); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Println("ready")
@@ -252,13 +270,13 @@ func TestOwnerProcess(t *testing.T) {
 // process that serves nothing, after trying for about 2 s.
 func TestOpenLockedWithoutOwner(t *testing.T) {
 	dir := t.TempDir()
-	d, err := openStoreDeck(t, dir, newRevLog())
+	st, err := store.Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer st.Close()
 	start := time.Now()
-	_, err = Open(t.Context(), Options{DataDir: dir, Own: owner(t, dir, newRevLog(), nil)})
+	_, err = Open(t.Context(), Options{DataDir: dir, Own: own(t, dir, "http://127.0.0.1:1/mcp")})
 	if deck.KindOf(err) != deck.KindLocked {
 		t.Fatalf("Open of a held store: %v, want KindLocked", err)
 	}
@@ -270,9 +288,9 @@ func TestOpenLockedWithoutOwner(t *testing.T) {
 // Closing a deck ends its feeds, with an error that says it was closed,
 // whether it is the owner or works through one.
 func TestCloseEndsFeeds(t *testing.T) {
-	dir, log := t.TempDir(), newRevLog()
-	a := open(t, dir, owner(t, dir, log, nil))
-	b := open(t, dir, owner(t, dir, log, nil))
+	dir, mcp := t.TempDir(), startDemo(t)
+	a := open(t, dir, own(t, dir, mcp.URL))
+	b := open(t, dir, own(t, dir, mcp.URL))
 	r, err := Dial(t.Context(), dir)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +303,7 @@ func TestCloseEndsFeeds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next(t, feed)
+		nextOf(t, feed, deck.EventSnapshot)
 		c.d.Close()
 		for range feed.Events() {
 		}
@@ -305,14 +323,14 @@ func TestCloseEndsFeeds(t *testing.T) {
 // owner) and answers every request that reached it.
 func TestParallelCallsAcrossOwnerExit(t *testing.T) {
 	ctx := t.Context()
-	dir, log := t.TempDir(), newRevLog()
-	a := open(t, dir, owner(t, dir, log, nil))
+	dir, mcp := t.TempDir(), startDemo(t)
+	a := open(t, dir, own(t, dir, mcp.URL))
 	const perClient = 40
 	var mu sync.Mutex
 	ok := 0
 	var wg sync.WaitGroup
 	for i := range 3 {
-		c := open(t, dir, owner(t, dir, log, nil))
+		c := open(t, dir, own(t, dir, mcp.URL))
 		wg.Go(func() {
 			for k := range perClient {
 				key := ""
@@ -336,7 +354,7 @@ func TestParallelCallsAcrossOwnerExit(t *testing.T) {
 	t.Logf("the owner closed in %v", time.Since(closing))
 	wg.Wait()
 	t.Logf("the calls ended %v after", time.Since(closing))
-	d := open(t, dir, owner(t, dir, log, nil))
+	d := open(t, dir, own(t, dir, mcp.URL))
 	list, err := d.List(ctx, deck.Filter{})
 	if err != nil {
 		t.Fatal(err)

@@ -55,13 +55,13 @@ func TestOtherUserRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(top, "data")
-	d, err := openStoreDeck(t, dir, newRevLog())
+	e, err := openEngine(t, dir, startDemo(t).URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
+	defer e.Close()
 	var logged syncBuffer
-	srv, err := Serve(t.Context(), dir, d, slog.New(slog.NewTextHandler(&logged, nil)))
+	srv, err := Serve(t.Context(), dir, e, slog.New(slog.NewTextHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

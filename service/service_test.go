@@ -18,36 +18,6 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 )
 
-var demoRef = model.ServerRef{Name: "demo"}
-
-func sleepCall(key string) deck.CallRequest {
-	return deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: key}
-}
-
-// serveStoreDeck serves a storeDeck on a fresh data dir and dials it.
-func serveStoreDeck(t *testing.T) (dir string, d *storeDeck, srv *Server, r deck.Deck) {
-	t.Helper()
-	dir = t.TempDir()
-	d, err := openStoreDeck(t, dir, newRevLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err = Serve(t.Context(), dir, d, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Shutdown(context.Background())
-		d.Close()
-	})
-	r, err = Dial(t.Context(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return dir, d, srv, r
-}
-
 func wantKind(t *testing.T, what string, err error, kind deck.Kind) *deck.Error {
 	t.Helper()
 	var de *deck.Error
@@ -60,112 +30,105 @@ func wantKind(t *testing.T, what string, err error, kind deck.Kind) *deck.Error 
 	return de
 }
 
-// Every method answers over the socket what it answers in process, and
-// every error arrives as a *deck.Error of its kind.
+// The real engine behind the socket: each method answers what it answers
+// in process, a call that needs input before its task exists costs 2
+// tools/call through the socket too, and errors keep their kinds.
 func TestRoundTrip(t *testing.T) {
 	ctx := t.Context()
-	_, d, _, r := serveStoreDeck(t)
+	mcp := startDemo(t)
+	_, e, _, r := serveEngine(t, mcp)
 
-	res, err := r.Call(ctx, sleepCall("k1"))
+	res, err := r.Call(ctx, sleepCall("k"))
+	if err != nil || res.Task.TaskID == "" || res.Task.Status != model.StatusWorking {
+		t.Fatalf("Call: %+v, %v; want a working task with its handle", res, err)
+	}
+	again, err := r.Call(ctx, sleepCall("k"))
+	if err != nil || !again.Reused || again.Task.ID != res.Task.ID {
+		t.Fatalf("the same key again: %+v, %v; want the record reused", again, err)
+	}
+	in, err := e.Get(ctx, res.Task.ID[:12])
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := res.Task.ID
-	in, err := d.Get(ctx, id)
+	got, err := r.Get(ctx, res.Task.ID[:12])
 	if err != nil {
 		t.Fatal(err)
 	}
-	sameJSON(t, res.Task, in.Task)
-
-	again, err := r.Call(ctx, sleepCall("k1"))
-	if err != nil || !again.Reused || again.Task.ID != id {
-		t.Fatalf("the same key again: %+v, %v; want the record %s reused", again, err, id)
+	sameJSON(t, got.Task, in.Task)
+	list, err := r.List(ctx, deck.Filter{Statuses: []model.Status{model.StatusWorking}})
+	if err != nil || len(list) != 1 || list[0].Task.ID != res.Task.ID {
+		t.Fatalf("List: %d entries, %v", len(list), err)
 	}
-	other := sleepCall("k1")
-	other.Args = json.RawMessage(`{"seconds":2}`)
-	_, err = r.Call(ctx, other)
-	if de := wantKind(t, "a key of another call", err, deck.KindConflict); de.TaskID != id {
-		t.Fatalf("the conflict names task %q, want %s", de.TaskID, id)
-	}
-
-	got, err := r.Get(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameJSON(t, got, in)
-	if got.Poll.LastError != "slow" {
-		t.Fatalf("the poll state did not cross: %+v", got.Poll)
-	}
-	list, err := r.List(ctx, deck.Filter{Tool: "sleep"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inList, _ := d.List(ctx, deck.Filter{Tool: "sleep"})
-	sameJSON(t, list, inList)
 	servers, err := r.Servers(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inServers, _ := d.Servers(ctx)
+	inServers, _ := e.Servers(ctx)
 	sameJSON(t, servers, inServers)
-	tools, err := r.Tools(ctx, demoRef, true)
+	tools, err := r.Tools(ctx, demoRef, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inTools, _ := d.Tools(ctx, demoRef, true)
+	inTools, _ := e.Tools(ctx, demoRef, false)
 	sameJSON(t, tools, inTools)
 	if err := r.CheckCall(ctx, sleepCall("")); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.PollNow(ctx, []string{id}); err != nil {
-		t.Fatal(err)
+
+	need, err := r.Call(ctx, deck.CallRequest{Server: demoRef, Tool: "confirm_first"})
+	if err != nil || !need.NeedsInput {
+		t.Fatalf("confirm_first: %+v, %v; want NeedsInput", need, err)
+	}
+	cont, err := r.Continue(ctx, need.Task.ID, confirmYes)
+	if err != nil || cont.Task.TaskID == "" {
+		t.Fatalf("Continue: %+v, %v", cont, err)
+	}
+	if n := toolCalls(mcp, "confirm_first"); n != 2 {
+		t.Fatalf("%d tools/call for one round of input through the socket, want 2", n)
 	}
 
-	bad := sleepCall("")
-	bad.Tool = "nope"
-	wantKind(t, "CheckCall of an unknown tool", r.CheckCall(ctx, bad), deck.KindUsage)
-	_, err = r.Call(ctx, bad)
-	wantKind(t, "Call of an unknown tool", err, deck.KindUsage)
-	_, err = r.Tools(ctx, model.ServerRef{Name: "nope"}, false)
-	wantKind(t, "Tools of an unknown server", err, deck.KindUsage)
-	_, err = r.Get(ctx, "nope")
+	bad := deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":"long"}`)}
+	wantKind(t, "CheckCall of a bad argument", r.CheckCall(ctx, bad), deck.KindUsage)
+	other := sleepCall("k")
+	other.Args = json.RawMessage(`{"seconds":61}`)
+	_, err = r.Call(ctx, other)
+	wantKind(t, "a key of another call", err, deck.KindConflict)
+	_, err = r.Get(ctx, "zzzzzzzz")
 	wantKind(t, "Get of an unknown id", err, deck.KindNotFound)
-	wantKind(t, "PollNow of an unknown id", r.PollNow(ctx, []string{"nope"}), deck.KindNotFound)
-	_, err = r.Answer(ctx, id, map[string]json.RawMessage{"a": json.RawMessage(`{}`)})
-	if de := wantKind(t, "Answer of a working task", err, deck.KindState); de.TaskID != id {
-		t.Fatalf("the state error names task %q, want %s", de.TaskID, id)
-	}
-	_, err = r.Continue(ctx, id, nil)
+	_, err = r.Answer(ctx, res.Task.ID, confirmYes)
+	wantKind(t, "Answer of a task that asks nothing", err, deck.KindState)
+	_, err = r.Continue(ctx, res.Task.ID, confirmYes)
 	wantKind(t, "Continue of a started task", err, deck.KindState)
+	wantKind(t, "Forget of an unknown id", r.Forget(ctx, "zzzzzzzz"), deck.KindNotFound)
 
-	cancelled, err := r.Cancel(ctx, id)
-	if err != nil || cancelled.Status != model.StatusCancelled {
+	cancelled, err := r.Cancel(ctx, res.Task.ID)
+	if err != nil || !cancelled.CancelRequested && cancelled.Status != model.StatusCancelled {
 		t.Fatalf("Cancel: %+v, %v", cancelled, err)
 	}
-	_, err = r.Cancel(ctx, id)
-	wantKind(t, "Cancel of a cancelled task", err, deck.KindState)
+	if err := r.PollNow(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Forget(ctx, cont.Task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Get(ctx, cont.Task.ID); deck.KindOf(err) != deck.KindNotFound {
+		t.Fatalf("after Forget over the socket the engine still has it: %v", err)
+	}
+	waitFor(t, "the cancel to land", 5*time.Second, func() bool {
+		got, err := e.Get(ctx, res.Task.ID)
+		return err == nil && got.Task.Status == model.StatusCancelled
+	})
 	n, err := r.Prune(ctx, 0)
 	if err != nil || n != 1 {
-		t.Fatalf("Prune: %d, %v; want the one cancelled record", n, err)
-	}
-	res2, err := r.Call(ctx, sleepCall(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Forget(ctx, res2.Task.ID); err != nil {
-		t.Fatal(err)
-	}
-	wantKind(t, "Forget of a forgotten id", r.Forget(ctx, res2.Task.ID), deck.KindNotFound)
-	if _, err := d.Get(ctx, res2.Task.ID); deck.KindOf(err) != deck.KindNotFound {
-		t.Fatalf("the forgotten record is still in the store: %v", err)
+		t.Fatalf("Prune: %d, %v; want the cancelled record", n, err)
 	}
 }
 
 // A Watch over the socket delivers the snapshot, then each change as it
-// commits, in revision order.
+// commits, in revision order; Watch(rev) replays what came after rev.
 func TestWatchStreams(t *testing.T) {
 	ctx := t.Context()
-	_, _, _, r := serveStoreDeck(t)
+	_, _, _, r := serveEngine(t, startDemo(t))
 	first, err := r.Call(ctx, sleepCall(""))
 	if err != nil {
 		t.Fatal(err)
@@ -174,59 +137,41 @@ func TestWatchStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := next(t, feed)
-	if snap.Kind != deck.EventSnapshot || len(snap.Entries) != 1 || snap.Entries[0].Task.ID != first.Task.ID {
-		t.Fatalf("first event: %+v, want a snapshot of task %s", snap, first.Task.ID)
+	snap := nextOf(t, feed, deck.EventSnapshot)
+	if len(snap.Entries) != 1 || snap.Entries[0].Task.ID != first.Task.ID {
+		t.Fatalf("the snapshot: %+v, want task %s", snap, first.Task.ID)
 	}
 	second, err := r.Call(ctx, sleepCall(""))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := next(t, feed)
-	if ev.Kind != deck.EventChange || ev.Rev != snap.Rev+1 || ev.Entries[0].Task.ID != second.Task.ID {
-		t.Fatalf("after a call: %+v, want the change of task %s at rev %d", ev, second.Task.ID, snap.Rev+1)
+	for ev := nextOf(t, feed, deck.EventChange); len(ev.Entries) == 0 || ev.Entries[0].Task.ID != second.Task.ID; {
+		ev = nextOf(t, feed, deck.EventChange)
 	}
-	// From a revision: the changes after it, then caught up.
 	resumed, err := r.Watch(ctx, snap.Rev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := next(t, resumed); ev.Rev != snap.Rev+1 || ev.Kind != deck.EventChange {
-		t.Fatalf("Watch(%d) began with %+v", snap.Rev, ev)
-	}
-	if ev := next(t, resumed); ev.Kind != deck.EventCaughtUp {
-		t.Fatalf("Watch(%d) went on with %+v, want caughtUp", snap.Rev, ev)
-	}
-}
-
-func next(t *testing.T, f deck.Feed) deck.Event {
-	t.Helper()
-	select {
-	case ev, ok := <-f.Events():
-		if !ok {
-			t.Fatalf("the feed ended: %v", f.Err())
+	// The replay: only changes after snap.Rev, the second task's among
+	// them, then caught up.
+	seen := false
+	for {
+		ev := nextOf(t, resumed, deck.EventChange, deck.EventSnapshot, deck.EventCaughtUp)
+		if ev.Kind == deck.EventCaughtUp {
+			break
 		}
-		return ev
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5 s")
-	}
-	panic("unreachable")
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
+		if ev.Kind != deck.EventChange || ev.Rev <= snap.Rev {
+			t.Fatalf("Watch(%d) replayed %s at rev %d", snap.Rev, ev.Kind, ev.Rev)
 		}
-		time.Sleep(2 * time.Millisecond)
+		seen = seen || ev.Entries[0].Task.ID == second.Task.ID
+	}
+	if !seen {
+		t.Fatalf("Watch(%d) did not replay the second call", snap.Rev)
 	}
 }
 
 func TestSocketIsPrivate(t *testing.T) {
-	dir, _, srv, _ := serveStoreDeck(t)
+	dir, _, srv, _ := serveEngine(t, startDemo(t))
 	fi, err := os.Lstat(srv.Path())
 	if err != nil {
 		t.Fatal(err)
@@ -242,8 +187,8 @@ func TestSocketIsPrivate(t *testing.T) {
 // A second Serve on a socket someone answers on is refused; the first
 // owner goes on serving.
 func TestServeRefusesASecondOwner(t *testing.T) {
-	dir, d, _, r := serveStoreDeck(t)
-	if _, err := Serve(t.Context(), dir, d, nil); !errors.Is(err, ErrOwnerRunning) {
+	dir, e, _, r := serveEngine(t, startDemo(t))
+	if _, err := Serve(t.Context(), dir, e, nil); !errors.Is(err, ErrOwnerRunning) {
 		t.Fatalf("second Serve: %v, want ErrOwnerRunning", err)
 	}
 	if _, err := r.Servers(t.Context()); err != nil {
@@ -264,12 +209,12 @@ func TestStaleSocketReplaced(t *testing.T) {
 	if _, err := Dial(t.Context(), dir); !errors.Is(err, ErrNoOwner) {
 		t.Fatalf("Dial on a stale socket: %v, want ErrNoOwner", err)
 	}
-	d, err := openStoreDeck(t, dir, newRevLog())
+	e, err := openEngine(t, dir, startDemo(t).URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	srv, err := Serve(t.Context(), dir, d, nil)
+	defer e.Close()
+	srv, err := Serve(t.Context(), dir, e, nil)
 	if err != nil {
 		t.Fatalf("Serve over a stale socket: %v", err)
 	}
@@ -299,12 +244,12 @@ func TestSocketPathNotASocket(t *testing.T) {
 			if err := c.make(path, target); err != nil {
 				t.Fatal(err)
 			}
-			d, err := openStoreDeck(t, dir, newRevLog())
+			e, err := openEngine(t, dir, "http://127.0.0.1:1/mcp")
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer d.Close()
-			_, err = Serve(t.Context(), dir, d, nil)
+			defer e.Close()
+			_, err = Serve(t.Context(), dir, e, nil)
 			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("Serve: %v, want one line saying it %s", err, c.want)
 			}
@@ -333,19 +278,20 @@ func TestSocketPathTooDeep(t *testing.T) {
 // (their watchers learn the owner went), and removes the socket.
 func TestShutdownDrains(t *testing.T) {
 	ctx := t.Context()
-	dir, d, srv, r := serveStoreDeck(t)
+	mcp := startDemo(t)
+	dir, _, srv, r := serveEngine(t, mcp)
 	feed, err := r.Watch(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	next(t, feed)
-	d.hold, d.entered = make(chan struct{}), make(chan struct{}, 1)
+	nextOf(t, feed, deck.EventSnapshot)
+	held := mcp.Hold("tools/call")
 	called := make(chan error, 1)
 	go func() {
 		_, err := r.Call(ctx, sleepCall(""))
 		called <- err
 	}()
-	<-d.entered
+	waitFor(t, "the call at the server", 5*time.Second, func() bool { return toolCalls(mcp, "sleep") == 1 })
 	stopped := make(chan error, 1)
 	go func() { stopped <- srv.Shutdown(context.Background()) }()
 	// The feed ends at once, while the call is still held.
@@ -364,7 +310,7 @@ func TestShutdownDrains(t *testing.T) {
 		t.Fatalf("Shutdown returned (%v) with a request in flight", err)
 	default:
 	}
-	close(d.hold)
+	held.Release()
 	if err := <-called; err != nil {
 		t.Fatalf("the request in flight: %v, want it finished", err)
 	}
@@ -375,7 +321,7 @@ func TestShutdownDrains(t *testing.T) {
 
 // A request over the bound is refused with a usage error, unread.
 func TestRequestBounded(t *testing.T) {
-	_, _, srv, _ := serveStoreDeck(t)
+	_, _, srv, _ := serveEngine(t, startDemo(t))
 	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", srv.Path())
 	}}}
@@ -408,7 +354,12 @@ func TestServeMakesTheDirPrivate(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Serve(t.Context(), dir, &storeDeck{}, nil)
+	e, err := openEngine(t, t.TempDir(), "http://127.0.0.1:1/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	srv, err := Serve(t.Context(), dir, e, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,7 +398,7 @@ func TestDialStuckOwner(t *testing.T) {
 // A client that connects and sends nothing holds the owner's exit up
 // only for idleGrace, not for the whole drain.
 func TestShutdownSilentClient(t *testing.T) {
-	_, _, srv, _ := serveStoreDeck(t)
+	_, _, srv, _ := serveEngine(t, startDemo(t))
 	c, err := net.Dial("unix", srv.Path())
 	if err != nil {
 		t.Fatal(err)
