@@ -18,6 +18,7 @@ type Options struct {
 	// Own opens the engine in process (taking the store lock). An error
 	// of deck.KindLocked means another process holds the store: it may be
 	// starting to serve or shutting down, so Open dials and owns again.
+	// Nil: never own, only connect (an error, ErrNoOwner, when none runs).
 	Own    func() (deck.Deck, error)
 	Logger *slog.Logger
 }
@@ -57,10 +58,13 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	if _, _, err := c.deck(ctx); err != nil {
+		c.close()
 		return nil, err
 	}
 	return c, nil
 }
+
+var _ deck.Deck = (*Client)(nil)
 
 // Owner reports whether this process owns the store now.
 func (c *Client) Owner() bool {
@@ -111,7 +115,7 @@ func (c *Client) choose(ctx context.Context) (deck.Deck, *Server, error) {
 			c.log.Debug("working through the owner", "dir", c.opts.DataDir)
 			return d, nil, nil
 		}
-		if !errors.Is(err, ErrNoOwner) {
+		if !errors.Is(err, ErrNoOwner) || c.opts.Own == nil {
 			return nil, nil, err
 		}
 		own, err := c.opts.Own()

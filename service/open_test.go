@@ -369,3 +369,23 @@ func TestParallelCallsAcrossOwnerExit(t *testing.T) {
 		t.Fatalf("%d calls answered, %d records, %d keys; want %d, %d, %d", ok, len(list), len(keys), 3*perClient, 3*perClient, 3*perClient/2)
 	}
 }
+
+// Without Own, Open only connects: where no owner runs it says so, and
+// takes no store.
+func TestOpenWithoutOwn(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Open(t.Context(), Options{DataDir: dir}); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("Open without Own and without an owner: %v, want ErrNoOwner", err)
+	}
+	mcp := startDemo(t)
+	a := open(t, dir, own(t, dir, mcp.URL))
+	b, err := Open(t.Context(), Options{DataDir: dir})
+	if err != nil || b.Owner() {
+		t.Fatalf("Open without Own beside an owner: %v", err)
+	}
+	defer b.Close()
+	a.Close()
+	if _, err := b.List(t.Context(), deck.Filter{}); !errors.Is(err, ErrNoOwner) {
+		t.Fatalf("after the owner exits: %v, want ErrNoOwner", err)
+	}
+}
