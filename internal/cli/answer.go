@@ -40,7 +40,7 @@ func newCmdAnswer(f *Factory, runF func(*AnswerOptions) error) *cobra.Command {
 }
 
 func answerRun(opts *AnswerOptions) error {
-	dk, err := opts.f.deck()
+	dk, err := opts.f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

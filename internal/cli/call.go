@@ -79,7 +79,7 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 
 func callRun(opts *CallOptions) error {
 	f, ctx, ref := opts.f, opts.ctx, opts.Server
-	dk, err := f.deck()
+	dk, err := f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

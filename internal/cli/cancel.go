@@ -33,7 +33,7 @@ func newCmdCancel(f *Factory, runF func(*CancelOptions) error) *cobra.Command {
 }
 
 func cancelRun(opts *CancelOptions) error {
-	dk, err := opts.f.deck()
+	dk, err := opts.f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

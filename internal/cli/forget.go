@@ -33,7 +33,7 @@ func newCmdForget(f *Factory, runF func(*ForgetOptions) error) *cobra.Command {
 }
 
 func forgetRun(opts *ForgetOptions) error {
-	dk, err := opts.f.deck()
+	dk, err := opts.f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,7 @@ func newCmdGet(f *Factory, runF func(*GetOptions) error) *cobra.Command {
 
 func getRun(opts *GetOptions) error {
 	f := opts.f
-	dk, err := f.deck()
+	dk, err := f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

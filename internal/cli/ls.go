@@ -54,7 +54,7 @@ func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 
 func lsRun(opts *LsOptions) error {
 	f := opts.f
-	dk, err := f.deck()
+	dk, err := f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

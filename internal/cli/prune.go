@@ -38,7 +38,7 @@ func newCmdPrune(f *Factory, runF func(*PruneOptions) error) *cobra.Command {
 }
 
 func pruneRun(opts *PruneOptions) error {
-	dk, err := opts.f.deck()
+	dk, err := opts.f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

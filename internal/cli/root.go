@@ -22,6 +22,7 @@ import (
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/service"
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/termtext"
 	"golang.org/x/term"
@@ -200,9 +201,11 @@ func (f *Factory) config() (*mcpclient.Config, error) {
 	return f.cfg, nil
 }
 
-// deck opens the Deck the commands work through: the engine in this
-// process, which owns the store while the command runs.
-func (f *Factory) deck() (deck.Deck, error) {
+// deck opens the Deck the commands work through: the owner's, over its
+// socket in the data directory, or, where no owner runs, the engine in
+// this process, which then owns the store and serves it to the others
+// while the command runs.
+func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 	if f.dk != nil {
 		return f.dk, nil
 	}
@@ -213,25 +216,29 @@ func (f *Factory) deck() (deck.Deck, error) {
 	if err := f.openLog(); err != nil {
 		return nil, err
 	}
-	e, err := engine.Open(engine.Options{
-		DataDir:        f.dataDir,
-		Config:         cfg,
-		Logger:         f.logger,
-		ChildStderr:    f.logFile,
-		Warn:           f.warn,
-		RequestTimeout: f.requestTimeout,
-		Policy:         f.policy,
-	})
-	if deck.KindOf(err) == deck.KindFailed {
-		// Opening is the store's business alone: what the engine could not
-		// sort is the store's own failure.
-		return nil, &exitError{code: exitLocal, err: err}
+	own := func() (deck.Deck, error) {
+		e, err := engine.Open(engine.Options{
+			DataDir:        f.dataDir,
+			Config:         cfg,
+			Logger:         f.logger,
+			ChildStderr:    f.logFile,
+			Warn:           f.warn,
+			RequestTimeout: f.requestTimeout,
+			Policy:         f.policy,
+		})
+		if deck.KindOf(err) == deck.KindFailed {
+			// Opening is the store's business alone: what the engine could
+			// not sort is the store's own failure.
+			return nil, &exitError{code: exitLocal, err: err}
+		}
+		return e, err
 	}
+	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Logger: f.logger})
 	if err != nil {
 		return nil, err
 	}
-	f.dk = e
-	return e, nil
+	f.dk = c
+	return c, nil
 }
 
 func (f *Factory) warn(msg string) {
@@ -303,7 +310,7 @@ func (f *Factory) completeIDs(cmd *cobra.Command, args []string, _ string) ([]st
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	dk, err := f.deck()
+	dk, err := f.deck(cmd.Context())
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -32,7 +32,7 @@ func newCmdServers(f *Factory, runF func(*ServersOptions) error) *cobra.Command 
 
 func serversRun(opts *ServersOptions) error {
 	f := opts.f
-	dk, err := f.deck()
+	dk, err := f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

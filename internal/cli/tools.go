@@ -69,7 +69,7 @@ each tool exactly as the server sent it, one JSON object per line.`,
 
 func toolsRun(opts *ToolsOptions) error {
 	f, ctx := opts.f, opts.ctx
-	dk, err := f.deck()
+	dk, err := f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ func watchRun(opts *WatchOptions) error {
 		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
-	dk, err := f.deck()
+	dk, err := f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}
