@@ -160,6 +160,7 @@ crashes, restarts and servers that ask for input.
 		newCmdWatch(f, nil),
 		newCmdServers(f, nil),
 		newCmdTools(f, nil),
+		newCmdServe(f, nil),
 	)
 	usageArgs(root)
 	return root
@@ -216,29 +217,32 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 	if err := f.openLog(); err != nil {
 		return nil, err
 	}
-	own := func() (deck.Deck, error) {
-		e, err := engine.Open(engine.Options{
-			DataDir:        f.dataDir,
-			Config:         cfg,
-			Logger:         f.logger,
-			ChildStderr:    f.logFile,
-			Warn:           f.warn,
-			RequestTimeout: f.requestTimeout,
-			Policy:         f.policy,
-		})
-		if deck.KindOf(err) == deck.KindFailed {
-			// Opening is the store's business alone: what the engine could
-			// not sort is the store's own failure.
-			return nil, &exitError{code: exitLocal, err: err}
-		}
-		return e, err
-	}
+	own := func() (deck.Deck, error) { return f.openEngine(cfg) }
 	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Logger: f.logger})
 	if err != nil {
 		return nil, err
 	}
 	f.dk = c
 	return c, nil
+}
+
+// openEngine opens the engine in this process, which takes the store.
+func (f *Factory) openEngine(cfg *mcpclient.Config) (*engine.Engine, error) {
+	e, err := engine.Open(engine.Options{
+		DataDir:        f.dataDir,
+		Config:         cfg,
+		Logger:         f.logger,
+		ChildStderr:    f.logFile,
+		Warn:           f.warn,
+		RequestTimeout: f.requestTimeout,
+		Policy:         f.policy,
+	})
+	if deck.KindOf(err) == deck.KindFailed {
+		// Opening is the store's business alone: what the engine could
+		// not sort is the store's own failure.
+		return nil, &exitError{code: exitLocal, err: err}
+	}
+	return e, err
 }
 
 func (f *Factory) warn(msg string) {
