@@ -1,17 +1,19 @@
-package main
+package e2e
 
 import (
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/taskdeck/taskdeck/internal/clitest"
 )
 
 // TestTUIViews drives the built dashboard in tmux, at 80×24 and 200×60,
 // with and without NO_COLOR, through issue 14's views: the status
 // groups, the inbox (2) and its form, a server that stopped answering
 // (its row flagged, in the problems group, and unreachable in the
-// header), clock times (t), and the short id.
+// header), clock times (t), and the short id that `get` takes.
 func TestTUIViews(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {200, 60}} {
 		for _, noColor := range []bool{false, true} {
@@ -35,7 +37,7 @@ func tuiViews(t *testing.T, width, height int, noColor bool) {
 	d.call("echo", `{"text":"hi"}`)
 	approve := d.call("approve", `{"action":"deploy"}`)
 	d.call("sleep", `{"seconds":3000}`)
-	onFlaky := onlyID(t, d.run("call", "--server", "flaky", "pipeline", "--args", `{"stages":3}`).must(t, 0))
+	onFlaky := clitest.OnlyID(t, d.run("call", "--server", "flaky", "pipeline", "--args", `{"stages":3}`).Must(t, 0))
 	flaky.p.kill() // its task's polls fail from now on
 
 	var env []string
@@ -83,9 +85,7 @@ func tuiViews(t *testing.T, width, height int, noColor bool) {
 		t.Errorf("t: the echo row shows no clock time %s…: %+v", clock, rows)
 	}
 
-	// The id the column shows is the end of the task's id (the deck's Get
-	// takes it: ui and engine tests; the command line's get once it runs
-	// on the deck).
+	// The id the column shows is one `get` takes, from another shell.
 	rows := rowsOf(s, "approve")
 	if len(rows) != 1 {
 		t.Fatalf("no approve row:\n%s", s)
@@ -94,6 +94,9 @@ func tuiViews(t *testing.T, width, height int, noColor bool) {
 	shown := f[0]
 	if !strings.HasSuffix(approve, shown) {
 		t.Fatalf("the approve row shows id %q, not the end of %s", shown, approve)
+	}
+	if out := d.run("get", shown); out.Code != 0 || !strings.Contains(out.Stdout, approve) {
+		t.Errorf("get %s while the dashboard runs: %s", shown, out)
 	}
 
 	if noColor {
