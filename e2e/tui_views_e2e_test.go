@@ -98,6 +98,10 @@ func tuiViews(t *testing.T, width, height int, noColor bool) {
 	if out := d.run("get", shown); out.Code != 0 || !strings.Contains(out.Stdout, approve) {
 		t.Errorf("get %s while the dashboard runs: %s", shown, out)
 	}
+	// ls takes the same groups, through the dashboard's socket.
+	if out := d.run("ls", "--json", "--status", "waiting"); out.Code != 0 || strings.Count(out.Stdout, "\n") != 1 || !strings.Contains(out.Stdout, approve) {
+		t.Errorf("ls --status waiting while the dashboard runs: %s", out)
+	}
 
 	if noColor {
 		if n := sgrColours(tm.capture(true)); n != 0 {

@@ -306,6 +306,17 @@ func (t *Task) WaitsForInput() bool {
 	return t.Status == StatusInputRequired && len(t.PendingInputs()) > 0
 }
 
+// WaitingSince is when the task last began to wait for input: the
+// inbox's clock, apart from the task's run time.
+func (t *Task) WaitingSince() time.Time {
+	for i := len(t.History) - 1; i >= 0; i-- {
+		if t.History[i].To == StatusInputRequired {
+			return t.History[i].At
+		}
+	}
+	return t.UpdatedAt
+}
+
 // DropAnswers forgets answers the server refused: they are no longer
 // pending, and their keys may be answered again.
 func (t *Task) DropAnswers(keys []string) {

@@ -16,17 +16,6 @@ import (
 // longest first, with how long each has waited for a person. Nothing
 // times out on the operator's side: the form waits as long as they do.
 
-// waitingSince is when a task last began to wait for input: its own
-// clock, apart from the task's run time.
-func waitingSince(t *model.Task) time.Time {
-	for i := len(t.History) - 1; i >= 0; i-- {
-		if t.History[i].To == model.StatusInputRequired {
-			return t.History[i].At
-		}
-	}
-	return t.UpdatedAt
-}
-
 // inboxOrder: who waited longest first.
 func inboxOrder(a, b *row) int {
 	return cmp.Or(a.waitingSince.Compare(b.waitingSince), cmp.Compare(a.task.ID, b.task.ID))
@@ -64,7 +53,7 @@ func (m *Model) waitedText(t *model.Task) string {
 	if !t.WaitsForInput() {
 		return ""
 	}
-	since := waitingSince(t)
+	since := t.WaitingSince()
 	return present.Age(m.now.Sub(since)) + " (since " + since.Local().Format(time.DateTime) + ")"
 }
 

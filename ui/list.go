@@ -37,7 +37,7 @@ func newRow(t *model.Task, server string) *row {
 	}
 	r.status, r.waits = t.Status, t.WaitsForInput()
 	if r.waits {
-		r.waitingSince = waitingSince(t)
+		r.waitingSince = t.WaitingSince()
 	}
 	switch {
 	case t.Error != nil: // a failed task: its error says more than its last progress
