@@ -885,6 +885,7 @@ func (m *Model) startNewCall() tea.Cmd {
 	p := &picker[string]{title: "New call: choose a server"}
 	for _, s := range m.configured {
 		p.items, p.values = append(p.items, termtext.Line(s.Name)), append(p.values, s.Name)
+		p.notes = append(p.notes, serverNote(s))
 	}
 	m.serverPick = p
 	return nil

@@ -213,3 +213,13 @@ func (m *Model) detailServer(t *model.Task) string {
 	}
 	return name
 }
+
+// serverNote is what the new call's server picker says of a server: its
+// URL (redacted), or that it is a stdio child whose tasks die with
+// taskdeck.
+func serverNote(s deck.Server) string {
+	if s.Stdio {
+		return termtext.Line("stdio: " + s.Target + " (its tasks end when taskdeck quits)")
+	}
+	return termtext.Line(s.Target)
+}

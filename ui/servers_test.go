@@ -156,3 +156,17 @@ func TestServersListedAfterTheSnapshot(t *testing.T) {
 		t.Fatalf("the ad-hoc URL of web shows as %q", got)
 	}
 }
+
+// TestServerPickerSaysWhereEachServerIs: n lists each server with its
+// URL, or as a stdio child whose tasks die with taskdeck.
+func TestServerPickerSaysWhereEachServerIs(t *testing.T) {
+	m := loadedWith(t, nil, 120, 30, `{"mcpServers":{"web":{"url":"http://127.0.0.1:8080/mcp?token=abc"},"local":{"command":"taskdeck","args":["demo-server","--stdio"]}}}`, Options{})
+	m.Update(keyMsg("n"))
+	s := plainView(m)
+	if got := lineWith(s, "http://127.0.0.1:8080/mcp"); !strings.Contains(got, "web") || strings.Contains(got, "abc") {
+		t.Errorf("the web server's line: %q", got)
+	}
+	if got := lineWith(s, "stdio: taskdeck demo-server --stdio"); !strings.Contains(got, "local") {
+		t.Errorf("the stdio server's line: %q", got)
+	}
+}
