@@ -342,7 +342,7 @@ func (m *Model) onReconcile(r deck.Reconcile) {
 // alert rings the bell (and notifies the desktop where asked) when a
 // task starts waiting for input.
 func (m *Model) alert(t *model.Task) tea.Cmd {
-	m.say(fmt.Sprintf("task %s (%s) waits for input: press i then a", t.ID, termtext.Line(t.Tool)))
+	m.say(fmt.Sprintf("task %s (%s) waits for input: press i then a (2: every task that waits)", t.ID, termtext.Line(t.Tool)))
 	out := "\a"
 	if m.opts.Notify {
 		// Sanitized text has no ESC or BEL to end the sequence early; a
