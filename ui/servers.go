@@ -12,6 +12,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
+	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // serverName is how a task's server shows: its configured name; for an
@@ -191,7 +192,7 @@ func (m *Model) viewServers() string {
 			s = fmt.Sprintf("✓ %s %d open", h.name, h.open)
 		}
 		if h.behind > 0 {
-			s += fmt.Sprintf(" · %d polls behind", h.behind)
+			s += " · " + present.Count(h.behind, "poll") + " behind"
 		}
 		if h.name == m.list.server {
 			s = "[" + s + "]"

@@ -170,3 +170,24 @@ func TestServerPickerSaysWhereEachServerIs(t *testing.T) {
 		t.Errorf("the stdio server's line: %q", got)
 	}
 }
+
+// TestServerHealthCountsFailingAndOverduePolls: some of a server's polls
+// failing, and polls overdue, as the header says them.
+func TestServerHealthCountsFailingAndOverduePolls(t *testing.T) {
+	tasks := sampleTasks() // build: compile, deploy and evil are open
+	m := loaded(t, tasks, 200, 30)
+	late := deck.PollState{Next: fixedNow.Add(-10 * time.Second)}
+	failed := deck.PollState{Errors: 3, LastError: "connection refused", LastPolled: fixedNow.Add(-time.Second), Next: fixedNow.Add(time.Second)}
+	m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventPoll, Rev: 2, Entries: []deck.Entry{
+		{Task: tasks[0], Poll: late}, {Task: tasks[1], Poll: late}, {Task: tasks[8], Poll: failed}}}}})
+	m.Update(tickMsg(fixedNow))
+	if got := lineWith(plainView(m), "servers"); !strings.Contains(got, pollFailedSymbol+" build 1/3 polls failing: connection refused · 2 polls behind") {
+		t.Fatalf("the servers line: %q", got)
+	}
+	m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventPoll, Rev: 2, Entries: []deck.Entry{
+		{Task: tasks[0], Poll: deck.PollState{Next: fixedNow.Add(time.Second)}}, {Task: tasks[1], Poll: deck.PollState{Next: fixedNow}}, {Task: tasks[8], Poll: deck.PollState{}}}}}})
+	m.Update(tickMsg(fixedNow))
+	if got := lineWith(plainView(m), "servers"); !strings.Contains(got, "✓ build 3 open") || strings.Contains(got, "behind") {
+		t.Fatalf("the servers line once polls caught up: %q", got)
+	}
+}
