@@ -41,6 +41,9 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	if err := json.Unmarshal(req.Params, &cp); err != nil || cp.Name == "" {
 		return fail(req.ID, codeInvalidParams, `tools/call needs params with the tool's "name"`)
 	}
+	if string(cp.Arguments) == "null" {
+		cp.Arguments = nil // what a client with no arguments may send: none
+	}
 	m := readMeta(req.Params)
 	var res deck.CallResult
 	var err error
