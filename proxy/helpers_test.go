@@ -39,7 +39,13 @@ func startRig(t testing.TB, dopts demo.Options, popts Options) *rig {
 		dopts.PollInterval = 20 * time.Millisecond
 	}
 	srv := hostile.Start(t, dopts)
-	cfg, err := mcpclient.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL))
+	return startRigWith(t, srv, fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.URL), popts)
+}
+
+// startRigWith puts the engine and the proxy in front of srv, with config.
+func startRigWith(t testing.TB, srv *hostile.Server, config string, popts Options) *rig {
+	t.Helper()
+	cfg, err := mcpclient.ParseConfig("test.json", []byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
