@@ -115,3 +115,12 @@ func text(t testing.TB, res *mcp.CallToolResult) string {
 	}
 	return tc.Text
 }
+
+func mustList(t testing.TB, r *rig) []deck.Entry {
+	t.Helper()
+	list, err := r.eng.List(context.Background(), deck.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
