@@ -109,4 +109,3 @@ func BenchmarkTasksGet(b *testing.B) {
 		})
 	}
 }
-
