@@ -136,7 +136,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ep := &endpoint{p: p, cfg: cfg}
-	if p.local(req.Method) {
+	if ep.local(req.Method) {
 		res := ep.handle(r.Context(), req, relayed(r.Header, cfg.ForwardAgentCredentials))
 		if req.notification() {
 			w.WriteHeader(http.StatusAccepted)
@@ -159,25 +159,29 @@ func writeHTTP(w http.ResponseWriter, status int, res *response) {
 }
 
 // local tells the methods the proxy answers itself (through the Deck) from
-// those it relays.
-func (p *Proxy) local(method string) bool {
+// those it relays: for a stdio server, every method.
+func (ep *endpoint) local(method string) bool {
 	switch method {
 	case "tools/call", wire.MethodGet, wire.MethodUpdate, wire.MethodCancel, "server/discover":
 		return true
 	}
-	return false
+	return ep.viaDeck()
 }
 
 // handle answers a request the proxy serves itself; h are the headers
 // server/discover goes on with.
 func (ep *endpoint) handle(ctx context.Context, req *request, h http.Header) *response {
-	switch req.Method {
-	case "tools/call":
+	switch {
+	case req.Method == "tools/call":
 		return ep.call(ctx, req)
-	case "server/discover":
+	case req.Method == "server/discover" && ep.viaDeck():
+		return ep.discoverViaDeck(ctx, req)
+	case req.Method == "server/discover":
 		return ep.discover(ctx, req, h)
+	case req.Method == wire.MethodGet || req.Method == wire.MethodUpdate || req.Method == wire.MethodCancel:
+		return ep.task(ctx, req)
 	}
-	return ep.task(ctx, req)
+	return ep.answerViaDeck(ctx, req)
 }
 
 func quote(s string) string {

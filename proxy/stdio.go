@@ -93,7 +93,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, name string, in io.Reader, out i
 // write back (none for a notification).
 func (ep *endpoint) serveOne(ctx context.Context, req *request, body []byte) [][]byte {
 	h := synthesized(req)
-	if ep.p.local(req.Method) {
+	if ep.local(req.Method) {
 		res := ep.handle(ctx, req, h)
 		if req.notification() {
 			return nil

@@ -2,12 +2,15 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -83,5 +86,39 @@ func TestStdioAgent(t *testing.T) {
 		if e.Task.Agent != "stdio-agent" {
 			t.Fatalf("record names agent %q", e.Task.Agent)
 		}
+	}
+}
+
+// A stdio server behind the proxy (the engine's child): discovery and
+// tools/list come from the Deck, calls are held as for any server, and
+// what the Deck does not serve is refused in words.
+func TestStdioUpstream(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := hostile.Start(t, demo.Options{}) // unused by the stdio server; the rig wants one
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"demo": map[string]any{
+		"command": exe, "args": []string{"-test.run=^$"}, "env": map[string]string{"TASKDECK_PROXY_DEMO_STDIO": "1"},
+	}}})
+	r := startRigWith(t, srv, string(cfg), Options{})
+	cs := goClient(t, r.url, "go-agent")
+	if _, ok := cs.InitializeResult().Capabilities.Extensions["io.modelcontextprotocol/tasks"]; !ok {
+		t.Fatal("server/discover for a stdio server does not advertise the tasks extension")
+	}
+	ctx := context.Background()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) < 7 {
+		t.Fatalf("tools/list of a stdio server: %v, %+v", err, tools)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": 1}})
+	if err != nil || !strings.Contains(text(t, res), "slept") {
+		t.Fatalf("sleep on a stdio server: %v %+v", err, res)
+	}
+	if _, err := cs.ListPrompts(ctx, nil); err == nil || !strings.Contains(err.Error(), "only tools and tasks") {
+		t.Fatalf("prompts/list of a stdio server: %v", err)
+	}
+	if n := len(srv.Requests("")); n != 0 {
+		t.Fatalf("the HTTP server got %d requests meant for the stdio one", n)
 	}
 }

@@ -33,6 +33,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv("TASKDECK_PROXY_DEMO_STDIO") != "" {
+		// A stdio demo server, for the proxy's stdio upstream.
+		if err := demo.New(demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond}).ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
