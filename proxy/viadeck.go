@@ -52,4 +52,3 @@ func (ep *endpoint) answerViaDeck(ctx context.Context, req *request) *response {
 	}
 	return fail(req.ID, codeMethodNotFound, "taskdeck proxy serves only tools and tasks for the stdio server "+ep.cfg.Name+"; give it a url in the config to relay "+req.Method)
 }
-
