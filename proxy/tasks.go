@@ -262,6 +262,10 @@ func (ep *endpoint) task(ctx context.Context, req *request) *response {
 	return reply(req.ID, wire.GetTaskResult{ResultType: wire.ResultTypeComplete, DetailedTask: taskOf(rec)})
 }
 
+// defaultPollInterval paces tasks/get for a server that gives no
+// pollIntervalMs (the spec suggests 1 s).
+const defaultPollInterval = time.Second
+
 // fresh is the record as fresh as the server allows: one polled less than
 // its pollIntervalMs ago is answered as it is; else the engine is asked to
 // poll now, and the answer waits for that poll (never sooner than the
@@ -269,6 +273,9 @@ func (ep *endpoint) task(ctx context.Context, req *request) *response {
 func (ep *endpoint) fresh(ctx context.Context, e deck.Entry) (*model.Task, error) {
 	rec := e.Task
 	interval := rec.ServerPollInterval()
+	if interval == 0 {
+		interval = defaultPollInterval
+	}
 	if !rec.Pollable() || time.Since(e.Poll.LastPolled) < interval {
 		return rec, nil
 	}
