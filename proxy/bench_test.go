@@ -98,13 +98,21 @@ func BenchmarkTasksGet(b *testing.B) {
 			directParams := fmt.Sprintf(`{"taskId":%q,"_meta":%s}`, e.Task.TaskID, m)
 			proxiedParams := fmt.Sprintf(`{"taskId":%q,"_meta":%s}`, id, m)
 			polls := len(r.srv.Requests("tasks/get"))
-			var direct, proxied samples
+			var direct, proxied, polled samples
 			for b.Loop() {
 				direct = append(direct, timed(b, r.srv.URL, "tasks/get", directParams, e.Task.TaskID))
-				proxied = append(proxied, timed(b, r.url, "tasks/get", proxiedParams, id))
+				before := len(r.srv.Requests("tasks/get"))
+				d := timed(b, r.url, "tasks/get", proxiedParams, id)
+				proxied = append(proxied, d)
+				if len(r.srv.Requests("tasks/get")) > before {
+					polled = append(polled, d) // this answer waited for a server poll
+				}
 			}
 			d, p := direct.report(b, "direct"), proxied.report(b, "proxied")
 			b.ReportMetric(float64(p)/float64(d), "proxied/direct")
+			if len(polled) > 0 {
+				b.ReportMetric(float64(polled.report(b, "polled"))/float64(d), "polled/direct")
+			}
 			b.ReportMetric(float64(len(r.srv.Requests("tasks/get"))-polls-len(direct)), "server-polls-by-proxy")
 		})
 	}
