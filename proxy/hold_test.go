@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,4 +194,46 @@ func TestHoldAgentHangsUp(t *testing.T) {
 		e, err := r.eng.Get(context.Background(), rec.ID)
 		return err == nil && e.Task.Status == model.StatusCompleted && strings.Contains(string(e.Task.Result), "slept")
 	})
+}
+
+// A held call of an agent that gave a progressToken reports the task's
+// progress (its status messages, and a keep-alive) as
+// notifications/progress, over HTTP and over stdio, then its result.
+func TestHoldProgress(t *testing.T) {
+	keep := keepAlive
+	keepAlive = 30 * time.Millisecond
+	t.Cleanup(func() { keepAlive = keep })
+	r := startRig(t, demo.Options{Speed: 0.2}, Options{})
+	for _, via := range []string{"http", "stdio"} {
+		var mu sync.Mutex
+		var got []*mcp.ProgressNotificationParams
+		c := mcp.NewClient(&mcp.Implementation{Name: "go-agent", Version: "1"}, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				got = append(got, req.Params)
+				mu.Unlock()
+			},
+		})
+		var cs *mcp.ClientSession
+		if via == "http" {
+			var err error
+			if cs, err = c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.url, MaxRetries: -1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cs.Close() })
+		} else {
+			cs = stdioClientOf(t, r, c)
+		}
+		p := &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": 2}}
+		p.SetProgressToken("tok-" + via)
+		res, err := cs.CallTool(context.Background(), p)
+		if err != nil || !strings.Contains(text(t, res), "slept") {
+			t.Fatalf("%s: %v %+v", via, err, res)
+		}
+		mu.Lock()
+		if len(got) < 2 || got[0].ProgressToken != "tok-"+via || got[len(got)-1].Progress <= got[0].Progress || got[0].Message == "" {
+			t.Fatalf("%s: progress notifications %+v", via, got)
+		}
+		mu.Unlock()
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
@@ -137,12 +138,17 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ep := &endpoint{p: p, cfg: cfg}
 	if ep.local(req.Method) {
-		res := ep.handle(r.Context(), req, relayed(r.Header, cfg.ForwardAgentCredentials))
+		sse := &sseWriter{w: w}
+		ctx := r.Context()
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			ctx = withNotifier(ctx, sse.notify)
+		}
+		res := ep.handle(ctx, req, relayed(r.Header, cfg.ForwardAgentCredentials))
 		if req.notification() {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		writeHTTP(w, http.StatusOK, res)
+		sse.finish(res)
 		return
 	}
 	ep.forwardHTTP(w, r, req, body)

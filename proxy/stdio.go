@@ -76,7 +76,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, name string, in io.Reader, out i
 				imu.Unlock()
 				stop()
 			}()
-			for _, m := range ep.serveOne(rctx, req, body) {
+			for _, m := range ep.serveOne(withNotifier(rctx, write), req, body) {
 				write(m)
 			}
 		}()

@@ -18,6 +18,11 @@ import (
 // agent that launched `taskdeck proxy --stdio demo` would be.
 func stdioClient(t *testing.T, r *rig, name string) *mcp.ClientSession {
 	t.Helper()
+	return stdioClientOf(t, r, mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil))
+}
+
+func stdioClientOf(t *testing.T, r *rig, c *mcp.Client) *mcp.ClientSession {
+	t.Helper()
 	agentIn, proxyOut := io.Pipe()
 	proxyIn, agentOut := io.Pipe()
 	done := make(chan error, 1)
@@ -25,7 +30,6 @@ func stdioClient(t *testing.T, r *rig, name string) *mcp.ClientSession {
 		done <- r.proxy.ServeStdio(context.Background(), "demo", proxyIn, proxyOut)
 		proxyOut.Close()
 	}()
-	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: agentIn, Writer: agentOut}, nil)
 	if err != nil {
 		t.Fatal(err)

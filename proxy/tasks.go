@@ -63,7 +63,7 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	rec := res.Task
 	ep.p.log.Info("proxy: call", "server", ep.cfg.Name, "tool", cp.Name, "agent", m.Agent, "id", rec.ID, "status", rec.Status, "held", !m.Tasks)
 	if !m.Tasks {
-		return ep.hold(ctx, req.ID, rec)
+		return ep.hold(ctx, req.ID, rec, m.Raw["progressToken"])
 	}
 	switch {
 	case res.NeedsInput:
@@ -161,13 +161,20 @@ func cmpText(a, b string) string {
 // its record ends: input requests are the operator's to answer (the
 // record holds them: the dashboard and `taskdeck answer`). If the agent
 // goes, the task goes on: the engine follows it and keeps its result.
-func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Task) *response {
+func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Task, token any) *response {
 	if ended(rec) {
 		return recordEnded(id, rec)
 	}
 	ctx, cancel := context.WithTimeout(ctx, ep.p.opts.HoldLimit)
 	defer cancel()
-	rec, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return ended(e.Task) })
+	var tick <-chan time.Time
+	report := progressOf(ctx, token)
+	if report != nil {
+		t := time.NewTicker(keepAlive)
+		defer t.Stop()
+		tick = t.C
+	}
+	rec, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return ended(e.Task) }, report, tick)
 	switch {
 	case err == nil:
 		return recordEnded(id, rec)
@@ -182,8 +189,9 @@ func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Tas
 }
 
 // until waits for the record id to satisfy done, reading it again on
-// every event about it. It returns the last record read.
-func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) bool) (*model.Task, error) {
+// every event about it. It returns the last record read. each, if not
+// nil, sees every record read, and the last one again on each tick.
+func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) bool, each func(*model.Task), tick <-chan time.Time) (*model.Task, error) {
 	woken, stop, err := ep.p.hub.wait(id)
 	if err != nil {
 		return nil, err
@@ -199,8 +207,15 @@ func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) 
 		if done(e) {
 			return last, nil
 		}
+		if each != nil {
+			each(last)
+		}
+	wait:
 		select {
 		case <-woken:
+		case <-tick:
+			each(last)
+			goto wait
 		case <-ctx.Done():
 			return last, ctx.Err()
 		}
@@ -286,7 +301,7 @@ func (ep *endpoint) fresh(ctx context.Context, e deck.Entry) (*model.Task, error
 	if err := ep.p.opts.Deck.PollNow(ctx, []string{rec.ID}); err != nil {
 		return rec, err
 	}
-	got, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return !e.Task.Pollable() || e.Poll.LastPolled.After(asked) })
+	got, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return !e.Task.Pollable() || e.Poll.LastPolled.After(asked) }, nil, nil)
 	if err != nil && ctx.Err() != nil && got != nil {
 		return got, nil // the poll is late: the record as it stands
 	}
