@@ -174,7 +174,10 @@ func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Tas
 		defer t.Stop()
 		tick = t.C
 	}
-	rec, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return ended(e.Task) }, report, tick)
+	got, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return ended(e.Task) }, report, tick)
+	if got != nil {
+		rec = got
+	}
 	switch {
 	case err == nil:
 		return recordEnded(id, rec)
@@ -190,7 +193,8 @@ func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Tas
 
 // until waits for the record id to satisfy done, reading it again on
 // every event about it. It returns the last record read. each, if not
-// nil, sees every record read, and the last one again on each tick.
+// nil, sees every change of the record, and the last one again on each
+// tick.
 func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) bool, each func(*model.Task), tick <-chan time.Time) (*model.Task, error) {
 	woken, stop, err := ep.p.hub.wait(id)
 	if err != nil {
@@ -198,29 +202,32 @@ func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) 
 	}
 	defer stop()
 	var last *model.Task
+	read := true
 	for {
-		e, err := ep.p.opts.Deck.Get(context.WithoutCancel(ctx), id)
-		if err != nil {
-			return last, err
+		if read {
+			e, err := ep.p.opts.Deck.Get(context.WithoutCancel(ctx), id)
+			if err != nil {
+				return last, err
+			}
+			if done(e) {
+				return e.Task, nil
+			}
+			if each != nil && (last == nil || e.Task.Revision != last.Revision) {
+				each(e.Task)
+			}
+			last = e.Task
 		}
-		last = e.Task
-		if done(e) {
-			return last, nil
-		}
-		if each != nil {
-			each(last)
-		}
-	wait:
 		select {
 		case <-woken:
+			read = true
+			if err := ep.p.hub.ensure(); err != nil {
+				return last, err
+			}
 		case <-tick:
+			read = false
 			each(last)
-			goto wait
 		case <-ctx.Done():
 			return last, ctx.Err()
-		}
-		if err := ep.p.hub.ensure(); err != nil {
-			return last, err
 		}
 	}
 }
