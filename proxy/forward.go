@@ -79,7 +79,7 @@ func (ep *endpoint) unreachable(id json.RawMessage, err error) *response {
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err // it names the URL, which may hold a secret
 	}
-	return fail(id, codeInternal, "taskdeck proxy: server "+ep.cfg.Name+" cannot be reached: "+err.Error())
+	return fail(id, codeInternal, "taskdeck proxy: no answer from server "+ep.cfg.Name+": "+err.Error())
 }
 
 // forwardHTTP relays a request to the server and streams its answer back

@@ -308,3 +308,28 @@ func TestCheckListen(t *testing.T) {
 		t.Fatalf("Listen on every interface without a token: %v", err)
 	}
 }
+
+// An answer past the bound is not relayed whole: the proxy reads the
+// server's answer no further than mcpclient's bound, for a relayed
+// request and for server/discover, and the agent gets a short answer.
+func TestUpstreamAnswerBounded(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	const huge = 64 << 20
+	r.srv.On("tools/list", r.srv.HugeBody(huge))
+	r.srv.On("server/discover", r.srv.GzipBomb(huge))
+	req, _ := http.NewRequest(http.MethodPost, r.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":`+metaJSON("a", false)+`}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if n >= huge/2 {
+		t.Fatalf("the proxy relayed %d bytes of a %d-byte answer", n, huge)
+	}
+	if _, a := rpc(t, r.url, "server/discover", `{"_meta":`+metaJSON("a", false)+`}`, nil); a.Error == nil || !strings.Contains(a.Error.Message, "larger than") {
+		t.Fatalf("server/discover with a bomb: %+v", a)
+	}
+}
