@@ -66,26 +66,27 @@ func TestSynchronousCommitWhateverTheDefault(t *testing.T) {
 	// ...and every connection of the store has it on.
 	s := open(t, conn)
 	pool := postgres.Pool(s)
-	var conns []*pgxConn
+	// Four connections held at once, so they are four, each released
+	// before any check (a held one would keep Close waiting).
+	var got []string
+	var held []func()
 	for range 4 {
 		pc, err := pool.Acquire(context.Background())
 		storetest.Must(t, err)
-		conns = append(conns, &pgxConn{pc.Conn(), pc.Release})
+		held = append(held, pc.Release)
+		var v string
+		storetest.Must(t, pc.Conn().QueryRow(context.Background(), `SHOW synchronous_commit`).Scan(&v))
+		got = append(got, v)
 	}
-	for _, pc := range conns {
-		var got string
-		storetest.Must(t, pc.conn.QueryRow(context.Background(), `SHOW synchronous_commit`).Scan(&got))
-		pc.release()
-		if got != "on" {
-			t.Fatalf("a store connection has synchronous_commit %s, want on", got)
+	for _, release := range held {
+		release()
+	}
+	for _, v := range got {
+		if v != "on" {
+			t.Fatalf("the store's connections have synchronous_commit %v, want on", got)
 		}
 	}
 	storetest.Must(t, s.Create(storetest.Intent("", storetest.T0)))
-}
-
-type pgxConn struct {
-	conn    *pgx.Conn
-	release func()
 }
 
 // Two stores on one database stand for two hosts: each hook hears the
