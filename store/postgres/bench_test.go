@@ -104,4 +104,3 @@ func BenchmarkOpenMigrate(b *testing.B) {
 		b.StartTimer()
 	}
 }
-
