@@ -164,6 +164,37 @@ func (s *Store) ctx() (context.Context, context.CancelFunc, error) {
 	return ctx, cancel, nil
 }
 
+// inTx runs fn in a txn of its own and commits it. A pooled connection
+// that the server closed meanwhile (a restart) fails its first use, at
+// BEGIN, which changed nothing: then the pool has dropped it, and the txn
+// starts again on another, up to one try per pooled connection.
+func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	for try := int32(0); ; try++ {
+		tx, err := s.pool.BeginTx(ctx, opts)
+		if err != nil {
+			if deadConn(err) && try < s.pool.Config().MaxConns {
+				continue
+			}
+			return err
+		}
+		if err := fn(tx); err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+}
+
+// deadConn says err came from a connection the server had closed before
+// anything was done on it.
+func deadConn(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	return pgconn.SafeToRetry(err)
+}
+
 // dbError puts a database error on one line that names the store.
 func dbError(what string, err error) error {
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, errStale) {
@@ -225,7 +256,7 @@ func (s *Store) write(what string, fn func(b *pgx.Batch) func() error) (uint64, 
 	}
 	defer cancel()
 	var rev int64
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		b.Queue(bumpSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&rev) })
 		check := fn(b)
@@ -428,7 +459,7 @@ func (s *Store) pruneChunk(ids, terminal []string, before *time.Time, due string
 	defer cancel()
 	var gone []string
 	var rev int64
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
 		gone = gone[:0]
 		if err := tx.QueryRow(ctx, `SELECT rev FROM taskdeck_meta FOR UPDATE`).Scan(&rev); err != nil {
 			return err
@@ -470,11 +501,14 @@ func (s *Store) ids(sql string, args ...any) ([]string, error) {
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, dbError("read", err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	var out []string
+	err = s.reread(func() error {
+		rows, err := s.pool.Query(ctx, sql, args...)
+		if err == nil {
+			out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		return err
+	})
 	if err != nil {
 		return nil, dbError("read", err)
 	}
@@ -522,7 +556,23 @@ func (s *Store) read(sql string, args ...any) ([]*model.Task, error) {
 		return nil, err
 	}
 	defer cancel()
-	return records(ctx, s.pool, cols+sql, args...)
+	var out []*model.Task
+	err = s.reread(func() (err error) {
+		out, err = records(ctx, s.pool, cols+sql, args...)
+		return err
+	})
+	return out, err
+}
+
+// reread runs a read again when it met a connection the server had closed
+// (see inTx); reads change nothing.
+func (s *Store) reread(fn func() error) error {
+	for try := int32(0); ; try++ {
+		err := fn()
+		if err == nil || !deadConn(err) || try >= s.pool.Config().MaxConns {
+			return err
+		}
+	}
 }
 
 // Get returns record id, or an error wrapping store.ErrNotFound.
@@ -590,21 +640,21 @@ func (s *Store) Counts() (map[model.Status]int, error) {
 		return nil, err
 	}
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM taskdeck_tasks GROUP BY status`)
-	if err != nil {
-		return nil, dbError("count", err)
-	}
-	defer rows.Close()
 	counts := map[model.Status]int{}
-	for rows.Next() {
+	err = s.reread(func() error {
+		rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM taskdeck_tasks GROUP BY status`)
+		if err != nil {
+			return err
+		}
 		var st string
 		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, dbError("count", err)
-		}
-		counts[model.Status(st)] = n
-	}
-	if err := rows.Err(); err != nil {
+		_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+			counts[model.Status(st)] = n
+			return nil
+		})
+		return err
+	})
+	if err != nil {
 		return nil, dbError("count", err)
 	}
 	return counts, nil
@@ -617,7 +667,7 @@ func (s *Store) readTx(what string, fn func(ctx context.Context, tx pgx.Tx) erro
 		return err
 	}
 	defer cancel()
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+	err = s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
 		func(tx pgx.Tx) error { return fn(ctx, tx) })
 	if err != nil {
 		return dbError(what, err)

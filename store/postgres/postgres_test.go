@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,4 +290,31 @@ func containsAny(s string, subs ...string) bool {
 		}
 	}
 	return false
+}
+
+// With the database down a call fails with one line and records nothing;
+// once it is back calls work again and the hook hears another host's
+// commits through the listener's reconnect.
+func TestLostDatabase(t *testing.T) {
+	conn := pgtest.DB(t)
+	a, b := open(t, conn), open(t, conn)
+	var ha storetest.HookLog
+	a.SetCommitHook(ha.Hook)
+	before := storetest.Create(t, a, "", model.StatusWorking, storetest.T0)
+	lost := storetest.Intent("lost", storetest.T0)
+	pgtest.Restart(t, func() {
+		err := a.Create(lost)
+		if err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Create with the database down: %q; want a one-line error", err)
+		}
+	})
+	after := storetest.Create(t, b, "", model.StatusWorking, storetest.T0)
+	storetest.WaitFor(t, func() bool { return ha.Heard(after.ID) })
+	if _, err := a.Get(lost.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the Create that failed left %v", err)
+	}
+	if got, err := a.Get(before.ID); err != nil || got.Revision != before.Revision {
+		t.Fatalf("a record from before the outage: %+v, %v", got, err)
+	}
+	storetest.Must(t, a.Create(storetest.Intent("lost", storetest.T0)))
 }
