@@ -52,21 +52,17 @@ func Run(m *testing.M) int {
 	return code
 }
 
-// Bin is the directory of PostgreSQL's programs, or "" when none is
-// installed.
+// Bin is the directory of PostgreSQL's programs (15 where it is there),
+// or "" when none is installed.
 func Bin() string {
+	if _, err := os.Stat("/usr/lib/postgresql/15/bin/postgres"); err == nil {
+		return "/usr/lib/postgresql/15/bin"
+	}
 	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
-	for _, want := range []string{"/usr/lib/postgresql/15/bin/postgres"} {
-		for _, m := range matches {
-			if m == want {
-				return filepath.Dir(m)
-			}
-		}
+	if len(matches) == 0 {
+		return ""
 	}
-	if len(matches) > 0 {
-		return filepath.Dir(matches[len(matches)-1])
-	}
-	return ""
+	return filepath.Dir(matches[len(matches)-1])
 }
 
 // DB creates a fresh database on the package's server and returns its
