@@ -308,9 +308,9 @@ func (s *Store) Create(rec *model.Task) error {
 		return err
 	}
 	rev, err := s.write("create task "+rec.ID, func(b *pgx.Batch) func() error {
-		b.Queue(`INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body)
-			VALUES ($1, $2, $3, (SELECT rev FROM taskdeck_meta), $4, $5)`,
-			rec.ID, nullKey(rec.IdempotencyKey), string(rec.Status), rec.UpdatedAt, val)
+		b.Queue(`INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
+			VALUES ($1, $2, $3, (SELECT rev FROM taskdeck_meta), $4, $5, $6)`,
+			rec.ID, nullKey(rec.IdempotencyKey), string(rec.Status), rec.UpdatedAt, val, rec.Server.Name)
 		return func() error { return nil }
 	})
 	var pe *pgconn.PgError
@@ -338,7 +338,7 @@ func (s *Store) Create(rec *model.Task) error {
 // committed txn, unless the record changed in between: then fn runs again
 // on the new record. Update returns the record as it now stands.
 func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err error)) (*model.Task, error) {
-	return s.update(id, fn, false)
+	return s.update(id, fn, false, nil)
 }
 
 // ReleaseKey takes record id's idempotency key off it, in one committed
@@ -350,10 +350,13 @@ func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.
 		}
 		t.IdempotencyKey = ""
 		return true, nil
-	}, true)
+	}, true, nil)
 }
 
-func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err error), dropKey bool) (*model.Task, error) {
+// update is Update; with dropKey, fn may also clear the idempotency key;
+// with a claim, the write is refused with ErrClaimLost unless the claim
+// still holds.
+func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err error), dropKey bool, c *Claim) (*model.Task, error) {
 	for {
 		cur, err := s.Get(id)
 		if err != nil {
@@ -381,8 +384,8 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		rev, err := s.write("update task "+id, func(b *pgx.Batch) func() error {
 			var n int64
 			b.Queue(`UPDATE taskdeck_tasks SET idem_key = $2, status = $3, updated_at = $4, body = $5,
-				revision = (SELECT rev FROM taskdeck_meta) WHERE id = $1 AND revision = $6`,
-				id, nullKey(next.IdempotencyKey), string(next.Status), next.UpdatedAt, val, int64(cur.Revision),
+				revision = (SELECT rev FROM taskdeck_meta) WHERE id = $1 AND revision = $6`+fenceSQL,
+				id, nullKey(next.IdempotencyKey), string(next.Status), next.UpdatedAt, val, int64(cur.Revision), c.fence(), c.owner(),
 			).Exec(func(ct pgconn.CommandTag) error { n = ct.RowsAffected(); return nil })
 			return func() error {
 				if n == 0 {
@@ -392,6 +395,11 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 			}
 		})
 		if errors.Is(err, errStale) {
+			if c != nil {
+				if err := s.checkClaim(id, c); err != nil {
+					return nil, err
+				}
+			}
 			continue
 		}
 		if err != nil {
