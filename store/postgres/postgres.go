@@ -797,7 +797,9 @@ func (s *Store) catchUp(rev uint64) error {
 	}
 	fn := s.hook.Load()
 	if fn == nil {
+		// No one to tell: a notification still says how far the store is.
 		s.published = max(s.published, rev)
+		s.noteRev(rev)
 		return nil
 	}
 	changes, upTo, floor, err := s.changesSince(s.published)
