@@ -92,10 +92,21 @@ func (e *Engine) due(rec *model.Task, soon bool) {
 	case !next.IsZero():
 		at = next // a poll already said (a handle born ended was fetched)
 	default:
-		at = at.Add(max(rec.ServerPollInterval(), e.policy().Default))
+		// The server said when to ask first; asking at once only costs it
+		// a request that finds the task as it was handed out.
+		at = at.Add(e.firstPoll(rec))
 	}
 	id, server := rec.ID, rec.Server
 	l.send(func() { l.sched.Set(id, server, at) })
+}
+
+// firstPoll is the delay from a handle to its first poll: the server's
+// pollIntervalMs (never under the floor), else the policy's default.
+func (e *Engine) firstPoll(rec *model.Task) time.Duration {
+	if hint := rec.ServerPollInterval(); hint > 0 {
+		return max(hint, e.policy().Floor)
+	}
+	return e.policy().Default
 }
 
 func (e *Engine) policy() model.PollPolicy {

@@ -585,6 +585,7 @@ func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error) (time.D
 		Changed:    changed,
 		Now:        now,
 		Deadline:   rec.Deadline(),
+		Age:        now.Sub(rec.CreatedAt),
 	}
 	if pollErr != nil {
 		ps.errors++
