@@ -501,12 +501,34 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	case err != nil:
 		return t.pollFailed(rec, sess, err), nil
 	}
+	return t.fold(id, rec, *snap, sendErr)
+}
+
+// Pushed applies a task's state the server pushed exactly as a poll's
+// answer: the same checks, a write only on change, the same next delay.
+func (t *Tracker) Pushed(id string, snap model.Snapshot) (PollResult, error) {
+	defer t.tasks.lock(id)()
+	rec, err := t.store.Get(id)
+	if err != nil {
+		return PollResult{}, err
+	}
+	if !rec.Pollable() {
+		t.forgetPoll(id)
+		return PollResult{Task: rec}, nil
+	}
+	return t.fold(id, rec, snap, nil)
+}
+
+// fold applies a server's answer about a task to its record rec (read
+// under the task's lock), writing only on change. sendErr is a failed
+// re-send of answers, which this step reports.
+func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr error) (PollResult, error) {
 	// Most polls change nothing: find out on the record in hand (this
 	// poll's own copy), so that only a change costs the store a
 	// read-modify-write. A poll that changes nothing moves only its
 	// LastPolledAt, which is not stored.
 	was := rec.Status
-	changed, err := rec.Apply(*snap, t.now())
+	changed, err := rec.Apply(snap, t.now())
 	if err != nil {
 		// A server that contradicts itself, or answers about another
 		// task, fails the poll; it is not a new truth.
@@ -514,7 +536,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	}
 	updated := rec
 	if changed {
-		updated, err = t.apply(id, *snap)
+		updated, err = t.apply(id, snap)
 		var te *model.TransitionError
 		if errors.As(err, &te) {
 			// The stored record moved meanwhile (the operator cancelled,
