@@ -290,7 +290,11 @@ func (e *Engine) resolve(id string) (*model.Task, error) {
 // entry pairs a record with its poll state.
 func (e *Engine) entry(rec *model.Task) deck.Entry {
 	ps := e.tracker.PollStatus(rec.ID)
-	p := deck.PollState{LastPolled: ps.LastPolled, Next: ps.Next, Errors: ps.Errors, Pushed: e.pushes.isPushed(rec.ID)}
+	p := deck.PollState{LastPolled: ps.LastPolled, Next: ps.Next, Errors: ps.Errors}
+	var safety time.Time
+	if p.Pushed, safety = e.pushes.of(rec.ID); !safety.IsZero() {
+		p.Next = safety // the tracker's policy does not know of push
+	}
 	if ps.LastError != nil {
 		p.LastError = ps.LastError.Error()
 	}

@@ -230,6 +230,7 @@ func (l *loop) done(p polled) {
 		next := now.Add(p.res.Next)
 		if l.pushedNow(p.res.Task.Server, p.id) { // the safety poll
 			next = now.Add(max(p.res.Next, l.e.safety()))
+			l.e.pushes.safe(p.id, next)
 		}
 		l.sched.Done(p.id, next)
 		l.e.feeds.poll(l.e.entry(p.res.Task))

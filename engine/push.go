@@ -48,6 +48,35 @@ type stream struct {
 	ids    map[string]string // task id -> record id, as asked
 	acked  map[string]bool   // record ids acknowledged
 	cancel context.CancelFunc
+	// live is closed once the loop took the stream up: only then does
+	// it apply, after the stream it replaces was stopped.
+	live chan struct{}
+	// mu is held while one pushed state is applied; over, set under it,
+	// stops the stream applying: a replaced stream's late state must not
+	// land after its successor's newer one.
+	mu   sync.Mutex
+	over bool
+}
+
+// stop ends the stream's applying (after the one under way) and the
+// stream.
+func (st *stream) stop() {
+	st.mu.Lock()
+	st.over = true
+	st.mu.Unlock()
+	st.cancel()
+}
+
+// apply applies one pushed state unless the stream was stopped.
+func (st *stream) apply(tr *mcpclient.Tracker, p mcpclient.Pushed) (polled, bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.over {
+		return polled{}, false
+	}
+	id := st.ids[p.TaskID] // the client passes only ids asked for
+	res, err := tr.Pushed(id, *p.Snapshot)
+	return polled{id, res, err}, true
 }
 
 // pushView is what frontends see of push, guarded for the readers of
@@ -55,13 +84,25 @@ type stream struct {
 type pushView struct {
 	mu      sync.Mutex
 	pushed  map[string]bool        // record ids a stream up pushes
+	safety  map[string]time.Time   // their safety polls, once set
 	servers map[string]deck.Server // Push and PushError by server name
 }
 
-func (v *pushView) isPushed(id string) bool {
+// of is whether a task is pushed, and when its safety poll is (zero: as
+// the tracker says).
+func (v *pushView) of(id string) (bool, time.Time) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return v.pushed[id]
+	return v.pushed[id], v.safety[id]
+}
+
+// safe records a pushed task's safety poll.
+func (v *pushView) safe(id string, at time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.pushed[id] {
+		v.safety[id] = at
+	}
 }
 
 func (v *pushView) state(server string) deck.Server {
@@ -76,10 +117,11 @@ func (v *pushView) set(server model.ServerRef, state, why string, off, on map[st
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.pushed == nil {
-		v.pushed, v.servers = map[string]bool{}, map[string]deck.Server{}
+		v.pushed, v.safety, v.servers = map[string]bool{}, map[string]time.Time{}, map[string]deck.Server{}
 	}
 	for id := range off {
 		delete(v.pushed, id)
+		delete(v.safety, id)
 	}
 	maps.Copy(v.pushed, on)
 	v.servers[server.String()] = deck.Server{Push: state, PushError: why}
@@ -161,7 +203,7 @@ func (l *loop) subscribe(now time.Time) time.Time {
 			st.ids[taskID] = id
 		}
 		ctx, cancel := context.WithCancel(l.e.ctx)
-		st.cancel = cancel
+		st.cancel, st.live = cancel, make(chan struct{})
 		sp.starting, sp.joinedAt = st, time.Time{}
 		l.polls.Add(1)
 		go l.listen(ctx, st)
@@ -174,7 +216,7 @@ func (l *loop) subscribe(now time.Time) time.Time {
 func (l *loop) closeStream(ref model.ServerRef, sp *serverPush, why string) {
 	st := sp.sub
 	sp.sub = nil
-	st.cancel()
+	st.stop()
 	state := deck.PushDown
 	if len(sp.open) == 0 {
 		state = ""
@@ -193,10 +235,17 @@ func (l *loop) listen(ctx context.Context, st *stream) {
 		return
 	}
 	defer sub.Close()
+	select {
+	case <-st.live:
+	case <-ctx.Done():
+		return
+	}
 	for p := range sub.Events() {
-		id := st.ids[p.TaskID] // the client passes only ids asked for
-		res, err := l.e.tracker.Pushed(id, *p.Snapshot)
-		l.send(func() { l.applied(st, polled{id, res, err}) })
+		res, ok := st.apply(l.e.tracker, p)
+		if !ok {
+			return
+		}
+		l.send(func() { l.applied(st, res) })
 	}
 	err = sub.Err()
 	l.send(func() { l.ended(st, err) })
@@ -217,7 +266,8 @@ func (l *loop) openStream(ctx context.Context, st *stream) (*mcpclient.Subscript
 func (l *loop) listened(st *stream, sub *mcpclient.Subscription, err error) {
 	sp := l.push[st.server]
 	if sp == nil || sp.starting != st {
-		return // the loop forgot the server meanwhile
+		st.cancel() // not ours any more
+		return
 	}
 	sp.starting = nil
 	now := time.Now()
@@ -241,10 +291,11 @@ func (l *loop) listened(st *stream, sub *mcpclient.Subscription, err error) {
 	}
 	var off map[string]bool
 	if old := sp.sub; old != nil {
-		old.cancel() // after the new one is up: no change falls between
+		old.stop() // once the new one is up: no change falls between
 		off = old.acked
 	}
 	sp.sub, sp.backoff = st, 0
+	close(st.live)
 	l.e.pushes.set(st.server, deck.PushUp, "", off, st.acked)
 }
 
@@ -267,7 +318,9 @@ func (l *loop) applied(st *stream, p polled) {
 		l.e.feeds.poll(l.e.entry(p.res.Task))
 	default:
 		if l.pushedNow(st.server, p.id) {
-			l.sched.Set(p.id, st.server, now.Add(max(p.res.Next, l.e.safety())))
+			at := now.Add(max(p.res.Next, l.e.safety()))
+			l.sched.Set(p.id, st.server, at)
+			l.e.pushes.safe(p.id, at)
 		}
 		l.e.feeds.poll(l.e.entry(p.res.Task))
 	}

@@ -292,4 +292,3 @@ func TestPolledEndWithinBound(t *testing.T) {
 		t.Logf("an end at age %v noticed %v later (bound %v)", age, late, bound)
 	}
 }
-
