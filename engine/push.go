@@ -20,9 +20,11 @@ import (
 // answer (Tracker.Pushed); a task the server pushes is still polled, but
 // only every safety interval; every other task is polled as before.
 const (
-	// pushBatch gathers the tasks that join within it into one
-	// re-subscribe: 2,000 calls in a burst make a few listens, not 2,000.
-	pushBatch = 100 * time.Millisecond
+	// A re-subscribe waits for a lull of pushBatch in the joins, or
+	// pushBatchMax after the first: 2,000 calls in a burst make a few
+	// listens (each re-sends every id), not 2,000.
+	pushBatch    = 100 * time.Millisecond
+	pushBatchMax = time.Second
 	// pushRefusedRetry: a server that refused push is asked again this
 	// much later (servers rarely start pushing while they run).
 	pushRefusedRetry = 10 * time.Minute
@@ -36,7 +38,8 @@ type serverPush struct {
 	open     map[string]string // the open tasks watched there: record id -> task id
 	sub      *stream           // the stream up now, nil if none
 	starting *stream           // a listen not answered yet
-	joinedAt time.Time         // a task joined after the last listen went out (zero: none)
+	joinedAt time.Time         // the first task joined after the last listen went out (zero: none)
+	lastJoin time.Time         // the last one
 	retryAt  time.Time         // no listen before
 	backoff  time.Duration     // after a drop, doubled to the policy's cap
 }
@@ -150,8 +153,9 @@ func (l *loop) track(id string, server model.ServerRef, taskID string, at time.T
 	sp := l.server(server)
 	if _, ok := sp.open[id]; !ok {
 		sp.open[id] = taskID
+		sp.lastJoin = time.Now()
 		if sp.joinedAt.IsZero() {
-			sp.joinedAt = time.Now()
+			sp.joinedAt = sp.lastJoin
 		}
 	}
 }
@@ -194,9 +198,15 @@ func (l *loop) subscribe(now time.Time) time.Time {
 		case now.Before(sp.retryAt):
 			later(sp.retryAt)
 			continue
-		case !sp.joinedAt.IsZero() && now.Before(sp.joinedAt.Add(pushBatch)):
-			later(sp.joinedAt.Add(pushBatch))
-			continue
+		case !sp.joinedAt.IsZero():
+			at := sp.lastJoin.Add(pushBatch)
+			if most := sp.joinedAt.Add(pushBatchMax); most.Before(at) {
+				at = most
+			}
+			if now.Before(at) {
+				later(at)
+				continue
+			}
 		}
 		st := &stream{server: ref, ids: make(map[string]string, len(sp.open))}
 		for id, taskID := range sp.open {

@@ -292,3 +292,31 @@ func TestPolledEndWithinBound(t *testing.T) {
 		t.Logf("an end at age %v noticed %v later (bound %v)", age, late, bound)
 	}
 }
+
+// Tasks that join in a burst share re-subscribes: 200 calls make a few
+// listens (about one a second while the burst lasts), not 200, and every
+// task ends up pushed.
+func TestPushJoinsBatched(t *testing.T) {
+	srv := startDemo(t, demo.Options{PollInterval: time.Hour, TTL: time.Hour})
+	e := open(t, t.TempDir(), srv, Options{})
+	if _, err := e.Watch(ctxT(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	start := time.Now()
+	ids := launch(t, e, n)
+	waitFor(t, 10*time.Second, "every task pushed", func() bool {
+		for _, id := range ids {
+			if !pushedOf(t, e, id) {
+				return false
+			}
+		}
+		return true
+	})
+	took := time.Since(start)
+	t.Logf("%d tasks called in a burst and pushed in %v: %d listens", n, took, listens(srv))
+	// A lull of pushBatch, or pushBatchMax into the burst, makes one.
+	if l, most := listens(srv), 2+int(2*took.Seconds()); l > most {
+		t.Fatalf("%d listens for %d tasks that joined in %v, want at most %d", l, n, took, most)
+	}
+}
