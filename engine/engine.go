@@ -29,7 +29,7 @@ type Options struct {
 	Policy         model.PollPolicy  // zero: model.DefaultPollPolicy (tests make it fast)
 	PerServer      int               // polls in flight per server; mcpclient.DefaultPerServer when 0
 	// PushSafety is how often a task the server pushes is polled all the
-	// same; 0: ten times the policy's cap (5 min by default).
+	// same; 0: twenty times the policy's cap (10 min by default).
 	PushSafety time.Duration
 }
 

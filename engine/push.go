@@ -29,8 +29,9 @@ const (
 	// much later (servers rarely start pushing while they run).
 	pushRefusedRetry = 10 * time.Minute
 	// defaultSafetyFactor × the policy's cap is the safety poll of a
-	// pushed task when Options.PushSafety is 0 (5 min by default).
-	defaultSafetyFactor = 10
+	// pushed task when Options.PushSafety is 0: 10 min by default, 6
+	// requests per task-hour, against 120 for a task polled at the cap.
+	defaultSafetyFactor = 20
 )
 
 // serverPush is the loop's push state of one server.

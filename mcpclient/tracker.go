@@ -527,7 +527,6 @@ func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr 
 	// poll's own copy), so that only a change costs the store a
 	// read-modify-write. A poll that changes nothing moves only its
 	// LastPolledAt, which is not stored.
-	was := rec.Status
 	changed, err := rec.Apply(snap, t.now())
 	if err != nil {
 		// A server that contradicts itself, or answers about another
@@ -551,8 +550,9 @@ func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr 
 			return PollResult{}, err
 		}
 	}
-	statusChanged := updated.Status != was
-	next, errs := t.schedule(updated, statusChanged, sendErr)
+	// Any change (a new statusMessage too) restarts the interval: a task
+	// that moves is likely to move again soon.
+	next, errs := t.schedule(updated, changed, sendErr)
 	return PollResult{Task: updated, Changed: changed, Next: next, Err: sendErr, Errors: errs}, nil
 }
 

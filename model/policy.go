@@ -41,7 +41,7 @@ const MaxServerWait = time.Hour
 type PollInput struct {
 	Previous   time.Duration // the last base delay (0 before the first poll)
 	ServerHint time.Duration // the server's latest pollIntervalMs, 0 if none
-	Changed    bool          // the status changed in this poll
+	Changed    bool          // the task changed in this poll (status, message, ...)
 	Errors     int           // consecutive failed polls, this one included
 	RetryAfter time.Duration // the server asked us to wait (429/503)
 	Now        time.Time
