@@ -109,6 +109,9 @@ func TestPushFollowsEveryStepThroughADrop(t *testing.T) {
 	rec := hold(t, e, 4)
 	waitFor(t, 5*time.Second, "the task pushed", func() bool { return pushedOf(t, e, rec.ID) })
 	gets0 := gets(srv)
+	if s, err := e.Servers(ctxT(t)); err != nil || s[0].Push != deck.PushUp {
+		t.Fatalf("servers %+v (%v), want the push stream up", s, err)
+	}
 
 	for i, msg := range []string{"step 1 of 4", "step 2 of 4", "step 3 of 4", ""} {
 		if i == 2 {
@@ -318,5 +321,43 @@ func TestPushJoinsBatched(t *testing.T) {
 	// A lull of pushBatch, or pushBatchMax into the burst, makes one.
 	if l, most := listens(srv), 2+int(2*took.Seconds()); l > most {
 		t.Fatalf("%d listens for %d tasks that joined in %v, want at most %d", l, n, took, most)
+	}
+}
+
+// Every task reaches its end with push and without; with push, no task
+// costs more than one tasks/get (a server need not push the state it
+// acknowledges, so one poll may come before the first push).
+func TestEveryTaskEndsBothModes(t *testing.T) {
+	for _, push := range []bool{true, false} {
+		t.Run(fmt.Sprintf("push=%v", push), func(t *testing.T) {
+			srv := startDemo(t, demo.Options{NoPush: !push, PollInterval: 50 * time.Millisecond, TTL: time.Hour})
+			e := open(t, t.TempDir(), srv, Options{Policy: model.DefaultPollPolicy})
+			f, err := e.Watch(ctxT(t), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			left := map[string]bool{}
+			for i := range 10 {
+				res, err := e.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: fmt.Appendf(nil, `{"seconds":%d}`, 4+2*i)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				left[res.Task.ID] = true
+			}
+			for len(left) > 0 {
+				ev := next(t, f, 10*time.Second, fmt.Sprintf("the end of %d tasks", len(left)), func(ev deck.Event) bool {
+					return ev.Kind == deck.EventChange && len(ev.Entries) > 0 && ev.Entries[0].Task.Status.Terminal()
+				})
+				if st := ev.Entries[0].Task.Status; st != model.StatusCompleted {
+					t.Fatalf("a task ended %s, want completed", st)
+				}
+				delete(left, ev.Entries[0].Task.ID)
+			}
+			if n := gets(srv); push && n > 10 {
+				t.Errorf("%d tasks/get for 10 pushed tasks, want at most one each", n)
+			} else {
+				t.Logf("push=%v: %d tasks/get, %d listens", push, n, listens(srv))
+			}
+		})
 	}
 }
