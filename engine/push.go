@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
@@ -52,22 +53,20 @@ type stream struct {
 	ids    map[string]string // task id -> record id, as asked
 	acked  map[string]bool   // record ids acknowledged
 	cancel context.CancelFunc
-	// live is closed once the loop took the stream up: only then does
-	// it apply, after the stream it replaces was stopped.
-	live chan struct{}
-	// mu is held while one pushed state is applied; over, set under it,
-	// stops the stream applying: a replaced stream's late state must not
+	// live is closed once the loop took the stream up; prev is the
+	// stream it replaced, stopped by then. The stream applies only once
+	// prev's last apply is over: a replaced stream's late state must not
 	// land after its successor's newer one.
-	mu   sync.Mutex
-	over bool
+	live chan struct{}
+	prev *stream
+	mu   sync.Mutex // held while one pushed state is applied
+	over atomic.Bool
 }
 
-// stop ends the stream's applying (after the one under way) and the
-// stream.
+// stop ends the stream: it applies nothing more after the apply under
+// way, if any. It does not wait (the loop calls it).
 func (st *stream) stop() {
-	st.mu.Lock()
-	st.over = true
-	st.mu.Unlock()
+	st.over.Store(true)
 	st.cancel()
 }
 
@@ -75,7 +74,7 @@ func (st *stream) stop() {
 func (st *stream) apply(tr *mcpclient.Tracker, p mcpclient.Pushed) (polled, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.over {
+	if st.over.Load() {
 		return polled{}, false
 	}
 	id := st.ids[p.TaskID] // the client passes only ids asked for
@@ -251,6 +250,11 @@ func (l *loop) listen(ctx context.Context, st *stream) {
 	case <-ctx.Done():
 		return
 	}
+	if st.prev != nil { // wait out its apply under way
+		st.prev.mu.Lock()
+		st.prev.mu.Unlock() // (empty: the lock is the wait)
+		st.prev = nil
+	}
 	for p := range sub.Events() {
 		res, ok := st.apply(l.e.tracker, p)
 		if !ok {
@@ -303,7 +307,7 @@ func (l *loop) listened(st *stream, sub *mcpclient.Subscription, err error) {
 	var off map[string]bool
 	if old := sp.sub; old != nil {
 		old.stop() // once the new one is up: no change falls between
-		off = old.acked
+		off, st.prev = old.acked, old
 	}
 	sp.sub, sp.backoff = st, 0
 	close(st.live)
