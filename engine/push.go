@@ -221,6 +221,14 @@ func (l *loop) subscribe(now time.Time) time.Time {
 	return wake
 }
 
+// pollSoon makes a task that is no longer pushed due at now, unless its
+// poll is in flight (its outcome schedules the next as for any poll).
+func (l *loop) pollSoon(server model.ServerRef, id string, now time.Time) {
+	if _, inFlight, ok := l.sched.Due(id); ok && !inFlight {
+		l.sched.Set(id, server, now)
+	}
+}
+
 // closeStream ends the stream up at ref; its tasks are polled as before
 // from now on.
 func (l *loop) closeStream(ref model.ServerRef, sp *serverPush, why string) {
@@ -308,6 +316,11 @@ func (l *loop) listened(st *stream, sub *mcpclient.Subscription, err error) {
 	if old := sp.sub; old != nil {
 		old.stop() // once the new one is up: no change falls between
 		off, st.prev = old.acked, old
+		for id := range old.acked {
+			if !st.acked[id] && sp.open[id] != "" { // no longer pushed: its safety poll is too late
+				l.pollSoon(st.server, id, now)
+			}
+		}
 	}
 	sp.sub, sp.backoff = st, 0
 	close(st.live)
@@ -359,10 +372,8 @@ func (l *loop) ended(st *stream, err error) {
 	}
 	sp.retryAt = now.Add(sp.backoff)
 	for id := range st.acked {
-		if _, ok := sp.open[id]; ok {
-			if _, inFlight, ok := l.sched.Due(id); ok && !inFlight {
-				l.sched.Set(id, st.server, now)
-			}
+		if sp.open[id] != "" {
+			l.pollSoon(st.server, id, now)
 		}
 	}
 	l.closeStream(st.server, sp, why)

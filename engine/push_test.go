@@ -361,3 +361,34 @@ func TestEveryTaskEndsBothModes(t *testing.T) {
 		})
 	}
 }
+
+// A task the server stops acknowledging at a re-subscribe is polled at
+// once again, not at its safety poll.
+func TestPushNoLongerAcknowledgedPolled(t *testing.T) {
+	srv := startDemo(t, demo.Options{Hold: true, PollInterval: 10 * time.Millisecond, TTL: time.Hour})
+	e := open(t, t.TempDir(), srv, Options{PushSafety: time.Hour})
+	if _, err := e.Watch(ctxT(t), 0); err != nil {
+		t.Fatal(err)
+	}
+	a, b := hold(t, e, 1), hold(t, e, 1)
+	waitFor(t, 5*time.Second, "both pushed", func() bool { return pushedOf(t, e, a.ID) && pushedOf(t, e, b.ID) })
+	polls := func(id string) int {
+		n := 0
+		for _, r := range srv.Requests("tasks/get") {
+			if r.TaskID == id {
+				n++
+			}
+		}
+		return n
+	}
+	// The next listen acknowledges a alone; a third task joining makes it.
+	ack := fmt.Sprintf(`{"jsonrpc":"2.0","method":%q,"params":{"notifications":{"taskIds":[%q]}}}`, wire.NotificationAcknowledged, a.TaskID)
+	srv.On(wire.MethodListen, hostile.ListenScript(true, ack))
+	before := polls(b.TaskID)
+	hold(t, e, 1)
+	waitFor(t, 5*time.Second, "b no longer pushed", func() bool { return !pushedOf(t, e, b.ID) })
+	waitFor(t, 5*time.Second, "b polled again", func() bool { return polls(b.TaskID) >= before+2 })
+	if !pushedOf(t, e, a.ID) {
+		t.Error("a, still acknowledged, is not shown pushed")
+	}
+}
