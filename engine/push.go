@@ -53,6 +53,7 @@ type stream struct {
 	ids    map[string]string // task id -> record id, as asked
 	acked  map[string]bool   // record ids acknowledged
 	cancel context.CancelFunc
+	upAt   time.Time // when the loop took it up
 	// live is closed once the loop took the stream up; prev is the
 	// stream it replaced, stopped by then. The stream applies only once
 	// prev's last apply is over: a replaced stream's late state must not
@@ -221,6 +222,12 @@ func (l *loop) subscribe(now time.Time) time.Time {
 	return wake
 }
 
+// backoff is the wait before the next listen after one of b failed:
+// the policy's default, doubling to its cap.
+func (l *loop) backoff(b time.Duration) time.Duration {
+	return min(max(2*b, l.e.policy().Default), l.e.policy().Cap)
+}
+
 // pollSoon makes a task that is no longer pushed due at now, unless its
 // poll is in flight (its outcome schedules the next as for any poll).
 func (l *loop) pollSoon(server model.ServerRef, id string, now time.Time) {
@@ -299,7 +306,7 @@ func (l *loop) listened(st *stream, sub *mcpclient.Subscription, err error) {
 		if errors.Is(err, mcpclient.ErrNoPush) {
 			state, sp.retryAt = deck.PushNotOffered, now.Add(pushRefusedRetry)
 		} else {
-			sp.backoff = min(max(2*sp.backoff, l.e.policy().Default), l.e.policy().Cap)
+			sp.backoff = l.backoff(sp.backoff)
 			sp.retryAt = now.Add(sp.backoff)
 		}
 		if sp.sub == nil { // an old stream still up keeps pushing its tasks
@@ -322,7 +329,7 @@ func (l *loop) listened(st *stream, sub *mcpclient.Subscription, err error) {
 			}
 		}
 	}
-	sp.sub, sp.backoff = st, 0
+	sp.sub, st.upAt = st, now
 	close(st.live)
 	l.e.pushes.set(st.server, deck.PushUp, "", off, st.acked)
 }
@@ -366,10 +373,13 @@ func (l *loop) ended(st *stream, err error) {
 	why := "the server ended the stream"
 	if err != nil {
 		why = termtext.OneLine(err.Error(), 300)
-		sp.backoff = min(max(2*sp.backoff, l.e.policy().Default), l.e.policy().Cap)
-	} else {
-		sp.backoff = l.e.policy().Default
 	}
+	// The backoff starts over only after a stream that lasted: a server
+	// that acknowledges and drops at once is not asked ever faster.
+	if now.Sub(st.upAt) >= l.e.policy().Cap {
+		sp.backoff = 0
+	}
+	sp.backoff = l.backoff(sp.backoff)
 	sp.retryAt = now.Add(sp.backoff)
 	for id := range st.acked {
 		if sp.open[id] != "" {

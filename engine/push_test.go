@@ -392,3 +392,35 @@ func TestPushNoLongerAcknowledgedPolled(t *testing.T) {
 		t.Error("a, still acknowledged, is not shown pushed")
 	}
 }
+
+// A server that cuts every stream at once is re-subscribed with backoff
+// (the policy's default doubling to its cap), and its task is polled
+// meanwhile, to its end.
+func TestPushDropsBackOff(t *testing.T) {
+	srv := startDemo(t, demo.Options{Hold: true, PollInterval: 10 * time.Millisecond, TTL: time.Hour})
+	c := onChanges(srv)
+	drop := srv.DropPush(1) // each stream: the task's state, then the cut
+	// fastPolicy: the backoff is 20 ms doubling to 200 ms.
+	e := open(t, t.TempDir(), srv, Options{PushSafety: time.Hour})
+	f, err := e.Watch(ctxT(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := hold(t, e, 2)
+	waitFor(t, 5*time.Second, "a first cut", func() bool { return drop.Cuts() >= 1 })
+	start, first := time.Now(), listens(srv)
+	step(t, srv, c, rec.TaskID) // polled, or pushed between cuts
+	committed(t, f, rec.ID, "step 1 of 2", 5*time.Second)
+	waitFor(t, 10*time.Second, "six more listens", func() bool { return listens(srv)-first >= 6 })
+	// 40+80+160+200+200+200 ms of backoff at least, give or take the first.
+	took := time.Since(start)
+	t.Logf("six listens after the first cut in %v", took)
+	if took < 600*time.Millisecond {
+		t.Fatalf("six re-subscribes in %v: no backoff", took)
+	}
+	if s, err := e.Servers(ctxT(t)); err != nil || s[0].Push == deck.PushNotOffered {
+		t.Fatalf("servers %+v (%v): a drop is not a refusal", s, err)
+	}
+	step(t, srv, c, rec.TaskID)
+	committed(t, f, rec.ID, "", 5*time.Second)
+}
