@@ -465,3 +465,27 @@ func TestSleepFiveSecondsFollowed(t *testing.T) {
 		})
 	}
 }
+
+// A server that answers the listen with a stream and never acknowledges
+// is taken as not pushing (after the request timeout): its task is polled
+// to its end.
+func TestPushIgnoredPolls(t *testing.T) {
+	srv := startDemo(t, demo.Options{Hold: true, PollInterval: 10 * time.Millisecond, TTL: time.Hour})
+	c := onChanges(srv)
+	srv.On(wire.MethodListen, hostile.ListenScript(true))
+	e := open(t, t.TempDir(), srv, Options{RequestTimeout: 300 * time.Millisecond})
+	f, err := e.Watch(ctxT(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := hold(t, e, 1)
+	waitFor(t, 5*time.Second, "the listen taken as ignored", func() bool {
+		s, err := e.Servers(ctxT(t))
+		return err == nil && s[0].Push == deck.PushNotOffered
+	})
+	step(t, srv, c, rec.TaskID)
+	committed(t, f, rec.ID, "", 5*time.Second)
+	if n := listens(srv); n != 1 {
+		t.Errorf("%d listens, want 1", n)
+	}
+}
