@@ -22,8 +22,9 @@ import (
 // only every safety interval; every other task is polled as before.
 const (
 	// A re-subscribe waits for a lull of pushBatch in the joins, or
-	// pushBatchMax after the first: 2,000 calls in a burst make a few
-	// listens (each re-sends every id), not 2,000.
+	// pushBatchMax after the first, and replaces a stream up at most once
+	// per pushBatchMax: 2,000 calls in a burst make a few listens (each
+	// re-sends every id), not 2,000. The tasks that wait are polled.
 	pushBatch    = 100 * time.Millisecond
 	pushBatchMax = time.Second
 	// pushRefusedRetry: a server that refused push is asked again this
@@ -203,6 +204,11 @@ func (l *loop) subscribe(now time.Time) time.Time {
 			at := sp.lastJoin.Add(pushBatch)
 			if most := sp.joinedAt.Add(pushBatchMax); most.Before(at) {
 				at = most
+			}
+			if sp.sub != nil {
+				if spaced := sp.sub.upAt.Add(pushBatchMax); at.Before(spaced) {
+					at = spaced
+				}
 			}
 			if now.Before(at) {
 				later(at)
