@@ -132,21 +132,22 @@ func runTrial(b *testing.B, push bool) trial {
 		}
 	}()
 
-	type task struct {
-		rec     *model.Task
-		born    time.Time
-		changed []time.Time
-	}
-	tasks := make([]*task, benchTasks)
+	tasks := make([]*benchTask, benchTasks)
 	for i := range tasks {
 		res, err := e.Call(ctx, deck.CallRequest{Server: demoRef, Tool: demo.HoldTool, Args: fmt.Appendf(nil, `{"steps":%d}`, benchSteps)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		tasks[i] = &task{rec: res.Task, born: time.Now()}
+		tasks[i] = &benchTask{rec: res.Task, born: time.Now()}
 	}
-	reqs := func() int { return len(srv.Requests("tasks/get")) + len(srv.Requests(wire.MethodListen)) }
-	before := reqs()
+	// Measured with the stream up: the first listen waits for the calls'
+	// lull, and a task that joins after it for the next.
+	for push && !allPushed(ctx, e, tasks) {
+		if ctx.Err() != nil {
+			b.Fatal("the tasks were never all pushed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	var wg sync.WaitGroup
 	for _, tk := range tasks {
 		wg.Go(func() {
@@ -193,6 +194,22 @@ func runTrial(b *testing.B, push bool) trial {
 		}
 		out.taskHours += commits[benchSteps].Sub(tk.born).Hours()
 	}
-	out.requests = reqs() - before
+	// Every tasks/get and listen of the trial, from the first call on.
+	out.requests = len(srv.Requests("tasks/get")) + len(srv.Requests(wire.MethodListen))
 	return out
+}
+
+type benchTask struct {
+	rec     *model.Task
+	born    time.Time
+	changed []time.Time
+}
+
+func allPushed(ctx context.Context, e *Engine, tasks []*benchTask) bool {
+	for _, tk := range tasks {
+		if en, err := e.Get(ctx, tk.rec.ID); err != nil || !en.Poll.Pushed {
+			return false
+		}
+	}
+	return true
 }
