@@ -98,10 +98,11 @@ type Model struct {
 	// clock times, the overdue polls per server and the open tasks about
 	// to expire (counted on the tick), and whether polls began or
 	// stopped failing in this batch.
-	absTimes     bool
-	behind       map[string]int
-	expiring     int
-	failingMoved bool
+	absTimes       bool
+	behind, pushed map[string]int
+	ticks          int
+	expiring       int
+	failingMoved   bool
 
 	filter       textinput.Model
 	filtering    bool // the filter prompt takes the keys
@@ -142,7 +143,7 @@ func New(ctx context.Context, opts Options) *Model {
 		ctx: ctx, deck: opts.Deck, feed: newWatcher(ctx, opts.Deck), opts: opts,
 		keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(),
 		width: 80, height: 24,
-		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{}, behind: map[string]int{},
+		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{}, behind: map[string]int{}, pushed: map[string]int{},
 		filter: fi, now: opts.Now(),
 	}
 	m.say(opts.Greeting)
@@ -177,17 +178,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			return m, m.fail(msg.err)
 		}
-		m.configured = msg.servers
-		m.nameServers()
+		m.onServers(msg.servers)
 		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)
-		m.refreshHealth()
+		views := m.onTickViews()
 		// A tools listing in flight keeps its line until it ends.
 		if m.flash != "" && m.listing == nil && m.now.Sub(m.flashAt) >= flashFor {
 			m.flash, m.flashErr = "", false
 		}
-		return m, tick()
+		return m, tea.Batch(tick(), views)
 	case taskUpdatedMsg:
 		return m, m.onTaskUpdated(msg)
 	case forgottenMsg:

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -60,6 +61,33 @@ func stripSecrets(s string) string {
 	}
 	u.User, u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = nil, "", "", "", false
 	return u.String()
+}
+
+// serversEvery is how often the servers are listed again, for their
+// push state (the feed says each task's, not the stream's).
+const serversEvery = 5 * time.Second
+
+// onTickViews counts what only time moves, and every serversEvery lists
+// the servers again.
+func (m *Model) onTickViews() tea.Cmd {
+	m.refreshHealth()
+	m.ticks++
+	if every := int(serversEvery / tickEvery); every > 0 && m.ticks%every == 0 {
+		return listServers(m.ctx, m.deck)
+	}
+	return nil
+}
+
+// onServers takes the servers as listed: their push state always, the
+// rows renamed only when the servers changed (a pass over every row).
+func (m *Model) onServers(servers []deck.Server) {
+	same := m.configured != nil && slices.EqualFunc(m.configured, servers, func(a, b deck.Server) bool {
+		return a.Name == b.Name && a.Target == b.Target && a.Stdio == b.Stdio
+	})
+	m.configured = servers
+	if !same {
+		m.nameServers()
+	}
 }
 
 // nameServers shows every row's server by its readable name, once the
@@ -119,6 +147,9 @@ type serverHealth struct {
 	open    int    // its working and waiting tasks
 	failing int    // of them, those whose last poll failed
 	behind  int    // of them, those whose poll is overdue (counted on the tick)
+	pushed  int    // of them, those the server pushes (counted on the tick)
+	push    string // the push stream's state (deck.Server.Push), and why it is down
+	pushErr string
 	lastErr string // the latest poll error
 	lastAt  time.Time
 }
@@ -131,9 +162,17 @@ const behindAfter = time.Second
 // over the open tasks costs more than a frame may at 100,000 tasks.
 func (m *Model) refreshHealth() {
 	clear(m.behind)
+	clear(m.pushed)
 	for id, p := range m.polls {
-		if r, ok := m.list.byID[id]; ok && r.task.Pollable() && !p.Next.IsZero() && m.now.Sub(p.Next) > behindAfter {
+		r, ok := m.list.byID[id]
+		if !ok || !r.task.Pollable() {
+			continue
+		}
+		if !p.Next.IsZero() && m.now.Sub(p.Next) > behindAfter {
 			m.behind[r.server]++
+		}
+		if p.Pushed {
+			m.pushed[r.server]++
 		}
 	}
 	m.expiring = m.expiringSoon()
@@ -146,13 +185,14 @@ func (m *Model) health() []*serverHealth {
 	get := func(name string) *serverHealth {
 		h := by[name]
 		if h == nil {
-			h = &serverHealth{name: name, open: m.list.open[name], behind: m.behind[name]}
+			h = &serverHealth{name: name, open: m.list.open[name], behind: m.behind[name], pushed: m.pushed[name]}
 			by[name] = h
 		}
 		return h
 	}
 	for _, s := range m.configured {
-		get(termtext.Line(s.Name))
+		h := get(termtext.Line(s.Name))
+		h.push, h.pushErr = s.Push, termtext.Line(s.PushError)
 	}
 	for name, n := range m.list.open {
 		if n > 0 {
@@ -191,6 +231,9 @@ func (m *Model) viewServers() string {
 		default:
 			s = fmt.Sprintf("✓ %s %d open", h.name, h.open)
 		}
+		if p := h.pushText(); p != "" {
+			s += " · " + p
+		}
 		if h.behind > 0 {
 			s += " · " + present.Count(h.behind, "poll") + " behind"
 		}
@@ -223,4 +266,28 @@ func serverNote(s deck.Server) string {
 		return termtext.Line("stdio: " + s.Target + " (its tasks end when taskdeck quits)")
 	}
 	return termtext.Line(s.Target)
+}
+
+// pushText says how a server's open tasks are followed: pushed, polled,
+// or some of each; and a push stream that is down (a server that offers
+// none is simply polled).
+func (h *serverHealth) pushText() string {
+	var parts []string
+	switch {
+	case h.open == 0:
+	case h.pushed == h.open:
+		parts = append(parts, "push")
+	case h.pushed == 0:
+		parts = append(parts, "poll")
+	default:
+		parts = append(parts, fmt.Sprintf("push %d/%d", h.pushed, h.open))
+	}
+	if h.push == deck.PushDown {
+		p := "push " + h.push
+		if h.pushErr != "" {
+			p += ": " + h.pushErr
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " · ")
 }

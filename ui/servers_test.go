@@ -13,6 +13,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -181,7 +182,7 @@ func TestServerHealthCountsFailingAndOverduePolls(t *testing.T) {
 	m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventPoll, Rev: 2, Entries: []deck.Entry{
 		{Task: tasks[0], Poll: late}, {Task: tasks[1], Poll: late}, {Task: tasks[8], Poll: failed}}}}})
 	m.Update(tickMsg(fixedNow))
-	if got := lineWith(plainView(m), "servers"); !strings.Contains(got, pollFailedSymbol+" build 1/3 polls failing: connection refused · 2 polls behind") {
+	if got := lineWith(plainView(m), "servers"); !strings.Contains(got, pollFailedSymbol+" build 1/3 polls failing: connection refused · poll · 2 polls behind") {
 		t.Fatalf("the servers line: %q", got)
 	}
 	m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventPoll, Rev: 2, Entries: []deck.Entry{
@@ -190,4 +191,36 @@ func TestServerHealthCountsFailingAndOverduePolls(t *testing.T) {
 	if got := lineWith(plainView(m), "servers"); !strings.Contains(got, "✓ build 3 open") || strings.Contains(got, "behind") {
 		t.Fatalf("the servers line once polls caught up: %q", got)
 	}
+}
+
+// TestServerPushOrPoll: the header says whether a server pushes its
+// tasks' changes or is polled.
+func TestServerPushOrPoll(t *testing.T) {
+	for _, c := range []struct {
+		noPush bool
+		want   string
+	}{{false, "✓ demo 1 open · push"}, {true, "✓ demo 1 open · poll"}} {
+		h := newHarnessWith(t, demo.Options{NoPush: c.noPush}, func(h *harness) { h.call("sleep", `{"seconds":600}`) })
+		h.until(c.want, func(m *Model) bool {
+			h.send(tickMsg(time.Now())) // the push count moves on the tick
+			return strings.Contains(lineWith(h.screen(), "servers"), c.want)
+		})
+	}
+}
+
+// TestServerPushDown: a push stream that keeps failing shows as down,
+// with why, once the servers are listed again.
+func TestServerPushDown(t *testing.T) {
+	var flaky *hostile.Server
+	h := newHarness(t, func(h *harness) {
+		flaky = addServer(h, "flaky")
+		flaky.On(wire.MethodListen, hostile.HTTPStatus(500))
+		h.callOn(model.ServerRef{Name: "flaky"}, "sleep", `{"seconds":600}`)
+	})
+	h.send(tea.WindowSizeMsg{Width: 200, Height: 30})
+	h.until("flaky's push is down", func(m *Model) bool {
+		h.send(tickMsg(time.Now()))
+		h.run(listServers(context.Background(), h.eng))
+		return strings.Contains(lineWith(h.screen(), "servers"), "✓ flaky 1 open · poll · push down, re-subscribing: ")
+	})
 }
