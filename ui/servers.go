@@ -10,6 +10,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -154,6 +155,10 @@ type serverHealth struct {
 	lastAt  time.Time
 }
 
+// maxHeaderErr bounds a server's last error in the header (the detail
+// pane and the row have all of it).
+const maxHeaderErr = 40
+
 // behindAfter is how late a poll must be to count as behind.
 const behindAfter = time.Second
 
@@ -213,23 +218,40 @@ func (m *Model) health() []*serverHealth {
 	return slices.SortedFunc(maps.Values(by), func(a, b *serverHealth) int { return cmp.Compare(a.name, b.name) })
 }
 
-// viewServers is the servers line: each server's health, the one shown
-// alone in brackets. ✓ polls answer, ⚠ some fail, ✗ every one fails
-// (unreachable), · no open task to poll.
-func (m *Model) viewServers() string {
+// viewGroupsAndServers is the second line: the group tabs, then the
+// servers; their last errors only where the line has room for them.
+func (m *Model) viewGroupsAndServers() string {
+	groups := m.viewGroups() + "  "
+	line := groups + m.viewServers(true)
+	if ansi.StringWidth(line) > m.width {
+		line = groups + m.viewServers(false)
+	}
+	return ansi.Truncate(line, m.width, "…")
+}
+
+// viewServers is each server's health, the one shown alone in brackets:
+// ✓ polls answer, ⚠ some fail, ✗ every one fails (unreachable), · no
+// open task to poll; with the last error where errs.
+func (m *Model) viewServers(errs bool) string {
 	parts := []string{m.styles.Dim.Render("servers")}
 	for _, h := range m.health() {
 		var s string
 		bad := false
+		// The header names the server; the error need not, and stays short
+		// so that the other servers keep their room.
+		h.lastErr = ansi.Truncate(strings.TrimPrefix(h.lastErr, "server "+h.name+" unreachable: "), maxHeaderErr, "…")
 		switch {
 		case h.open == 0:
 			s = "· " + h.name
 		case h.failing >= h.open:
-			s, bad = fmt.Sprintf("✗ %s unreachable: %s", h.name, h.lastErr), true
+			s, bad = fmt.Sprintf("✗ %s unreachable", h.name), true
 		case h.failing > 0:
-			s, bad = fmt.Sprintf("%s %s %d/%d polls failing: %s", pollFailedSymbol, h.name, h.failing, h.open, h.lastErr), true
+			s, bad = fmt.Sprintf("%s %s %d/%d polls failing", pollFailedSymbol, h.name, h.failing, h.open), true
 		default:
 			s = fmt.Sprintf("✓ %s %d open", h.name, h.open)
+		}
+		if bad && errs {
+			s += ": " + h.lastErr
 		}
 		if p := h.pushText(); p != "" {
 			s += " · " + p

@@ -47,7 +47,7 @@ func (m *Model) View() tea.View {
 	default:
 		body = m.viewTable()
 	}
-	screen := lipgloss.JoinVertical(lipgloss.Left, m.viewCounts(), ansi.Truncate(m.viewGroups()+"  "+m.viewServers(), m.width, "…"), body)
+	screen := lipgloss.JoinVertical(lipgloss.Left, m.viewCounts(), m.viewGroupsAndServers(), body)
 	screen = fitHeight(screen, m.height-footerLines) + "\n" + m.viewFooter()
 	v := tea.NewView(screen)
 	v.AltScreen = true
