@@ -114,8 +114,11 @@ type PollState struct {
 // Filter selects records for List. Zero fields admit everything.
 type Filter struct {
 	Statuses []model.Status `json:"statuses,omitempty"`
-	Server   string         `json:"server,omitempty"` // a configured name or an ad-hoc URL
-	Tool     string         `json:"tool,omitempty"`
+	// Groups names groups (see Groups); a record passes when its status
+	// is one of Statuses or a group admits it.
+	Groups []string `json:"groups,omitempty"`
+	Server string   `json:"server,omitempty"` // a configured name or an ad-hoc URL
+	Tool   string   `json:"tool,omitempty"`
 	// Text is matched, case-insensitively, in the arguments, the status
 	// message and the result.
 	Text  string `json:"text,omitempty"`

@@ -254,9 +254,10 @@ func tableRows(screen string) []tuiRow {
 		if len(f) > 0 && f[0] == "*" { // marked
 			f = f[1:]
 		}
-		if len(f) < 4 {
+		if len(f) < 5 {
 			break
 		}
+		f = f[1:] // the short id
 		rows = append(rows, tuiRow{symbol: f[0], status: f[1], server: f[2], tool: f[3], line: l})
 	}
 	return rows
@@ -545,7 +546,7 @@ func TestTUICancelPruneNewCallResize(t *testing.T) {
 	s = tm.waitScreen("the 80×24 layout", func(s string) bool {
 		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 		return len(lines) == 24 && strings.HasPrefix(lines[0], "taskdeck") &&
-			strings.Contains(lines[1], "STATUS") && strings.Contains(lines[1], "NEXT") &&
+			strings.Contains(lines[2], "STATUS") && strings.Contains(lines[2], "NEXT") &&
 			strings.Contains(lines[22], "sort: newest") && strings.Contains(lines[23], "help")
 	})
 	if rows := tableRows(s); len(rows) != 2 {

@@ -259,7 +259,8 @@ func (e *Engine) Get(ctx context.Context, id string) (deck.Entry, error) {
 	return e.entry(rec), nil
 }
 
-// resolve finds a record by id or unique id prefix.
+// resolve finds a record by id, unique id prefix, or unique id suffix
+// (the dashboard's ID column: ids made in one minute share their start).
 func (e *Engine) resolve(id string) (*model.Task, error) {
 	if id == "" {
 		return nil, deck.Errorf(deck.KindUsage, "no task id given; `taskdeck ls` lists them")
@@ -274,7 +275,7 @@ func (e *Engine) resolve(id string) (*model.Task, error) {
 	}
 	var match *model.Task
 	for _, t := range all {
-		if strings.HasPrefix(t.ID, id) {
+		if strings.HasPrefix(t.ID, id) || strings.HasSuffix(t.ID, id) {
 			if match != nil {
 				return nil, deck.Errorf(deck.KindUsage, "%q matches several tasks; give more of the id", id)
 			}
@@ -308,10 +309,14 @@ func (e *Engine) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) 
 		return nil, err
 	}
 	defer done()
+	groups, reads, err := groupsOf(f)
+	if err != nil {
+		return nil, err
+	}
 	var tasks []*model.Task
 	switch {
-	case len(f.Statuses) > 0:
-		tasks, err = e.store.ByStatus(f.Statuses...)
+	case len(reads) > 0:
+		tasks, err = e.store.ByStatus(reads...)
 	case f.Limit > 0 && f.Server == "" && f.Tool == "" && f.Text == "":
 		tasks, err = e.store.Newest(f.Limit) // reads only those
 	default:
@@ -327,11 +332,34 @@ func (e *Engine) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) 
 		if f.Limit > 0 && len(out) == f.Limit {
 			break
 		}
-		if admits(f, text, t) {
-			out = append(out, e.entry(t))
+		if !admits(f, text, t) {
+			continue
+		}
+		en := e.entry(t)
+		if len(groups) == 0 || slices.Contains(f.Statuses, t.Status) || slices.ContainsFunc(groups, func(g deck.Group) bool { return g.Admits(en) }) {
+			out = append(out, en)
 		}
 	}
 	return out, nil
+}
+
+// groupsOf resolves a filter's groups, and the statuses to read for it.
+func groupsOf(f deck.Filter) ([]deck.Group, []model.Status, error) {
+	reads := slices.Clone(f.Statuses)
+	var groups []deck.Group
+	for _, name := range f.Groups {
+		g, ok := deck.GroupNamed(name)
+		if !ok {
+			return nil, nil, deck.Errorf(deck.KindUsage, "no status group %q: the groups are open, waiting, finished and problems", name)
+		}
+		groups = append(groups, g)
+		for _, st := range g.Reads() {
+			if !slices.Contains(reads, st) {
+				reads = append(reads, st)
+			}
+		}
+	}
+	return groups, reads, nil
 }
 
 // admits reports whether a record passes the filter's server, tool and

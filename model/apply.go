@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -110,11 +111,13 @@ func (t *Task) MarkUnknown(why string, now time.Time) error {
 	return t.MoveTo(StatusUnknown, why, now)
 }
 
-// MarkAnswered records input keys as answered, once each.
+// MarkAnswered records input keys as answered, once each, and what was
+// answered (their pending answers) in the audit trail.
 func (t *Task) MarkAnswered(keys []string, now time.Time) {
 	for _, k := range keys {
 		if !t.Answered(k) {
 			t.AnsweredKeys = append(t.AnsweredKeys, k)
+			t.Answers = append(t.Answers, AnsweredInput{Key: k, At: now, Response: slices.Clone(t.PendingAnswers[k])})
 		}
 	}
 	t.UpdatedAt = now

@@ -102,11 +102,23 @@ type Task struct {
 
 	CancelRequested bool         `json:"cancelRequested,omitempty"`
 	History         []Transition `json:"history,omitempty"`
+	// Answers is what the operator answered to its input requests, and
+	// when: an audit trail kept after the requests are gone.
+	Answers []AnsweredInput `json:"answers,omitempty"`
 
 	// Revision is the store-wide revision of the record's last committed
 	// change; the store sets it on every write, callers never do. It stays
 	// the last field: the store appends it to JSON marshalled without it.
 	Revision uint64 `json:"revision,omitempty"`
+}
+
+// AnsweredInput is one answer given to an input request.
+type AnsweredInput struct {
+	Key      string          `json:"key"`
+	At       time.Time       `json:"at"`
+	Response json.RawMessage `json:"response,omitempty"`
+	// Refused: the server did not take it, and asked again.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // NewIntent builds the record written before tools/call is sent.
@@ -216,6 +228,10 @@ func (t *Task) Clone() *Task {
 		}
 	}
 	c.History = slices.Clone(t.History)
+	c.Answers = slices.Clone(t.Answers)
+	for i := range c.Answers {
+		c.Answers[i].Response = slices.Clone(t.Answers[i].Response)
+	}
 	if t.Error != nil {
 		e := *t.Error
 		e.Data = slices.Clone(t.Error.Data)
@@ -290,6 +306,17 @@ func (t *Task) WaitsForInput() bool {
 	return t.Status == StatusInputRequired && len(t.PendingInputs()) > 0
 }
 
+// WaitingSince is when the task last began to wait for input: the
+// inbox's clock, apart from the task's run time.
+func (t *Task) WaitingSince() time.Time {
+	for i := len(t.History) - 1; i >= 0; i-- {
+		if t.History[i].To == StatusInputRequired {
+			return t.History[i].At
+		}
+	}
+	return t.UpdatedAt
+}
+
 // DropAnswers forgets answers the server refused: they are no longer
 // pending, and their keys may be answered again.
 func (t *Task) DropAnswers(keys []string) {
@@ -298,6 +325,11 @@ func (t *Task) DropAnswers(keys []string) {
 	}
 	if len(t.PendingAnswers) == 0 {
 		t.PendingAnswers = nil
+	}
+	for i := len(t.Answers) - 1; i >= 0; i-- {
+		if a := &t.Answers[i]; slices.Contains(keys, a.Key) && !a.Refused && !slices.ContainsFunc(t.Answers[i+1:], func(b AnsweredInput) bool { return b.Key == a.Key }) {
+			a.Refused = true // the latest answer of each key refused
+		}
 	}
 	t.AnsweredKeys = slices.DeleteFunc(t.AnsweredKeys, func(k string) bool { return slices.Contains(keys, k) })
 	if len(t.AnsweredKeys) == 0 {

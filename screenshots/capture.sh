@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the screenshots of the real dashboard:
 #   screenshots/table.png   the task table, every status at once (`taskdeck demo`)
+#   screenshots/inbox.png   the inbox (key 2): every task that waits for an answer
 #   screenshots/form.png    the input form of the demo's approve task, filled in
 #   screenshots/detail.png  the detail pane of that task once it completed
 #   screenshots/help.png    the help screen
+#   screenshots/servers.png two demo servers, one of them stopped: unreachable
 #
 # Run it from anywhere: bash screenshots/capture.sh
 # Needs Go (go.mod's version; the go command fetches it if older), tmux,
@@ -48,8 +50,10 @@ command -v tmux >/dev/null 2>&1 || install tmux
 work=$(mktemp -d "${TMPDIR:-/tmp}/taskdeck-shots.XXXXXX")
 sock="$work/tmux.sock"
 tm() { tmux -S "$sock" "$@"; }
+pids=()
 cleanup() {
 	tm kill-server >/dev/null 2>&1 || true
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -92,13 +96,14 @@ wait_for() {
 }
 has() { grep -qF -- "$1" <<<"$s"; }
 
-# The status of the table's row of TOOL ("" if none).
-row_status() { awk -v tool="$1" 'f && NF >= 4 && $4 == tool { print $2; exit } /STATUS.*TOOL/ { f = 1 }' <<<"$s"; }
+# The status of the table's row of TOOL ("" if none): a row is ID, symbol,
+# status, server, tool, ….
+row_status() { awk -v tool="$1" 'f && NF >= 5 && $5 == tool { print $3; exit } /STATUS.*TOOL/ { f = 1 }' <<<"$s"; }
 # The tool of the selected row, from the "N/M" position in the footer.
 selected_tool() {
 	local n
 	n=$(grep -oE '^[0-9]+/[0-9]+' <<<"$s" | tail -n 1 | cut -d/ -f1)
-	awk -v n="$n" 'f && NF >= 4 { if (++c == n) { print $4; exit } } /STATUS.*TOOL/ { f = 1 }' <<<"$s"
+	awk -v n="$n" 'f && NF >= 5 { if (++c == n) { print $5; exit } } /STATUS.*TOOL/ { f = 1 }' <<<"$s"
 }
 position() { grep -oE '^[0-9]+/[0-9]+' <<<"$s" | tail -n 1; }
 
@@ -124,7 +129,14 @@ wait_for "every status in the table" '
 	has "● working" && grep -q "slept [1-9][0-9]* of 40 s" <<<"$s"'
 shoot table
 
-# 2. The approve task's form: i jumps to the next task waiting for input.
+# 2. The inbox: 2 shows who waits for an answer, who waited longest first.
+tm send-keys -t shot 2
+wait_for "the inbox" 'has "[2 waiting" && has "WAIT" && [ "$(row_status approve)" = input_required ]'
+shoot inbox
+tm send-keys -t shot 0
+wait_for "every task again" 'has "[0 all"'
+
+# 3. The approve task's form: i jumps to the next task waiting for input.
 for _ in 1 2 3 4; do
 	[ "$(selected_tool)" = approve ] && break
 	before=$(position)
@@ -140,15 +152,15 @@ tm send-keys -t shot -l "green on staging, go ahead"
 wait_for "the typed reason" 'has "> green on staging, go ahead"'
 shoot form
 
-# 3. The detail pane of the approve task, once completed.
+# 4. The detail pane of the approve task, once completed: what was answered, and when.
 tm send-keys -t shot Enter
 wait_for "the approve task completed" '[ "$(row_status approve)" = completed ]'
 [ "$(selected_tool)" = approve ] || die "the cursor left the approve task"
 tm send-keys -t shot Enter
-wait_for "the detail pane" 'has "input_required → completed" && has "approved deploy to production"'
+wait_for "the detail pane" 'has "→ completed" && has "approved deploy to production" && has "Answered"'
 shoot detail
 
-# 4. The help screen.
+# 5. The help screen.
 tm send-keys -t shot Escape
 wait_for "the table again" 'has "STATUS" && has "MESSAGE"'
 tm send-keys -t shot '?'
@@ -160,4 +172,36 @@ tm send-keys -t shot q
 wait_for "the table again" 'has "STATUS"'
 tm send-keys -t shot q
 wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'
-say "done: $out/table.png $out/form.png $out/detail.png $out/help.png"
+# 6. Servers at a glance: two demo servers, "web" and "build"; build stops
+# after its tasks started, and its polls fail.
+cleanenv=(env -i HOME="$work/home" PATH="$PATH" TERM=xterm-256color TMPDIR="$work" LANG=C.UTF-8)
+for name in web build; do
+	"${cleanenv[@]}" "$work/taskdeck" demo-server --addr 127.0.0.1:0 >"$work/$name.url" &
+	pids+=($!)
+	declare "${name}_pid=$!"
+done
+for name in web build; do
+	deadline=$((SECONDS + 30))
+	until [ -s "$work/$name.url" ]; do
+		[ $SECONDS -lt $deadline ] || die "the $name demo server printed no URL"
+		sleep 0.1
+	done
+done
+printf '{"mcpServers":{"web":{"url":"%s"},"build":{"url":"%s"}}}\n' "$(head -n1 "$work/web.url")" "$(head -n1 "$work/build.url")" >"$work/servers.json"
+td() { "${cleanenv[@]}" "$work/taskdeck" --config "$work/servers.json" --data-dir "$work/data" "$@"; }
+td call --server web sleep --args '{"seconds":600}' >/dev/null
+td call --server web approve --args '{"action":"deploy"}' >/dev/null
+td call --server web echo --args '{"text":"hello"}' >/dev/null
+td call --server build pipeline --args '{"stages":3}' >/dev/null
+td call --server build sleep --args '{"seconds":600}' >/dev/null
+kill "$build_pid"
+# A new session before the old one goes: the tmux server ends with its last session.
+tm new-session -d -s servers -x "$WIDTH" -y "$HEIGHT" \
+	"${cleanenv[@]}" "$work/taskdeck" --config "$work/servers.json" --data-dir "$work/data"
+tm kill-session -t shot
+tm rename-session -t servers shot
+wait_for "build unreachable" 'has "✗ build unreachable" && has "✓ web 2 open"'
+shoot servers
+tm send-keys -t shot q
+wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'
+say "done: $out/table.png $out/inbox.png $out/form.png $out/detail.png $out/help.png $out/servers.png"

@@ -22,6 +22,10 @@ func benchTasks(n int) []*model.Task {
 		t.ID = fmt.Sprintf("%010d", i)
 		t.Status = statuses[i%len(statuses)]
 		t.StatusMessage = fmt.Sprintf("step %d of %d", i%7, 7)
+		if t.Status == model.StatusInputRequired { // it waits for an answer: the inbox holds it
+			t.InputRequests = map[string]model.InputRequest{"ok": {Method: "elicitation/create",
+				Params: []byte(`{"message":"Go on?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}`)}}
+		}
 		tasks[i] = t
 	}
 	return tasks
@@ -75,5 +79,27 @@ func BenchmarkPollResult(b *testing.B) {
 		t.StatusMessage = fmt.Sprintf("poll %d", i)
 		t.UpdatedAt = fixedNow.Add(time.Duration(i) * time.Millisecond)
 		m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventChange, Rev: uint64(i + 2), Entries: []deck.Entry{{Task: t, Poll: deck.PollState{Next: fixedNow.Add(time.Second)}}}}}})
+	})
+}
+
+// BenchmarkInbox is one key (cursor down) in the inbox, through Update
+// and View: its rows are ordered by how long they have waited.
+func BenchmarkInbox(b *testing.B) {
+	down := tea.KeyPressMsg{Code: tea.KeyDown}
+	benchSizes(b, func(m *Model, _ []*model.Task, i int) {
+		if i == 0 {
+			m.Update(tea.KeyPressMsg{Code: '2', Text: "2"})
+		}
+		m.Update(down)
+	})
+}
+
+// BenchmarkGroups is one group key (1 to 4 and 0 in turn) through Update
+// and View: each is a re-filter of every row (the inbox a re-sort).
+func BenchmarkGroups(b *testing.B) {
+	keys := []rune{'1', '2', '3', '4', '0'}
+	benchSizes(b, func(m *Model, _ []*model.Task, i int) {
+		k := keys[i%len(keys)]
+		m.Update(tea.KeyPressMsg{Code: k, Text: string(k)})
 	})
 }

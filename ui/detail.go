@@ -63,14 +63,16 @@ func (m *Model) detailText(t *model.Task) string {
 		}
 	}
 	look := lookOf(t)
-	line("task", t.ID)
+	line("task", t.ID+"  (short: "+m.list.shortID(t.ID)+")")
 	line("status", m.styles.statusStyle(t).Render(look.Symbol+" "+present.StatusText(t)))
-	line("server", termtext.Line(t.Server.String()))
+	line("server", m.detailServer(t))
 	line("tool", termtext.Line(t.Tool))
 	line("arguments", present.PrettyJSON(termtext.Sanitize(string(t.Arguments), true)))
 	line("key", termtext.Line(t.IdempotencyKey))
-	line("created", t.CreatedAt.Local().Format(time.DateTime))
-	line("changed", t.UpdatedAt.Local().Format(time.DateTime))
+	line("created", m.ago(t.CreatedAt))
+	line("changed", m.ago(t.UpdatedAt))
+	line("expires", m.expiryText(t))
+	line("waiting", m.waitedText(t))
 	if t.StatusMessage != "" {
 		b.WriteString("\n" + m.styles.Title.Render("Status message") + "\n" + termtext.Sanitize(t.StatusMessage, true) + "\n")
 	}
@@ -85,6 +87,9 @@ func (m *Model) detailText(t *model.Task) string {
 				b.WriteString("    fields: " + strings.Join(in.Fields, ", ") + "\n")
 			}
 		}
+	}
+	if a := m.answeredText(t); a != "" {
+		b.WriteString("\n" + m.styles.Title.Render("Answered") + "\n" + a)
 	}
 	if r := present.Result(t); r != "" {
 		b.WriteString("\n" + m.styles.Title.Render("Result") + " (y copies it as JSON)\n" + r + "\n")

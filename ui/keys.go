@@ -26,6 +26,10 @@ type KeyMap struct {
 	FormBack, Refuse key.Binding
 	// In a picker.
 	PickBack key.Binding
+
+	// Views (ops-a): a status group (1 to 4; 2 is the inbox), every
+	// group, one server's tasks, absolute or relative times.
+	Groups, AllGroups, ServerView, Times key.Binding
 }
 
 // DefaultKeyMap is the dashboard's key map.
@@ -77,6 +81,11 @@ func DefaultKeyMap() KeyMap {
 		Refuse:   b("ctrl+x", "decline or cancel…", "ctrl+x"),
 
 		PickBack: b("esc", "back", "esc"),
+
+		Groups:     b("1-4", "groups", "1", "2", "3", "4"),
+		AllGroups:  b("0", "all", "0"),
+		ServerView: b("v", "server", "v"),
+		Times:      b("t", "clock times", "t"),
 	}
 }
 
@@ -90,7 +99,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Detail, k.Filter, k.StatusFilter, k.Sort, k.Mark, k.Copy},
-		{k.Answer, k.NextInput, k.PollNow, k.NewCall},
+		{k.Answer, k.NextInput, k.PollNow, k.NewCall, k.Groups, k.AllGroups, k.ServerView, k.Times},
 		{k.Cancel, k.Forget, k.Prune, k.Help, k.Quit, k.Back},
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
@@ -20,17 +22,23 @@ type row struct {
 	server, tool, msg    string
 	search               string // lower-case text the filter matches
 	statusRank, isErrRnk int
-	waits                bool // input_required with questions not yet answered
+	status               model.Status // the task's, here so a filter pass reads only rows
+	waits                bool         // input_required with questions not yet answered
+	waitingSince         time.Time    // when it began to wait for the operator (the inbox's clock)
 }
 
-func newRow(t *model.Task) *row {
+// newRow makes a task's row; server is its server's name as shown.
+func newRow(t *model.Task, server string) *row {
 	r := &row{
 		task:   t,
-		server: termtext.Line(t.Server.String()),
+		server: server,
 		tool:   termtext.Line(t.Tool),
 		msg:    termtext.Line(t.StatusMessage),
 	}
-	r.waits = t.WaitsForInput()
+	r.status, r.waits = t.Status, t.WaitsForInput()
+	if r.waits {
+		r.waitingSince = t.WaitingSince()
+	}
 	switch {
 	case t.Error != nil: // a failed task: its error says more than its last progress
 		r.msg = termtext.Line(fmt.Sprintf("error %d: %s", t.Error.Code, t.Error.Message))
@@ -83,21 +91,53 @@ type taskList struct {
 	order   int
 	text    string       // filter text, lower case
 	status  model.Status // status filter; "" for all
+	group   *deck.Group  // group view (groups.go); nil for all
+	server  string       // server view: a server's shown name; "" for all
+	// failing are the open tasks whose last poll failed (the problems group).
+	failing map[string]bool
+	// names shows a server's name (servers.go); nil: as recorded.
+	names func(model.ServerRef) string
+	// ends are the ids reversed and sorted: the short ids (ids.go).
+	ends    []string
 	counts  map[model.Status]int
-	waiting int // rows that wait for input
+	servers map[string]int // tasks per shown server name
+	open    map[string]int // working and waiting tasks per shown server name
+	waiting int            // rows that wait for input
 	// reorders counts the sorts and the single-row moves: what a batch
 	// of changes cost (the tests count it).
 	reorders int
 }
 
 func newTaskList() *taskList {
-	return &taskList{byID: map[string]*row{}, counts: map[model.Status]int{}}
+	return &taskList{byID: map[string]*row{}, counts: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
 }
 
 func (l *taskList) cmp(a, b *row) int { return sortOrders[l.order].cmp(a, b) }
 
+// visCmp orders the visible rows: as every row, but in the inbox by how
+// long each has waited (only its rows are sorted so).
+func (l *taskList) visCmp(a, b *row) int {
+	if l.group != nil && l.group.Waiting {
+		return inboxOrder(a, b)
+	}
+	return l.cmp(a, b)
+}
+
+func (l *taskList) newRow(t *model.Task) *row {
+	if l.names != nil {
+		return newRow(t, l.names(t.Server))
+	}
+	return newRow(t, termtext.Line(t.Server.String()))
+}
+
 func (l *taskList) matches(r *row) bool {
 	if l.status != "" && r.task.Status != l.status {
+		return false
+	}
+	if l.group != nil && !l.inGroup(r) {
+		return false
+	}
+	if l.server != "" && r.server != l.server {
 		return false
 	}
 	return l.text == "" || strings.Contains(r.search, l.text)
@@ -107,8 +147,12 @@ func (l *taskList) matches(r *row) bool {
 func (l *taskList) Replace(tasks []*model.Task) {
 	l.byID = make(map[string]*row, len(tasks))
 	l.all = make([]*row, 0, len(tasks))
+	l.visible = l.visible[:0]
 	clear(l.counts)
+	clear(l.servers)
+	clear(l.open)
 	l.waiting = 0
+	l.ends = l.ends[:0]
 	l.Apply(tasks, nil)
 }
 
@@ -134,14 +178,17 @@ func (l *taskList) Apply(tasks []*model.Task, deleted []string) {
 			stale[old] = true
 			l.count(old, -1)
 			delete(l.byID, id)
+			delete(l.failing, id)
 		}
 	}
 	for _, t := range tasks {
 		if old, ok := l.byID[t.ID]; ok {
 			stale[old] = true
 			l.count(old, -1)
+		} else {
+			l.ends = append(l.ends, reversed(t.ID))
 		}
-		r := newRow(t)
+		r := l.newRow(t)
 		l.byID[t.ID] = r
 		l.count(r, 1)
 		l.all = append(l.all, r)
@@ -149,6 +196,11 @@ func (l *taskList) Apply(tasks []*model.Task, deleted []string) {
 	if len(stale) > 0 {
 		l.all = slices.DeleteFunc(l.all, func(r *row) bool { return stale[r] })
 	}
+	if len(deleted) > 0 {
+		l.ends = slices.DeleteFunc(l.ends, func(e string) bool { _, ok := l.byID[reversed(e)]; return !ok })
+	}
+	slices.Sort(l.ends)
+	l.ends = slices.Compact(l.ends)
 	l.resort()
 }
 
@@ -157,13 +209,15 @@ func (l *taskList) Upsert(t *model.Task) {
 	l.reorders++
 	if old, ok := l.byID[t.ID]; ok {
 		l.drop(old)
+	} else {
+		l.ends = insertEnd(l.ends, t.ID)
 	}
-	r := newRow(t)
+	r := l.newRow(t)
 	l.byID[t.ID] = r
 	l.count(r, 1)
 	l.all = insertSorted(l.all, r, l.cmp)
 	if l.matches(r) {
-		l.visible = insertSorted(l.visible, r, l.cmp)
+		l.visible = insertSorted(l.visible, r, l.visCmp)
 	}
 }
 
@@ -173,11 +227,17 @@ func (l *taskList) Remove(id string) {
 		l.reorders++
 		l.drop(old)
 		delete(l.byID, id)
+		delete(l.failing, id)
+		l.ends = removeEnd(l.ends, id)
 	}
 }
 
 func (l *taskList) count(r *row, d int) {
 	l.counts[r.task.Status] += d
+	l.servers[r.server] += d
+	if r.task.Pollable() {
+		l.open[r.server] += d
+	}
 	if r.waits {
 		l.waiting += d
 	}
@@ -186,7 +246,7 @@ func (l *taskList) count(r *row, d int) {
 func (l *taskList) drop(r *row) {
 	l.count(r, -1)
 	l.all = removeSorted(l.all, r, l.cmp)
-	l.visible = removeSorted(l.visible, r, l.cmp)
+	l.visible = removeSorted(l.visible, r, l.visCmp)
 }
 
 // Get returns a task by id.
@@ -204,7 +264,7 @@ func (l *taskList) IndexOf(id string) int {
 	if !ok {
 		return -1
 	}
-	i, found := slices.BinarySearchFunc(l.visible, r, l.cmp)
+	i, found := slices.BinarySearchFunc(l.visible, r, l.visCmp)
 	if !found {
 		return -1
 	}
@@ -223,7 +283,12 @@ func (l *taskList) CycleOrder() {
 	l.resort()
 }
 
-func (l *taskList) OrderName() string { return sortOrders[l.order].name }
+func (l *taskList) OrderName() string {
+	if l.group != nil && l.group.Waiting {
+		return "waited longest"
+	}
+	return sortOrders[l.order].name
+}
 
 func (l *taskList) resort() {
 	l.reorders++
@@ -237,6 +302,9 @@ func (l *taskList) refilter() {
 		if l.matches(r) {
 			l.visible = append(l.visible, r)
 		}
+	}
+	if l.group != nil && l.group.Waiting {
+		slices.SortFunc(l.visible, inboxOrder)
 	}
 }
 

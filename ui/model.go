@@ -94,6 +94,16 @@ type Model struct {
 	reconcile *deck.Reconcile // the start-up reconcile while it runs
 	frames    int             // batches of the feed applied
 
+	// The views (groups.go, servers.go, timefmt.go): times shown as
+	// clock times, the overdue polls per server and the open tasks about
+	// to expire (counted on the tick), and whether polls began or
+	// stopped failing in this batch.
+	absTimes       bool
+	behind, pushed map[string]int
+	ticks          int
+	expiring       int
+	failingMoved   bool
+
 	filter       textinput.Model
 	filtering    bool // the filter prompt takes the keys
 	statusFilter model.Status
@@ -133,7 +143,7 @@ func New(ctx context.Context, opts Options) *Model {
 		ctx: ctx, deck: opts.Deck, feed: newWatcher(ctx, opts.Deck), opts: opts,
 		keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(),
 		width: 80, height: 24,
-		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{},
+		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{}, behind: map[string]int{}, pushed: map[string]int{},
 		filter: fi, now: opts.Now(),
 	}
 	m.say(opts.Greeting)
@@ -168,15 +178,16 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.err != nil {
 			return m, m.fail(msg.err)
 		}
-		m.configured = msg.servers
+		m.onServers(msg.servers)
 		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)
+		views := m.onTickViews()
 		// A tools listing in flight keeps its line until it ends.
 		if m.flash != "" && m.listing == nil && m.now.Sub(m.flashAt) >= flashFor {
 			m.flash, m.flashErr = "", false
 		}
-		return m, tick()
+		return m, tea.Batch(tick(), views)
 	case taskUpdatedMsg:
 		return m, m.onTaskUpdated(msg)
 	case forgottenMsg:
@@ -235,7 +246,7 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 		case deck.EventChange:
 			for _, e := range ev.Entries {
 				changed[e.Task.ID], fresh[e.Task.ID] = e.Task, true
-				m.polls[e.Task.ID] = e.Poll
+				m.setPoll(e.Task, e.Poll)
 			}
 			for _, id := range ev.Deleted {
 				delete(changed, id)
@@ -243,7 +254,7 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 			}
 		case deck.EventPoll:
 			for _, e := range ev.Entries {
-				m.polls[e.Task.ID] = e.Poll
+				m.setPoll(e.Task, e.Poll)
 			}
 		case deck.EventReconcile:
 			m.onReconcile(*ev.Reconcile)
@@ -268,6 +279,7 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 		delete(m.polls, id)
 	}
 	m.list.Apply(upserts, gone)
+	m.afterPolls()
 	if i := m.list.IndexOf(selected); selected != "" && i >= 0 {
 		m.cursor, m.top = i, i-line // the selected task stays on its line
 	}
@@ -291,14 +303,14 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 // one, and the newest finished ones up to Options.Recent.
 func (m *Model) loadSnapshot(entries []deck.Entry) {
 	var keep, done []*model.Task
-	clear(m.polls)
+	m.clearPolls()
 	for _, e := range entries {
 		if e.Task.Status.Terminal() {
 			done = append(done, e.Task)
 			continue
 		}
 		keep = append(keep, e.Task)
-		m.polls[e.Task.ID] = e.Poll
+		m.setPoll(e.Task, e.Poll)
 	}
 	// Ids sort by creation: the newest finished records first.
 	slices.SortFunc(done, func(a, b *model.Task) int { return strings.Compare(b.ID, a.ID) })
@@ -313,6 +325,7 @@ func (m *Model) loadSnapshot(entries []deck.Entry) {
 		}
 	}
 	m.loaded = true
+	m.refreshHealth()
 }
 
 // onReconcile shows the start-up reconcile's progress while it runs, and
@@ -329,7 +342,7 @@ func (m *Model) onReconcile(r deck.Reconcile) {
 // alert rings the bell (and notifies the desktop where asked) when a
 // task starts waiting for input.
 func (m *Model) alert(t *model.Task) tea.Cmd {
-	m.say(fmt.Sprintf("task %s (%s) waits for input: press i then a", t.ID, termtext.Line(t.Tool)))
+	m.say(fmt.Sprintf("task %s (%s) waits for input: press i then a (2: every task that waits)", t.ID, termtext.Line(t.Tool)))
 	out := "\a"
 	if m.opts.Notify {
 		// Sanitized text has no ESC or BEL to end the sequence early; a
@@ -459,6 +472,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
 	page := max(m.tableHeight()-1, 1)
 	switch {
+	case m.keyViews(msg):
 	case key.Matches(msg, k.Quit):
 		return m.quit()
 	case key.Matches(msg, k.Up):
@@ -482,9 +496,11 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		clear(m.marked)
-		if m.filter.Value() != "" || m.statusFilter != "" {
+		if m.filter.Value() != "" || m.statusFilter != "" || m.list.group != nil || m.list.server != "" {
 			m.filter.SetValue("")
 			m.statusFilter = ""
+			m.list.server = ""
+			m.list.group = nil
 			m.applyFilter()
 			m.say("showing every task")
 		}
@@ -629,6 +645,9 @@ func (m *Model) applyFilter() {
 }
 
 func (m *Model) cycleStatusFilter() {
+	if m.list.group != nil {
+		m.list.setGroup(nil) // a status and a group would hide each other
+	}
 	i := slices.Index(model.AllStatuses, m.statusFilter) // -1 for "all"
 	if i+1 < len(model.AllStatuses) {
 		m.statusFilter = model.AllStatuses[i+1]
@@ -866,6 +885,7 @@ func (m *Model) startNewCall() tea.Cmd {
 	p := &picker[string]{title: "New call: choose a server"}
 	for _, s := range m.configured {
 		p.items, p.values = append(p.items, termtext.Line(s.Name)), append(p.values, s.Name)
+		p.notes = append(p.notes, serverNote(s))
 	}
 	m.serverPick = p
 	return nil

@@ -276,7 +276,7 @@ func TestRowsChangeStatusLive(t *testing.T) {
 	h.until("sleep completes", func(m *Model) bool { return h.status(sleep.ID) == model.StatusCompleted })
 	h.until("approve asks", func(m *Model) bool { return h.status(approve.ID) == model.StatusInputRequired })
 	screen := h.screen()
-	for _, want := range []string{"✓ completed", "? input_required", "1 task waits for input", "asks: Approve ship?"} {
+	for _, want := range []string{"✓ completed", "? input_required", "2 waiting 1", "asks: Approve ship?"} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("screen lacks %q:\n%s", want, screen)
 		}

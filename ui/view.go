@@ -16,7 +16,7 @@ import (
 
 // headerLines and footerLines frame the table.
 const (
-	headerLines = 2 // counts, then the column titles
+	headerLines = 3 // counts, groups and servers, then the column titles
 	footerLines = 2 // status line, then key help
 )
 
@@ -47,7 +47,7 @@ func (m *Model) View() tea.View {
 	default:
 		body = m.viewTable()
 	}
-	screen := lipgloss.JoinVertical(lipgloss.Left, m.viewCounts(), body)
+	screen := lipgloss.JoinVertical(lipgloss.Left, m.viewCounts(), m.viewGroupsAndServers(), body)
 	screen = fitHeight(screen, m.height-footerLines) + "\n" + m.viewFooter()
 	v := tea.NewView(screen)
 	v.AltScreen = true
@@ -55,43 +55,44 @@ func (m *Model) View() tea.View {
 	return v
 }
 
-// viewCounts is the top line: tasks per status, and who waits for input.
+// viewCounts is the top line: tasks per status, and the open tasks
+// about to expire. (The next line has the groups, whose inbox tab says
+// who waits for input, and the servers.)
 func (m *Model) viewCounts() string {
 	parts := []string{m.styles.Title.Render("taskdeck")}
-	for _, st := range model.AllStatuses {
-		if n := m.list.counts[st]; n > 0 {
-			look := statusLooks[st]
-			parts = append(parts, m.styles.Status[st].Render(fmt.Sprintf("%s %d %s", look.Symbol, n, st)))
-		}
-	}
-	if n := m.list.waiting; n > 0 {
-		parts = append(parts, m.styles.Status[model.StatusInputRequired].Bold(true).Render(waitText(n)))
-	}
 	if !m.loaded {
 		parts = append(parts, m.styles.Dim.Render("loading…"))
 	}
 	if r := m.reconcile; r != nil && r.Total > 0 {
 		parts = append(parts, m.styles.Dim.Render(fmt.Sprintf("reconciling %d/%d …", r.Done, r.Total)))
 	}
+	if m.expiring > 0 {
+		parts = append(parts, m.styles.Error.Render(fmt.Sprintf("! %d open expire soon", m.expiring)))
+	}
+	for _, st := range model.AllStatuses {
+		if n := m.list.counts[st]; n > 0 {
+			look := statusLooks[st]
+			parts = append(parts, m.styles.Status[st].Render(fmt.Sprintf("%s %d %s", look.Symbol, n, st)))
+		}
+	}
 	return ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 }
 
-func waitText(n int) string {
-	if n == 1 {
-		return "1 task waits for input"
-	}
-	return fmt.Sprintf("%d tasks wait for input", n)
-}
-
 // columns are the table's column widths for the current terminal width.
-type columns struct{ status, server, tool, msg, age, changed, next int }
+type columns struct{ id, status, server, tool, msg, age, changed, next, exp int }
 
 func (m *Model) columns() columns {
-	c := columns{status: 16, server: 14, tool: 14, age: 5, changed: 7, next: 6}
-	if m.width < 100 {
-		c.server, c.tool, c.age, c.changed, c.next = 8, 10, 4, 4, 4
+	c := columns{id: m.idWidth(), status: 16, server: 16, tool: 14, age: 5, changed: 7, next: 6, exp: 5}
+	if m.width < 120 { // the message keeps room
+		c.server, c.tool = 12, 12
 	}
-	fixed := 2 + c.status + c.server + c.tool + c.age + c.changed + c.next + 7 // gaps
+	if m.width < 100 {
+		c.server, c.tool, c.age, c.changed, c.next, c.exp = 8, 10, 4, 4, 4, 5
+		if m.absTimes { // 15:04 and 01-02 take five cells
+			c.age, c.changed = 5, 5
+		}
+	}
+	fixed := 2 + c.id + c.status + c.server + c.tool + c.age + c.changed + c.next + c.exp + 9 // gaps
 	c.msg = max(m.width-fixed, 8)
 	return c
 }
@@ -102,8 +103,8 @@ func (m *Model) viewTable() string {
 	c := m.columns()
 	var b strings.Builder
 	b.WriteString(m.styles.Header.Render(ansi.Truncate(strings.Join([]string{
-		"  " + fit("STATUS", c.status), fit("SERVER", c.server), fit("TOOL", c.tool), fit("MESSAGE", c.msg),
-		fit("AGE", c.age), fit(ifWide(c.changed, "CHANGED", "CHG"), c.changed), fit("NEXT", c.next)}, " "), m.width, "")))
+		"  " + fit("ID", c.id), fit("STATUS", c.status), fit("SERVER", c.server), fit("TOOL", c.tool), fit("MESSAGE", c.msg),
+		fit(m.ageTitle(c.age), c.age), fit(ifWide(c.changed, "CHANGED", "CHG"), c.changed), fit("NEXT", c.next), fit("EXP", c.exp)}, " "), m.width, "")))
 	rows := m.list.visible
 	end := min(m.top+m.tableHeight(), len(rows))
 	for i := m.top; i < end; i++ {
@@ -122,6 +123,8 @@ func (m *Model) emptyText() string {
 		return "  loading the store…"
 	case m.list.Len() == 0:
 		return "  no tasks yet: press n to call a tool, or run `taskdeck call`"
+	case m.inInbox() && m.filter.Value() == "" && m.list.server == "":
+		return "  no task waits for your answer (0 shows every task)"
 	}
 	return "  no task matches the filter (esc clears it, s changes the status filter)"
 }
@@ -148,9 +151,14 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 			status, msg = m.styles.Error.Render(status), m.styles.Error.Render(msg)
 		}
 	}
-	line := strings.Join([]string{mark, status, fit(r.server, c.server), fit(r.tool, c.tool), msg,
-		fit(present.Age(m.now.Sub(t.CreatedAt)), c.age), fit(present.Age(m.now.Sub(t.UpdatedAt)), c.changed),
-		fit(m.nextPoll(t), c.next)}, " ")
+	exp, warn := m.expiry(t)
+	exp = fit(exp, c.exp)
+	if warn && !selected {
+		exp = m.styles.Error.Render(exp)
+	}
+	line := strings.Join([]string{mark, fit(m.list.shortID(t.ID), c.id), status, fit(r.server, c.server), fit(r.tool, c.tool), msg,
+		fit(m.ageCell(r), c.age), fit(m.when(t.UpdatedAt), c.changed),
+		fit(m.nextPoll(t), c.next), exp}, " ")
 	line = ansi.Truncate(line, m.width, "")
 	if selected {
 		return m.styles.Selected.Render(line)
@@ -187,6 +195,12 @@ func (m *Model) viewFooter() string {
 	info += " · sort: " + m.list.OrderName()
 	if m.statusFilter != "" {
 		info += " · status: " + string(m.statusFilter)
+	}
+	if g := m.list.group; g != nil {
+		info += " · group: " + g.Title
+	}
+	if m.list.server != "" {
+		info += " · server: " + m.list.server
 	}
 	if m.filtering || m.filter.Value() != "" {
 		info += " · " + m.filter.View()

@@ -14,7 +14,8 @@ type LsOptions struct {
 	f   *Factory
 	ctx context.Context
 
-	Status []model.Status // empty: every status
+	Status []model.Status // empty with Groups: every status
+	Groups []string       // status groups (deck.Groups): open, waiting, finished, problems
 	JSON   bool
 }
 
@@ -28,11 +29,14 @@ func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.ctx = cmd.Context()
 			if status != "" {
-				st, err := model.ParseStatus(status)
+				st, groups, err := deck.ParseStatuses(status)
 				if err != nil {
 					return usageErr("--status: %v", err)
 				}
-				opts.Status = []model.Status{st}
+				opts.Status = st
+				for _, g := range groups {
+					opts.Groups = append(opts.Groups, g.Name)
+				}
 			}
 			if runF != nil {
 				return runF(opts)
@@ -40,12 +44,15 @@ func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 			return lsRun(opts)
 		},
 	}
-	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status")
+	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status or in this group (open, waiting, finished, problems); several separated by commas")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per line")
 	cmd.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var names []string
 		for _, s := range model.AllStatuses {
 			names = append(names, string(s))
+		}
+		for _, g := range deck.Groups {
+			names = append(names, g.Name)
 		}
 		return names, cobra.ShellCompDirectiveNoFileComp
 	})
@@ -58,7 +65,7 @@ func lsRun(opts *LsOptions) error {
 	if err != nil {
 		return err
 	}
-	entries, err := dk.List(opts.ctx, deck.Filter{Statuses: opts.Status})
+	entries, err := dk.List(opts.ctx, deck.Filter{Statuses: opts.Status, Groups: opts.Groups})
 	if err != nil {
 		return err
 	}

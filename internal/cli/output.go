@@ -37,6 +37,12 @@ type taskJSON struct {
 	LocalError      string                        `json:"localError,omitempty"`
 	CancelRequested bool                          `json:"cancelRequested,omitempty"`
 	History         []model.Transition            `json:"history,omitempty"`
+	// Answers is what was answered to its input requests, and when.
+	Answers []model.AnsweredInput `json:"answers,omitempty"`
+	// WaitingSince is when it began to wait for an answer (while it does).
+	WaitingSince time.Time `json:"waitingSince,omitzero"`
+	// ExpiresAt is when its server drops it (createdAt + ttl), where the server set a TTL.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
 func toJSON(t *model.Task) taskJSON {
@@ -46,7 +52,16 @@ func toJSON(t *model.Task) taskJSON {
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, InputRequests: t.InputRequests,
 		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,
 		LocalError: t.LocalError, CancelRequested: t.CancelRequested, History: t.History,
+		Answers: t.Answers, WaitingSince: waitingSince(t), ExpiresAt: t.Deadline(),
 	}
+}
+
+// waitingSince is when a task that waits for an answer began to wait.
+func waitingSince(t *model.Task) time.Time {
+	if !t.WaitsForInput() {
+		return time.Time{}
+	}
+	return t.WaitingSince()
 }
 
 // printJSON writes one task as one line of JSON. encoding/json escapes

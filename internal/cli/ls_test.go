@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/internal/clitest"
+)
+
+// TestLsStatusGroups: `ls --status` takes the dashboard's groups, alone
+// or with statuses; --json says when a waiting task began to wait, when
+// a task expires, and what was answered when.
+func TestLsStatusGroups(t *testing.T) {
+	t.Parallel()
+	c := newInproc(t)
+	c.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, demoURL(t)))
+	id := func(r clitest.Result) string { return clitest.OnlyID(t, r) }
+	// --wait prints "TIME ID STATUS TOOL" lines.
+	waited := func(r clitest.Result) string {
+		f := strings.Fields(r.Stdout)
+		if len(f) < 2 {
+			t.Fatalf("no task id:\n%s", r)
+		}
+		return f[1]
+	}
+	echo := id(c.run("call", "--server", "demo", "echo", "--args", `{"text":"hi"}`).Must(t, exitOK))
+	sleep := id(c.run("call", "--server", "demo", "sleep", "--args", `{"seconds":600}`).Must(t, exitOK))
+	ask := waited(c.run("call", "--server", "demo", "approve", "--args", `{"action":"deploy"}`, "--wait").Must(t, exitWaiting))
+	done := waited(c.run("call", "--server", "demo", "approve", "--args", `{"action":"ship"}`, "--wait").Must(t, exitWaiting))
+	failed := waited(c.run("call", "--server", "demo", "fail", "--args", `{"mode":"error"}`, "--wait").Must(t, exitTaskBad))
+	c.run("answer", done, "approve-1", `{"action":"accept","content":{"approve":true,"reason":"ok"}}`).Must(t, exitOK)
+
+	type row struct {
+		ID           string    `json:"id"`
+		Status       string    `json:"status"`
+		WaitingSince time.Time `json:"waitingSince"`
+		ExpiresAt    time.Time `json:"expiresAt"`
+		Answers      []struct {
+			Key      string          `json:"key"`
+			At       time.Time       `json:"at"`
+			Response json.RawMessage `json:"response"`
+		} `json:"answers"`
+	}
+	ls := func(status string) map[string]row {
+		t.Helper()
+		out := map[string]row{}
+		for l := range strings.Lines(c.run("ls", "--json", "--status", status).Must(t, exitOK).Stdout) {
+			var r row
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatalf("ls --json: %v in %q", err, l)
+			}
+			out[r.ID] = r
+		}
+		return out
+	}
+	ids := func(m map[string]row) []string {
+		var out []string
+		for id := range m {
+			out = append(out, id)
+		}
+		slices.Sort(out)
+		return out
+	}
+	set := func(ids ...string) []string { slices.Sort(ids); return ids }
+
+	if got := ids(ls("waiting")); !slices.Equal(got, []string{ask}) {
+		t.Errorf("--status waiting: %v, want %s", got, ask)
+	}
+	if got := ids(ls("finished")); !slices.Contains(got, echo) || !slices.Contains(got, failed) || slices.Contains(got, sleep) {
+		t.Errorf("--status finished: %v", got)
+	}
+	if got := ids(ls("problems,waiting")); !slices.Equal(got, set(failed, ask)) {
+		t.Errorf("--status problems,waiting: %v, want %v", got, set(failed, ask))
+	}
+	open := ls("open")
+	if !slices.Contains(ids(open), sleep) || !slices.Contains(ids(open), ask) {
+		t.Errorf("--status open: %v", ids(open))
+	}
+	if r := open[ask]; r.WaitingSince.IsZero() || r.ExpiresAt.IsZero() {
+		t.Errorf("a waiting task's --json lacks waitingSince or expiresAt: %+v", r)
+	}
+	if r := open[sleep]; !r.WaitingSince.IsZero() {
+		t.Errorf("a working task has waitingSince %v", r.WaitingSince)
+	}
+	all := ls("working,input_required,completed")
+	if a := all[done].Answers; len(a) != 1 || a[0].Key != "approve-1" || a[0].At.IsZero() || !strings.Contains(string(a[0].Response), `"reason":"ok"`) {
+		t.Errorf("the answered task's --json answers: %+v", a)
+	}
+
+	r := c.run("ls", "--status", "open,stuck").Must(t, exitUsage)
+	clitest.OneErrorLine(t, r)
+	if !strings.Contains(r.Stderr, `"stuck"`) || !strings.Contains(r.Stderr, "problems") {
+		t.Errorf("an unknown group: %q", r.Stderr)
+	}
+}

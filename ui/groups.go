@@ -1,0 +1,147 @@
+package ui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// inGroup reports whether a row is in the list's group view.
+func (l *taskList) inGroup(r *row) bool {
+	failing := l.group.PollsFailing && len(l.failing) > 0 && r.status.Pollable() && l.failing[r.task.ID]
+	return l.group.Holds(r.status, r.waits, failing)
+}
+
+// groupCount is how many tasks a group holds, from the counts kept as
+// rows come and go (no pass over the rows).
+func (l *taskList) groupCount(g deck.Group) int {
+	n := 0
+	for _, st := range g.Statuses {
+		n += l.counts[st]
+	}
+	if g.Waiting {
+		n = l.waiting // the waiting rows are input_required ones
+	}
+	if g.PollsFailing {
+		for id := range l.failing {
+			if r, ok := l.byID[id]; ok && !slices.Contains(g.Statuses, r.task.Status) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// setGroup shows one group (nil: every task); the inbox sorts its own
+// rows (refilter), the order of every row stays.
+func (l *taskList) setGroup(g *deck.Group) {
+	l.group = g
+	l.refilter()
+}
+
+// setPoll keeps a task's poll state, and whether its polls fail.
+func (m *Model) setPoll(t *model.Task, p deck.PollState) {
+	m.polls[t.ID] = p
+	failing := t.Pollable() && p.Errors > 0
+	if m.list.failing[t.ID] == failing {
+		return
+	}
+	if failing {
+		m.list.failing[t.ID] = true
+	} else {
+		delete(m.list.failing, t.ID)
+	}
+	m.failingMoved = true
+}
+
+// clearPolls forgets every poll state (a snapshot brings them all).
+func (m *Model) clearPolls() {
+	clear(m.polls)
+	clear(m.list.failing)
+}
+
+// afterPolls re-filters the problems view when polls began or stopped
+// failing: no row changed, but which rows it admits did.
+func (m *Model) afterPolls() {
+	if !m.failingMoved {
+		return
+	}
+	m.failingMoved = false
+	if g := m.list.group; g != nil && g.PollsFailing {
+		selected := m.selectedID()
+		m.list.refilter()
+		m.keepSelected(selected)
+	}
+}
+
+// keyViews takes the keys of the views (ops-a's keys): the status
+// groups, a server's tasks, and how times show. It reports whether the
+// key was one of them.
+func (m *Model) keyViews(msg tea.KeyPressMsg) bool {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Groups):
+		i := int(msg.Code - '1')
+		if g := m.list.group; g != nil && g.Name == deck.Groups[i].Name {
+			m.showGroup(nil) // its key again: every task
+		} else {
+			m.showGroup(&deck.Groups[i])
+		}
+	case key.Matches(msg, k.AllGroups):
+		m.showGroup(nil)
+	case key.Matches(msg, k.ServerView):
+		m.cycleServer()
+	case key.Matches(msg, k.Times):
+		m.absTimes = !m.absTimes
+		m.say(map[bool]string{true: "times: absolute (t: relative)", false: "times: relative (t: absolute)"}[m.absTimes])
+	default:
+		return false
+	}
+	return true
+}
+
+// showGroup shows one group (nil: every task); the status filter gives way.
+func (m *Model) showGroup(g *deck.Group) {
+	selected := m.selectedID()
+	m.statusFilter = ""
+	m.list.status = ""
+	m.list.setGroup(g)
+	m.cursor = max(m.list.IndexOf(selected), 0)
+	m.clampCursor()
+	if g == nil {
+		m.say("showing every group")
+		return
+	}
+	what := "showing " + g.Title
+	if g.Waiting {
+		what += ": who waited longest first; a answers, enter shows what was asked"
+	}
+	m.say(what)
+}
+
+// viewGroups is the group tabs, each with its key, name and count; the
+// group shown is in brackets (and reversed where there is style).
+func (m *Model) viewGroups() string {
+	tab := func(k, title string, n int, on bool) string {
+		s := fmt.Sprintf("%s %s %d", k, title, n)
+		if on {
+			return m.styles.Selected.Render("[" + s + "]")
+		}
+		return " " + s + " "
+	}
+	parts := []string{tab("0", "all", m.list.Len(), m.list.group == nil)}
+	for i, g := range deck.Groups {
+		// The tab says the group's name, as `ls --status` takes it.
+		s := tab(fmt.Sprint(i+1), g.Name, m.list.groupCount(g), m.list.group != nil && m.list.group.Name == g.Name)
+		if g.PollsFailing && m.list.groupCount(g) > 0 && (m.list.group == nil || m.list.group.Name != g.Name) {
+			s = m.styles.Error.Render(s)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "")
+}
