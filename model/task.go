@@ -69,6 +69,8 @@ type Task struct {
 	// Agent names who made the call (an agent behind the proxy); empty
 	// for taskdeck's own frontends.
 	Agent string `json:"agent,omitempty"`
+	// Repeats is the id of the record this one runs again (a re-run).
+	Repeats string `json:"repeats,omitempty"`
 
 	TaskID         string `json:"taskId,omitempty"`
 	Status         Status `json:"status"`
