@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -18,7 +17,7 @@ import (
 type row struct {
 	task                 *model.Task
 	server, tool, msg    string
-	search               string // lower-case text the filter matches
+	text                 rowText // what the filter searches
 	statusRank, isErrRnk int
 	waits                bool // input_required with questions not yet answered
 }
@@ -47,7 +46,7 @@ func newRow(t *model.Task) *row {
 	if t.IsError {
 		r.isErrRnk = 1
 	}
-	r.search = strings.ToLower(strings.Join([]string{t.ID, r.server, r.tool, string(t.Status), r.msg}, "\x00"))
+	r.text = newRowText(r)
 	return r
 }
 
@@ -81,7 +80,7 @@ type taskList struct {
 	all     []*row // sorted by order
 	visible []*row // the rows of all that pass the filter, same order
 	order   int
-	text    string       // filter text, lower case
+	query   query        // the filter's search
 	status  model.Status // status filter; "" for all
 	counts  map[model.Status]int
 	waiting int // rows that wait for input
@@ -100,7 +99,7 @@ func (l *taskList) matches(r *row) bool {
 	if l.status != "" && r.task.Status != l.status {
 		return false
 	}
-	return l.text == "" || strings.Contains(r.search, l.text)
+	return l.query.match(&r.text)
 }
 
 // Replace loads a whole set of tasks.
@@ -213,7 +212,7 @@ func (l *taskList) IndexOf(id string) int {
 
 // SetFilter changes the filter text and status.
 func (l *taskList) SetFilter(text string, status model.Status) {
-	l.text, l.status = strings.ToLower(text), status
+	l.query, l.status = parseQuery(text), status
 	l.refilter()
 }
 

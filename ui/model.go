@@ -42,6 +42,12 @@ type Options struct {
 	// ListTimeout bounds listing a server's tools for a new call; 30 s
 	// (the command line's request timeout) when zero.
 	ListTimeout time.Duration
+	// Config is the config file's "dashboard" section (keys, colours,
+	// mouse); DefaultConfig when nil.
+	Config *Config
+	// SearchHistory is the file the filter's searches are kept in; in
+	// memory only when empty.
+	SearchHistory string
 }
 
 // listing is a tools/list in flight for a new call.
@@ -65,6 +71,7 @@ const (
 	modeConfirm
 	modeForm
 	modePick
+	modePalette
 )
 
 // Model is the dashboard's root model.
@@ -83,6 +90,8 @@ type Model struct {
 	cursor int
 	top    int
 	marked map[string]bool
+	anchor string   // where a range mark starts: the last task marked with space
+	bulk   *bulkJob // the bulk action running, for its progress line
 	// polls is the engine's poll state of each task, as the feed says.
 	polls map[string]deck.PollState
 	// configured are the servers of the config: n offers them, and quit
@@ -95,6 +104,8 @@ type Model struct {
 	frames    int             // batches of the feed applied
 
 	filter       textinput.Model
+	history      *searchHistory
+	mouse        bool
 	filtering    bool // the filter prompt takes the keys
 	statusFilter model.Status
 	helpOpen     bool
@@ -106,6 +117,7 @@ type Model struct {
 	toolPick   *picker[toolChoice] // a new call's tool
 	form       *formPane
 	question   *question
+	palette    *palette
 	listing    *listing
 
 	flash    string
@@ -127,16 +139,24 @@ func New(ctx context.Context, opts Options) *Model {
 	if opts.ListTimeout <= 0 {
 		opts.ListTimeout = 30 * time.Second
 	}
+	if opts.Config == nil {
+		opts.Config = DefaultConfig()
+	}
 	fi := textinput.New()
 	fi.Prompt = "/"
+	fi.Placeholder = "words, tool:X server:X status:X args:X, -word excludes"
 	m := &Model{
 		ctx: ctx, deck: opts.Deck, feed: newWatcher(ctx, opts.Deck), opts: opts,
-		keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(),
+		keys: opts.Config.keys, styles: opts.Config.styles, mouse: opts.Config.mouse, help: help.New(),
 		width: 80, height: 24,
 		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{},
 		filter: fi, now: opts.Now(),
 	}
 	m.say(opts.Greeting)
+	var err error
+	if m.history, err = loadHistory(opts.SearchHistory); err != nil {
+		m.fail(err)
+	}
 	return m
 }
 
@@ -179,11 +199,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tick()
 	case taskUpdatedMsg:
 		return m, m.onTaskUpdated(msg)
-	case forgottenMsg:
-		if msg.err != nil {
-			return m, m.fail(msg.err)
-		}
-		m.say("forgot " + present.Count(len(msg.ids), "task"))
+	case bulkTickMsg, bulkDoneMsg:
+		return m, m.onBulk(msg)
+	case tea.MouseClickMsg, tea.MouseWheelMsg:
+		m.onMouse(msg.(tea.MouseMsg))
 		return m, nil
 	case prunedMsg:
 		if msg.err != nil {
@@ -410,6 +429,8 @@ func (m *Model) mode() mode {
 		return modeForm
 	case m.serverPick != nil || m.toolPick != nil:
 		return modePick
+	case m.palette != nil:
+		return modePalette
 	case m.detail != nil:
 		return modeDetail
 	case m.helpOpen:
@@ -434,6 +455,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.updateForm(msg)
 	case modePick:
 		return m.keyPick(msg)
+	case modePalette:
+		return m.keyPalette(msg)
 	case modeDetail:
 		out, cmd := m.detail.Update(msg, m.keys)
 		switch out {
@@ -481,7 +504,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 			m.endListing()
 			return nil
 		}
-		clear(m.marked)
+		m.clearMarks()
 		if m.filter.Value() != "" || m.statusFilter != "" {
 			m.filter.SetValue("")
 			m.statusFilter = ""
@@ -501,14 +524,22 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 		m.clampCursor()
 		m.say("sorted by " + m.list.OrderName())
 	case key.Matches(msg, k.Mark):
-		if id := m.selectedID(); id != "" {
-			if m.marked[id] {
-				delete(m.marked, id)
-			} else {
-				m.marked[id] = true
-			}
-			m.moveCursor(1)
-		}
+		m.toggleMark()
+	case key.Matches(msg, k.MarkAll):
+		m.markAll()
+	case key.Matches(msg, k.MarkRange):
+		m.markRange()
+	case key.Matches(msg, k.ClearMarks):
+		m.clearMarks()
+	case key.Matches(msg, k.Rerun):
+		return m.askRerun()
+	case key.Matches(msg, k.Palette):
+		var cmd tea.Cmd
+		m.palette, cmd = newPalette(m.keys)
+		m.detail = nil
+		return cmd
+	case key.Matches(msg, k.Suspend):
+		return tea.Suspend
 	case key.Matches(msg, k.NextInput):
 		m.jumpToInput()
 	case key.Matches(msg, k.Answer):
@@ -549,6 +580,18 @@ func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Keep):
 		m.filtering = false
 		m.filter.Blur()
+		if err := m.history.add(m.filter.Value()); err != nil {
+			return m.fail(err)
+		}
+		return nil
+	case key.Matches(msg, m.keys.Older, m.keys.Newer):
+		d := 1
+		if key.Matches(msg, m.keys.Older) {
+			d = -1
+		}
+		m.filter.SetValue(m.history.step(d))
+		m.filter.CursorEnd()
+		m.applyFilter()
 		return nil
 	case key.Matches(msg, m.keys.Clear):
 		m.filtering = false
@@ -573,11 +616,14 @@ func (m *Model) onAnswer(a reply) tea.Cmd {
 		}
 		return nil
 	case actCancel:
-		clear(m.marked)
-		return cancelTasks(m.ctx, m.deck, a.ids)
+		m.clearMarks()
+		return m.cancelTasks(a.ids)
 	case actForget:
-		clear(m.marked)
-		return forget(m.ctx, m.deck, a.ids)
+		m.clearMarks()
+		return m.forget(a.ids)
+	case actRerun:
+		m.clearMarks()
+		return m.rerun(a.ids)
 	case actPrune:
 		return prune(m.ctx, m.deck)
 	case actQuit:
@@ -820,6 +866,9 @@ func (m *Model) ask(q string, tasks []*model.Task, yes choice) {
 		c.ids = append(c.ids, t.ID)
 		c.targets = append(c.targets, strings.Join([]string{t.ID, fit(lookOf(t).Symbol+" "+string(t.Status), 16),
 			fit(termtext.Line(t.Tool), 14), termtext.Line(t.Server.String())}, "  "))
+	}
+	if n := m.hiddenMarks(); n > 0 {
+		c.text += fmt.Sprintf(" (%d marked tasks the filter hides are left alone.)", n)
 	}
 	m.question = c
 }

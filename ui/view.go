@@ -42,6 +42,8 @@ func (m *Model) View() tea.View {
 		} else {
 			body = m.toolPick.View(m.styles, m.boxWidth(), rows)
 		}
+	case modePalette:
+		body = m.palette.View(m.styles, m.boxWidth(), max(m.height-headerLines-footerLines-7, 3))
 	case modeForm:
 		body = m.box(m.form.form.View())
 	default:
@@ -51,6 +53,9 @@ func (m *Model) View() tea.View {
 	screen = fitHeight(screen, m.height-footerLines) + "\n" + m.viewFooter()
 	v := tea.NewView(screen)
 	v.AltScreen = true
+	if m.mouse {
+		v.MouseMode = tea.MouseModeCellMotion
+	}
 	v.WindowTitle = "taskdeck"
 	return v
 }
@@ -72,6 +77,9 @@ func (m *Model) viewCounts() string {
 	}
 	if r := m.reconcile; r != nil && r.Total > 0 {
 		parts = append(parts, m.styles.Dim.Render(fmt.Sprintf("reconciling %d/%d …", r.Done, r.Total)))
+	}
+	if m.bulk != nil {
+		parts = append(parts, m.styles.Title.Render(m.bulk.verb+" "+m.bulkProgress()+" …"))
 	}
 	return ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 }
@@ -227,7 +235,7 @@ func (m *Model) viewHelp() string {
 	}
 	b.WriteString("  " + m.styles.ToolError.Render(toolErrorLook.Symbol+" completed") + " with a tool error\n")
 	b.WriteString("  " + m.styles.Error.Render(pollFailedSymbol) + " its last polls failed\n")
-	b.WriteString("\nany key closes this help")
+	b.WriteString("any key closes this help")
 	return b.String()
 }
 

@@ -1,0 +1,76 @@
+package ui
+
+import (
+	"context"
+	"fmt"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
+	"github.com/taskdeck/taskdeck/ui/present"
+)
+
+// rerunnable tells a task that may be launched again: it ended without
+// its result (failed, cancelled, unknown), or nobody knows whether its
+// server ever started it (orphaned).
+func rerunnable(t *model.Task) bool {
+	switch t.Status {
+	case model.StatusFailed, model.StatusCancelled, model.StatusUnknown, model.StatusOrphaned:
+		return true
+	}
+	return false
+}
+
+// askRerun asks before launching the targets that may be re-run again,
+// each as a new call of the same tool with the same arguments.
+func (m *Model) askRerun() tea.Cmd {
+	var again []*model.Task
+	for _, t := range m.targets() {
+		if rerunnable(t) {
+			again = append(again, t)
+		}
+	}
+	if len(again) == 0 {
+		m.say("nothing to re-run: only failed, cancelled, unknown or orphaned tasks can be re-run")
+		return nil
+	}
+	m.ask(fmt.Sprintf("Re-run %s? Each is a new call of the same tool with the same arguments; the old records stay.",
+		present.Count(len(again), "task")), again, choice{"Yes, re-run", actRerun})
+	return nil
+}
+
+// rerun launches each task again through the Deck: a new record that
+// names the one it repeats. No idempotency key goes with it: the old
+// record's key would name the old call.
+func (m *Model) rerun(ids []string) tea.Cmd {
+	reqs := map[string]deck.CallRequest{}
+	for _, id := range ids {
+		if t, ok := m.list.Get(id); ok {
+			reqs[id] = deck.CallRequest{Server: t.Server, Tool: t.Tool, Args: t.Arguments, Repeats: t.ID}
+		}
+	}
+	d := m.deck
+	return m.startBulk("re-running", "re-ran", ids, func(ctx context.Context, id string) error {
+		req, ok := reqs[id]
+		if !ok {
+			return fmt.Errorf("its record is gone")
+		}
+		_, err := d.Call(ctx, req)
+		return err
+	})
+}
+
+// nextSteps is what the detail pane offers for a task that ended
+// without its result: re-run it, or forget it.
+func (m *Model) nextSteps(t *model.Task) string {
+	if !rerunnable(t) {
+		return ""
+	}
+	why := "it ended without a result"
+	if t.Status == model.StatusOrphaned {
+		why = "taskdeck stopped before the server's answer arrived, so the server may or may not have started it"
+	}
+	return fmt.Sprintf("  %s: press %s to re-run it (a new call of %s with the same arguments, asked first),\n  or %s to forget this record.",
+		why, m.keys.Rerun.Help().Key, termtext.Line(t.Tool), m.keys.Forget.Help().Key)
+}
