@@ -69,8 +69,8 @@ func (m *Model) nextSteps(t *model.Task) string {
 	}
 	why := "it ended without a result"
 	if t.Status == model.StatusOrphaned {
-		why = "taskdeck stopped before the server's answer arrived, so the server may or may not have started it"
+		why = "taskdeck stopped before the server's answer arrived: the server may or may not have started it"
 	}
-	return fmt.Sprintf("  %s: press %s to re-run it (a new call of %s with the same arguments, asked first),\n  or %s to forget this record.",
+	return fmt.Sprintf("  %s.\n  %s: re-run it, a new call of %s with the same arguments (asked first)\n  %s: forget this record (its server is not told)",
 		why, m.keys.Rerun.Help().Key, termtext.Line(t.Tool), m.keys.Forget.Help().Key)
 }
