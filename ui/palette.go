@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -26,8 +27,13 @@ func newPalette(k KeyMap) (*palette, tea.Cmd) {
 	q := textinput.New()
 	q.Prompt = ": "
 	q.Placeholder = "type to narrow, enter runs"
+	q.SetWidth(40)
 	p := &palette{query: q}
-	for _, col := range k.FullHelp() {
+	// The help's columns run from moving about to acting; the palette
+	// lists the actions first.
+	cols := k.FullHelp()
+	slices.Reverse(cols)
+	for _, col := range cols {
 		for _, b := range col {
 			if b.Help().Desc != k.Palette.Help().Desc {
 				p.all = append(p.all, b)
