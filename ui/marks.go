@@ -1,6 +1,10 @@
 package ui
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/taskdeck/taskdeck/model"
+)
 
 // Marks say what an action acts on besides the selected task; only the
 // marked tasks the filter shows are ever acted on (targets).
@@ -18,6 +22,7 @@ func (m *Model) toggleMark() {
 		m.marked[id] = true
 	}
 	m.anchor = id
+	m.marks.changes++
 	m.moveCursor(1)
 }
 
@@ -36,6 +41,7 @@ func (m *Model) markRange() {
 		m.marked[r.task.ID] = true
 	}
 	m.anchor = m.selectedID()
+	m.marks.changes++
 	m.say(fmt.Sprintf("marked %d tasks (rows %d to %d)", hi-lo+1, lo+1, hi+1))
 }
 
@@ -45,6 +51,7 @@ func (m *Model) markAll() {
 	for _, r := range m.list.visible {
 		m.marked[r.task.ID] = true
 	}
+	m.marks.changes++
 	m.say(fmt.Sprintf("marked all %d tasks shown (%s clears the marks)", len(m.list.visible), m.keys.ClearMarks.Help().Key))
 }
 
@@ -54,4 +61,37 @@ func (m *Model) clearMarks() {
 		m.say(fmt.Sprintf("cleared %d marks", n))
 	}
 	m.anchor = ""
+	m.marks.changes++
+}
+
+// marksCount keeps the count of marked tasks the filter hides, which the
+// footer shows on every frame: with 100,000 marked, counting them again
+// each frame would cost more than the frame.
+type marksCount struct {
+	changes int // of the marks: counts toggles, ranges, mark all, clear
+	at      marksState
+	hidden  int
+}
+
+// marksState is what the count depends on: the marks, the rows (a frame
+// of the feed changes them, and deletes their marks), the filter.
+type marksState struct {
+	changes, marked, frames int
+	filter                  string
+	status                  model.Status
+}
+
+// hiddenMarks counts the marked tasks the filter hides.
+func (m *Model) hiddenMarks() int {
+	now := marksState{m.marks.changes, len(m.marked), m.frames, m.filter.Value(), m.statusFilter}
+	if now != m.marks.at {
+		n := 0
+		for id := range m.marked {
+			if r, ok := m.list.byID[id]; !ok || !m.list.matches(r) {
+				n++
+			}
+		}
+		m.marks.at, m.marks.hidden = now, n
+	}
+	return m.marks.hidden
 }

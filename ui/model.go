@@ -92,6 +92,7 @@ type Model struct {
 	marked map[string]bool
 	anchor string   // where a range mark starts: the last task marked with space
 	bulk   *bulkJob // the bulk action running, for its progress line
+	marks  marksCount
 	// polls is the engine's poll state of each task, as the feed says.
 	polls map[string]deck.PollState
 	// configured are the servers of the config: n offers them, and quit

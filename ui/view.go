@@ -213,17 +213,6 @@ func (m *Model) viewFooter() string {
 	return status + "\n" + ansi.Truncate(m.help.ShortHelpView(keys), m.width, "…")
 }
 
-// hiddenMarks counts the marked tasks the filter hides.
-func (m *Model) hiddenMarks() int {
-	n := 0
-	for id := range m.marked {
-		if m.list.IndexOf(id) < 0 {
-			n++
-		}
-	}
-	return n
-}
-
 func (m *Model) viewHelp() string {
 	var b strings.Builder
 	b.WriteString(m.help.FullHelpView(m.keys.FullHelp()))
