@@ -113,9 +113,10 @@ func (c *Config) setKeys(keys map[string][]string) error {
 		b.SetHelp(strings.Join(list, "/"), b.Help().Desc)
 	}
 	// A key may not mean two things where both would be read.
-	for m, bindings := range c.keys.modeKeys() {
+	modes := c.keys.modeKeys()
+	for _, m := range slices.Sorted(maps.Keys(modes)) {
 		seen := map[string]string{}
-		for _, b := range bindings {
+		for _, b := range modes[m] {
 			for _, k := range b.Keys() {
 				if other, ok := seen[k]; ok && other != b.Help().Desc {
 					return fmt.Errorf("config: dashboard.keys: %q would mean both %q and %q in the %s; bind one of them to another key", k, other, b.Help().Desc, modeNames[m])
