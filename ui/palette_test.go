@@ -6,6 +6,7 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // Every action of the table is in the palette, and choosing one presses
@@ -82,5 +83,39 @@ func TestCtrlZSuspends(t *testing.T) {
 	}
 	if _, ok := cmd().(tea.SuspendMsg); !ok {
 		t.Fatal("ctrl+z does not suspend")
+	}
+}
+
+// The palette, a bulk question and a re-run's question fit 80×24 and
+// 200×60, footer included.
+func TestNewViewsFitTheScreen(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		w, h := size[0], size[1]
+		m := loaded(t, sampleTasks(), w, h)
+		for name, open := range map[string]func(){
+			"palette":  func() { press(m, ":") },
+			"bulk":     func() { m.Update(ctrlA); press(m, "d") },
+			"re-run":   func() { m.Update(ctrlA); press(m, "R") },
+			"progress": func() { m.bulk = &bulkJob{verb: "cancelling", total: 2000}; m.bulk.finished.Store(340) },
+		} {
+			open()
+			lines := strings.Split(m.View().Content, "\n")
+			if len(lines) != h {
+				t.Fatalf("%s at %dx%d: %d lines", name, w, h, len(lines))
+			}
+			for _, l := range lines {
+				if lw := ansi.StringWidth(l); lw > w {
+					t.Fatalf("%s at %dx%d: a line of %d cells: %q", name, w, h, lw, ansi.Strip(l))
+				}
+			}
+			if s := screenOf(m); !strings.Contains(lines[len(lines)-1], "•") {
+				t.Fatalf("%s at %dx%d: the footer is gone:\n%s", name, w, h, s)
+			}
+			if name == "progress" && !strings.Contains(screenOf(m), "cancelling 340/2000 …") {
+				t.Fatalf("no progress line at %dx%d:\n%s", w, h, screenOf(m))
+			}
+			m.palette, m.question, m.bulk = nil, nil, nil
+			clear(m.marked)
+		}
 	}
 }

@@ -63,6 +63,9 @@ func (m *Model) View() tea.View {
 // viewCounts is the top line: tasks per status, and who waits for input.
 func (m *Model) viewCounts() string {
 	parts := []string{m.styles.Title.Render("taskdeck")}
+	if m.bulk != nil { // first, so that a narrow terminal still shows it
+		parts = append(parts, m.styles.Title.Render(m.bulk.verb+" "+m.bulkProgress()+" …"))
+	}
 	for _, st := range model.AllStatuses {
 		if n := m.list.counts[st]; n > 0 {
 			look := statusLooks[st]
@@ -78,9 +81,7 @@ func (m *Model) viewCounts() string {
 	if r := m.reconcile; r != nil && r.Total > 0 {
 		parts = append(parts, m.styles.Dim.Render(fmt.Sprintf("reconciling %d/%d …", r.Done, r.Total)))
 	}
-	if m.bulk != nil {
-		parts = append(parts, m.styles.Title.Render(m.bulk.verb+" "+m.bulkProgress()+" …"))
-	}
+
 	return ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 }
 
