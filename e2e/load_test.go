@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// TestLoadTenThousandOpenTasks: 10,000 open tasks across 4 demo servers
+// (real `taskdeck demo-server` processes on loopback, so that their task
+// goroutines are not counted here) all reach their end under Watch; the
+// goroutines stay bounded by the in-flight limits, not by the number of
+// tasks; the memory per open task in the tracker's working set is logged
+// for RELIABILITY.md.
+func TestLoadTenThousandOpenTasks(t *testing.T) {
+	t.Parallel()
+	const servers, perServer = 4, mcpclient.DefaultPerServer
+	tasks := 10_000
+	switch {
+	case testing.Short():
+		tasks = 1_000
+	case raceEnabled:
+		// Under -race (CI) 10,000 take over 5 minutes; the bounds are
+		// the same at 2,500. `go test -run TestLoad .` runs all 10,000.
+		tasks = 2_500
+	}
+	var refs []model.ServerRef
+	for range servers {
+		refs = append(refs, model.ServerRef{URL: startDemo(t, "127.0.0.1:0").url})
+	}
+	st, err := store.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{})
+	defer pool.Close()
+	tr := mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{RequestTimeout: 30 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	// Launch: 64 calls at a time. Tasks sleep 600–700 demo seconds, i.e.
+	// 30–35 s at the demo's --speed 0.05, so most are still open when
+	// the last is launched.
+	began := time.Now()
+	ids := make([]string, tasks)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= tasks {
+					return
+				}
+				rec, _, err := tr.Call(ctx, mcpclient.CallRequest{Server: refs[i%servers], Tool: "sleep",
+					Args: json.RawMessage(fmt.Sprintf(`{"seconds":%d}`, 600+i%100))})
+				if err != nil {
+					errs <- err
+					return
+				}
+				ids[i] = rec.ID
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	launch := time.Since(began)
+
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	heapBefore := ms.HeapInuse
+	baseG := runtime.NumGoroutine()
+
+	// Sample the goroutines while Watch runs.
+	var maxG atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if n := int64(runtime.NumGoroutine()); n > maxG.Load() {
+					maxG.Store(n)
+				}
+			}
+		}
+	})
+
+	var heapLoaded uint64
+	polled := map[string]bool{}
+	ended, openAtMeasure := 0, 0
+	watchBegan := time.Now()
+	err = tr.Watch(ctx, ids, mcpclient.WatchOptions{PerServer: perServer, OnPoll: func(res mcpclient.PollResult) bool {
+		if res.Err != nil {
+			t.Errorf("poll %s: %v", res.Task.ID, res.Err)
+		}
+		if res.Task.Status.Terminal() {
+			ended++
+		}
+		if !polled[res.Task.ID] {
+			polled[res.Task.ID] = true
+			if len(polled) == 1 {
+				// Watch has loaded every task into its schedule before the
+				// first poll; all are open.
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				heapLoaded = ms.HeapInuse
+				openAtMeasure = tasks - ended
+			}
+		}
+		return true
+	}})
+	close(stop)
+	sampler.Wait()
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	watchTime := time.Since(watchBegan)
+
+	all, err := st.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for _, rec := range all {
+		if rec.Status == model.StatusCompleted {
+			done++
+		}
+	}
+	if done != tasks {
+		t.Errorf("%d of %d tasks completed", done, tasks)
+	}
+	// Each poll in flight costs its Watch goroutine plus go-sdk's and
+	// net/http's per-request and per-connection goroutines (a handful per
+	// slot), and each server keeps up to 2×perServer idle connections of
+	// two goroutines each. The bound does not grow with the number of tasks.
+	bound := int64(baseG + servers*perServer*(6+4) + 50)
+	if maxG.Load() > bound {
+		t.Errorf("goroutines peaked at %d with %d open tasks; the in-flight limits allow %d", maxG.Load(), tasks, bound)
+	}
+	perTask := float64(int64(heapLoaded)-int64(heapBefore)) / float64(max(openAtMeasure, 1))
+	t.Logf("\nload: %d tasks on %d demo servers, launched in %s, all ended under Watch in %s\n"+
+		"goroutines: %d before Watch, peak %d during it (bound %d = base + %d servers × %d per server × (6 in flight + 4 idle) + 50)\n"+
+		"heap in use: %.1f MiB before Watch, %.1f MiB with every task loaded into Watch's schedule (%d of them open): %.0f bytes per open task",
+		tasks, servers, launch.Round(100*time.Millisecond), watchTime.Round(100*time.Millisecond),
+		baseG, maxG.Load(), bound, servers, perServer,
+		float64(heapBefore)/(1<<20), float64(heapLoaded)/(1<<20), openAtMeasure, perTask)
+}

@@ -1,0 +1,500 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// The crash storm: hundreds of `taskdeck call` processes, one after
+// another on ONE shared store, each killed with SIGKILL at a random moment
+// (before its request, while tools/call is in flight, right after the
+// handle arrived, while --wait polls). Then a new process reconciles
+// (`watch`) and the store is compared with the demo server's own list of
+// what it created. RELIABILITY.md reports the numbers this test logs.
+
+// stormAttempt is what the proxy and the test saw of one killed process.
+type stormAttempt struct {
+	n      int
+	key    string
+	args   string
+	url    string // the proxy URL, tagged with the attempt that owns the key
+	wait   bool
+	reused bool // the key was used by an earlier attempt
+
+	received     chan struct{} // closed when its tools/call reached the proxy
+	receivedOnce sync.Once
+
+	mu       sync.Mutex
+	reqAt    time.Duration // since start; 0: no tools/call reached the proxy
+	taskID   string        // the task the server created for it
+	respSent bool          // the proxy wrote the handle back (the client may not have read it)
+	gets     int           // tasks/get for its task that reached the proxy
+	stdout   string
+	exited   bool // ended on its own before the kill
+	start    time.Time
+}
+
+// phase names the moment the kill fell in, from what the proxy saw and
+// what the process printed.
+func (a *stormAttempt) phase() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case a.exited:
+		return "not killed (ended first)"
+	case a.reqAt == 0:
+		return "before the request"
+	case !a.respSent:
+		return "request in flight"
+	case a.stdout == "":
+		return "handle on the wire, nothing printed"
+	case a.wait && a.gets > 0:
+		return "while polling"
+	default:
+		return "handle synced and printed"
+	}
+}
+
+// stormProxy sits between the killed processes and the demo server. Every
+// tools/call is delivered whole to the server (whatever happens to the
+// client), and its answer is held back for a random 0–200 ms, so kills
+// land while the request is in flight.
+type stormProxy struct {
+	srv      *httptest.Server
+	upstream string
+
+	mu sync.Mutex
+	// byURL finds the attempt a request belongs to from its URL, tagged
+	// per key: a killed process's request may still sit in the listen
+	// backlog when the next process starts, so "the current attempt" is
+	// not a safe guess.
+	byURL  map[string]*stormAttempt
+	byTask map[string]*stormAttempt
+	open   int // client connections not yet closed
+}
+
+// settle waits until every connection of the killed process is closed, so
+// that anything it sent has been handled (and attributed to it).
+func (sp *stormProxy) settle(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(clitest.WaitTimeout)
+	for {
+		sp.mu.Lock()
+		n := sp.open
+		sp.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d proxy connections stayed open after the kill", n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+var taskIDPattern = regexp.MustCompile(`"taskId"\s*:\s*"([^"]+)"`)
+
+func newStormProxy(t *testing.T, upstream string) *stormProxy {
+	t.Helper()
+	target, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := &stormProxy{upstream: upstream, byURL: map[string]*stormAttempt{}, byTask: map[string]*stormAttempt{}}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	rp.ErrorLog = nil
+	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
+	sp.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return // the client died mid-request: nothing was delivered
+		}
+		if r.Header.Get("Mcp-Method") == "tasks/get" {
+			sp.mu.Lock()
+			if a := sp.byTask[r.Header.Get("Mcp-Name")]; a != nil {
+				a.mu.Lock()
+				a.gets++
+				a.mu.Unlock()
+			}
+			sp.mu.Unlock()
+		}
+		if !bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.ContentLength = int64(len(body))
+			rp.ServeHTTP(w, r)
+			return
+		}
+		sp.mu.Lock()
+		a := sp.byURL[r.URL.Path]
+		sp.mu.Unlock()
+		if a == nil {
+			panic("tools/call from no attempt: " + r.URL.String())
+		}
+		a.mu.Lock()
+		a.reqAt = max(time.Since(a.start), time.Nanosecond)
+		a.mu.Unlock()
+		a.receivedOnce.Do(func() { close(a.received) })
+		// Deliver the call whatever becomes of the client.
+		out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, upstream, bytes.NewReader(body))
+		if err != nil {
+			panic(err)
+		}
+		out.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(out)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if m := taskIDPattern.FindSubmatch(answer); m != nil {
+			a.mu.Lock()
+			a.taskID = string(m[1])
+			a.mu.Unlock()
+			sp.mu.Lock()
+			sp.byTask[string(m[1])] = a
+			sp.mu.Unlock()
+		}
+		select {
+		case <-time.After(rand.N(200 * time.Millisecond)):
+		case <-r.Context().Done():
+			return // killed while the call was in flight
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		if _, err := w.Write(answer); err != nil {
+			return
+		}
+		http.NewResponseController(w).Flush()
+		a.mu.Lock()
+		a.respSent = true
+		a.mu.Unlock()
+	}))
+	sp.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		switch state {
+		case http.StateNew:
+			sp.open++
+		case http.StateClosed, http.StateHijacked:
+			sp.open--
+		}
+	}
+	sp.srv.Start()
+	t.Cleanup(sp.srv.Close)
+	return sp
+}
+
+func TestCrashStorm(t *testing.T) {
+	t.Parallel()
+	calls := 200
+	if testing.Short() {
+		calls = 40
+	}
+	srv := startDemo(t, "127.0.0.1:0")
+	proxy := newStormProxy(t, srv.url)
+	proxyURL := proxy.srv.URL + "/mcp"
+	d := newDeck(t)
+	began := time.Now()
+
+	var attempts []*stormAttempt
+	for i := range calls {
+		a := &stormAttempt{n: i, wait: rand.N(2) == 0, received: make(chan struct{})}
+		if i > 10 && rand.N(4) == 0 {
+			// Re-run an earlier key with the same arguments: it must never
+			// launch a second task while its record exists.
+			prev := attempts[rand.N(len(attempts))]
+			a.key, a.args, a.url, a.reused = prev.key, prev.args, prev.url, true
+		} else {
+			a.key = fmt.Sprintf("K_%d", i)
+			// 10–29 demo seconds: 0.5–1.5 s at --speed 0.05.
+			a.args = fmt.Sprintf(`{"seconds":%d}`, 10+rand.N(20))
+			a.url = fmt.Sprintf("%s/attempt-%d", proxyURL, i)
+		}
+		args := []string{"call", "--url", a.url, "sleep", "--args", a.args, "--key", a.key}
+		if a.wait {
+			args = append(args, "--wait")
+		}
+		a.start = time.Now() // before the proxy can see a
+		if !a.reused {
+			proxy.mu.Lock()
+			proxy.byURL[fmt.Sprintf("/mcp/attempt-%d", i)] = a
+			proxy.mu.Unlock()
+		}
+		p := d.start(args...)
+
+		// When to kill: three kinds of random moment, so that every phase
+		// is hit whatever this machine's speed.
+		var timer <-chan time.Time
+		switch mode := rand.N(20); {
+		case mode < 5: // early: mostly before the request
+			timer = time.After(rand.N(150 * time.Millisecond))
+		case mode < 12: // keyed to the request reaching the proxy: mostly in flight
+			select {
+			case <-a.received:
+				timer = time.After(rand.N(250 * time.Millisecond))
+			case <-p.done:
+			case <-time.After(clitest.WaitTimeout):
+				t.Fatalf("attempt %d: no tools/call and no exit", i)
+			}
+		default: // anywhere in the first 700 ms, polling included
+			timer = time.After(rand.N(700 * time.Millisecond))
+		}
+		if timer != nil {
+			select {
+			case <-timer:
+			case <-p.done:
+			}
+		}
+		a.mu.Lock()
+		a.exited = p.exited()
+		a.mu.Unlock()
+		p.kill()
+		proxy.settle(t) // the proxy has handled all the process sent
+		a.mu.Lock()
+		a.stdout = p.Stdout.String()
+		// A re-run whose key names an intent without a handle ends 1 ("the
+		// task ended calling/orphaned"): nothing to follow, nothing sent.
+		rerunOfIntent := a.reused && p.Code == exitTaskBad && strings.Contains(p.Stderr.String(), "nothing new was sent")
+		if a.exited && p.Code != 0 && !rerunOfIntent {
+			t.Errorf("attempt %d ended on its own with exit %d\n%s\n%s", i, p.Code, a.stdout, p.Stderr.String())
+		}
+		a.mu.Unlock()
+		attempts = append(attempts, a)
+	}
+	stormTime := time.Since(began)
+	var reqSum time.Duration
+	reqN := 0
+	for _, a := range attempts {
+		if a.reqAt > 0 {
+			reqSum += a.reqAt
+			reqN++
+		}
+	}
+	if reqN > 0 {
+		t.Logf("mean time from start to tools/call at the proxy: %s", (reqSum / time.Duration(reqN)).Round(time.Millisecond))
+	}
+
+	// The server's own truth.
+	st := srv.stats(t)
+	reached := 0
+	serverTask := map[string]*stormAttempt{}
+	perKey := map[string][]string{}
+	for _, a := range attempts {
+		if a.reqAt > 0 {
+			reached++
+			if a.taskID == "" {
+				t.Errorf("attempt %d: the server answered its tools/call without a task", a.n)
+			}
+			serverTask[a.taskID] = a
+			perKey[a.key] = append(perKey[a.key], a.taskID)
+		}
+	}
+	if st.TasksCreated != reached || st.ToolCalls["sleep"] != reached || len(st.TaskIDs) != reached {
+		t.Fatalf("the server created %d tasks from %d tools/call; the proxy delivered %d", st.TasksCreated, st.ToolCalls["sleep"], reached)
+	}
+	for _, id := range st.TaskIDs {
+		if serverTask[id] == nil {
+			t.Fatalf("the server created task %s that no proxied call asked for", id)
+		}
+	}
+	// Invariant 3: one key, at most one server task.
+	for key, ids := range perKey {
+		if len(ids) > 1 {
+			t.Errorf("key %s launched %d server tasks: %v", key, len(ids), ids)
+		}
+	}
+
+	// Before reconciliation: every record parses (ls --json) and none is
+	// corrupt; intents the kills interrupted are still `calling`.
+	before := d.ls()
+	calling := 0
+	for _, tk := range before {
+		if tk.Status == "calling" {
+			calling++
+		}
+	}
+
+	// Start-up reconciliation in a new process, which then polls every
+	// open task to its end.
+	w := d.run("watch").Must(t, 0)
+	if !strings.HasPrefix(w.Stdout, "reconciled: ") {
+		t.Fatalf("watch did not report its reconciliation\n%s", w)
+	}
+	reconcileLine, _, _ := strings.Cut(w.Stdout, "\n")
+
+	after := d.ls()
+	byKey := map[string]task{}
+	byTaskID := map[string]task{}
+	for _, tk := range after {
+		if tk.Key == "" {
+			t.Errorf("record %s has no idempotency key", tk.ID)
+		}
+		if _, dup := byKey[tk.Key]; dup {
+			t.Errorf("key %s names two records", tk.Key)
+		}
+		byKey[tk.Key] = tk
+		if tk.TaskID != "" {
+			byTaskID[tk.TaskID] = tk
+		}
+		switch tk.Status {
+		case "completed", "orphaned":
+		default:
+			t.Errorf("after watch, record %s (key %s) is %s: want completed or orphaned\n%+v", tk.ID, tk.Key, tk.Status, tk)
+		}
+	}
+
+	// Invariant 2: every task the server created has a local record: its
+	// handle, or an orphaned intent under the same key.
+	handles, lostHandles := 0, 0
+	for _, id := range st.TaskIDs {
+		a := serverTask[id]
+		if tk, ok := byTaskID[id]; ok {
+			handles++
+			if tk.Key != a.key || tk.Status != "completed" {
+				t.Errorf("server task %s: record %+v, want key %s completed", id, tk, a.key)
+			}
+			continue
+		}
+		tk, ok := byKey[a.key]
+		switch {
+		case !ok:
+			t.Errorf("server task %s (attempt %d, %s) has no local record at all", id, a.n, a.phase())
+		case tk.Status != "orphaned" || tk.TaskID != "":
+			t.Errorf("server task %s (attempt %d) is missing; its key's record is %+v", id, a.n, tk)
+		default:
+			lostHandles++
+			// Invariant 1: a process that printed anything had the handle
+			// on disk first, so only a kill between request and handle
+			// may lose it.
+			if ph := a.phase(); ph != "request in flight" && ph != "handle on the wire, nothing printed" {
+				t.Errorf("attempt %d lost its handle although it was killed %s", a.n, ph)
+			}
+		}
+	}
+	// Every orphan is an intent a kill interrupted: its call either reached
+	// the server (and the handle was lost) or never left.
+	orphans, orphansNeverSent := 0, 0
+	for _, tk := range after {
+		if tk.Status != "orphaned" {
+			continue
+		}
+		orphans++
+		if len(perKey[tk.Key]) == 0 {
+			orphansNeverSent++
+		}
+	}
+	if orphans != lostHandles+orphansNeverSent {
+		t.Errorf("%d orphans, but %d lost handles and %d calls that never left", orphans, lostHandles, orphansNeverSent)
+	}
+	// Kills in flight must have left an orphan (or, if the handle was read
+	// just before the kill, the handle).
+	inFlight := 0
+	for _, a := range attempts {
+		if a.phase() == "request in flight" {
+			inFlight++
+			if tk := byKey[a.key]; tk.Status != "orphaned" && tk.TaskID != a.taskID {
+				t.Errorf("attempt %d killed in flight: record %+v", a.n, tk)
+			}
+		}
+	}
+
+	// Every record reads back from the store itself.
+	s, err := store.Open(d.dataDir, nil)
+	if err != nil {
+		t.Fatalf("the store does not open after the storm: %v", err)
+	}
+	all, err := s.All()
+	if err != nil {
+		t.Fatalf("reading every record: %v", err)
+	}
+	for _, rec := range all {
+		if _, err := s.Get(rec.ID); err != nil {
+			t.Errorf("record %s: %v", rec.ID, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != len(after) {
+		t.Errorf("the store holds %d records, ls --json printed %d", len(all), len(after))
+	}
+
+	phases := map[string]int{}
+	reruns := 0
+	for _, a := range attempts {
+		phases[a.phase()]++
+		if a.reused {
+			reruns++
+		}
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range phases {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "crash storm: %d `taskdeck call` processes on one store (%d re-used an earlier key, %d with --wait) in %s\n",
+		calls, reruns, countWait(attempts), stormTime.Round(100*time.Millisecond))
+	for _, n := range names {
+		fmt.Fprintf(&sb, "  killed %-36s %4d\n", n+":", phases[n])
+	}
+	fmt.Fprintf(&sb, "server: %d tools/call received, %d tasks created\n", st.ToolCalls["sleep"], st.TasksCreated)
+	fmt.Fprintf(&sb, "store before reconciliation: %d records, %d still `calling`\n", len(before), calling)
+	fmt.Fprintf(&sb, "watch: %s\n", reconcileLine)
+	fmt.Fprintf(&sb, "server tasks with their handle on disk: %d; with an orphaned intent instead: %d; missing: %d\n",
+		handles, lostHandles, len(st.TaskIDs)-handles-lostHandles)
+	fmt.Fprintf(&sb, "orphans: %d (%d whose call reached the server, %d whose call never left)\n", orphans, lostHandles, orphansNeverSent)
+	fmt.Fprintf(&sb, "keys that launched more than one server task: %d\n", countMulti(perKey))
+	t.Log("\n" + sb.String())
+
+	if !testing.Short() {
+		for _, want := range []string{"before the request", "request in flight", "handle synced and printed", "while polling"} {
+			if phases[want] == 0 {
+				t.Errorf("no kill fell %s: the storm did not cover every phase", want)
+			}
+		}
+	}
+	t.Logf("kills in flight: %d, each left an orphan or its handle", inFlight)
+}
+
+func countWait(as []*stormAttempt) int {
+	n := 0
+	for _, a := range as {
+		if a.wait {
+			n++
+		}
+	}
+	return n
+}
+
+func countMulti(perKey map[string][]string) int {
+	n := 0
+	for _, ids := range perKey {
+		if len(ids) > 1 {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,60 @@
+package cli
+
+import (
+	"context"
+	"os"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/ui"
+	"golang.org/x/term"
+)
+
+// dashboard opens the terminal UI on the store and config.
+func (f *Factory) dashboard(ctx context.Context, greeting string) error {
+	return f.dashboardAfter(ctx, greeting, nil)
+}
+
+// dashboardAfter opens the Deck on the store and config, lets first
+// act on it (the demo launches its tasks), then shows the dashboard on it
+// until the operator quits.
+func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first func(context.Context, deck.Deck) error) error {
+	if err := f.needTerminal(); err != nil {
+		return err
+	}
+	f.quiet = true // from here on, only the renderer writes to the terminal
+	dk, err := f.deck(ctx)
+	if err != nil {
+		return err
+	}
+	if first != nil {
+		if err := first(ctx, dk); err != nil {
+			return err
+		}
+	}
+	return ui.Run(ctx, ui.Options{Deck: dk, Notify: notificationsSupported(), Greeting: greeting})
+}
+
+// needTerminal refuses to start the dashboard where it cannot draw or
+// read keys: stdout must be a terminal, and so must stdin or /dev/tty.
+func (f *Factory) needTerminal() error {
+	if out, ok := f.stdout.(*os.File); ok && term.IsTerminal(int(out.Fd())) {
+		if f.canPrompt {
+			return nil
+		}
+		if tty, err := os.Open("/dev/tty"); err == nil {
+			tty.Close()
+			return nil
+		}
+	}
+	return usageErr("the dashboard needs a terminal; without one use `taskdeck ls`, `taskdeck watch` or `taskdeck call --wait`")
+}
+
+// notificationsSupported reports terminals known to show OSC 9 desktop
+// notifications; others get only the bell.
+func notificationsSupported() bool {
+	switch os.Getenv("TERM_PROGRAM") {
+	case "iTerm.app", "WezTerm", "ghostty":
+		return true
+	}
+	return false
+}

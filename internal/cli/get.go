@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
+)
+
+// GetOptions is `taskdeck get`, validated.
+type GetOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	ID   string // an id, or a unique prefix of one
+	JSON bool
+}
+
+func newCmdGet(f *Factory, runF func(*GetOptions) error) *cobra.Command {
+	opts := &GetOptions{f: f}
+	cmd := &cobra.Command{
+		Use:               "get ID",
+		Short:             "Show one task; an open task is refreshed from its server first",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: f.completeIDs,
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			opts.ctx, opts.ID = cmd.Context(), pos[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return getRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print a JSON object")
+	return cmd
+}
+
+func getRun(opts *GetOptions) error {
+	f := opts.f
+	dk, err := f.deck(opts.ctx)
+	if err != nil {
+		return err
+	}
+	e, err := dk.Get(opts.ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	if e.Task.Pollable() {
+		if e, err = pollOnce(opts.ctx, dk, e); err != nil {
+			return err
+		}
+	}
+	if opts.JSON {
+		return printJSON(f.stdout, e.Task)
+	}
+	var pollErr string
+	if e.Poll.Errors > 0 {
+		pollErr = e.Poll.LastError
+	}
+	printDetail(f.stdout, e.Task, pollErr)
+	return nil
+}
+
+// pollOnce has the deck poll an open task now and returns it as that
+// poll left it.
+func pollOnce(ctx context.Context, dk deck.Deck, e deck.Entry) (deck.Entry, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	feed, err := dk.Watch(ctx, 0) // first, so that the poll's event is not missed
+	if err != nil {
+		return e, err
+	}
+	if err := dk.PollNow(ctx, []string{e.Task.ID}); err != nil {
+		return e, err
+	}
+	for ev := range feed.Events() {
+		if ev.Kind != deck.EventPoll && ev.Kind != deck.EventChange {
+			continue
+		}
+		for _, got := range ev.Entries {
+			if got.Task.ID == e.Task.ID {
+				return got, nil
+			}
+		}
+	}
+	if err := feed.Err(); err != nil {
+		return e, err
+	}
+	return e, ctx.Err()
+}

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// LsOptions is `taskdeck ls`, validated.
+type LsOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	Status []model.Status // empty: every status
+	JSON   bool
+}
+
+func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
+	opts := &LsOptions{f: f}
+	var status string
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List tasks from the store (no network)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.ctx = cmd.Context()
+			if status != "" {
+				st, err := model.ParseStatus(status)
+				if err != nil {
+					return usageErr("--status: %v", err)
+				}
+				opts.Status = []model.Status{st}
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return lsRun(opts)
+		},
+	}
+	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per line")
+	cmd.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var names []string
+		for _, s := range model.AllStatuses {
+			names = append(names, string(s))
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+func lsRun(opts *LsOptions) error {
+	f := opts.f
+	dk, err := f.deck(opts.ctx)
+	if err != nil {
+		return err
+	}
+	entries, err := dk.List(opts.ctx, deck.Filter{Statuses: opts.Status})
+	if err != nil {
+		return err
+	}
+	tasks := make([]*model.Task, len(entries))
+	for i, e := range entries {
+		tasks[len(entries)-1-i] = e.Task // newest last
+	}
+	if opts.JSON {
+		for _, t := range tasks {
+			if err := printJSON(f.stdout, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	printTable(f.stdout, tasks, time.Now())
+	return nil
+}

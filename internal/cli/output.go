@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
+	"github.com/taskdeck/taskdeck/ui/present"
+)
+
+// taskJSON is the --json shape of a task: stable field names for scripts.
+type taskJSON struct {
+	ID              string                        `json:"id"`
+	TaskID          string                        `json:"taskId,omitempty"`
+	Server          string                        `json:"server"`
+	Tool            string                        `json:"tool"`
+	Arguments       json.RawMessage               `json:"arguments,omitempty"`
+	Key             string                        `json:"key,omitempty"`
+	Status          model.Status                  `json:"status"`
+	StatusMessage   string                        `json:"statusMessage,omitempty"`
+	CreatedAt       time.Time                     `json:"createdAt"`
+	UpdatedAt       time.Time                     `json:"updatedAt"`
+	InputRequests   map[string]model.InputRequest `json:"inputRequests,omitempty"`
+	AnsweredKeys    []string                      `json:"answeredKeys,omitempty"`
+	Result          json.RawMessage               `json:"result,omitempty"`
+	IsError         bool                          `json:"isError,omitempty"`
+	Error           *model.RPCError               `json:"error,omitempty"`
+	LocalError      string                        `json:"localError,omitempty"`
+	CancelRequested bool                          `json:"cancelRequested,omitempty"`
+	History         []model.Transition            `json:"history,omitempty"`
+}
+
+func toJSON(t *model.Task) taskJSON {
+	return taskJSON{
+		ID: t.ID, TaskID: t.TaskID, Server: t.Server.String(), Tool: t.Tool, Arguments: t.Arguments,
+		Key: t.IdempotencyKey, Status: t.Status, StatusMessage: t.StatusMessage,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, InputRequests: t.InputRequests,
+		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,
+		LocalError: t.LocalError, CancelRequested: t.CancelRequested, History: t.History,
+	}
+}
+
+// printJSON writes one task as one line of JSON. encoding/json escapes
+// C0 controls (ESC, BEL, NUL…); inertJSON escapes what it leaves raw, so
+// hostile text stays inert on a terminal and the line valid.
+func printJSON(w io.Writer, t *model.Task) error {
+	b, err := json.Marshal(toJSON(t))
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(inertJSON(b), '\n'))
+	return err
+}
+
+// inertJSON escapes DEL, C1 controls (U+0080–U+009F, e.g. the 8-bit CSI
+// U+009B) and bidi controls as \uXXXX, and turns bytes that are not UTF-8
+// into \ufffd: server JSON kept raw (a result) reaches the output as the
+// server sent it, and a lone 0x9b byte is an 8-bit CSI to many terminals.
+// Valid JSON holds such bytes only inside strings, where the escape is a
+// character of the same meaning.
+func inertJSON(b []byte) []byte {
+	if utf8.Valid(b) && !slices.ContainsFunc([]rune(string(b)), needsEscape) {
+		return b
+	}
+	var out bytes.Buffer
+	for _, r := range string(b) { // a byte that is not UTF-8 reads as U+FFFD
+		if needsEscape(r) || r == utf8.RuneError {
+			fmt.Fprintf(&out, `\u%04x`, r)
+		} else {
+			out.WriteRune(r)
+		}
+	}
+	return out.Bytes()
+}
+
+func needsEscape(r rune) bool {
+	return r == 0x7f || r >= 0x80 && r <= 0x9f || termtext.IsBidiControl(r)
+}
+
+// printer reports changes of followed tasks, one line each.
+type printer struct {
+	w, errw io.Writer
+	asJSON  bool
+	seen    map[string]string // id → last printed state
+}
+
+func (f *Factory) printer(asJSON bool) *printer {
+	return &printer{w: f.stdout, errw: f.stderr, asJSON: asJSON, seen: map[string]string{}}
+}
+
+// change prints a task if its status or message moved since last time.
+func (p *printer) change(t *model.Task) {
+	state := string(t.Status) + "\x00" + t.StatusMessage + "\x00" + strings.Join(t.PendingInputs(), ",")
+	if p.seen[t.ID] == state {
+		return
+	}
+	p.seen[t.ID] = state
+	if p.asJSON {
+		printJSON(p.w, t)
+		return
+	}
+	fmt.Fprintf(p.w, "%s  %s  %-14s %s  %s\n", time.Now().Format("15:04:05"), t.ID,
+		t.Status, termtext.Line(t.Tool), termtext.Line(t.StatusMessage))
+	switch {
+	case t.Status == model.StatusInputRequired:
+		printInputs(p.w, t, "    ")
+	case t.Status == model.StatusCompleted:
+		fmt.Fprintf(p.w, "    %s\n", indent(present.Result(t), "    "))
+	case t.Error != nil:
+		fmt.Fprintf(p.w, "    error %d: %s\n", t.Error.Code, termtext.Line(t.Error.Message))
+	case t.LocalError != "":
+		fmt.Fprintf(p.w, "    %s\n", termtext.Line(t.LocalError))
+	}
+}
+
+// entry prints a change of a followed task, and failed polls as they
+// happen.
+func (p *printer) entry(e deck.Entry) {
+	if e.Poll.Errors > 0 && e.Poll.LastError != "" && !p.asJSON {
+		fmt.Fprintf(p.errw, "%s  %s  poll failed, retrying in %s: %s\n", time.Now().Format("15:04:05"),
+			e.Task.ID, max(time.Until(e.Poll.Next), 0).Round(time.Millisecond), termtext.Line(e.Poll.LastError))
+		return
+	}
+	p.change(e.Task)
+}
+
+// reconcile prints what the start-up reconcile found.
+func (p *printer) reconcile(r *deck.Reconcile) {
+	if !p.asJSON {
+		fmt.Fprintf(p.w, "reconciled: %d re-attached · %d finished meanwhile · %d unknown · %d orphaned · %d unreachable\n",
+			r.Reattached, r.Finished, r.Unknown, r.Orphaned, r.Unreachable)
+	}
+}
+
+func printInputs(w io.Writer, t *model.Task, pad string) {
+	for _, in := range present.Inputs(t) {
+		fmt.Fprintf(w, "%sinput %s: %s\n", pad, in.Key, in.Message)
+		switch {
+		case in.Err != "":
+			fmt.Fprintf(w, "%s  cannot be answered here: %s\n", pad, in.Err)
+			continue
+		case in.URL != "":
+			fmt.Fprintf(w, "%s  open %s, then:\n", pad, in.URL)
+		case len(in.Fields) > 0:
+			fmt.Fprintf(w, "%s  fields: %s\n", pad, strings.Join(in.Fields, ", "))
+		}
+		fmt.Fprintf(w, "%s  answer: taskdeck answer %s %s '%s'\n", pad, t.ID, in.Key, in.Example)
+	}
+}
+
+// printTable lists tasks, newest last, one line each.
+func printTable(w io.Writer, tasks []*model.Task, now time.Time) {
+	if len(tasks) == 0 {
+		fmt.Fprintln(w, "no tasks")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tSERVER\tTOOL\tAGE\tMESSAGE")
+	for _, t := range tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, present.StatusText(t), termtext.OneLine(termtext.Line(t.Server.String()), 24),
+			termtext.OneLine(termtext.Line(t.Tool), 20), present.Age(now.Sub(t.CreatedAt)), termtext.OneLine(termtext.Line(t.StatusMessage), 50))
+	}
+	tw.Flush()
+}
+
+// printDetail shows everything about one task.
+func printDetail(w io.Writer, t *model.Task, pollErr string) {
+	line := func(label, value string) {
+		if value != "" {
+			fmt.Fprintf(w, "%-14s %s\n", label+":", value)
+		}
+	}
+	line("id", t.ID)
+	line("server", termtext.Line(t.Server.String()))
+	line("tool", termtext.Line(t.Tool))
+	line("arguments", termtext.Line(string(t.Arguments)))
+	line("key", termtext.Line(t.IdempotencyKey))
+	line("status", present.StatusText(t))
+	line("message", termtext.Line(t.StatusMessage))
+	line("created", t.CreatedAt.Local().Format(time.DateTime))
+	line("updated", t.UpdatedAt.Local().Format(time.DateTime))
+	line("poll error", termtext.Line(pollErr))
+	if t.Status == model.StatusInputRequired {
+		fmt.Fprintln(w, "waiting for input:")
+		printInputs(w, t, "  ")
+	}
+	if len(t.Result) > 0 {
+		fmt.Fprintf(w, "result:\n  %s\n", indent(present.Result(t), "  "))
+	}
+	if t.Error != nil {
+		line("error", fmt.Sprintf("%d %s", t.Error.Code, termtext.Line(t.Error.Message)))
+	}
+	line("local error", termtext.Line(t.LocalError))
+	fmt.Fprintln(w, "history:")
+	for _, h := range present.History(t, time.DateTime) {
+		fmt.Fprintf(w, "  %s\n", h)
+	}
+}
+
+func indent(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
+
+// errorLine is an error as taskdeck prints it: inert, on one line.
+func errorLine(err error) string { return termtext.OneLine(termtext.Line(err.Error()), 0) }

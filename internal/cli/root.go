@@ -1,0 +1,327 @@
+// Package cli is taskdeck's command line: one file per command, each in
+// the Options + run shape of gh's pkg/cmd (flags become options, which
+// are validated once before anything opens; the run function does the
+// work). The Factory holds what the commands share.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/service"
+	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/termtext"
+	"golang.org/x/term"
+)
+
+// stopGrace is how long a command may take to wind down after SIGINT or
+// SIGTERM before the process exits anyway: whatever a command is stuck
+// on, a signal stops it. What was synced is safe, as after kill -9.
+const stopGrace = 5 * time.Second
+
+// Main runs one command line on the process's streams, stopping at
+// SIGINT or SIGTERM, and returns the exit code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal ends the process at once
+		time.AfterFunc(stopGrace, func() {
+			fmt.Fprintf(os.Stderr, "taskdeck: still busy %s after the signal; exiting (what was synced is safe)\n", stopGrace)
+			os.Exit(exitInterrupted)
+		})
+	}()
+	return NewFactory(os.Stdin, os.Stdout, os.Stderr).Execute(ctx, args)
+}
+
+// Factory holds what the commands share: the streams, the shared flags,
+// the log, and the Deck, opened on first use and closed once at the end.
+type Factory struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// canPrompt: stdin is a terminal, so missing input may be asked for.
+	canPrompt bool
+	// policy paces polls (zero: the default policy); tests make it fast.
+	policy model.PollPolicy
+
+	dataDir, configPath string
+	configSet           bool // --config was given
+	verbose             bool
+	requestTimeout      time.Duration // bounds one request to a server (--request-timeout)
+	// quiet: the dashboard owns the terminal, so warnings go to the log.
+	quiet bool
+
+	cfg     *mcpclient.Config
+	logFile *os.File
+	logger  *slog.Logger
+	dk      deck.Deck
+}
+
+// NewFactory is a Factory on these streams; the operator is asked for
+// input only when stdin is a terminal.
+func NewFactory(stdin io.Reader, stdout, stderr io.Writer) *Factory {
+	f, ok := stdin.(*os.File)
+	return &Factory{stdin: stdin, stdout: stdout, stderr: stderr, canPrompt: ok && term.IsTerminal(int(f.Fd()))}
+}
+
+// Execute runs one command line and returns the exit code.
+func (f *Factory) Execute(ctx context.Context, args []string) int {
+	root := newCmdRoot(f)
+	root.SetArgs(args)
+	root.SetIn(f.stdin)
+	root.SetOut(f.stdout)
+	root.SetErr(f.stderr)
+	err := root.ExecuteContext(ctx)
+	f.close()
+	if err == nil {
+		return exitOK
+	}
+	code := exitCode(err)
+	if code == exitInterrupted && !errors.As(err, new(*exitError)) {
+		err = errInterrupted // not "context canceled"
+	}
+	fmt.Fprintf(f.stderr, "taskdeck: %s\n", errorLine(err))
+	return code
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "taskdeck")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".taskdeck"
+	}
+	return filepath.Join(home, ".local", "share", "taskdeck")
+}
+
+func defaultConfigPath() string {
+	dir, err := os.UserConfigDir() // honours XDG_CONFIG_HOME
+	if err != nil {
+		return "taskdeck.json"
+	}
+	return filepath.Join(dir, "taskdeck", "config.json")
+}
+
+// newCmdRoot is the root command: the dashboard, the shared flags and
+// every subcommand.
+func newCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "taskdeck",
+		Short: "Durable tracking of long-running MCP tool calls (Tasks extension)",
+		Long: `taskdeck launches MCP tool calls, writes every task handle to a local store
+before anything else happens, and follows each task to its end: across
+crashes, restarts and servers that ask for input.
+
+` + exitCodesHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			f.configSet = cmd.Flags().Changed("config")
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return f.dashboard(cmd.Context(), "? help · n new call · q quit")
+		},
+	}
+	root.PersistentFlags().StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory of the task store and the log file")
+	root.PersistentFlags().StringVar(&f.configPath, "config", defaultConfigPath(), "server configuration (mcpServers JSON)")
+	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "debug-level logging to the log file")
+	// A knob for the tests, which cannot wait out the default.
+	root.PersistentFlags().DurationVar(&f.requestTimeout, "request-timeout", mcpclient.DefaultRequestTimeout, "how long one request to a server may take")
+	root.PersistentFlags().MarkHidden("request-timeout")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &exitError{code: exitUsage, err: err}
+	})
+	root.AddCommand(
+		newCmdDemo(f, nil),
+		newCmdDemoServer(f, nil),
+		newCmdCall(f, nil),
+		newCmdLs(f, nil),
+		newCmdGet(f, nil),
+		newCmdAnswer(f, nil),
+		newCmdCancel(f, nil),
+		newCmdForget(f, nil),
+		newCmdPrune(f, nil),
+		newCmdWatch(f, nil),
+		newCmdServers(f, nil),
+		newCmdTools(f, nil),
+		newCmdServe(f, nil),
+	)
+	usageArgs(root)
+	return root
+}
+
+// usageArgs makes cobra's checks of positional arguments, on cmd and its
+// subcommands, usage errors (exit 2) like every other mistake in a command.
+func usageArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		usageArgs(sub)
+	}
+}
+
+// config loads the server configuration once.
+func (f *Factory) config() (*mcpclient.Config, error) {
+	if f.cfg == nil { // demo sets its own
+		// A default config that does not exist means no servers; a file
+		// the operator named must be there (a typo is not "no servers").
+		if _, err := os.Stat(f.configPath); f.configSet && errors.Is(err, fs.ErrNotExist) {
+			return nil, &exitError{code: exitUsage, err: &mcpclient.ConfigError{Path: f.configPath, Msg: "does not exist; check the path, or leave out --config to use " + defaultConfigPath()}}
+		}
+		cfg, err := mcpclient.LoadConfig(f.configPath)
+		if err != nil {
+			if errors.As(err, new(*mcpclient.ConfigError)) {
+				return nil, &exitError{code: exitUsage, err: err}
+			}
+			return nil, err
+		}
+		f.cfg = cfg
+	}
+	return f.cfg, nil
+}
+
+// deck opens the Deck the commands work through: the owner's, over its
+// socket in the data directory, or, where no owner runs, the engine in
+// this process, which then owns the store and serves it to the others
+// while the command runs.
+func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
+	if f.dk != nil {
+		return f.dk, nil
+	}
+	cfg, err := f.config()
+	if err != nil {
+		return nil, err
+	}
+	if err := f.openLog(); err != nil {
+		return nil, err
+	}
+	own := func() (deck.Deck, error) { return f.openEngine(cfg) }
+	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Logger: f.logger})
+	if err != nil {
+		return nil, err
+	}
+	f.dk = c
+	return c, nil
+}
+
+// openEngine opens the engine in this process, which takes the store.
+func (f *Factory) openEngine(cfg *mcpclient.Config) (*engine.Engine, error) {
+	e, err := engine.Open(engine.Options{
+		DataDir:        f.dataDir,
+		Config:         cfg,
+		Logger:         f.logger,
+		ChildStderr:    f.logFile,
+		Warn:           f.warn,
+		RequestTimeout: f.requestTimeout,
+		Policy:         f.policy,
+	})
+	if deck.KindOf(err) == deck.KindFailed {
+		// Opening is the store's business alone: what the engine could
+		// not sort is the store's own failure.
+		return nil, &exitError{code: exitLocal, err: err}
+	}
+	return e, err
+}
+
+func (f *Factory) warn(msg string) {
+	f.logger.Warn(msg)
+	if !f.quiet {
+		fmt.Fprintf(f.stderr, "taskdeck: warning: %s\n", msg)
+	}
+}
+
+// openLog sends every log line to a private file in the data directory:
+// nothing but the command's own output reaches the terminal. The
+// directory is checked first, and the log must be a regular file: a link
+// planted there is never followed.
+func (f *Factory) openLog() error {
+	if err := store.PrepareDir(f.dataDir); err != nil {
+		return &exitError{code: exitLocal, err: err}
+	}
+	path := filepath.Join(f.dataDir, "taskdeck.log")
+	notRegular := &exitError{code: exitLocal, err: fmt.Errorf("log %s is not a regular file (a link, or a special file); remove it, or choose another --data-dir", path)}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return notRegular
+	}
+	// O_NONBLOCK: a FIFO swapped in meanwhile must not hold the open.
+	file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|openNoFollow|syscall.O_NONBLOCK, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return notRegular
+	}
+	if err != nil {
+		return &exitError{code: exitLocal, err: fmt.Errorf("cannot open log file: %v; check the permissions of %s", err, f.dataDir)}
+	}
+	if fi, err := file.Stat(); err != nil || !fi.Mode().IsRegular() {
+		file.Close()
+		return notRegular
+	}
+	level := slog.LevelInfo
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	f.logFile = file
+	f.logger = slog.New(slog.NewTextHandler(file, &slog.HandlerOptions{Level: level}))
+	return nil
+}
+
+// close releases what deck opened; it may be called more than once.
+func (f *Factory) close() {
+	if f.dk != nil {
+		if err := f.dk.Close(); err != nil {
+			// What was synced is safe; say why the store was not closed cleanly.
+			f.logger.Error("closing the store", "err", err)
+			fmt.Fprintf(f.stderr, "taskdeck: warning: %s\n", errorLine(err))
+		}
+		f.dk = nil
+	}
+	if f.logFile != nil {
+		f.logFile.Close()
+	}
+	f.logFile = nil
+}
+
+func (f *Factory) completeServers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	cfg, err := mcpclient.LoadConfig(f.configPath)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return cfg.Names(), cobra.ShellCompDirectiveNoFileComp
+}
+
+func (f *Factory) completeIDs(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	dk, err := f.deck(cmd.Context())
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	entries, _ := dk.List(cmd.Context(), deck.Filter{})
+	var ids []string
+	for _, e := range entries {
+		ids = append(ids, e.Task.ID+"\t"+termtext.Line(e.Task.Tool)+" "+string(e.Task.Status))
+	}
+	return ids, cobra.ShellCompDirectiveNoFileComp
+}

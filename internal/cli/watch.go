@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
+	"github.com/taskdeck/taskdeck/ui/present"
+)
+
+// watchGiveUp is how many failed polls in a row make watch let a task go
+// (about a minute under the default policy): a server that is down, or
+// answers nothing usable, cannot hold a watch forever.
+const watchGiveUp = 5
+
+// WatchOptions is `taskdeck watch`, validated.
+type WatchOptions struct {
+	f   *Factory
+	ctx context.Context
+
+	JSON    bool
+	Timeout time.Duration // 0: no limit
+}
+
+func newCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
+	opts := &WatchOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Reconcile, then poll every open task until each has ended, waits for input, or cannot be reached",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Timeout < 0 {
+				return usageErr("--timeout must not be negative (0 waits as long as it takes)")
+			}
+			opts.ctx = cmd.Context()
+			if runF != nil {
+				return runF(opts)
+			}
+			return watchRun(opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per line for each change")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "stop after this long (e.g. 10m) with exit code 7 if tasks are still open; 0: no limit")
+	return cmd
+}
+
+func watchRun(opts *WatchOptions) error {
+	f, ctx := opts.f, opts.ctx
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	dk, err := f.deck(opts.ctx)
+	if err != nil {
+		return err
+	}
+	feed, err := dk.Watch(ctx, 0)
+	if err != nil {
+		return err
+	}
+	p := f.printer(opts.JSON)
+	w := &watcher{p: p, current: map[string]deck.Entry{}}
+	for ev := range feed.Events() {
+		if w.event(ev) {
+			return w.lost()
+		}
+	}
+	switch {
+	case feed.Err() != nil:
+		return feed.Err()
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && opts.ctx.Err() == nil:
+		n := 0
+		for _, e := range w.current {
+			if e.Task.Pollable() && !e.Task.WaitsForInput() {
+				n++
+			}
+		}
+		return &exitError{code: exitTimedOut, err: fmt.Errorf("--timeout %s ran out with %s still open; `taskdeck watch` picks them up again", opts.Timeout, present.Count(n, "task"))}
+	}
+	return ctx.Err()
+}
+
+// watcher follows the tasks open at start through the feed: after the
+// start-up reconcile it prints what it found, then every change of those
+// tasks until each has ended, waits for input, or was let go after
+// watchGiveUp failed polls in a row.
+type watcher struct {
+	p       *printer
+	current map[string]deck.Entry // every record, as last heard
+	atStart []string              // the tasks open when the watch began, and the orphans
+	follow  map[string]bool       // nil until the reconcile is over
+}
+
+// event takes one event; it reports whether the watch is over.
+func (w *watcher) event(ev deck.Event) bool {
+	for _, id := range ev.Deleted {
+		delete(w.current, id)
+		delete(w.follow, id)
+	}
+	for _, e := range ev.Entries {
+		w.current[e.Task.ID] = e
+		if ev.Kind == deck.EventSnapshot && (e.Task.Pollable() || e.Task.Status == model.StatusOrphaned) {
+			w.atStart = append(w.atStart, e.Task.ID)
+		}
+		if w.follow[e.Task.ID] {
+			w.p.entry(e)
+		}
+	}
+	if ev.Kind == deck.EventReconcile && ev.Reconcile.Over && w.follow == nil {
+		// The report first, then what it found.
+		w.p.reconcile(ev.Reconcile)
+		w.follow = map[string]bool{}
+		for _, id := range w.atStart {
+			if e, ok := w.current[id]; ok {
+				w.p.change(e.Task)
+				w.follow[id] = e.Task.Pollable()
+			}
+		}
+	}
+	if w.follow == nil {
+		return false
+	}
+	for id, on := range w.follow {
+		if e := w.current[id]; on && (!e.Task.Pollable() || e.Task.WaitsForInput()) {
+			w.follow[id] = false
+		}
+	}
+	for id, on := range w.follow {
+		if on && w.current[id].Poll.Errors < watchGiveUp {
+			return false
+		}
+	}
+	return true
+}
+
+// lost is the exit of a watch whose every followed task ended or waits,
+// or 3 when some were let go after their polls kept failing.
+func (w *watcher) lost() error {
+	var lost []string
+	var lastErr string
+	for _, id := range w.atStart {
+		if w.follow[id] {
+			lost, lastErr = append(lost, id), w.current[id].Poll.LastError
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	return &exitError{code: exitUnreachable, err: fmt.Errorf("gave up on %s (%s) after %d failed polls in a row, the last: %v; they stay open for the next watch",
+		present.Count(len(lost), "open task"), strings.Join(lost, ", "), watchGiveUp, termtext.Line(lastErr))}
+}

@@ -1,7 +1,0 @@
-//go:build race
-
-package main
-
-// raceEnabled: the race detector slows Badger and go-sdk several times
-// over; load tests scale down under it.
-const raceEnabled = true

@@ -1,0 +1,331 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// Options say how Open finds or becomes the owner.
+type Options struct {
+	DataDir string
+	// Own opens the engine in process (taking the store lock). An error
+	// of deck.KindLocked means another process holds the store: it may be
+	// starting to serve or shutting down, so Open dials and owns again.
+	// Nil: never own, only connect (an error, ErrNoOwner, when none runs).
+	Own    func() (deck.Deck, error)
+	Logger *slog.Logger
+}
+
+// chooseFor bounds how long Open keeps trying to dial or own while the
+// store is locked by a process that does not (yet, or any more) serve.
+const chooseFor = 2 * time.Second
+
+// attempts bounds how often one request is retried through a new owner.
+const attempts = 3
+
+// Client is the deck every frontend gets from Open: the owner's, over the
+// socket, or the engine in process while this process is the owner.
+// Requests cut off by the owner's exit fail over (see the methods).
+type Client struct {
+	opts Options
+	log  *slog.Logger
+
+	// closing ends the feeds at Close.
+	closing context.Context
+	close   context.CancelFunc
+
+	mu     sync.Mutex
+	cur    deck.Deck
+	srv    *Server // non-nil while this process owns the store
+	gen    uint64  // counts choices, so one failure drops one choice once
+	closed bool
+}
+
+// Open connects to the owner in opts.DataDir, or becomes it: it calls
+// opts.Own and serves the engine on the socket for as long as the
+// returned deck is open.
+func Open(ctx context.Context, opts Options) (*Client, error) {
+	c := &Client{opts: opts, log: opts.Logger}
+	c.closing, c.close = context.WithCancel(context.Background())
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if _, _, err := c.deck(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
+	return c, nil
+}
+
+var _ deck.Deck = (*Client)(nil)
+
+// Owner reports whether this process owns the store now.
+func (c *Client) Owner() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.srv != nil
+}
+
+var errClosed = deck.Errorf(deck.KindFailed, "the deck is closed")
+
+// deck returns the current choice, choosing when there is none.
+func (c *Client) deck(ctx context.Context) (deck.Deck, uint64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, 0, errClosed
+	}
+	if c.cur == nil {
+		d, srv, err := c.choose(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		c.cur, c.srv = d, srv
+		c.gen++
+	}
+	return c.cur, c.gen, nil
+}
+
+// drop forgets choice gen after its owner went away (an owner in this
+// process does not go away under its own requests).
+func (c *Client) drop(gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen == c.gen && c.cur != nil && c.srv == nil {
+		c.cur.Close()
+		c.cur = nil
+	}
+}
+
+// choose dials the owner, or becomes it, retrying for chooseFor while the
+// store is locked by a process that does not answer on the socket.
+func (c *Client) choose(ctx context.Context) (deck.Deck, *Server, error) {
+	deadline := time.Now().Add(chooseFor)
+	wait := 5 * time.Millisecond
+	for {
+		d, err := Dial(ctx, c.opts.DataDir)
+		if err == nil {
+			c.log.Debug("working through the owner", "dir", c.opts.DataDir)
+			return d, nil, nil
+		}
+		if !errors.Is(err, ErrNoOwner) || c.opts.Own == nil {
+			return nil, nil, err
+		}
+		own, err := c.opts.Own()
+		if err == nil {
+			srv, err := Serve(context.Background(), c.opts.DataDir, own, c.log)
+			if err != nil {
+				own.Close()
+				return nil, nil, err
+			}
+			c.log.Debug("owning the store", "dir", c.opts.DataDir)
+			return own, srv, nil
+		}
+		if deck.KindOf(err) != deck.KindLocked || time.Now().After(deadline) {
+			return nil, nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, &deck.Error{Kind: deck.KindCanceled, Message: ctx.Err().Error(), Err: ctx.Err()}
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// Close ends this process's part: as the owner, it stops serving (the
+// requests in flight finish, watchers fail over) and closes the engine.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.close()
+	if c.cur == nil {
+		return nil
+	}
+	var err error
+	if c.srv != nil {
+		err = c.srv.Shutdown(context.Background())
+	}
+	return errors.Join(err, c.cur.Close())
+}
+
+// retry says whether a request that failed with err may be sent again
+// through a new choice of owner.
+type retry func(err error) bool
+
+// readOnly requests are retried whenever the owner went.
+func readOnly(err error) bool { return deck.KindOf(err) == deck.KindOwnerGone }
+
+// changing requests are retried only when they never reached an owner.
+func changing(err error) bool { return errors.Is(err, ErrNoOwner) }
+
+func do[T any](ctx context.Context, c *Client, again retry, fn func(deck.Deck) (T, error)) (T, error) {
+	for n := 1; ; n++ {
+		d, gen, err := c.deck(ctx)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		v, err := fn(d)
+		if err == nil || n == attempts || !again(err) {
+			return v, err
+		}
+		c.log.Debug("the owner went; choosing again", "err", err)
+		c.drop(gen)
+	}
+}
+
+// Call is retried after the owner went mid-request only when it has a
+// Key: a second send with the key returns the record the first made.
+func (c *Client) Call(ctx context.Context, req deck.CallRequest) (deck.CallResult, error) {
+	again := changing
+	if req.Key != "" {
+		again = readOnly
+	}
+	return do(ctx, c, again, func(d deck.Deck) (deck.CallResult, error) { return d.Call(ctx, req) })
+}
+
+func (c *Client) Continue(ctx context.Context, id string, answers map[string]json.RawMessage) (deck.CallResult, error) {
+	return do(ctx, c, changing, func(d deck.Deck) (deck.CallResult, error) { return d.Continue(ctx, id, answers) })
+}
+
+func (c *Client) Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error) {
+	return do(ctx, c, changing, func(d deck.Deck) (*model.Task, error) { return d.Answer(ctx, id, answers) })
+}
+
+func (c *Client) Cancel(ctx context.Context, id string) (*model.Task, error) {
+	return do(ctx, c, changing, func(d deck.Deck) (*model.Task, error) { return d.Cancel(ctx, id) })
+}
+
+func (c *Client) Forget(ctx context.Context, id string) error {
+	_, err := do(ctx, c, changing, func(d deck.Deck) (empty, error) { return empty{}, d.Forget(ctx, id) })
+	return err
+}
+
+func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int, error) {
+	return do(ctx, c, changing, func(d deck.Deck) (int, error) { return d.Prune(ctx, olderThan) })
+}
+
+func (c *Client) PollNow(ctx context.Context, ids []string) error {
+	_, err := do(ctx, c, changing, func(d deck.Deck) (empty, error) { return empty{}, d.PollNow(ctx, ids) })
+	return err
+}
+
+func (c *Client) Get(ctx context.Context, id string) (deck.Entry, error) {
+	return do(ctx, c, readOnly, func(d deck.Deck) (deck.Entry, error) { return d.Get(ctx, id) })
+}
+
+func (c *Client) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) {
+	return do(ctx, c, readOnly, func(d deck.Deck) ([]deck.Entry, error) { return d.List(ctx, f) })
+}
+
+func (c *Client) Servers(ctx context.Context) ([]deck.Server, error) {
+	return do(ctx, c, readOnly, func(d deck.Deck) ([]deck.Server, error) { return d.Servers(ctx) })
+}
+
+func (c *Client) Tools(ctx context.Context, server model.ServerRef, refresh bool) (*deck.ToolList, error) {
+	return do(ctx, c, readOnly, func(d deck.Deck) (*deck.ToolList, error) { return d.Tools(ctx, server, refresh) })
+}
+
+func (c *Client) CheckCall(ctx context.Context, req deck.CallRequest) error {
+	_, err := do(ctx, c, readOnly, func(d deck.Deck) (empty, error) { return empty{}, d.CheckCall(ctx, req) })
+	return err
+}
+
+// Watch returns a feed that outlives owners: when one goes, it chooses
+// again and resumes with Watch(the last revision it delivered), so its
+// watcher misses nothing and sees nothing twice.
+func (c *Client) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.closing, cancel)
+	inner, gen, err := c.watch(ctx, from)
+	if err != nil {
+		stop()
+		cancel()
+		return nil, err
+	}
+	f := &failoverFeed{ch: make(chan deck.Event, 64)}
+	go func() {
+		defer cancel()
+		defer stop()
+		f.run(ctx, c, inner, gen, from)
+	}()
+	return f, nil
+}
+
+func (c *Client) watch(ctx context.Context, from uint64) (deck.Feed, uint64, error) {
+	var gen uint64
+	feed, err := do(ctx, c, readOnly, func(d deck.Deck) (deck.Feed, error) {
+		c.mu.Lock()
+		gen = c.gen
+		c.mu.Unlock()
+		return d.Watch(ctx, from)
+	})
+	return feed, gen, err
+}
+
+type failoverFeed struct {
+	ch  chan deck.Event
+	mu  sync.Mutex
+	err error
+}
+
+func (f *failoverFeed) Events() <-chan deck.Event { return f.ch }
+
+func (f *failoverFeed) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen, rev uint64) {
+	defer close(f.ch)
+	defer func() {
+		if c.closing.Err() != nil {
+			f.setErr(errClosed)
+		}
+	}()
+	for {
+		for ev := range inner.Events() {
+			if ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventChange {
+				rev = ev.Rev
+			}
+			select {
+			case f.ch <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+		err := inner.Err()
+		if ctx.Err() != nil || deck.KindOf(err) != deck.KindOwnerGone {
+			f.setErr(err)
+			return
+		}
+		c.log.Debug("the owner went; the feed resumes", "rev", rev)
+		c.drop(gen)
+		if inner, gen, err = c.watch(ctx, rev); err != nil {
+			if ctx.Err() != nil {
+				err = nil
+			}
+			f.setErr(err)
+			return
+		}
+	}
+}
+
+func (f *failoverFeed) setErr(err error) {
+	f.mu.Lock()
+	f.err = err
+	f.mu.Unlock()
+}

@@ -1,0 +1,87 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// SocketName is the owner's socket inside the data directory.
+const SocketName = "taskdeck.sock"
+
+// maxSocketPath is what sockaddr_un holds, less its NUL (Linux: 108
+// bytes; the BSDs and macOS: 104, so the smaller one).
+const maxSocketPath = 103
+
+// SocketPath returns the absolute path of the owner's socket in dataDir,
+// or a one-line error when it is too long for a unix socket.
+func SocketPath(dataDir string) (string, error) {
+	dir, err := filepath.Abs(dataDir)
+	if err != nil {
+		return "", fmt.Errorf("cannot resolve data directory %s (%v); choose another --data-dir", dataDir, err)
+	}
+	p := filepath.Join(dir, SocketName)
+	if len(p) > maxSocketPath {
+		return "", fmt.Errorf("data directory %s is too deep for its socket (%d bytes, a unix socket path allows %d); choose a shorter --data-dir", dir, len(p), maxSocketPath)
+	}
+	return p, nil
+}
+
+// ErrOwnerRunning: another process already serves on the socket.
+var ErrOwnerRunning = errors.New("another taskdeck already serves this data directory")
+
+// listen makes the socket at path, replacing a stale one a killed owner
+// left (nobody accepts on it), and never following anything that is not
+// a socket.
+func listen(path string) (*net.UnixListener, error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("cannot check socket %s (%v); choose another --data-dir", path, err)
+	case fi.Mode().Type() != fs.ModeSocket:
+		return nil, fmt.Errorf("%s is not a socket (%s); remove it or choose another --data-dir", path, fileKind(fi))
+	default:
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(context.Background(), "unix", path)
+		if err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s: %w", path, ErrOwnerRunning)
+		}
+		if !errors.Is(err, syscall.ECONNREFUSED) && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("cannot check socket %s (%v); remove it or choose another --data-dir", path, err)
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("cannot replace the stale socket %s (%v); remove it", path, err)
+		}
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("cannot serve on %s (%v); choose another --data-dir", path, err)
+	}
+	// The socket is born with the umask's mode, but inside the 0700 data
+	// directory nobody else can reach it before this chmod.
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("cannot make socket %s private (%v); choose another --data-dir", path, err)
+	}
+	return l, nil
+}
+
+func fileKind(fi fs.FileInfo) string {
+	switch t := fi.Mode().Type(); {
+	case t&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case fi.IsDir():
+		return "a directory"
+	case t == 0:
+		return "a regular file"
+	default:
+		return t.String()
+	}
+}

@@ -1,0 +1,96 @@
+package service
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// protocol is the wire's version: an owner and a client of another
+// version refuse each other with a one-line error instead of guessing.
+const protocol = 1
+
+// The bounds of what crosses the socket. A snapshot holds every record,
+// so answers may be large; requests carry arguments and answers.
+const (
+	maxRequest  = 64 << 20
+	maxResponse = 512 << 20
+)
+
+// The request bodies of the methods whose arguments are not one struct.
+type (
+	idReq struct {
+		ID string `json:"id"`
+	}
+	answersReq struct {
+		ID      string                     `json:"id"`
+		Answers map[string]json.RawMessage `json:"answers"`
+	}
+	pruneReq struct {
+		OlderThan time.Duration `json:"olderThan"`
+	}
+	pruneResp struct {
+		Count int `json:"count"`
+	}
+	pollNowReq struct {
+		IDs []string `json:"ids"`
+	}
+	toolsReq struct {
+		Server  model.ServerRef `json:"server"`
+		Refresh bool            `json:"refresh"`
+	}
+	watchReq struct {
+		From uint64 `json:"from"`
+	}
+	pingResp struct {
+		Protocol int `json:"protocol"`
+		PID      int `json:"pid"`
+	}
+	empty struct{}
+)
+
+// frame is one line of a Watch stream: an event, or the error that ended
+// the owner's feed (a stream that stops without one: the owner went).
+type frame struct {
+	Event *deck.Event `json:"event,omitempty"`
+	Err   *deck.Error `json:"error,omitempty"`
+}
+
+// The paths of the methods, one per Deck method.
+const (
+	pathPing      = "/v1/ping"
+	pathCall      = "/v1/call"
+	pathContinue  = "/v1/continue"
+	pathAnswer    = "/v1/answer"
+	pathCancel    = "/v1/cancel"
+	pathForget    = "/v1/forget"
+	pathPrune     = "/v1/prune"
+	pathPollNow   = "/v1/pollNow"
+	pathGet       = "/v1/get"
+	pathList      = "/v1/list"
+	pathServers   = "/v1/servers"
+	pathTools     = "/v1/tools"
+	pathCheckCall = "/v1/checkCall"
+	pathWatch     = "/v1/watch"
+)
+
+// statusOf gives each kind an HTTP status, for anyone reading the socket
+// with curl; the client reads the kind from the body.
+func statusOf(k deck.Kind) int {
+	switch k {
+	case deck.KindUsage, deck.KindNeedsInput:
+		return http.StatusBadRequest
+	case deck.KindNotFound:
+		return http.StatusNotFound
+	case deck.KindState, deck.KindConflict:
+		return http.StatusConflict
+	case deck.KindUnreachable:
+		return http.StatusBadGateway
+	case deck.KindCanceled:
+		return 499 // the client went (nginx's code)
+	}
+	return http.StatusInternalServerError
+}
