@@ -108,9 +108,11 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 		}
 		return false
 	})
-	limit := 10 * time.Second
+	// The target is 10 s (2.8 to 7 s here); the bound is twice that, as
+	// seven engineers share two cores: it still fails a silent minute.
+	limit := 20 * time.Second
 	if raceEnabled {
-		limit *= 3
+		limit *= 2
 	}
 	h.within("2,000 rows cancelled", limit, func(m *Model) bool { return m.list.counts[model.StatusCancelled] == n && m.bulk == nil })
 	took := time.Since(start)

@@ -53,7 +53,7 @@ func ParseConfig(file []byte) (*Config, error) {
 		Dashboard json.RawMessage `json:"dashboard"`
 	}
 	if err := json.Unmarshal(file, &top); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, fmt.Errorf("not JSON: %w", err)
 	}
 	if len(top.Dashboard) == 0 || string(top.Dashboard) == "null" {
 		return c, nil
@@ -62,7 +62,7 @@ func ParseConfig(file []byte) (*Config, error) {
 	dec := json.NewDecoder(strings.NewReader(string(top.Dashboard)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sec); err != nil {
-		return nil, fmt.Errorf("config: dashboard: %v (it takes \"keys\", \"colors\" and \"mouse\")", err)
+		return nil, fmt.Errorf("dashboard: %v (it takes \"keys\", \"colors\" and \"mouse\")", err)
 	}
 	if err := c.setKeys(sec.Keys); err != nil {
 		return nil, err
@@ -98,15 +98,15 @@ func (c *Config) setKeys(keys map[string][]string) error {
 	for _, name := range slices.Sorted(maps.Keys(keys)) {
 		b, ok := acts[name]
 		if !ok {
-			return fmt.Errorf("config: dashboard.keys.%s: no such action; the actions are %s", name, strings.Join(slices.Sorted(maps.Keys(acts)), ", "))
+			return fmt.Errorf("dashboard.keys.%s: no such action; the actions are %s", name, strings.Join(slices.Sorted(maps.Keys(acts)), ", "))
 		}
 		list := keys[name]
 		if len(list) == 0 {
-			return fmt.Errorf("config: dashboard.keys.%s: give at least one key, e.g. [\"x\"]", name)
+			return fmt.Errorf("dashboard.keys.%s: give at least one key, e.g. [\"x\"]", name)
 		}
 		for _, k := range list {
 			if p, ok := keyPress(k); !ok || p.String() != k {
-				return fmt.Errorf("config: dashboard.keys.%s: %q is not a key name; write keys as \"x\", \"X\", \"ctrl+x\", \"alt+x\", \"enter\", \"space\", \"pgdown\"", name, k)
+				return fmt.Errorf("dashboard.keys.%s: %q is not a key name; write keys as \"x\", \"X\", \"ctrl+x\", \"alt+x\", \"enter\", \"space\", \"pgdown\"", name, k)
 			}
 		}
 		b.SetKeys(list...)
@@ -119,7 +119,7 @@ func (c *Config) setKeys(keys map[string][]string) error {
 		for _, b := range modes[m] {
 			for _, k := range b.Keys() {
 				if other, ok := seen[k]; ok && other != b.Help().Desc {
-					return fmt.Errorf("config: dashboard.keys: %q would mean both %q and %q in the %s; bind one of them to another key", k, other, b.Help().Desc, modeNames[m])
+					return fmt.Errorf("dashboard.keys: %q would mean both %q and %q in the %s; bind one of them to another key", k, other, b.Help().Desc, modeNames[m])
 				}
 				seen[k] = b.Help().Desc
 			}
@@ -149,7 +149,7 @@ func (c *Config) setColors(colors map[string]string) error {
 	for _, name := range slices.Sorted(maps.Keys(colors)) {
 		v := colors[name]
 		if !colorValue.MatchString(v) {
-			return fmt.Errorf("config: dashboard.colors.%s: %q is not a colour; use an ANSI number 0-255 or #rrggbb", name, v)
+			return fmt.Errorf("dashboard.colors.%s: %q is not a colour; use an ANSI number 0-255 or #rrggbb", name, v)
 		}
 		if r, ok := roles[name]; ok {
 			*r = r.Foreground(lipgloss.Color(v))
@@ -157,7 +157,7 @@ func (c *Config) setColors(colors map[string]string) error {
 		}
 		st := model.Status(name)
 		if !slices.Contains(model.AllStatuses, st) {
-			return fmt.Errorf("config: dashboard.colors.%s: nothing has that name; colours are for %s", name, strings.Join(names, ", "))
+			return fmt.Errorf("dashboard.colors.%s: nothing has that name; colours are for %s", name, strings.Join(names, ", "))
 		}
 		c.styles.Status[st] = c.styles.Status[st].Foreground(lipgloss.Color(v))
 	}

@@ -99,7 +99,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	return []key.Binding{k.Help, k.Palette, k.Quit, k.Detail, k.NextInput, k.Answer, k.Cancel, k.NewCall, k.Filter}
 }
 
-// FullHelp is the help screen, by column. It fits 80 columns (77 cells).
+// FullHelp is the help screen, by column. It fits 80 columns (71 cells).
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Suspend},

@@ -153,6 +153,9 @@ func New(ctx context.Context, opts Options) *Model {
 		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{},
 		filter: fi, now: opts.Now(),
 	}
+	// Two spaces between the help's columns leave room at 80 columns for
+	// keys the config file rebinds (bubbles drops a column that does not fit).
+	m.help.FullSeparator = "  "
 	m.say(opts.Greeting)
 	var err error
 	if m.history, err = loadHistory(opts.SearchHistory); err != nil {
