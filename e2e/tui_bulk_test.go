@@ -100,3 +100,20 @@ func TestTUISearchPaletteBulkRerun(t *testing.T) {
 		})
 	}
 }
+
+// A wrong dashboard section stops the dashboard before it draws, exit 2,
+// with one line that names the file and the entry.
+func TestTUIBadDashboardConfig(t *testing.T) {
+	t.Parallel()
+	d, srv := tuiDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}},"dashboard":{"keys":{"cancel":["d"]}}}`, srv.url))
+	tm := d.dashboard(80, 24)
+	if code := tm.waitExit(); code != 2 {
+		t.Fatalf("exit %d, want 2; screen:\n%s", code, tm.screen())
+	}
+	s := strings.ReplaceAll(strings.TrimSpace(tm.screen()), "\n", "") // one line, wrapped at 80
+	want := `config ` + d.config + `: dashboard.keys: "d" would mean both "cancel" and "forget" in the table; bind one of them to another key`
+	if !strings.Contains(s, want) {
+		t.Fatalf("the screen:\n%s\nwant the line %q", s, want)
+	}
+}
