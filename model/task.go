@@ -111,6 +111,18 @@ type Task struct {
 	Revision uint64 `json:"revision,omitempty"`
 }
 
+// Rerunnable tells a task that may be launched again with the same tool
+// and arguments: it ended without its result (failed, cancelled,
+// unknown), or nobody knows whether its server ever started it
+// (orphaned).
+func (t *Task) Rerunnable() bool {
+	switch t.Status {
+	case StatusFailed, StatusCancelled, StatusUnknown, StatusOrphaned:
+		return true
+	}
+	return false
+}
+
 // NewIntent builds the record written before tools/call is sent.
 func NewIntent(server ServerRef, tool string, args json.RawMessage, key string, now time.Time) *Task {
 	t := &Task{

@@ -11,23 +11,12 @@ import (
 	"github.com/taskdeck/taskdeck/ui/present"
 )
 
-// rerunnable tells a task that may be launched again: it ended without
-// its result (failed, cancelled, unknown), or nobody knows whether its
-// server ever started it (orphaned).
-func rerunnable(t *model.Task) bool {
-	switch t.Status {
-	case model.StatusFailed, model.StatusCancelled, model.StatusUnknown, model.StatusOrphaned:
-		return true
-	}
-	return false
-}
-
 // askRerun asks before launching the targets that may be re-run again,
 // each as a new call of the same tool with the same arguments.
 func (m *Model) askRerun() tea.Cmd {
 	var again []*model.Task
 	for _, t := range m.targets() {
-		if rerunnable(t) {
+		if t.Rerunnable() {
 			again = append(again, t)
 		}
 	}
@@ -64,7 +53,7 @@ func (m *Model) rerun(ids []string) tea.Cmd {
 // nextSteps is what the detail pane offers for a task that ended
 // without its result: re-run it, or forget it.
 func (m *Model) nextSteps(t *model.Task) string {
-	if !rerunnable(t) {
+	if !t.Rerunnable() {
 		return ""
 	}
 	why := "it ended without a result"
