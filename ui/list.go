@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/taskdeck/taskdeck/internal/search"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
@@ -17,7 +18,7 @@ import (
 type row struct {
 	task                 *model.Task
 	server, tool, msg    string
-	text                 rowText // what the filter searches
+	text                 search.Text // what the filter searches
 	statusRank, isErrRnk int
 	waits                bool // input_required with questions not yet answered
 }
@@ -46,7 +47,7 @@ func newRow(t *model.Task) *row {
 	if t.IsError {
 		r.isErrRnk = 1
 	}
-	r.text = newRowText(r)
+	r.text = search.Of(t, r.msg)
 	return r
 }
 
@@ -80,7 +81,7 @@ type taskList struct {
 	all     []*row // sorted by order
 	visible []*row // the rows of all that pass the filter, same order
 	order   int
-	query   query        // the filter's search
+	query   search.Query // the filter's search
 	status  model.Status // status filter; "" for all
 	counts  map[model.Status]int
 	waiting int // rows that wait for input
@@ -99,7 +100,7 @@ func (l *taskList) matches(r *row) bool {
 	if l.status != "" && r.task.Status != l.status {
 		return false
 	}
-	return l.query.match(&r.text)
+	return l.query.Match(&r.text)
 }
 
 // Replace loads a whole set of tasks.
@@ -212,7 +213,7 @@ func (l *taskList) IndexOf(id string) int {
 
 // SetFilter changes the filter text and status.
 func (l *taskList) SetFilter(text string, status model.Status) {
-	l.query, l.status = parseQuery(text), status
+	l.query, l.status = search.Parse(text), status
 	l.refilter()
 }
 

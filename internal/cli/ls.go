@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/internal/search"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -15,6 +17,7 @@ type LsOptions struct {
 	ctx context.Context
 
 	Status []model.Status // empty: every status
+	Search string         // the dashboard's search: words and tool:, server:, status:, args: terms
 	JSON   bool
 }
 
@@ -42,6 +45,7 @@ func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per line")
+	cmd.Flags().StringVar(&opts.Search, "search", "", "only tasks the dashboard's search finds: words, and tool:X server:X status:X args:X result:X terms; -term excludes")
 	cmd.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var names []string
 		for _, s := range model.AllStatuses {
@@ -62,9 +66,12 @@ func lsRun(opts *LsOptions) error {
 	if err != nil {
 		return err
 	}
-	tasks := make([]*model.Task, len(entries))
-	for i, e := range entries {
-		tasks[len(entries)-1-i] = e.Task // newest last
+	q := search.Parse(opts.Search)
+	var tasks []*model.Task
+	for _, e := range slices.Backward(entries) { // newest last
+		if x := search.Of(e.Task, e.Task.StatusMessage); q.Match(&x) {
+			tasks = append(tasks, e.Task)
+		}
 	}
 	if opts.JSON {
 		for _, t := range tasks {
