@@ -28,6 +28,7 @@ type bulkJob struct {
 	total int
 	ids   []string
 	each  func(ctx context.Context, id string) error
+	then  func(m *Model) // after the report, on the Update loop; may be nil
 
 	finished, failed atomic.Int64
 	mu               sync.Mutex
@@ -76,12 +77,12 @@ func bulkTick(j *bulkJob) tea.Cmd {
 
 // startBulk runs each on every id, unless another bulk action still
 // runs: one progress line at a time.
-func (m *Model) startBulk(verb, done string, ids []string, each func(ctx context.Context, id string) error) tea.Cmd {
+func (m *Model) startBulk(verb, done string, ids []string, each func(ctx context.Context, id string) error, then func(*Model)) tea.Cmd {
 	if m.bulk != nil {
 		m.say(fmt.Sprintf("wait: %s still runs (%s)", m.bulk.verb, m.bulkProgress()))
 		return nil
 	}
-	j := &bulkJob{verb: verb, done: done, total: len(ids), ids: ids, each: each}
+	j := &bulkJob{verb: verb, done: done, total: len(ids), ids: ids, each: each, then: then}
 	m.bulk = j
 	ctx := m.ctx
 	return tea.Batch(func() tea.Msg { return j.run(ctx) }, bulkTick(j))
@@ -111,6 +112,9 @@ func (m *Model) onBulk(msg tea.Msg) tea.Cmd {
 			return m.fail(fmt.Errorf("%s; %d failed, the first (task %s): %s", text, n, id, termtext.Line(err.Error())))
 		}
 		m.say(text)
+		if j.then != nil {
+			j.then(m)
+		}
 	}
 	return nil
 }
@@ -132,7 +136,7 @@ func (m *Model) cancelTasks(ids []string) tea.Cmd {
 	return m.startBulk("cancelling", "cancel sent to", ids, func(ctx context.Context, id string) error {
 		_, err := d.Cancel(ctx, id)
 		return err
-	})
+	}, nil)
 }
 
 // forget deletes the records; their servers are not told.
@@ -140,5 +144,5 @@ func (m *Model) forget(ids []string) tea.Cmd {
 	d := m.deck
 	return m.startBulk("forgetting", "forgot", ids, func(ctx context.Context, id string) error {
 		return d.Forget(ctx, id)
-	})
+	}, nil)
 }

@@ -93,6 +93,9 @@ type Model struct {
 	anchor string   // where a range mark starts: the last task marked with space
 	bulk   *bulkJob // the bulk action running, for its progress line
 	marks  marksCount
+	// selectNext is a task just made (a re-run) that the cursor goes to
+	// once its row is shown.
+	selectNext string
 	// polls is the engine's poll state of each task, as the feed says.
 	polls map[string]deck.PollState
 	// configured are the servers of the config: n offers them, and quit
@@ -295,6 +298,7 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 		m.cursor, m.top = i, i-line // the selected task stays on its line
 	}
 	m.clampCursor()
+	m.selectNew()
 	if m.detail != nil { // its record or its poll state may have moved
 		if t, ok := m.list.Get(m.detail.id); ok {
 			m.detail.vp.SetContent(m.detailText(t))

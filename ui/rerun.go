@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/deck"
@@ -40,14 +41,37 @@ func (m *Model) rerun(ids []string) tea.Cmd {
 		}
 	}
 	d := m.deck
+	var mu sync.Mutex
+	var made []string
 	return m.startBulk("re-running", "re-ran", ids, func(ctx context.Context, id string) error {
 		req, ok := reqs[id]
 		if !ok {
 			return fmt.Errorf("its record is gone")
 		}
-		_, err := d.Call(ctx, req)
+		res, err := d.Call(ctx, req)
+		if err == nil {
+			mu.Lock()
+			made = append(made, res.Task.ID)
+			mu.Unlock()
+		}
 		return err
+	}, func(m *Model) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(made) == 1 { // one re-run: the cursor follows it, as after a new call
+			m.selectNext = made[0]
+			m.selectNew()
+		}
 	})
+}
+
+// selectNew puts the cursor on the task just made once its row is shown
+// (the feed may bring it before or after the call's answer).
+func (m *Model) selectNew() {
+	if i := m.list.IndexOf(m.selectNext); m.selectNext != "" && i >= 0 {
+		m.cursor, m.selectNext = i, ""
+		m.clampCursor()
+	}
 }
 
 // nextSteps is what the detail pane offers for a task that ended

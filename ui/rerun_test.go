@@ -39,7 +39,7 @@ func TestRerunOfAFailedTaskIsANewRecordThatNamesIt(t *testing.T) {
 	if !strings.Contains(h.m.flash, "re-ran task "+failed.ID) {
 		t.Fatalf("the status line says %q", h.m.flash)
 	}
-	h.selectTask(again.ID)
+	h.until("the cursor on the re-run", func(m *Model) bool { return m.selectedID() == again.ID })
 	h.key("enter")
 	if l := lineWith(h.screen(), "repeats"); !strings.Contains(l, failed.ID) {
 		t.Fatalf("the detail pane does not name the task it repeats:\n%s", h.screen())
