@@ -32,7 +32,8 @@ type bulkJob struct {
 
 	finished, failed atomic.Int64
 	mu               sync.Mutex
-	firstID          string // the first id that failed, and how
+	open             map[string]bool // the ids not done yet, which their rows say
+	firstID          string          // the first id that failed, and how
 	firstErr         error
 }
 
@@ -51,14 +52,16 @@ func (j *bulkJob) run(ctx context.Context) tea.Msg {
 	for range min(bulkWorkers, len(j.ids)) {
 		wg.Go(func() {
 			for id := range next {
-				if err := j.each(ctx, id); err != nil {
+				err := j.each(ctx, id)
+				j.mu.Lock()
+				delete(j.open, id)
+				if err != nil {
 					j.failed.Add(1)
-					j.mu.Lock()
 					if j.firstErr == nil {
 						j.firstID, j.firstErr = id, err
 					}
-					j.mu.Unlock()
 				}
+				j.mu.Unlock()
 				j.finished.Add(1)
 			}
 		})
@@ -82,7 +85,10 @@ func (m *Model) startBulk(verb, done string, ids []string, each func(ctx context
 		m.say(fmt.Sprintf("wait: %s still runs (%s)", m.bulk.verb, m.bulkProgress()))
 		return nil
 	}
-	j := &bulkJob{verb: verb, done: done, total: len(ids), ids: ids, each: each, then: then}
+	j := &bulkJob{verb: verb, done: done, total: len(ids), ids: ids, each: each, then: then, open: make(map[string]bool, len(ids))}
+	for _, id := range ids {
+		j.open[id] = true
+	}
 	m.bulk = j
 	ctx := m.ctx
 	return tea.Batch(func() tea.Msg { return j.run(ctx) }, bulkTick(j))
@@ -117,6 +123,16 @@ func (m *Model) onBulk(msg tea.Msg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// pending tells a task the running bulk action has not done yet.
+func (m *Model) pending(id string) bool {
+	if m.bulk == nil {
+		return false
+	}
+	m.bulk.mu.Lock()
+	defer m.bulk.mu.Unlock()
+	return m.bulk.open[id]
 }
 
 // bulkProgress is a running job's progress: "340/2,000, 2 failed".

@@ -68,7 +68,8 @@ func TestMarkAllByFilterRangeAndClear(t *testing.T) {
 }
 
 // Cancelling 2,000 tasks is three keys (ctrl+a, c, y), shows its
-// progress while it runs, and ends on the rows within 10 s on loopback
+// progress while it runs (the top line counts, each row not done yet
+// says cancelling…), and ends on the rows within 10 s on loopback
 // (500 under the race detector, which slows launching them tenfold).
 func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 	n := 2000
@@ -102,7 +103,7 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 	h.key("y")
 	var progress string
 	h.until("the progress line", func(m *Model) bool {
-		if l := lineWith(h.screen(), "cancelling "); l != "" && m.bulk != nil && m.bulk.finished.Load() > 0 {
+		if l := lineWith(h.screen(), "cancelling "); l != "" && m.bulk != nil && m.bulk.finished.Load() > 0 && strings.Contains(h.screen(), "cancelling…") {
 			progress = l
 			return true
 		}
@@ -117,6 +118,9 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 	h.within("2,000 rows cancelled", limit, func(m *Model) bool { return m.list.counts[model.StatusCancelled] == n && m.bulk == nil })
 	took := time.Since(start)
 	t.Logf("cancel of %d: %v; a progress line: %q", n, took, strings.TrimSpace(progress))
+	if s := h.screen(); strings.Contains(s, "cancelling…") {
+		t.Fatalf("rows still say cancelling… after the cancel:\n%s", s)
+	}
 	if !strings.Contains(h.m.flash, fmt.Sprintf("cancel sent to %d tasks", n)) {
 		t.Fatalf("the report says %q", h.m.flash)
 	}

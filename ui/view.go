@@ -144,6 +144,9 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	status := fit(lookOf(t).Symbol+" "+string(t.Status), c.status)
 	msg := fit(r.msg, c.msg)
 	pollErr := m.polls[t.ID].LastError
+	if m.pending(t.ID) {
+		msg = fit(m.bulk.verb+"…", c.msg) // until the bulk action has done this one
+	}
 	if pollErr != "" {
 		// Its state is the last one heard, which may no longer be true.
 		status = fit(pollFailedSymbol+" "+string(t.Status), c.status)
