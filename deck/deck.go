@@ -109,6 +109,9 @@ type PollState struct {
 	Next       time.Time `json:"next,omitzero"`
 	Errors     int       `json:"errors,omitempty"` // failed polls in a row
 	LastError  string    `json:"lastError,omitempty"`
+	// Pushed: the server pushes this task's changes (its polls are a
+	// slow safety net); false: it is polled.
+	Pushed bool `json:"pushed,omitempty"`
 }
 
 // Filter selects records for List. Zero fields admit everything.
@@ -128,7 +131,19 @@ type Server struct {
 	// Target is its redacted URL, or the command of a stdio server.
 	Target string `json:"target"`
 	Stdio  bool   `json:"stdio,omitempty"`
+	// Push is the state of the server's push stream: "" (none asked for
+	// yet), PushUp, PushDown or PushNotOffered.
+	Push string `json:"push,omitempty"`
+	// PushError is why the stream is down or not offered.
+	PushError string `json:"pushError,omitempty"`
 }
+
+// A server's push states (Server.Push).
+const (
+	PushUp         = "up"
+	PushDown       = "down, re-subscribing"
+	PushNotOffered = "not offered"
+)
 
 // ToolList is a server's tools as the engine listed them.
 type ToolList struct {

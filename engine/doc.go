@@ -14,4 +14,12 @@
 // first Watch or PollNow and runs until Close. So a short command (ls, get,
 // a call without --wait) that owns the store for a moment sends nothing
 // but its own requests.
+//
+// Push (push.go): the loop keeps one subscriptions/listen stream per HTTP
+// server for the open tasks it watches there. A pushed state goes through
+// the same code as a poll's answer; a pushed task is polled only every
+// Options.PushSafety (10 min by default), every other one as before. A
+// dropped stream is polled around and re-subscribed with backoff (the
+// policy's default doubling to its cap); a server that refuses is polled
+// and asked again after 10 minutes.
 package engine

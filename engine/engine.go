@@ -28,6 +28,9 @@ type Options struct {
 	RequestTimeout time.Duration     // one request to a server; mcpclient.DefaultRequestTimeout when 0
 	Policy         model.PollPolicy  // zero: model.DefaultPollPolicy (tests make it fast)
 	PerServer      int               // polls in flight per server; mcpclient.DefaultPerServer when 0
+	// PushSafety is how often a task the server pushes is polled all the
+	// same; 0: twenty times the policy's cap (10 min by default).
+	PushSafety time.Duration
 }
 
 // Engine is the Deck in process: the owner of the store, its run loop and
@@ -39,6 +42,7 @@ type Engine struct {
 	pool    *mcpclient.Pool
 	tracker *mcpclient.Tracker
 	feeds   *hub
+	pushes  pushView
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
 
@@ -224,7 +228,7 @@ func (e *Engine) Forget(ctx context.Context, id string) error {
 		return err
 	}
 	if l := e.running(); l != nil {
-		l.send(func() { l.sched.Remove(rec.ID) })
+		l.send(func() { l.drop(rec.ID) })
 	}
 	return classify(e.tracker.Forget(rec.ID), "")
 }
@@ -287,6 +291,10 @@ func (e *Engine) resolve(id string) (*model.Task, error) {
 func (e *Engine) entry(rec *model.Task) deck.Entry {
 	ps := e.tracker.PollStatus(rec.ID)
 	p := deck.PollState{LastPolled: ps.LastPolled, Next: ps.Next, Errors: ps.Errors}
+	var safety time.Time
+	if p.Pushed, safety = e.pushes.of(rec.ID); !safety.IsZero() {
+		p.Next = safety // the tracker's policy does not know of push
+	}
 	if ps.LastError != nil {
 		p.LastError = ps.LastError.Error()
 	}
@@ -357,7 +365,8 @@ func (e *Engine) Servers(ctx context.Context) ([]deck.Server, error) {
 		if err != nil {
 			return nil, classify(err, "")
 		}
-		srv := deck.Server{Name: name, Target: mcpclient.RedactURL(s.URL)}
+		push := e.pushes.state(name)
+		srv := deck.Server{Name: name, Target: mcpclient.RedactURL(s.URL), Push: push.Push, PushError: push.PushError}
 		if s.URL == "" {
 			srv.Target, srv.Stdio = strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")), true
 		}

@@ -22,6 +22,7 @@ type loop struct {
 	results chan polled
 	polls   sync.WaitGroup
 	recon   *reconcile // nil once the start-up reconcile is over
+	push    map[model.ServerRef]*serverPush
 }
 
 type polled struct {
@@ -54,6 +55,7 @@ func (e *Engine) start() *loop {
 			sched:   model.NewSchedule(e.opts.PerServer),
 			inbox:   make(chan func(), 64),
 			results: make(chan polled, e.opts.PerServer),
+			push:    map[model.ServerRef]*serverPush{},
 		}
 		e.ops.Add(1)
 		go e.loop.run()
@@ -92,10 +94,21 @@ func (e *Engine) due(rec *model.Task, soon bool) {
 	case !next.IsZero():
 		at = next // a poll already said (a handle born ended was fetched)
 	default:
-		at = at.Add(max(rec.ServerPollInterval(), e.policy().Default))
+		// The server said when to ask first; asking at once only costs it
+		// a request that finds the task as it was handed out.
+		at = at.Add(e.firstPoll(rec))
 	}
-	id, server := rec.ID, rec.Server
-	l.send(func() { l.sched.Set(id, server, at) })
+	id, server, taskID := rec.ID, rec.Server, rec.TaskID
+	l.send(func() { l.track(id, server, taskID, at) })
+}
+
+// firstPoll is the delay from a handle to its first poll: the server's
+// pollIntervalMs (never under the floor), else the policy's default.
+func (e *Engine) firstPoll(rec *model.Task) time.Duration {
+	if hint := rec.ServerPollInterval(); hint > 0 {
+		return max(hint, e.policy().Floor)
+	}
+	return e.policy().Default
 }
 
 func (e *Engine) policy() model.PollPolicy {
@@ -115,7 +128,7 @@ func (e *Engine) polled(id string, res mcpclient.PollResult) {
 	}
 	l.send(func() {
 		if res.Next == 0 {
-			l.sched.Remove(id)
+			l.drop(id)
 			return
 		}
 		l.sched.Set(id, res.Task.Server, time.Now().Add(res.Next))
@@ -174,6 +187,9 @@ func (l *loop) run() {
 		if at, ok := l.sched.Wake(); ok {
 			wait = max(at.Sub(now), 0)
 		}
+		if at := l.subscribe(now); !at.IsZero() {
+			wait = min(wait, max(at.Sub(now), 0))
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -202,15 +218,19 @@ func (l *loop) done(p polled) {
 	now := time.Now()
 	switch {
 	case errors.Is(p.err, store.ErrNotFound):
-		l.sched.Remove(p.id) // forgotten meanwhile
+		l.drop(p.id) // forgotten meanwhile
 	case p.err != nil:
 		// The store failed, not the server: try again later.
 		l.e.log.Warn("poll could not be recorded", "task", p.id, "err", p.err)
 		l.sched.Done(p.id, now.Add(l.e.policy().Cap))
+	case p.res.Next == 0:
+		l.drop(p.id)
+		l.e.feeds.poll(l.e.entry(p.res.Task))
 	default:
-		var next time.Time
-		if p.res.Next > 0 {
-			next = now.Add(p.res.Next)
+		next := now.Add(p.res.Next)
+		if l.pushedNow(p.res.Task.Server, p.id) { // the safety poll
+			next = now.Add(max(p.res.Next, l.e.safety()))
+			l.e.pushes.safe(p.id, next)
 		}
 		l.sched.Done(p.id, next)
 		l.e.feeds.poll(l.e.entry(p.res.Task))
@@ -231,7 +251,7 @@ func (l *loop) begin() {
 	l.sched.Grow(len(open))
 	for _, t := range open {
 		if t.Pollable() { // a call that needs input has nothing to poll
-			l.sched.Set(t.ID, t.Server, now)
+			l.track(t.ID, t.Server, t.TaskID, now)
 			r.pending[t.ID] = true
 		}
 	}

@@ -25,6 +25,10 @@ type ServerConfig struct {
 	Env     map[string]string `json:"env,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// ForwardAgentCredentials lets the proxy pass an agent's own
+	// Authorization and Cookie headers on to this server; by default only
+	// the headers above reach it.
+	ForwardAgentCredentials bool `json:"forwardAgentCredentials,omitempty"`
 
 	path string // the file it came from, for messages; "" for --url
 }
@@ -221,6 +225,7 @@ func parseServer(path, name string, raw json.RawMessage) (ServerConfig, error) {
 		{"env", &rawEnv, `an object of strings, e.g. {"LOG": "debug"}`},
 		{"url", &s.URL, "a string (an http:// or https:// URL)"},
 		{"headers", &rawHeaders, `an object of strings, e.g. {"Authorization": "Bearer ${TOKEN}"}`},
+		{"forwardAgentCredentials", &s.ForwardAgentCredentials, "true or false"},
 	} {
 		if err := decode(d.key, d.dst, d.want); err != nil {
 			return s, err

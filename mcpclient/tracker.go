@@ -502,12 +502,33 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	case err != nil:
 		return t.pollFailed(rec, sess, err), nil
 	}
+	return t.fold(id, rec, *snap, sendErr)
+}
+
+// Pushed applies a task's state the server pushed exactly as a poll's
+// answer: the same checks, a write only on change, the same next delay.
+func (t *Tracker) Pushed(id string, snap model.Snapshot) (PollResult, error) {
+	defer t.tasks.lock(id)()
+	rec, err := t.store.Get(id)
+	if err != nil {
+		return PollResult{}, err
+	}
+	if !rec.Pollable() {
+		t.forgetPoll(id)
+		return PollResult{Task: rec}, nil
+	}
+	return t.fold(id, rec, snap, nil)
+}
+
+// fold applies a server's answer about a task to its record rec (read
+// under the task's lock), writing only on change. sendErr is a failed
+// re-send of answers, which this step reports.
+func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr error) (PollResult, error) {
 	// Most polls change nothing: find out on the record in hand (this
 	// poll's own copy), so that only a change costs the store a
 	// read-modify-write. A poll that changes nothing moves only its
 	// LastPolledAt, which is not stored.
-	was := rec.Status
-	changed, err := rec.Apply(*snap, t.now())
+	changed, err := rec.Apply(snap, t.now())
 	if err != nil {
 		// A server that contradicts itself, or answers about another
 		// task, fails the poll; it is not a new truth.
@@ -515,7 +536,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	}
 	updated := rec
 	if changed {
-		updated, err = t.apply(id, *snap)
+		updated, err = t.apply(id, snap)
 		var te *model.TransitionError
 		if errors.As(err, &te) {
 			// The stored record moved meanwhile (the operator cancelled,
@@ -530,8 +551,9 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 			return PollResult{}, err
 		}
 	}
-	statusChanged := updated.Status != was
-	next, errs := t.schedule(updated, statusChanged, sendErr)
+	// Any change (a new statusMessage too) restarts the interval: a task
+	// that moves is likely to move again soon.
+	next, errs := t.schedule(updated, changed, sendErr)
 	return PollResult{Task: updated, Changed: changed, Next: next, Err: sendErr, Errors: errs}, nil
 }
 
@@ -586,6 +608,7 @@ func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error) (time.D
 		Changed:    changed,
 		Now:        now,
 		Deadline:   rec.Deadline(),
+		Age:        now.Sub(rec.CreatedAt),
 	}
 	if pollErr != nil {
 		ps.errors++

@@ -527,3 +527,43 @@ func TestMcpNameHeaderCarriesTaskID(t *testing.T) {
 		t.Fatalf("headers %v, task %s", names, stored.TaskID)
 	}
 }
+
+// A pushed state goes through the poll's path: the same state writes
+// nothing (the revision stays), a new one is written once, one about
+// another task or a step back is refused, and a forgotten record is not
+// made again.
+func TestPushedAppliesAsAPoll(t *testing.T) {
+	e := newEnv(t)
+	rec := e.call("approve", `{"action":"a"}`, "") // waits for input: it moves only when told
+	res, err := e.tracker.Poll(context.Background(), rec.ID)
+	if err != nil || res.Err != nil {
+		t.Fatal(err, res.Err)
+	}
+	now := res.Task
+	same := model.Snapshot{TaskID: now.TaskID, Status: now.Status, StatusMessage: now.StatusMessage,
+		CreatedAt: now.ServerCreatedAt, TTLMs: now.TTLMs, PollIntervalMs: now.PollIntervalMs, InputRequests: now.InputRequests}
+	got, err := e.tracker.Pushed(rec.ID, same)
+	if err != nil || got.Changed || got.Task.Revision != now.Revision {
+		t.Fatalf("the same state pushed: changed %v, revision %d (was %d), err %v", got.Changed, got.Task.Revision, now.Revision, err)
+	}
+	done := same
+	done.Status, done.StatusMessage, done.InputRequests = model.StatusCompleted, "done", nil
+	done.Result = json.RawMessage(`{"content":[]}`)
+	got, err = e.tracker.Pushed(rec.ID, done)
+	if err != nil || !got.Changed || got.Task.Status != model.StatusCompleted || got.Next != 0 {
+		t.Fatalf("the end pushed: %+v, err %v", got, err)
+	}
+	back := same
+	if got, err = e.tracker.Pushed(rec.ID, back); err != nil || got.Task.Status != model.StatusCompleted || got.Changed {
+		t.Fatalf("a step back after the end: %+v, err %v", got, err)
+	}
+	if err := e.tracker.Forget(rec.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tracker.Pushed(rec.ID, done); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a push for a forgotten record: %v, want store.ErrNotFound", err)
+	}
+	if _, err := e.store.Get(rec.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal("the forgotten record is back")
+	}
+}

@@ -13,6 +13,11 @@ type PollPolicy struct {
 	Cap     time.Duration // growth and error backoff stop here
 	Growth  float64       // factor applied while nothing changes
 	Jitter  float64       // up to this fraction is added, never subtracted
+	// AgeFraction bounds growth by the task's age: while quiet, the delay
+	// stays within max(the first interval, AgeFraction×age), so a short
+	// task is noticed within that (plus jitter and one request) of its
+	// end, not a whole Cap later. 0: growth is bounded by Cap alone.
+	AgeFraction float64
 }
 
 // DefaultPollPolicy is DESIGN.md's policy: 1 s, ×1.6 while quiet, 30 s cap.
@@ -22,6 +27,10 @@ var DefaultPollPolicy = PollPolicy{
 	Cap:     30 * time.Second,
 	Growth:  1.6,
 	Jitter:  0.1,
+	// A task 4 s old is polled at least every second, one 2 min old at
+	// least every 30 s (the cap): a task is noticed within
+	// max(1 s or pollIntervalMs, 25% of its age) ×1.1 of its end.
+	AgeFraction: 0.25,
 }
 
 // MaxServerWait bounds every delay a server asks for (pollIntervalMs,
@@ -32,11 +41,12 @@ const MaxServerWait = time.Hour
 type PollInput struct {
 	Previous   time.Duration // the last base delay (0 before the first poll)
 	ServerHint time.Duration // the server's latest pollIntervalMs, 0 if none
-	Changed    bool          // the status changed in this poll
+	Changed    bool          // the task changed in this poll (status, message, ...)
 	Errors     int           // consecutive failed polls, this one included
 	RetryAfter time.Duration // the server asked us to wait (429/503)
 	Now        time.Time
-	Deadline   time.Time // createdAt + ttlMs, zero if unknown
+	Deadline   time.Time     // createdAt + ttlMs, zero if unknown
+	Age        time.Duration // since the task was handed out (for AgeFraction)
 }
 
 // Next returns the base delay (without jitter) before the next poll.
@@ -57,6 +67,9 @@ func (p PollPolicy) Next(in PollInput) time.Duration {
 		d = start
 	default:
 		d = scaleCapped(in.Previous, p.Growth, p.Cap)
+		if p.AgeFraction > 0 {
+			d = min(d, max(start, scaleCapped(max(in.Age, 0), p.AgeFraction, p.Cap)))
+		}
 	}
 	// The server's hint is a floor of its own, above the cap if it says so.
 	d = max(d, in.ServerHint, p.Floor)

@@ -12,7 +12,9 @@ func testPolicy() PollPolicy {
 }
 
 func TestDefaultPollPolicy(t *testing.T) {
-	if DefaultPollPolicy != testPolicy() {
+	want := testPolicy()
+	want.AgeFraction = 0.25
+	if DefaultPollPolicy != want {
 		t.Fatalf("DefaultPollPolicy = %+v, DESIGN.md says %+v", DefaultPollPolicy, testPolicy())
 	}
 }
@@ -169,6 +171,52 @@ func TestServerDelaysAreClamped(t *testing.T) {
 			got := p.WithJitter(next, 0.999)
 			if next <= 0 || got <= 0 || next > MaxServerWait || got > MaxServerWait+time.Duration(float64(MaxServerWait)*p.Jitter) {
 				t.Errorf("Next(%+v) = %v, jittered %v; want within (0, %v] before jitter", in, next, got, MaxServerWait)
+			}
+		}
+	}
+}
+
+func TestPollGrowthBoundedByAge(t *testing.T) {
+	p := DefaultPollPolicy
+	const s = time.Second
+	cases := []struct {
+		name string
+		in   PollInput
+		want time.Duration
+	}{
+		{"young: no growth past the first interval", PollInput{Previous: s, Age: 2 * s}, s},
+		{"young: hint holds", PollInput{Previous: 2 * s, ServerHint: 2 * s, Age: 3 * s}, 2 * s},
+		{"25% of the age", PollInput{Previous: 10 * s, Age: 20 * s}, 5 * s},
+		{"growth below the age bound", PollInput{Previous: 2 * s, Age: 40 * s}, 3200 * time.Millisecond},
+		{"old: Cap", PollInput{Previous: 30 * s, Age: time.Hour}, 30 * s},
+		{"errors back off past the age bound", PollInput{Previous: s, Age: 2 * s, Errors: 2}, 4 * s},
+	}
+	for _, c := range cases {
+		if got := p.Next(c.in); got != c.want {
+			t.Errorf("%s: Next(%+v) = %v, want %v", c.name, c.in, got, c.want)
+		}
+	}
+}
+
+// TestPollNoticedWithinBound walks the default policy's polls (jitter at
+// its most) past the end of tasks of many lengths: each end is seen
+// within max(first interval, 25% of the age) x (1+Jitter).
+func TestPollNoticedWithinBound(t *testing.T) {
+	p := DefaultPollPolicy
+	for _, hint := range []time.Duration{0, 500 * time.Millisecond, 5 * time.Second} {
+		for end := 100 * time.Millisecond; end < 2*time.Hour; end = end*9/8 + 37*time.Millisecond {
+			start := max(hint, p.Floor)
+			if hint == 0 {
+				start = p.Default
+			}
+			at, prev := start, time.Duration(0) // the first poll: one interval after the handle
+			for at < end {
+				prev = p.Next(PollInput{Previous: prev, ServerHint: hint, Age: at, Now: polNow})
+				at += p.WithJitter(prev, 1)
+			}
+			bound := time.Duration(float64(max(start, end/4)) * (1 + p.Jitter))
+			if late := at - end; late > bound {
+				t.Fatalf("hint %v: a task that ended at %v was seen %v later, bound %v", hint, end, late, bound)
 			}
 		}
 	}

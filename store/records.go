@@ -29,7 +29,7 @@ var errStale = errors.New("record changed meanwhile")
 // rec.IdempotencyKey already names a record it writes nothing and returns
 // a *DuplicateKeyError holding that record.
 func (s *Store) Create(rec *model.Task) error {
-	if err := checkRecord(rec); err != nil {
+	if err := CheckRecord(rec); err != nil {
 		return err
 	}
 	// The store's copy: its revision is set in the commit, and the commit
@@ -121,7 +121,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if next.ID != cur.ID || next.IdempotencyKey != cur.IdempotencyKey && !keyDropped {
 			return nil, fmt.Errorf("task %s: update may not change the id or the idempotency key", id)
 		}
-		if err := checkRecord(next); err != nil {
+		if err := CheckRecord(next); err != nil {
 			return nil, err
 		}
 		stored := next.Clone() // the commit hook's
@@ -525,8 +525,9 @@ func (s *Store) Counts() (map[model.Status]int, error) {
 	return counts, err
 }
 
-// checkRecord refuses records whose keys would be ambiguous.
-func checkRecord(t *model.Task) error {
+// CheckRecord refuses records whose keys would be ambiguous; every backend
+// runs it before a write.
+func CheckRecord(t *model.Task) error {
 	if t.ID == "" || strings.ContainsRune(t.ID, 0) {
 		return fmt.Errorf("task id %q is empty or contains a zero byte", t.ID)
 	}

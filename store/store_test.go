@@ -3,7 +3,6 @@ package store_test
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -12,9 +11,19 @@ import (
 
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/storetest"
 )
 
-var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+// The helpers the contract suite shares with Badger's own tests.
+var (
+	t0        = storetest.T0
+	intent    = storetest.Intent
+	create    = storetest.Create
+	must      = storetest.Must
+	ids       = storetest.IDs
+	sortedIDs = storetest.SortedIDs
+	moveTo    = storetest.MoveTo
+)
 
 func openStore(t *testing.T, dir string) *store.Store {
 	t.Helper()
@@ -31,304 +40,19 @@ func openStore(t *testing.T, dir string) *store.Store {
 
 func newStore(t *testing.T) *store.Store { return openStore(t, t.TempDir()) }
 
-func intent(key string, now time.Time) *model.Task {
-	return model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", json.RawMessage(`{"seconds":5}`), key, now)
-}
-
-// create stores a record that has reached st through legal moves.
-func create(t *testing.T, s *store.Store, key string, st model.Status, now time.Time) *model.Task {
-	t.Helper()
-	rec := intent(key, now)
-	if st != model.StatusCalling {
-		if st != model.StatusOrphaned {
-			must(t, rec.MoveTo(model.StatusWorking, "", now))
-		}
-		must(t, rec.MoveTo(st, "", now))
-	}
-	must(t, s.Create(rec))
-	return rec
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func ids(ts []*model.Task) []string {
-	var out []string
-	for _, t := range ts {
-		out = append(out, t.ID)
-	}
-	return out
-}
-
-func sortedIDs(ts ...*model.Task) []string {
-	out := ids(ts)
-	slices.Sort(out)
-	return out
-}
-
-func moveTo(st model.Status, at time.Time) func(*model.Task) (bool, error) {
-	return func(t *model.Task) (bool, error) {
-		if t.Status == st {
-			return false, nil
-		}
-		return true, t.MoveTo(st, "", at)
-	}
-}
-
-func TestRoundTrip(t *testing.T) {
+// A deleted record leaves nothing behind but the schema version, the
+// revision record and its tombstone.
+func TestDeleteLeavesOnlyItsTombstone(t *testing.T) {
 	s := newStore(t)
 	rec := intent("k1", t0)
 	must(t, s.Create(rec))
-
-	got, err := s.Get(rec.ID)
+	_, err := s.Update(rec.ID, moveTo(model.StatusWorking, t0.Add(time.Minute)))
 	must(t, err)
-	if got.ID != rec.ID || got.Tool != "sleep" || got.Status != model.StatusCalling ||
-		string(got.Arguments) != `{"seconds":5}` || got.IdempotencyKey != "k1" ||
-		!got.CreatedAt.Equal(t0) || len(got.History) != 1 {
-		t.Fatalf("Get returned %+v, want the created record", got)
-	}
-	byKey, err := s.ByKey("k1")
-	must(t, err)
-	if byKey.ID != rec.ID {
-		t.Fatalf("ByKey = %s, want %s", byKey.ID, rec.ID)
-	}
-
-	later := t0.Add(time.Minute)
-	updated, err := s.Update(rec.ID, func(t *model.Task) (bool, error) {
-		t.TaskID = "srv-1"
-		return true, t.MoveTo(model.StatusWorking, "started", later)
-	})
-	must(t, err)
-	if updated.TaskID != "srv-1" || updated.Status != model.StatusWorking {
-		t.Fatalf("Update returned %+v", updated)
-	}
-	got, err = s.Get(rec.ID)
-	must(t, err)
-	if got.TaskID != "srv-1" || got.Status != model.StatusWorking || !got.UpdatedAt.Equal(later) || len(got.History) != 2 {
-		t.Fatalf("after Update, Get = %+v", got)
-	}
-	// The idempotency key still finds the record after an update.
-	if byKey, err := s.ByKey("k1"); err != nil || byKey.Status != model.StatusWorking {
-		t.Fatalf("ByKey after update = %v, %v", byKey, err)
-	}
-
 	must(t, s.Delete(rec.ID))
-	if _, err := s.Get(rec.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("Get after Delete: %v, want ErrNotFound", err)
-	}
-	if _, err := s.ByKey("k1"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("ByKey after Delete: %v, want ErrNotFound", err)
-	}
-	if err := s.Delete(rec.ID); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("second Delete: %v, want ErrNotFound", err)
-	}
-	if _, err := s.Update(rec.ID, moveTo(model.StatusCompleted, later)); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("Update after Delete: %v, want ErrNotFound", err)
-	}
-	// Nothing is left behind but the schema version, the revision record
-	// and the deletion's tombstone, at the store's third revision.
 	keys, err := store.Keys(s)
 	must(t, err)
 	if !slices.Equal(keys, []string{"d\x00\x00\x00\x00\x00\x00\x00\x00\x03", "n\x00", "v\x00"}) {
 		t.Fatalf("keys after Delete = %q", keys)
-	}
-	// The key is free again.
-	must(t, s.Create(intent("k1", later)))
-}
-
-func TestIndexesFollowStatus(t *testing.T) {
-	s := newStore(t)
-	a := create(t, s, "a", model.StatusCalling, t0)
-	b := create(t, s, "", model.StatusCalling, t0)
-	c := create(t, s, "c", model.StatusCalling, t0)
-	d := create(t, s, "", model.StatusCalling, t0)
-
-	at := t0.Add(time.Second)
-	steps := []struct {
-		rec *model.Task
-		to  model.Status
-	}{
-		{a, model.StatusWorking}, {b, model.StatusWorking}, {c, model.StatusOrphaned},
-		{a, model.StatusInputRequired}, {b, model.StatusCompleted}, {a, model.StatusWorking},
-		{a, model.StatusFailed}, {d, model.StatusInputRequired},
-	}
-	for _, step := range steps {
-		_, err := s.Update(step.rec.ID, moveTo(step.to, at))
-		must(t, err)
-	}
-	// a failed, b completed, c orphaned, d input_required.
-	wantCounts := map[model.Status]int{
-		model.StatusFailed: 1, model.StatusCompleted: 1, model.StatusOrphaned: 1, model.StatusInputRequired: 1,
-	}
-	counts, err := s.Counts()
-	must(t, err)
-	if fmt.Sprint(counts) != fmt.Sprint(wantCounts) {
-		t.Fatalf("Counts = %v, want %v", counts, wantCounts)
-	}
-	for st, want := range map[model.Status][]string{
-		model.StatusWorking:       nil,
-		model.StatusCalling:       nil,
-		model.StatusFailed:        {a.ID},
-		model.StatusCompleted:     {b.ID},
-		model.StatusInputRequired: {d.ID},
-	} {
-		got, err := s.ByStatus(st)
-		must(t, err)
-		if !slices.Equal(ids(got), want) {
-			t.Errorf("ByStatus(%s) = %v, want %v", st, ids(got), want)
-		}
-		for _, rec := range got {
-			if rec.Status != st {
-				t.Errorf("ByStatus(%s) returned a %s record", st, rec.Status)
-			}
-		}
-	}
-	both, err := s.ByStatus(model.StatusFailed, model.StatusCompleted, model.StatusFailed)
-	must(t, err)
-	if !slices.Equal(ids(both), sortedIDs(a, b)) {
-		t.Errorf("ByStatus(failed, completed, failed) = %v, want %v", ids(both), sortedIDs(a, b))
-	}
-	open, err := s.OpenTasks()
-	must(t, err)
-	if !slices.Equal(ids(open), sortedIDs(c, d)) {
-		t.Errorf("OpenTasks = %v, want %v (orphaned and input_required)", ids(open), sortedIDs(c, d))
-	}
-	all, err := s.All()
-	must(t, err)
-	if !slices.Equal(ids(all), sortedIDs(a, b, c, d)) {
-		t.Errorf("All = %v, want %v", ids(all), sortedIDs(a, b, c, d))
-	}
-
-	must(t, s.Delete(b.ID))
-	counts, err = s.Counts()
-	must(t, err)
-	if counts[model.StatusCompleted] != 0 || len(counts) != 3 {
-		t.Fatalf("Counts after deleting the completed record = %v", counts)
-	}
-	if got, _ := s.ByStatus(model.StatusCompleted); len(got) != 0 {
-		t.Fatalf("ByStatus(completed) after Delete = %v", ids(got))
-	}
-}
-
-func TestAllIsSortedByCreation(t *testing.T) {
-	s := newStore(t)
-	var want []string
-	for i := range 5 {
-		rec := intent("", t0.Add(time.Duration(4-i)*time.Hour)) // created newest first
-		must(t, s.Create(rec))
-		want = append([]string{rec.ID}, want...)
-	}
-	all, err := s.All()
-	must(t, err)
-	if !slices.Equal(ids(all), want) {
-		t.Fatalf("All = %v, want oldest first %v", ids(all), want)
-	}
-}
-
-func TestCreateRefusesBadRecords(t *testing.T) {
-	s := newStore(t)
-	rec := intent("", t0)
-	must(t, s.Create(rec))
-	if err := s.Create(rec); err == nil {
-		t.Fatal("Create of an existing id succeeded")
-	}
-	bad := intent("", t0)
-	bad.Status = "sleeping"
-	if err := s.Create(bad); err == nil {
-		t.Fatal("Create with an unknown status succeeded")
-	}
-	bad = intent("", t0)
-	bad.ID = ""
-	if err := s.Create(bad); err == nil {
-		t.Fatal("Create without an id succeeded")
-	}
-	all, err := s.All()
-	must(t, err)
-	if len(all) != 1 {
-		t.Fatalf("%d records after refused creates, want 1", len(all))
-	}
-}
-
-func TestDuplicateKey(t *testing.T) {
-	s := newStore(t)
-	first := intent("same", t0)
-	must(t, s.Create(first))
-	before := store.Writes(s)
-
-	err := s.Create(intent("same", t0.Add(time.Second)))
-	var dup *store.DuplicateKeyError
-	if !errors.As(err, &dup) {
-		t.Fatalf("second Create: %v, want *DuplicateKeyError", err)
-	}
-	if dup.Key != "same" || dup.Existing == nil || dup.Existing.ID != first.ID {
-		t.Fatalf("DuplicateKeyError = %+v, want key same naming %s", dup, first.ID)
-	}
-	if want := `idempotency key "same" already names task ` + first.ID; err.Error() != want {
-		t.Fatalf("message %q, want %q", err, want)
-	}
-	if store.Writes(s) != before {
-		t.Fatal("a refused Create committed a write")
-	}
-	all, err := s.All()
-	must(t, err)
-	if len(all) != 1 {
-		t.Fatalf("%d records, want 1", len(all))
-	}
-}
-
-// Eight creates race on one key, over several rounds because a single
-// round often serialises by chance: exactly one wins each round.
-func TestConcurrentCreateOneKeyOneWinner(t *testing.T) {
-	s := newStore(t)
-	const n, rounds = 8, 20
-	for round := range rounds {
-		key := fmt.Sprintf("race-%d", round)
-		recs := make([]*model.Task, n)
-		errs := make([]error, n)
-		for i := range recs {
-			recs[i] = intent(key, t0)
-		}
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				errs[i] = s.Create(recs[i])
-			})
-		}
-		close(start)
-		wg.Wait()
-
-		winner := -1
-		for i, err := range errs {
-			if err == nil {
-				if winner >= 0 {
-					t.Fatalf("round %d: both %d and %d won", round, winner, i)
-				}
-				winner = i
-			}
-		}
-		if winner < 0 {
-			t.Fatalf("round %d: no Create won: %v", round, errs)
-		}
-		for i, err := range errs {
-			var dup *store.DuplicateKeyError
-			if i != winner && (!errors.As(err, &dup) || dup.Existing.ID != recs[winner].ID) {
-				t.Fatalf("round %d: loser %d: %v, want a DuplicateKeyError naming the winner", round, i, err)
-			}
-		}
-		if got, err := s.ByKey(key); err != nil || got.ID != recs[winner].ID {
-			t.Fatalf("round %d: ByKey = %v, %v; want the winner", round, got, err)
-		}
-	}
-	all, err := s.All()
-	must(t, err)
-	if len(all) != rounds {
-		t.Fatalf("%d records after %d rounds, want one per round", len(all), rounds)
 	}
 }
 
@@ -367,75 +91,6 @@ func TestUpdateUnchangedWritesNothing(t *testing.T) {
 	}
 }
 
-func TestUpdateErrorWritesNothing(t *testing.T) {
-	s := newStore(t)
-	rec := create(t, s, "k", model.StatusWorking, t0)
-	writes := store.Writes(s)
-
-	// An illegal move (working → calling) fails in model; fn passes it on.
-	_, err := s.Update(rec.ID, moveTo(model.StatusCalling, t0.Add(time.Minute)))
-	var te *model.TransitionError
-	if !errors.As(err, &te) {
-		t.Fatalf("Update: %v, want the TransitionError from fn", err)
-	}
-	if store.Writes(s) != writes {
-		t.Fatal("a failed Update committed a write")
-	}
-	got, err := s.Get(rec.ID)
-	must(t, err)
-	if got.Status != model.StatusWorking || len(got.History) != len(rec.History) {
-		t.Fatalf("record changed by a failed Update: %+v", got)
-	}
-	counts, err := s.Counts()
-	must(t, err)
-	if counts[model.StatusWorking] != 1 || len(counts) != 1 {
-		t.Fatalf("Counts = %v", counts)
-	}
-}
-
-func TestUpdateMayNotChangeIdentity(t *testing.T) {
-	s := newStore(t)
-	rec := create(t, s, "k", model.StatusWorking, t0)
-	if _, err := s.Update(rec.ID, func(t *model.Task) (bool, error) {
-		t.IdempotencyKey = "other"
-		return true, nil
-	}); err == nil {
-		t.Fatal("Update changed the idempotency key")
-	}
-	if _, err := s.ByKey("k"); err != nil {
-		t.Fatalf("ByKey(k) after refused update: %v", err)
-	}
-}
-
-// Concurrent updates of one record must not lose each other's changes:
-// a writer that lost the race runs fn again on the newer record.
-func TestConcurrentUpdatesAreNotLost(t *testing.T) {
-	s := newStore(t)
-	rec := create(t, s, "", model.StatusInputRequired, t0)
-	const writers, each = 4, 10
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			for i := range each {
-				_, err := s.Update(rec.ID, func(t *model.Task) (bool, error) {
-					t.MarkAnswered([]string{fmt.Sprintf("w%d-%d", w, i)}, t0)
-					return true, nil
-				})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	got, err := s.Get(rec.ID)
-	must(t, err)
-	if len(got.AnsweredKeys) != writers*each {
-		t.Fatalf("%d answered keys kept, want %d", len(got.AnsweredKeys), writers*each)
-	}
-}
-
 func TestUndecodableRecordIsAnErrorNamingIt(t *testing.T) {
 	s := newStore(t)
 	good := create(t, s, "", model.StatusWorking, t0)
@@ -465,30 +120,6 @@ func TestUndecodableRecordIsAnErrorNamingIt(t *testing.T) {
 	must(t, err)
 	if counts[model.StatusCompleted] != 1 || counts[model.StatusWorking] != 1 {
 		t.Fatalf("Counts = %v", counts)
-	}
-}
-
-func TestNewestReadsTheLatestRecords(t *testing.T) {
-	s := openStore(t, t.TempDir())
-	var ids []string
-	for i := range 30 {
-		rec := create(t, s, "", model.StatusCompleted, t0.Add(time.Duration(i)*time.Second))
-		ids = append(ids, rec.ID)
-	}
-	got, err := s.Newest(5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != 5 {
-		t.Fatalf("Newest(5) returned %d records", len(got))
-	}
-	for i, rec := range got {
-		if want := ids[len(ids)-1-i]; rec.ID != want {
-			t.Fatalf("Newest(5)[%d] = %s, want %s", i, rec.ID, want)
-		}
-	}
-	if all, _ := s.Newest(100); len(all) != 30 {
-		t.Fatalf("Newest(100) on 30 records returned %d", len(all))
 	}
 }
 

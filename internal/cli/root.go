@@ -162,6 +162,7 @@ crashes, restarts and servers that ask for input.
 		newCmdServers(f, nil),
 		newCmdTools(f, nil),
 		newCmdServe(f, nil),
+		newCmdProxy(f, nil),
 	)
 	usageArgs(root)
 	return root

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/proxy"
 	"github.com/taskdeck/taskdeck/service"
 )
 
@@ -16,6 +19,9 @@ import (
 type ServeOptions struct {
 	f   *Factory
 	ctx context.Context
+	// ProxyAddr, when set, is where agents reach the proxy; Token is what
+	// they must send (required off loopback).
+	ProxyAddr, Token string
 }
 
 // shutdownGrace bounds how long a stopping owner waits for the requests
@@ -24,22 +30,34 @@ const shutdownGrace = 10 * time.Second
 
 func newCmdServe(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	opts := &ServeOptions{f: f}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Own the store for as long as it runs: watch every open task and serve the others",
 		Long: `serve owns the store until it is stopped (ctrl+c or SIGTERM): it watches every
 open task to its end and serves the dashboard, the commands and Go programs
 on the socket in the data directory. Without it, the first taskdeck command
-owns the store for its own lifetime and the next one takes over after it.`,
+owns the store for its own lifetime and the next one takes over after it.
+
+With --proxy ADDR it also serves MCP agents: one endpoint per configured
+server at http://ADDR/mcp/<name>, every task they start recorded before
+they hear of it (see "Put taskdeck in front of your agent" in the README).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.ctx = cmd.Context()
+			if opts.ProxyAddr != "" {
+				if err := proxy.CheckListen(opts.ProxyAddr, opts.Token); err != nil {
+					return &exitError{code: exitUsage, err: err}
+				}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
 			return serveRun(opts)
 		},
 	}
+	cmd.Flags().StringVar(&opts.ProxyAddr, "proxy", "", "also serve MCP agents on HOST:PORT (loopback unless --token is given)")
+	cmd.Flags().StringVar(&opts.Token, "token", "", "the bearer token agents must send to the proxy (needed off loopback)")
+	return cmd
 }
 
 func serveRun(opts *ServeOptions) error {
@@ -68,6 +86,21 @@ func serveRun(opts *ServeOptions) error {
 		}
 		return &exitError{code: exitLocal, err: err}
 	}
+	var agents *http.Server
+	var px *proxy.Proxy
+	if opts.ProxyAddr != "" {
+		ln, err := proxy.Listen(opts.ProxyAddr, opts.Token)
+		if err != nil {
+			srv.Shutdown(context.Background())
+			e.Close()
+			return &exitError{code: exitUsage, err: err}
+		}
+		px = proxy.New(proxy.Options{Deck: e, Config: cfg, Logger: f.logger.With("component", "proxy"), Token: opts.Token})
+		// No write timeout: a held call stays open until its task ends.
+		agents = &http.Server{Handler: px.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn)}
+		go agents.Serve(ln)
+		fmt.Fprintf(f.stderr, "taskdeck: agents reach server NAME at http://%s/mcp/NAME\n", ln.Addr())
+	}
 	// An owner for the long run watches every open task from the start.
 	if err := e.PollNow(ctx, nil); err != nil && deck.KindOf(err) != deck.KindCanceled {
 		f.logger.Warn("starting the watch", "err", err)
@@ -76,7 +109,11 @@ func serveRun(opts *ServeOptions) error {
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	shutErr := srv.Shutdown(sctx)
+	var proxyErr error
+	if agents != nil {
+		proxyErr = errors.Join(agents.Shutdown(sctx), px.Close())
+	}
+	shutErr := errors.Join(proxyErr, srv.Shutdown(sctx))
 	if err := errors.Join(shutErr, e.Close()); err != nil {
 		return &exitError{code: exitLocal, err: err}
 	}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/proxy"
+)
+
+// ProxyOptions is `taskdeck proxy --stdio NAME`.
+type ProxyOptions struct {
+	f      *Factory
+	ctx    context.Context
+	Server string
+}
+
+func newCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
+	opts := &ProxyOptions{f: f}
+	var stdio string
+	cmd := &cobra.Command{
+		Use:   "proxy --stdio NAME",
+		Short: "Serve one configured server to an MCP agent on stdin/stdout, every task recorded",
+		Long: `proxy --stdio NAME is the command an agent launches instead of an MCP
+server: it speaks MCP on stdin and stdout and reaches the configured server
+NAME through taskdeck, so every task the agent starts is recorded before the
+agent hears of it, and agents without the tasks extension are held until
+the task ends. It works through the owner of the store when one runs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.ctx = cmd.Context()
+			if stdio == "" {
+				return usageErr("name the server the agent reaches: taskdeck proxy --stdio NAME")
+			}
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			if _, err := cfg.Server(stdio); err != nil {
+				return &exitError{code: exitUsage, err: err}
+			}
+			opts.Server = stdio
+			if runF != nil {
+				return runF(opts)
+			}
+			return proxyRun(opts)
+		},
+	}
+	cmd.Flags().StringVar(&stdio, "stdio", "", "the configured server NAME the agent reaches")
+	cmd.RegisterFlagCompletionFunc("stdio", f.completeServers)
+	return cmd
+}
+
+func proxyRun(opts *ProxyOptions) error {
+	f := opts.f
+	f.quiet = true // stdout is the agent's: warnings go to the log
+	dk, err := f.deck(opts.ctx)
+	if err != nil {
+		return err
+	}
+	p := proxy.New(proxy.Options{Deck: dk, Config: f.cfg, Logger: f.logger.With("component", "proxy")})
+	defer p.Close()
+	err = p.ServeStdio(opts.ctx, opts.Server, os.Stdin, os.Stdout)
+	if opts.ctx.Err() != nil {
+		return nil // the agent or a signal ended it
+	}
+	return err
+}

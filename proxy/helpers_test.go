@@ -1,0 +1,126 @@
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// rig is a demo server on loopback, the real engine on a temporary store,
+// and the proxy in front, on loopback too.
+type rig struct {
+	srv   *hostile.Server
+	eng   *engine.Engine
+	proxy *Proxy
+	url   string // the proxy's endpoint for the demo server
+	base  string // the proxy's root
+}
+
+var fastPolicy = model.PollPolicy{Default: 20 * time.Millisecond, Floor: 5 * time.Millisecond, Cap: 200 * time.Millisecond, Growth: 1.5}
+
+func startRig(t testing.TB, dopts demo.Options, popts Options) *rig {
+	t.Helper()
+	if dopts.Speed == 0 {
+		dopts.Speed = 0.05
+	}
+	if dopts.PollInterval == 0 {
+		dopts.PollInterval = 20 * time.Millisecond
+	}
+	srv := hostile.Start(t, dopts)
+	return startRigWith(t, srv, fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.URL), popts)
+}
+
+// startRigWith puts the engine and the proxy in front of srv, with config.
+func startRigWith(t testing.TB, srv *hostile.Server, config string, popts Options) *rig {
+	t.Helper()
+	cfg, err := mcpclient.ParseConfig("test.json", []byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.Open(engine.Options{DataDir: t.TempDir(), Config: cfg, Policy: fastPolicy, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close() })
+	popts.Deck, popts.Config = eng, cfg
+	p := New(popts)
+	t.Cleanup(func() { p.Close() })
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &httptest.Server{Listener: l, Config: &http.Server{Handler: p.Handler()}}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return &rig{srv: srv, eng: eng, proxy: p, url: ts.URL + "/mcp/demo", base: ts.URL}
+}
+
+// goClient connects go-sdk's client (which has no tasks) to an endpoint.
+func goClient(t testing.TB, url, name string) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// until waits for cond, failing the test after a deadline.
+func until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// only returns the one record in the deck, waiting for it to appear.
+func only(t testing.TB, d deck.Deck) *model.Task {
+	t.Helper()
+	var list []deck.Entry
+	until(t, "one record", func() bool {
+		var err error
+		list, err = d.List(context.Background(), deck.Filter{})
+		return err == nil && len(list) == 1
+	})
+	return list[0].Task
+}
+
+// text is a tool result's first text.
+func text(t testing.TB, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) == 0 {
+		t.Fatalf("result has no content: %+v", res)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("result content is %T", res.Content[0])
+	}
+	return tc.Text
+}
+
+func mustList(t testing.TB, r *rig) []deck.Entry {
+	t.Helper()
+	list, err := r.eng.List(context.Background(), deck.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}

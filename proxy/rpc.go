@@ -1,0 +1,203 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
+)
+
+// JSON-RPC codes the proxy answers with itself.
+const (
+	codeParse          = -32700
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternal       = -32603
+)
+
+// request is one JSON-RPC message from an agent.
+type request struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+func (r *request) notification() bool { return len(r.ID) == 0 }
+
+// rpcError is a JSON-RPC error object.
+type rpcError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// response is one JSON-RPC answer to an agent.
+type response struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+func reply(id json.RawMessage, result any) *response {
+	return &response{JSONRPC: "2.0", ID: id, Result: result}
+}
+
+func fail(id json.RawMessage, code int64, msg string) *response {
+	return &response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: code, Message: msg}}
+}
+
+func (r *response) encode() []byte {
+	if len(r.ID) == 0 {
+		r.ID = json.RawMessage("null")
+	}
+	b, err := json.Marshal(r)
+	if err != nil { // a result the proxy built itself: never
+		b, _ = json.Marshal(fail(r.ID, codeInternal, "taskdeck proxy could not encode its answer: "+err.Error()))
+	}
+	return b
+}
+
+// parse reads one JSON-RPC request, or says what is wrong with it.
+func parse(body []byte) (*request, *response) {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		return nil, fail(nil, codeInvalidRequest, "a JSON-RPC batch is not part of MCP 2026-07-28; send one request per message")
+	}
+	var req request
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fail(nil, codeParse, "the request is not valid JSON: "+err.Error())
+	}
+	switch {
+	case req.JSONRPC != "2.0":
+		return nil, fail(req.ID, codeInvalidRequest, `the request is not JSON-RPC 2.0: "jsonrpc" must be "2.0"`)
+	case req.Method == "":
+		return nil, fail(req.ID, codeInvalidRequest, `the request has no "method"`)
+	case len(req.ID) > 0 && req.ID[0] != '"' && (req.ID[0] < '0' || req.ID[0] > '9') && req.ID[0] != '-':
+		return nil, fail(nil, codeInvalidRequest, `the request's "id" must be a string or a number`)
+	}
+	return &req, nil
+}
+
+// meta is what the proxy reads of a request's _meta.
+type meta struct {
+	Agent string // clientInfo name
+	Tasks bool   // the tasks extension is declared
+	Raw   map[string]any
+}
+
+func readMeta(params json.RawMessage) meta {
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p) // no _meta: an agent without a name or tasks
+	m := meta{Raw: p.Meta, Tasks: wire.DeclaresExtension(p.Meta)}
+	if info, ok := p.Meta[mcp.MetaKeyClientInfo].(map[string]any); ok {
+		m.Agent, _ = info["name"].(string)
+	}
+	return m
+}
+
+func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	cfg, ok := p.server(name)
+	switch {
+	case !p.authorized(r):
+		writeHTTPError(w, http.StatusUnauthorized, nil, codeInvalidRequest, "the proxy needs its token: send Authorization: Bearer <token>")
+		return
+	case !ok:
+		writeHTTPError(w, http.StatusNotFound, nil, codeInvalidRequest, "no server "+quote(name)+" at this proxy; the servers are: "+p.names())
+		return
+	case r.Method != http.MethodPost:
+		w.Header().Set("Allow", http.MethodPost)
+		writeHTTPError(w, http.StatusMethodNotAllowed, nil, codeInvalidRequest, "MCP 2026-07-28 over HTTP is one POST per request")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.opts.MaxBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest, "the request is larger than the proxy's bound of "+size(p.opts.MaxBody)+"; send less")
+		return
+	}
+	if err != nil {
+		return // the agent went away mid-body
+	}
+	req, bad := parse(body)
+	if bad != nil {
+		writeHTTP(w, http.StatusBadRequest, bad)
+		return
+	}
+	ep := &endpoint{p: p, cfg: cfg}
+	if ep.local(req.Method) {
+		sse := &sseWriter{w: w}
+		ctx := r.Context()
+		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			ctx = withNotifier(ctx, sse.notify)
+		}
+		res := ep.handle(ctx, req, relayed(r.Header, cfg.ForwardAgentCredentials))
+		if req.notification() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		sse.finish(res)
+		return
+	}
+	ep.forwardHTTP(w, r, req, body)
+}
+
+func writeHTTPError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
+	writeHTTP(w, status, fail(id, code, msg))
+}
+
+func writeHTTP(w http.ResponseWriter, status int, res *response) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(res.encode())
+}
+
+// local tells the methods the proxy answers itself (through the Deck) from
+// those it relays: for a stdio server, every method.
+func (ep *endpoint) local(method string) bool {
+	switch method {
+	case "tools/call", wire.MethodGet, wire.MethodUpdate, wire.MethodCancel, "server/discover":
+		return true
+	}
+	return ep.viaDeck()
+}
+
+// handle answers a request the proxy serves itself; h are the headers
+// server/discover goes on with.
+func (ep *endpoint) handle(ctx context.Context, req *request, h http.Header) *response {
+	switch {
+	case req.Method == "tools/call":
+		return ep.call(ctx, req)
+	case req.Method == "server/discover" && ep.viaDeck():
+		return ep.discoverViaDeck(ctx, req)
+	case req.Method == "server/discover":
+		return ep.discover(ctx, req, h)
+	case req.Method == wire.MethodGet || req.Method == wire.MethodUpdate || req.Method == wire.MethodCancel:
+		return ep.task(ctx, req)
+	}
+	return ep.answerViaDeck(ctx, req)
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func size(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}

@@ -1,0 +1,365 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// endpoint is one configured server as the agents see it.
+type endpoint struct {
+	p   *Proxy
+	cfg mcpclient.ServerConfig
+}
+
+func (ep *endpoint) ref() model.ServerRef { return model.ServerRef{Name: ep.cfg.Name} }
+
+// statePrefix marks the requestState the proxy hands an agent for a call
+// that needs input before its task exists: the rest is the record's id.
+const statePrefix = "taskdeck:"
+
+type callParams struct {
+	Name           string                     `json:"name"`
+	Arguments      json.RawMessage            `json:"arguments,omitempty"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+	RequestState   string                     `json:"requestState,omitempty"`
+}
+
+// call makes the agent's tools/call durable. An agent that declares the
+// tasks extension gets the handle (its taskId is the record's id) once
+// the Deck has committed it; any other agent is held until the end.
+func (ep *endpoint) call(ctx context.Context, req *request) *response {
+	var cp callParams
+	if err := json.Unmarshal(req.Params, &cp); err != nil || cp.Name == "" {
+		return fail(req.ID, codeInvalidParams, `tools/call needs params with the tool's "name"`)
+	}
+	if string(cp.Arguments) == "null" {
+		cp.Arguments = nil // what a client with no arguments may send: none
+	}
+	m := readMeta(req.Params)
+	var res deck.CallResult
+	var err error
+	if id, ok := strings.CutPrefix(cp.RequestState, statePrefix); ok {
+		if _, gerr := ep.record(ctx, id); gerr != nil {
+			return fail(req.ID, codeInvalidParams, "the requestState names no call of this server; call the tool again without it")
+		}
+		res, err = ep.p.opts.Deck.Continue(ctx, id, cp.InputResponses)
+	} else {
+		res, err = ep.p.opts.Deck.Call(ctx, deck.CallRequest{
+			Server: ep.ref(), Tool: cp.Name, Args: cp.Arguments, Answers: cp.InputResponses, Agent: m.Agent,
+		})
+	}
+	if err != nil {
+		return callError(req.ID, res.Task, err)
+	}
+	rec := res.Task
+	ep.p.log.Info("proxy: call", "server", ep.cfg.Name, "tool", cp.Name, "agent", m.Agent, "id", rec.ID, "status", rec.Status, "held", !m.Tasks)
+	if !m.Tasks {
+		return ep.hold(ctx, req.ID, rec, m.Raw["progressToken"])
+	}
+	switch {
+	case res.NeedsInput:
+		return reply(req.ID, map[string]any{
+			"resultType":    wire.ResultTypeInputRequired,
+			"inputRequests": pending(rec),
+			"requestState":  statePrefix + rec.ID,
+		})
+	case rec.TaskID == "" && rec.Status == model.StatusCompleted:
+		return reply(req.ID, complete(rec.Result))
+	case rec.TaskID == "":
+		return recordEnded(req.ID, rec)
+	}
+	t := taskOf(rec)
+	return reply(req.ID, wire.CreateTaskResult{ResultType: wire.ResultTypeTask, Task: t.Task})
+}
+
+// callError words a failed Call for the agent: the server's own refusal
+// when there is one, else what the Deck said.
+func callError(id json.RawMessage, rec *model.Task, err error) *response {
+	if rec != nil && rec.Error != nil {
+		return &response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data}}
+	}
+	code := int64(codeInternal)
+	switch deck.KindOf(err) {
+	case deck.KindUsage, deck.KindConflict:
+		code = codeInvalidParams
+	}
+	return fail(id, code, "taskdeck: "+err.Error())
+}
+
+// pending is the input requests still to answer.
+func pending(rec *model.Task) map[string]model.InputRequest {
+	out := map[string]model.InputRequest{}
+	for _, k := range rec.PendingInputs() {
+		out[k] = rec.InputRequests[k]
+	}
+	return out
+}
+
+// complete is a CallToolResult as a 2026-07-28 result: with resultType.
+func complete(result json.RawMessage) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(result, &obj) != nil || obj == nil {
+		obj = map[string]json.RawMessage{"content": json.RawMessage("[]")}
+	}
+	obj["resultType"] = json.RawMessage(`"complete"`)
+	b, _ := json.Marshal(obj)
+	return b
+}
+
+// toolError is a tool result that reports an error to the model.
+func toolError(msg string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"resultType": wire.ResultTypeComplete,
+		"content":    []map[string]string{{"type": "text", "text": msg}},
+		"isError":    true,
+	})
+	return b
+}
+
+// ended reports a record that will not change by itself any more.
+func ended(rec *model.Task) bool {
+	return rec.Status.Terminal() || rec.Status == model.StatusOrphaned
+}
+
+// recordEnded answers a held call, or a call whose record ended without a
+// task, with the record's outcome as an ordinary result.
+func recordEnded(id json.RawMessage, rec *model.Task) *response {
+	switch rec.Status {
+	case model.StatusCompleted:
+		return reply(id, complete(rec.Result))
+	case model.StatusFailed:
+		if rec.Error != nil {
+			return &response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data}}
+		}
+		return reply(id, toolError(fmt.Sprintf("the call failed: %s (taskdeck record %s)", cmpText(rec.LocalError, rec.StatusMessage), rec.ID)))
+	case model.StatusCancelled:
+		return reply(id, toolError(fmt.Sprintf("the task was cancelled (taskdeck record %s)", rec.ID)))
+	}
+	return reply(id, toolError(fmt.Sprintf("the task ended %s: %s (taskdeck record %s; `taskdeck get %s` shows it)", rec.Status, cmpText(rec.StatusMessage, rec.LocalError), rec.ID, rec.ID)))
+}
+
+func cmpText(a, b string) string {
+	if a != "" {
+		return a
+	}
+	if b != "" {
+		return b
+	}
+	return "no reason given"
+}
+
+// hold keeps a call of an agent without the tasks extension open until
+// its record ends: input requests are the operator's to answer (the
+// record holds them: the dashboard and `taskdeck answer`). If the agent
+// goes, the task goes on: the engine follows it and keeps its result.
+func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Task, token any) *response {
+	if ended(rec) {
+		return recordEnded(id, rec)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ep.p.opts.HoldLimit)
+	defer cancel()
+	var tick <-chan time.Time
+	report := progressOf(ctx, token)
+	if report != nil {
+		t := time.NewTicker(keepAlive)
+		defer t.Stop()
+		tick = t.C
+	}
+	got, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return ended(e.Task) }, report, tick)
+	if got != nil {
+		rec = got
+	}
+	switch {
+	case err == nil:
+		return recordEnded(id, rec)
+	case errors.Is(err, context.DeadlineExceeded):
+		return reply(id, toolError(fmt.Sprintf("the task is still %s after %s; taskdeck follows it to its end: `taskdeck get %s` shows it",
+			rec.Status, ep.p.opts.HoldLimit, rec.ID)))
+	case ctx.Err() != nil:
+		ep.p.log.Info("proxy: the agent left a held call; the task goes on", "id", rec.ID)
+		return fail(id, codeInternal, "the call was left; the task goes on: `taskdeck get "+rec.ID+"`")
+	}
+	return fail(id, codeInternal, fmt.Sprintf("taskdeck lost track of the task: %v; `taskdeck get %s` shows it", err, rec.ID))
+}
+
+// until waits for the record id to satisfy done, reading it again on
+// every event about it. It returns the last record read. each, if not
+// nil, sees every change of the record, and the last one again on each
+// tick.
+func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) bool, each func(*model.Task), tick <-chan time.Time) (*model.Task, error) {
+	woken, stop, err := ep.p.hub.wait(id)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	var last *model.Task
+	read := true
+	for {
+		if read {
+			e, err := ep.p.opts.Deck.Get(context.WithoutCancel(ctx), id)
+			if err != nil {
+				return last, err
+			}
+			if done(e) {
+				return e.Task, nil
+			}
+			if each != nil && (last == nil || e.Task.Revision != last.Revision) {
+				each(e.Task)
+			}
+			last = e.Task
+		}
+		select {
+		case <-woken:
+			read = true
+			if err := ep.p.hub.ensure(); err != nil {
+				return last, err
+			}
+		case <-tick:
+			read = false
+			each(last)
+		case <-ctx.Done():
+			return last, ctx.Err()
+		}
+	}
+}
+
+// record reads a record of this endpoint's server: task ids of another
+// server are unknown here.
+func (ep *endpoint) record(ctx context.Context, id string) (deck.Entry, error) {
+	e, err := ep.p.opts.Deck.Get(ctx, id)
+	if err != nil {
+		return e, err
+	}
+	if e.Task.ID != id || e.Task.Server.Name != ep.cfg.Name {
+		return e, deck.Errorf(deck.KindNotFound, "no task %q here", id)
+	}
+	return e, nil
+}
+
+type taskParams struct {
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+}
+
+// task answers tasks/get, tasks/update and tasks/cancel through the Deck.
+func (ep *endpoint) task(ctx context.Context, req *request) *response {
+	var tp taskParams
+	if err := json.Unmarshal(req.Params, &tp); err != nil || tp.TaskID == "" {
+		return fail(req.ID, codeInvalidParams, req.Method+` needs params with "taskId"`)
+	}
+	if !readMeta(req.Params).Tasks {
+		e := wire.ErrMissingCapability()
+		return &response{JSONRPC: "2.0", ID: req.ID, Error: &rpcError{Code: e.Code, Message: e.Message, Data: e.Data}}
+	}
+	e, err := ep.record(ctx, tp.TaskID)
+	if err != nil {
+		return taskError(req.ID, err)
+	}
+	d := ep.p.opts.Deck
+	switch req.Method {
+	case wire.MethodUpdate:
+		if _, err := d.Answer(ctx, e.Task.ID, tp.InputResponses); err != nil {
+			return taskError(req.ID, err)
+		}
+		return reply(req.ID, wire.AckResult{ResultType: wire.ResultTypeComplete})
+	case wire.MethodCancel:
+		if _, err := d.Cancel(ctx, e.Task.ID); err != nil && deck.KindOf(err) != deck.KindState {
+			return taskError(req.ID, err)
+		}
+		return reply(req.ID, wire.AckResult{ResultType: wire.ResultTypeComplete})
+	}
+	rec, err := ep.fresh(ctx, e)
+	if err != nil {
+		return taskError(req.ID, err)
+	}
+	return reply(req.ID, wire.GetTaskResult{ResultType: wire.ResultTypeComplete, DetailedTask: taskOf(rec)})
+}
+
+// defaultPollInterval paces tasks/get for a server that gives no
+// pollIntervalMs (the spec suggests 1 s).
+const defaultPollInterval = time.Second
+
+// fresh is the record as fresh as the server allows: one polled less than
+// its pollIntervalMs ago is answered as it is; else the engine is asked to
+// poll now, and the answer waits for that poll (never sooner than the
+// server asked, as the engine's own polls wait the interval too).
+func (ep *endpoint) fresh(ctx context.Context, e deck.Entry) (*model.Task, error) {
+	rec := e.Task
+	interval := rec.ServerPollInterval()
+	if interval == 0 {
+		interval = defaultPollInterval
+	}
+	if !rec.Pollable() || time.Since(e.Poll.LastPolled) < interval {
+		return rec, nil
+	}
+	asked := e.Poll.LastPolled
+	ctx, cancel := context.WithTimeout(ctx, ep.p.opts.PollWait)
+	defer cancel()
+	// A poll that ends before until watches is in the record it reads first.
+	if err := ep.p.opts.Deck.PollNow(ctx, []string{rec.ID}); err != nil {
+		return rec, err
+	}
+	got, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return !e.Task.Pollable() || e.Poll.LastPolled.After(asked) }, nil, nil)
+	if err != nil && ctx.Err() != nil && got != nil {
+		return got, nil // the poll is late: the record as it stands
+	}
+	return got, err
+}
+
+// taskError words a Deck error on tasks/* as the spec's codes.
+func taskError(id json.RawMessage, err error) *response {
+	switch deck.KindOf(err) {
+	case deck.KindNotFound:
+		e := wire.ErrTaskNotFound()
+		return fail(id, e.Code, e.Message)
+	case deck.KindUsage, deck.KindState:
+		return fail(id, codeInvalidParams, "taskdeck: "+err.Error())
+	}
+	return fail(id, codeInternal, "taskdeck: "+err.Error())
+}
+
+// taskOf is a record as the agent sees it: its taskId is taskdeck's id of
+// the record (unique across servers), the rest is the server's task.
+func taskOf(rec *model.Task) wire.DetailedTask {
+	created := rec.ServerCreatedAt
+	if created.IsZero() {
+		created = rec.CreatedAt
+	}
+	t := wire.DetailedTask{Task: wire.Task{
+		TaskID:        rec.ID,
+		Status:        string(rec.Status),
+		StatusMessage: rec.StatusMessage,
+		CreatedAt:     wire.NowString(created),
+		LastUpdatedAt: wire.NowString(rec.UpdatedAt),
+		TTLMs:         (*wire.Ms)(rec.TTLMs),
+	}}
+	if rec.PollIntervalMs != nil {
+		t.PollIntervalMs = (*wire.Ms)(rec.PollIntervalMs)
+	}
+	switch rec.Status {
+	case model.StatusCalling:
+		t.Status = string(model.StatusWorking)
+	case model.StatusInputRequired:
+		t.InputRequests = pending(rec)
+	case model.StatusCompleted:
+		t.Result = rec.Result
+	case model.StatusFailed:
+		t.Error = rec.Error
+		if t.Error == nil {
+			t.Error = &model.RPCError{Code: codeInternal, Message: cmpText(rec.LocalError, rec.StatusMessage)}
+		}
+	case model.StatusOrphaned, model.StatusUnknown:
+		t.Status = string(model.StatusFailed)
+		t.Error = &model.RPCError{Code: codeInternal, Message: fmt.Sprintf("taskdeck: the task is %s: %s", rec.Status, cmpText(rec.StatusMessage, rec.LocalError))}
+	}
+	return t
+}

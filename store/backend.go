@@ -1,0 +1,41 @@
+package store
+
+import (
+	"time"
+
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// Backend is what the engine needs of a task store. Badger (*Store) is the
+// embedded default; store/postgres keeps the records of a fleet in one
+// database. Every backend passes the contract suite in store/storetest, and
+// the doc comments of *Store's methods are the contract: a write returns only
+// once committed durably, Update writes nothing when fn reports no change,
+// an idempotency key names one record (a *DuplicateKeyError otherwise),
+// misses wrap ErrNotFound, and revisions are store-wide and commit-ordered.
+//
+// The commit hook of a backend shared by several processes also hears the
+// other processes' commits. It may then skip a revision whose record was
+// written again before the hook heard it (as ChangesSince does): what it
+// hears is strictly increasing, and replaying it gives the store's records.
+type Backend interface {
+	Create(rec *model.Task) error
+	Update(id string, fn func(t *model.Task) (changed bool, err error)) (*model.Task, error)
+	ReleaseKey(id string, release func(t *model.Task) bool) (*model.Task, error)
+	Get(id string) (*model.Task, error)
+	ByKey(key string) (*model.Task, error)
+	ByStatus(st ...model.Status) ([]*model.Task, error)
+	OpenTasks() ([]*model.Task, error)
+	All() ([]*model.Task, error)
+	Newest(limit int) ([]*model.Task, error)
+	Delete(id string) error
+	Prune(cutoff time.Time) (int, error)
+	Counts() (map[model.Status]int, error)
+	Revision() uint64
+	SetCommitHook(fn func([]Change))
+	Snapshot() (rev uint64, tasks []*model.Task, err error)
+	ChangesSince(rev uint64) (changes []Change, upTo uint64, ok bool, err error)
+	Close() error
+}
+
+var _ Backend = (*Store)(nil)

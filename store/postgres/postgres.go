@@ -1,0 +1,871 @@
+// Package postgres keeps taskdeck's task records in a PostgreSQL database
+// that a fleet of engines shares. It is a store.Backend: every write is one
+// transaction committed with synchronous_commit on; the idempotency key is
+// unique in the database; revisions come from a one-row counter that every
+// write transaction increments, so they are commit-ordered across hosts.
+// The commit hook hears this process's commits and every other's: a write
+// sends NOTIFY, and a catch-up query by revision (the truth) publishes what
+// is new, after this process's own commits, on every notification and after
+// every reconnect of the listener.
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/termtext"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// channel is the NOTIFY channel; a notification's payload is the revision
+// its commit reached.
+const channel = "taskdeck_changes"
+
+// opTimeout bounds one call, so that a lost database fails a call with an
+// error rather than hanging it.
+const opTimeout = 30 * time.Second
+
+// pruneChunk bounds the records one prune txn deletes.
+const pruneChunk = 500
+
+// maxTombstones bounds the deletions kept for replay, as in the Badger
+// store. A variable so that tests reach it fast.
+var maxTombstones uint64 = 10000
+
+var errClosed = errors.New("the PostgreSQL store is closed (taskdeck is quitting); nothing was read or written")
+
+// errStale tells Update that the record changed between its read and its
+// write.
+var errStale = errors.New("record changed meanwhile")
+
+// Store is an open PostgreSQL task store. Its methods are safe for
+// concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	log    *slog.Logger
+	closed atomic.Bool
+	// rev is the highest revision this process knows committed.
+	rev  atomic.Uint64
+	hook atomic.Pointer[func([]store.Change)]
+	// pubMu orders hook calls; published is the revision the hook has
+	// heard up to.
+	pubMu     sync.Mutex
+	published uint64
+
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+}
+
+var _ store.Backend = (*Store)(nil)
+
+// Open connects to the database named by connString (a postgres:// URL or
+// key=value string), brings its schema up to date (under an advisory lock,
+// so engines may Open at once), and starts listening for other processes'
+// commits. A nil logger discards the listener's warnings.
+func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("the PostgreSQL connection string is not valid (%s); fix --store or the config", oneLine(err))
+	}
+	// A startup parameter outranks the server's, the database's and the
+	// role's defaults: every commit waits for its WAL flush.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open the PostgreSQL store: %s", oneLine(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot reach the PostgreSQL store: %s; check that the database runs and --store names it", oneLine(err))
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot prepare the PostgreSQL store's tables: %s", oneLine(err))
+	}
+	s := &Store{pool: pool, log: logger, listenDone: make(chan struct{})}
+	var rev int64
+	if err := pool.QueryRow(ctx, `SELECT rev FROM taskdeck_meta`).Scan(&rev); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("cannot read the PostgreSQL store's revision: %s", oneLine(err))
+	}
+	s.rev.Store(uint64(rev))
+	s.published = uint64(rev)
+	lctx, cancel := context.WithCancel(context.Background())
+	s.stopListen = cancel
+	go s.listen(lctx, cfg.ConnConfig)
+	return s, nil
+}
+
+// migrate applies the embedded migrations not yet applied, holding goose's
+// session advisory lock.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	// Retry the lock every second for up to five minutes.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return err
+	}
+	files, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, files,
+		goose.WithSessionLocker(locker), goose.WithTableName("taskdeck_migrations"))
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx)
+	return err
+}
+
+// Close stops listening and closes the pool; later calls fail.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.stopListen()
+	<-s.listenDone
+	s.pool.Close()
+	return nil
+}
+
+func (s *Store) ctx() (context.Context, context.CancelFunc, error) {
+	if s.closed.Load() {
+		return nil, nil, errClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	return ctx, cancel, nil
+}
+
+// inTx runs fn in a txn of its own and commits it. A pooled connection
+// that the server closed meanwhile (a restart) fails its first use, at
+// BEGIN, which changed nothing: then the pool has dropped it, and the txn
+// starts again on another, up to one try per pooled connection.
+func (s *Store) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	for try := int32(0); ; try++ {
+		tx, err := s.pool.BeginTx(ctx, opts)
+		if err != nil {
+			if deadConn(err) && try < s.pool.Config().MaxConns {
+				continue
+			}
+			return err
+		}
+		if err := fn(tx); err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+		return tx.Commit(ctx)
+	}
+}
+
+// deadConn says err came from a connection the server had closed before
+// anything was done on it.
+func deadConn(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	return pgconn.SafeToRetry(err)
+}
+
+// dbError puts a database error on one line that names the store.
+func dbError(what string, err error) error {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, errStale) {
+		return err
+	}
+	var dup *store.DuplicateKeyError
+	if errors.As(err, &dup) {
+		return err
+	}
+	return &dbErr{what: what, err: err}
+}
+
+// dbErr is a database error on one line (pgx's connection errors list
+// every address tried on a line of its own); the cause stays reachable.
+type dbErr struct {
+	what string
+	err  error
+}
+
+func (e *dbErr) Error() string { return "PostgreSQL store: " + e.what + ": " + oneLine(e.err) }
+func (e *dbErr) Unwrap() error { return e.err }
+
+// oneLine is err's text on one line.
+func oneLine(err error) string { return termtext.OneLine(err.Error(), 0) }
+
+// Revision is the highest revision this process knows committed: its own
+// commits' and those the listener caught up with.
+func (s *Store) Revision() uint64 { return s.rev.Load() }
+
+func (s *Store) noteRev(rev uint64) {
+	for {
+		cur := s.rev.Load()
+		if rev <= cur || s.rev.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// Write statements. Each write txn first increments the counter (taking its
+// row lock, held to commit): revisions are handed out in commit order, and a
+// txn that rolls back leaves no hole.
+const (
+	bumpSQL   = `UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev`
+	notifySQL = `SELECT pg_notify('` + channel + `', rev::text) FROM taskdeck_meta`
+	// dropTombsSQL drops the tombstones older than the last $1 revisions
+	// and moves the floor up to the newest one dropped.
+	dropTombsSQL = `WITH gone AS (
+		DELETE FROM taskdeck_tombstones WHERE rev <= (SELECT rev FROM taskdeck_meta) - $1 RETURNING rev)
+		UPDATE taskdeck_meta SET floor = (SELECT max(rev) FROM gone) WHERE EXISTS (SELECT 1 FROM gone)`
+)
+
+// write runs fn in one txn; fn queues its statements on b and returns
+// the check to run on their results. Nothing is kept unless it commits.
+// After the commit, write waits for the hook to hear it.
+func (s *Store) write(what string, fn func(b *pgx.Batch) func() error) (uint64, error) {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	var rev int64
+	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		b.Queue(bumpSQL).QueryRow(func(row pgx.Row) error { return row.Scan(&rev) })
+		check := fn(b)
+		b.Queue(notifySQL)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return check()
+	})
+	if err != nil {
+		return 0, dbError(what, err)
+	}
+	s.noteRev(uint64(rev))
+	if err := s.catchUp(uint64(rev)); err != nil {
+		s.log.Warn("PostgreSQL store: the change feed could not read a commit back; it will with the next", "err", err)
+	}
+	return uint64(rev), nil
+}
+
+// nullKey stores an empty idempotency key as NULL, which the unique
+// constraint does not compare.
+func nullKey(k string) *string {
+	if k == "" {
+		return nil
+	}
+	return &k
+}
+
+// body is t's JSON without its revision (the revision column holds it).
+func body(t *model.Task) ([]byte, error) {
+	c := *t
+	c.Revision = 0
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	return b, nil
+}
+
+// Create writes a new record in one committed txn. When rec.IdempotencyKey
+// already names a record it writes nothing and returns a
+// *store.DuplicateKeyError holding that record.
+func (s *Store) Create(rec *model.Task) error {
+	if err := store.CheckRecord(rec); err != nil {
+		return err
+	}
+	val, err := body(rec)
+	if err != nil {
+		return err
+	}
+	rev, err := s.write("create task "+rec.ID, func(b *pgx.Batch) func() error {
+		b.Queue(`INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
+			VALUES ($1, $2, $3, (SELECT rev FROM taskdeck_meta), $4, $5, $6)`,
+			rec.ID, nullKey(rec.IdempotencyKey), string(rec.Status), rec.UpdatedAt, val, rec.Server.Name)
+		return func() error { return nil }
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		if pe.ConstraintName == "taskdeck_tasks_pkey" {
+			return fmt.Errorf("task %s already exists", rec.ID)
+		}
+		// Writers are serialized by the counter, so the record that holds
+		// the key is committed and visible now.
+		existing, gerr := s.ByKey(rec.IdempotencyKey)
+		if gerr != nil {
+			return dbError("read the record of a duplicate key", gerr)
+		}
+		return &store.DuplicateKeyError{Key: rec.IdempotencyKey, Existing: existing}
+	}
+	if err != nil {
+		return err
+	}
+	rec.Revision = rev
+	return nil
+}
+
+// Update calls fn on a copy of record id. If fn reports no change or an
+// error, nothing is written. Otherwise the copy is written in one
+// committed txn, unless the record changed in between: then fn runs again
+// on the new record. Update returns the record as it now stands.
+func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err error)) (*model.Task, error) {
+	return s.update(id, fn, false, nil)
+}
+
+// ReleaseKey takes record id's idempotency key off it, in one committed
+// txn, if release says so of the record as stored (see store.Store).
+func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.Task, error) {
+	return s.update(id, func(t *model.Task) (bool, error) {
+		if t.IdempotencyKey == "" || !release(t) {
+			return false, nil
+		}
+		t.IdempotencyKey = ""
+		return true, nil
+	}, true, nil)
+}
+
+// update is Update; with dropKey, fn may also clear the idempotency key;
+// with a claim, the write is refused with ErrClaimLost unless the claim
+// still holds.
+func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err error), dropKey bool, c *Claim) (*model.Task, error) {
+	for {
+		cur, err := s.Get(id)
+		if err != nil {
+			return nil, err
+		}
+		next := cur.Clone()
+		changed, err := fn(next)
+		if err != nil {
+			return nil, err
+		}
+		if !changed {
+			return cur, nil
+		}
+		keyDropped := dropKey && next.IdempotencyKey == "" && cur.IdempotencyKey != ""
+		if next.ID != cur.ID || next.IdempotencyKey != cur.IdempotencyKey && !keyDropped {
+			return nil, fmt.Errorf("task %s: update may not change the id or the idempotency key", id)
+		}
+		if err := store.CheckRecord(next); err != nil {
+			return nil, err
+		}
+		val, err := body(next)
+		if err != nil {
+			return nil, err
+		}
+		rev, err := s.write("update task "+id, func(b *pgx.Batch) func() error {
+			var n int64
+			b.Queue(`UPDATE taskdeck_tasks SET idem_key = $2, status = $3, updated_at = $4, body = $5,
+				revision = (SELECT rev FROM taskdeck_meta) WHERE id = $1 AND revision = $6`+fenceSQL,
+				id, nullKey(next.IdempotencyKey), string(next.Status), next.UpdatedAt, val, int64(cur.Revision), c.fence(), c.owner(),
+			).Exec(func(ct pgconn.CommandTag) error { n = ct.RowsAffected(); return nil })
+			return func() error {
+				if n == 0 {
+					return errStale
+				}
+				return nil
+			}
+		})
+		if errors.Is(err, errStale) {
+			if c != nil {
+				if err := s.checkClaim(id, c); err != nil {
+					return nil, err
+				}
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		next.Revision = rev
+		return next, nil
+	}
+}
+
+// Delete removes record id, leaving its tombstone, in one committed txn.
+func (s *Store) Delete(id string) error {
+	_, err := s.write("delete task "+id, func(b *pgx.Batch) func() error {
+		var n int64
+		b.Queue(`DELETE FROM taskdeck_tasks WHERE id = $1`, id).
+			Exec(func(ct pgconn.CommandTag) error { n = ct.RowsAffected(); return nil })
+		b.Queue(`INSERT INTO taskdeck_tombstones (rev, id) SELECT rev, $1 FROM taskdeck_meta`, id)
+		b.Queue(dropTombsSQL, int64(maxTombstones))
+		return func() error {
+			if n == 0 {
+				return fmt.Errorf("task %s: %w", id, store.ErrNotFound)
+			}
+			return nil
+		}
+	})
+	return err
+}
+
+// Prune deletes terminal records last updated before cutoff (every
+// terminal record when cutoff is zero) and returns how many it deleted,
+// pruneChunk records per txn.
+func (s *Store) Prune(cutoff time.Time) (int, error) {
+	var before *time.Time
+	if !cutoff.IsZero() {
+		before = &cutoff
+	}
+	var terminal []string
+	for _, st := range model.AllStatuses {
+		if st.Terminal() {
+			terminal = append(terminal, string(st))
+		}
+	}
+	const due = `status = ANY($1) AND ($2::timestamptz IS NULL OR updated_at < $2)`
+	ids, err := s.ids(`SELECT id FROM taskdeck_tasks WHERE `+due+` ORDER BY id`, terminal, before)
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for chunk := range slices.Chunk(ids, pruneChunk) {
+		n, err := s.pruneChunk(chunk, terminal, before, due)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// pruneChunk deletes the records of ids still due, one revision each.
+func (s *Store) pruneChunk(ids, terminal []string, before *time.Time, due string) (int, error) {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	var gone []string
+	var rev int64
+	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		gone = gone[:0]
+		if err := tx.QueryRow(ctx, `SELECT rev FROM taskdeck_meta FOR UPDATE`).Scan(&rev); err != nil {
+			return err
+		}
+		// Re-checked: another writer may have changed or deleted some.
+		rows, err := tx.Query(ctx, `DELETE FROM taskdeck_tasks WHERE id = ANY($3) AND `+due+` RETURNING id`, terminal, before, ids)
+		if err != nil {
+			return err
+		}
+		gone, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(gone) == 0 {
+			return err
+		}
+		slices.Sort(gone)
+		b := &pgx.Batch{}
+		b.Queue(`INSERT INTO taskdeck_tombstones (rev, id)
+			SELECT $1 + u.ord, u.id FROM unnest($2::text[]) WITH ORDINALITY AS u(id, ord)`, rev, gone)
+		rev += int64(len(gone))
+		b.Queue(`UPDATE taskdeck_meta SET rev = $1`, rev)
+		b.Queue(dropTombsSQL, int64(maxTombstones))
+		b.Queue(notifySQL)
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return 0, dbError("prune", err)
+	}
+	if len(gone) > 0 {
+		s.noteRev(uint64(rev))
+		if err := s.catchUp(uint64(rev)); err != nil {
+			s.log.Warn("PostgreSQL store: the change feed could not read a commit back; it will with the next", "err", err)
+		}
+	}
+	return len(gone), nil
+}
+
+func (s *Store) ids(sql string, args ...any) ([]string, error) {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	var out []string
+	err = s.reread(func() error {
+		rows, err := s.pool.Query(ctx, sql, args...)
+		if err == nil {
+			out, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		}
+		return err
+	})
+	if err != nil {
+		return nil, dbError("read", err)
+	}
+	return out, nil
+}
+
+// querier is a pool or a txn.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// records reads the records a query selects as (id, revision, body).
+func records(ctx context.Context, q querier, sql string, args ...any) ([]*model.Task, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, dbError("read", err)
+	}
+	defer rows.Close()
+	var out []*model.Task
+	for rows.Next() {
+		var id string
+		var rev int64
+		var val []byte
+		if err := rows.Scan(&id, &rev, &val); err != nil {
+			return nil, dbError("read", err)
+		}
+		t := &model.Task{}
+		if err := json.Unmarshal(val, t); err != nil {
+			return nil, fmt.Errorf("PostgreSQL store: task %s: record does not decode (%v); delete its row or restore the database", id, err)
+		}
+		t.Revision = uint64(rev)
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, dbError("read", err)
+	}
+	return out, nil
+}
+
+const cols = `SELECT id, revision, body FROM taskdeck_tasks `
+
+func (s *Store) read(sql string, args ...any) ([]*model.Task, error) {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	var out []*model.Task
+	err = s.reread(func() (err error) {
+		out, err = records(ctx, s.pool, cols+sql, args...)
+		return err
+	})
+	return out, err
+}
+
+// reread runs a read again when it met a connection the server had closed
+// (see inTx); reads change nothing.
+func (s *Store) reread(fn func() error) error {
+	for try := int32(0); ; try++ {
+		err := fn()
+		if err == nil || !deadConn(err) || try >= s.pool.Config().MaxConns {
+			return err
+		}
+	}
+}
+
+// Get returns record id, or an error wrapping store.ErrNotFound.
+func (s *Store) Get(id string) (*model.Task, error) {
+	ts, err := s.read(`WHERE id = $1`, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("task %s: %w", id, store.ErrNotFound)
+	}
+	return ts[0], nil
+}
+
+// ByKey returns the record named by an idempotency key, or an error
+// wrapping store.ErrNotFound.
+func (s *Store) ByKey(key string) (*model.Task, error) {
+	ts, err := s.read(`WHERE idem_key = $1`, key)
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("idempotency key %q: %w", key, store.ErrNotFound)
+	}
+	return ts[0], nil
+}
+
+// ByStatus returns the records with any of the given statuses, sorted by
+// ID.
+func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
+	names := make([]string, len(st))
+	for i, x := range st {
+		names[i] = string(x)
+	}
+	return s.read(`WHERE status = ANY($1) ORDER BY id`, names)
+}
+
+// OpenTasks returns every record that is not terminal.
+func (s *Store) OpenTasks() ([]*model.Task, error) {
+	var open []model.Status
+	for _, st := range model.AllStatuses {
+		if !st.Terminal() {
+			open = append(open, st)
+		}
+	}
+	return s.ByStatus(open...)
+}
+
+// All returns every record, sorted by ID (IDs sort by creation time).
+func (s *Store) All() ([]*model.Task, error) { return s.read(`ORDER BY id`) }
+
+// Newest returns up to limit records, newest first.
+func (s *Store) Newest(limit int) ([]*model.Task, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return s.read(`ORDER BY id DESC LIMIT $1`, limit)
+}
+
+// Counts returns how many records have each status (statuses with none
+// are absent).
+func (s *Store) Counts() (map[model.Status]int, error) {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	counts := map[model.Status]int{}
+	err = s.reread(func() error {
+		rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM taskdeck_tasks GROUP BY status`)
+		if err != nil {
+			return err
+		}
+		var st string
+		var n int
+		_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+			counts[model.Status(st)] = n
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, dbError("count", err)
+	}
+	return counts, nil
+}
+
+// readTx runs fn in one read-only repeatable-read txn: one snapshot.
+func (s *Store) readTx(what string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	err = s.inTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error { return fn(ctx, tx) })
+	if err != nil {
+		return dbError(what, err)
+	}
+	return nil
+}
+
+// Snapshot returns every record and the revision they are as of, read in
+// one snapshot.
+func (s *Store) Snapshot() (rev uint64, tasks []*model.Task, err error) {
+	err = s.readTx("snapshot", func(ctx context.Context, tx pgx.Tx) error {
+		var r int64
+		if err := tx.QueryRow(ctx, `SELECT rev FROM taskdeck_meta`).Scan(&r); err != nil {
+			return err
+		}
+		rev = uint64(r)
+		tasks, err = records(ctx, tx, cols+`ORDER BY id`)
+		return err
+	})
+	if err == nil {
+		s.noteRev(rev)
+	}
+	return rev, tasks, err
+}
+
+// ChangesSince returns, in revision order, the changes after rev up to the
+// store's revision (each record once, at its latest revision; deletions as
+// tombstones), read in one snapshot, and the revision they bring a watcher
+// to. ok is false when rev is below the floor or above the store's
+// revision: the caller takes a Snapshot instead.
+func (s *Store) ChangesSince(rev uint64) (changes []store.Change, upTo uint64, ok bool, err error) {
+	changes, upTo, floor, err := s.changesSince(rev)
+	if err != nil || rev < floor || rev > upTo {
+		return nil, upTo, false, err
+	}
+	return changes, upTo, true, nil
+}
+
+// changesSince reads the changes after rev, the store's revision and its
+// floor in one snapshot.
+func (s *Store) changesSince(rev uint64) (changes []store.Change, upTo, floor uint64, err error) {
+	err = s.readTx("read changes", func(ctx context.Context, tx pgx.Tx) error {
+		var r, f int64
+		if err := tx.QueryRow(ctx, `SELECT rev, floor FROM taskdeck_meta`).Scan(&r, &f); err != nil {
+			return err
+		}
+		upTo, floor = uint64(r), uint64(f)
+		if rev >= upTo {
+			return nil
+		}
+		live, err := records(ctx, tx, cols+`WHERE revision > $1`, int64(rev))
+		if err != nil {
+			return err
+		}
+		for _, t := range live {
+			changes = append(changes, store.Change{Rev: t.Revision, ID: t.ID, Task: t})
+		}
+		rows, err := tx.Query(ctx, `SELECT rev, id FROM taskdeck_tombstones WHERE rev > $1`, int64(rev))
+		if err != nil {
+			return err
+		}
+		var tombs []store.Change
+		for rows.Next() {
+			var c store.Change
+			var cr int64
+			if err := rows.Scan(&cr, &c.ID); err != nil {
+				rows.Close()
+				return err
+			}
+			c.Rev = uint64(cr)
+			tombs = append(tombs, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		changes = latest(append(changes, tombs...))
+		return nil
+	})
+	return changes, upTo, floor, err
+}
+
+// latest sorts changes by revision and keeps each record's last: a record
+// deleted and created again has a tombstone before its row.
+func latest(changes []store.Change) []store.Change {
+	slices.SortFunc(changes, func(a, b store.Change) int { return cmp.Compare(a.Rev, b.Rev) })
+	last := make(map[string]uint64, len(changes))
+	for _, c := range changes {
+		last[c.ID] = c.Rev
+	}
+	return slices.DeleteFunc(changes, func(c store.Change) bool { return last[c.ID] != c.Rev })
+}
+
+// SetCommitHook registers fn, called with the changes committed after it
+// was set, by this process and by every other on the database, in revision
+// order, never two calls at once. This process's writers return after fn
+// heard their commit. Changes come from a catch-up query by revision, so a
+// record written twice between two calls is heard once, at its latest. fn
+// must be quick; nil removes it.
+func (s *Store) SetCommitHook(fn func([]store.Change)) {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	if fn == nil {
+		s.hook.Store(nil)
+		return
+	}
+	s.published = max(s.published, s.rev.Load())
+	s.hook.Store(&fn)
+}
+
+// catchUp publishes to the hook what was committed after the last
+// published revision, unless that reaches rev already (rev 0: always
+// look).
+func (s *Store) catchUp(rev uint64) error {
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	if rev != 0 && s.published >= rev {
+		return nil
+	}
+	fn := s.hook.Load()
+	if fn == nil {
+		// No one to tell: a notification still says how far the store is.
+		s.published = max(s.published, rev)
+		s.noteRev(rev)
+		return nil
+	}
+	changes, upTo, floor, err := s.changesSince(s.published)
+	if err != nil {
+		return err
+	}
+	if s.published < floor {
+		// Away for longer than the tombstones are kept: deletions before
+		// the floor cannot be heard.
+		s.log.Warn("PostgreSQL store: the change feed fell behind the kept deletions; some deletions are not reported",
+			"from", s.published, "floor", floor)
+	}
+	s.noteRev(upTo)
+	if upTo <= s.published {
+		return nil
+	}
+	s.published = upTo
+	if len(changes) > 0 {
+		(*fn)(changes)
+	}
+	return nil
+}
+
+// listen waits for other processes' commits on a connection of its own,
+// catching up on each notification and after every (re)connect, until
+// ctx ends.
+func (s *Store) listen(ctx context.Context, cfg *pgx.ConnConfig) {
+	defer close(s.listenDone)
+	backoff := 50 * time.Millisecond
+	for {
+		err := s.listenOnce(ctx, cfg, func() { backoff = 50 * time.Millisecond })
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("PostgreSQL store: listening for changes failed; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected func()) error {
+	conn, err := pgx.ConnectConfig(ctx, cfg.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
+		return err
+	}
+	connected()
+	// Whatever was committed while no one listened.
+	if err := s.catchUp(0); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		rev, _ := strconv.ParseUint(n.Payload, 10, 64)
+		if err := s.catchUp(rev); err != nil {
+			return err
+		}
+	}
+}
