@@ -76,6 +76,9 @@ type CallRequest struct {
 	// Agent names who made the call (an agent's clientInfo name behind
 	// the proxy); empty for taskdeck's own frontends.
 	Agent string `json:"agent,omitempty"`
+	// Repeats is the id of the record this call runs again (a re-run of
+	// a failed, cancelled, unknown or orphaned task); empty for a new call.
+	Repeats string `json:"repeats,omitempty"`
 }
 
 // CallResult is the outcome of Call or Continue.

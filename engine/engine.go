@@ -133,7 +133,7 @@ func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResul
 		return deck.CallResult{}, deck.Errorf(deck.KindUsage, "%w", err)
 	}
 	out, err := e.tracker.Start(ctx, mcpclient.CallRequest{
-		Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key, Answers: req.Answers, Agent: req.Agent,
+		Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key, Answers: req.Answers, Agent: req.Agent, Repeats: req.Repeats,
 	})
 	return e.called(out, err)
 }

@@ -101,6 +101,7 @@ type CallRequest struct {
 	// (every key) is answered with them at once.
 	Answers map[string]json.RawMessage
 	Agent   string // who made the call, kept on the record
+	Repeats string // the id of the record this call runs again, kept on the record
 }
 
 // CallOutcome is what Start or Continue came to.
@@ -151,7 +152,7 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 		return CallOutcome{}, err // nothing was sent, nothing is written
 	}
 	rec := model.NewIntent(req.Server, req.Tool, args, req.Key, t.now())
-	rec.Agent = req.Agent
+	rec.Agent, rec.Repeats = req.Agent, req.Repeats
 	if err := t.store.Create(rec); err != nil {
 		var dup *store.DuplicateKeyError
 		if errors.As(err, &dup) {

@@ -69,6 +69,8 @@ type Task struct {
 	// Agent names who made the call (an agent behind the proxy); empty
 	// for taskdeck's own frontends.
 	Agent string `json:"agent,omitempty"`
+	// Repeats is the id of the record this one runs again (a re-run).
+	Repeats string `json:"repeats,omitempty"`
 
 	TaskID         string `json:"taskId,omitempty"`
 	Status         Status `json:"status"`
@@ -119,6 +121,18 @@ type AnsweredInput struct {
 	Response json.RawMessage `json:"response,omitempty"`
 	// Refused: the server did not take it, and asked again.
 	Refused bool `json:"refused,omitempty"`
+}
+
+// Rerunnable tells a task that may be launched again with the same tool
+// and arguments: it ended without its result (failed, cancelled,
+// unknown), or nobody knows whether its server ever started it
+// (orphaned).
+func (t *Task) Rerunnable() bool {
+	switch t.Status {
+	case StatusFailed, StatusCancelled, StatusUnknown, StatusOrphaned:
+		return true
+	}
+	return false
 }
 
 // NewIntent builds the record written before tools/call is sent.

@@ -339,3 +339,13 @@ func TestNeedsInputBeforeTheTaskExists(t *testing.T) {
 		t.Fatalf("a task asking for input: NeedsInput %v, Pollable %v, rounds %d", rec.NeedsInput(), rec.Pollable(), rec.InputRounds())
 	}
 }
+
+// Only what ended without its result, or may never have started, is re-run.
+func TestRerunnable(t *testing.T) {
+	want := map[Status]bool{StatusFailed: true, StatusCancelled: true, StatusUnknown: true, StatusOrphaned: true}
+	for _, st := range AllStatuses {
+		if got := (&Task{Status: st}).Rerunnable(); got != want[st] {
+			t.Errorf("%s: Rerunnable %v, want %v", st, got, want[st])
+		}
+	}
+}

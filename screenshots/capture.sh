@@ -6,6 +6,7 @@
 #   screenshots/detail.png  the detail pane of that task once it completed
 #   screenshots/help.png    the help screen
 #   screenshots/servers.png two demo servers, one of them stopped: unreachable
+#   screenshots/bulk.png    a bulk cancel's confirmation, listing its targets
 #
 # Run it from anywhere: bash screenshots/capture.sh
 # Needs Go (go.mod's version; the go command fetches it if older), tmux,
@@ -167,9 +168,19 @@ tm send-keys -t shot '?'
 wait_for "the help screen" 'has "Statuses:" && has "any key closes this help"'
 shoot help
 
-# Quit: any key closes the help, q quits.
-tm send-keys -t shot q
-wait_for "the table again" 'has "STATUS"'
+# 5. A bulk confirmation: ctrl+a marks every row shown, c asks about the
+# open ones, listing them; No is chosen until another answer is.
+tm send-keys -t shot q # any key closes the help
+wait_for "the table again" 'has "STATUS" && has "MESSAGE"'
+tm send-keys -t shot C-a
+wait_for "every row marked" 'has "marked all"'
+tm send-keys -t shot c
+wait_for "the bulk question" 'has "on the server?" && has "[ No ]" && has "Yes, cancel"'
+shoot bulk
+tm send-keys -t shot Escape
+wait_for "nothing done" 'has "nothing done"'
+
+# Quit.
 tm send-keys -t shot q
 wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'
 # 6. Servers at a glance: two demo servers, "web" and "build"; build stops
@@ -204,4 +215,4 @@ wait_for "build unreachable" 'has "✗ build unreachable" && has "✓ web 2 open
 shoot servers
 tm send-keys -t shot q
 wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'
-say "done: $out/table.png $out/inbox.png $out/form.png $out/detail.png $out/help.png $out/servers.png"
+say "done: $out/table.png $out/inbox.png $out/form.png $out/detail.png $out/help.png $out/bulk.png $out/servers.png"

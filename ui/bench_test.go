@@ -103,3 +103,35 @@ func BenchmarkGroups(b *testing.B) {
 		m.Update(tea.KeyPressMsg{Code: k, Text: string(k)})
 	})
 }
+
+// BenchmarkPaletteKey is one letter typed into the open command palette
+// (it narrows the actions) through Update and View.
+func BenchmarkPaletteKey(b *testing.B) {
+	keys := []tea.KeyPressMsg{{Code: 'r', Text: "r"}, {Code: tea.KeyBackspace}}
+	benchSizes(b, func(m *Model, _ []*model.Task, i int) {
+		if m.palette == nil {
+			m.Update(tea.KeyPressMsg{Code: ':', Text: ":"})
+		}
+		m.Update(keys[i%2])
+	})
+}
+
+// BenchmarkSearchKey is one letter of a field search typed into the
+// filter prompt: every row is matched again.
+func BenchmarkSearchKey(b *testing.B) {
+	keys := []tea.KeyPressMsg{{Code: '3', Text: "3"}, {Code: tea.KeyBackspace}}
+	benchSizes(b, func(m *Model, _ []*model.Task, i int) {
+		if !m.filtering {
+			m.Update(tea.KeyPressMsg{Code: '/', Text: "/"})
+			m.filter.SetValue("tool:tool-1 status:work")
+			m.filter.CursorEnd()
+		}
+		m.Update(keys[i%2])
+	})
+}
+
+// BenchmarkMarkAll is ctrl+a then U on every row shown.
+func BenchmarkMarkAll(b *testing.B) {
+	keys := []tea.KeyPressMsg{{Code: 'a', Mod: tea.ModCtrl}, {Code: 'U', Text: "U"}}
+	benchSizes(b, func(m *Model, _ []*model.Task, i int) { m.Update(keys[i%2]) })
+}

@@ -3,7 +3,6 @@ package ui
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -30,10 +29,6 @@ type (
 		needsInput bool     // a call's server asks for input before its task exists
 		again      []string // with needsInput: keys it asks for again, not taking their answers
 		err        error
-	}
-	forgottenMsg struct {
-		ids []string
-		err error
 	}
 	prunedMsg struct {
 		n   int
@@ -82,27 +77,6 @@ func continueCall(ctx context.Context, d deck.Deck, id, key string, resp json.Ra
 	return func() tea.Msg {
 		res, err := d.Continue(ctx, id, map[string]json.RawMessage{key: resp})
 		return taskUpdatedMsg{verb: verb, task: res.Task, needsInput: res.NeedsInput, again: res.Again, err: err}
-	}
-}
-
-func cancelTasks(ctx context.Context, d deck.Deck, ids []string) tea.Cmd {
-	cmds := make([]tea.Cmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = func() tea.Msg {
-			t, err := d.Cancel(ctx, id)
-			return taskUpdatedMsg{verb: "cancel sent", task: t, err: err}
-		}
-	}
-	return tea.Batch(cmds...)
-}
-
-func forget(ctx context.Context, d deck.Deck, ids []string) tea.Cmd {
-	return func() tea.Msg {
-		var errs []error
-		for _, id := range ids {
-			errs = append(errs, d.Forget(ctx, id))
-		}
-		return forgottenMsg{ids: ids, err: errors.Join(errs...)}
 	}
 }
 

@@ -18,6 +18,7 @@ const (
 	actQuit                       // quit although stdio tasks die
 	actDecline                    // decline the open form's input request
 	actCancelInput                // cancel the open form's input request
+	actRerun                      // call the ids' tools again with their arguments
 )
 
 // choice is one answer to a question besides No.

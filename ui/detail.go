@@ -69,6 +69,7 @@ func (m *Model) detailText(t *model.Task) string {
 	line("tool", termtext.Line(t.Tool))
 	line("arguments", present.PrettyJSON(termtext.Sanitize(string(t.Arguments), true)))
 	line("key", termtext.Line(t.IdempotencyKey))
+	line("repeats", t.Repeats)
 	line("created", m.ago(t.CreatedAt))
 	line("changed", m.ago(t.UpdatedAt))
 	line("expires", m.expiryText(t))
@@ -99,6 +100,9 @@ func (m *Model) detailText(t *model.Task) string {
 	}
 	if t.LocalError != "" {
 		b.WriteString("\n" + m.styles.Title.Render("Local error") + "\n" + termtext.Line(t.LocalError) + "\n")
+	}
+	if next := m.nextSteps(t); next != "" {
+		b.WriteString("\n" + m.styles.Title.Render("What now") + "\n" + next + "\n")
 	}
 	b.WriteString("\n" + m.styles.Title.Render("Polling") + "\n")
 	ps := m.polls[t.ID]

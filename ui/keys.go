@@ -13,19 +13,23 @@ type KeyMap struct {
 	PollNow, NewCall, Mark, Copy       key.Binding
 	Help, Quit, Back                   key.Binding
 
+	// Bulk work, re-run, the command palette and suspend (ops-b).
+	MarkAll, MarkRange, ClearMarks key.Binding
+	Rerun, Palette, Suspend        key.Binding
+
 	// In a question: move between the answers, take the one shown, or
 	// say yes or no directly.
 	Choose, Pick, Confirm, Deny key.Binding
-	// In the filter prompt.
-	Keep, Clear key.Binding
+	// In the filter prompt; Older and Newer walk its history.
+	Keep, Clear, Older, Newer key.Binding
 	// In the detail pane (Scroll only names Up, Down, PageUp and PageDown
 	// in its footer).
 	Close, Scroll key.Binding
 	// In a form answering an input request: leave it, or decline or
 	// cancel the request (asked first).
 	FormBack, Refuse key.Binding
-	// In a picker.
-	PickBack key.Binding
+	// In a picker; Move also in the palette, where letters are typed.
+	PickBack, Move key.Binding
 
 	// Views (ops-a): a status group (1 to 4; 2 is the inbox), every
 	// group, one server's tasks, absolute or relative times.
@@ -66,6 +70,13 @@ func DefaultKeyMap() KeyMap {
 		Quit: b("q", "quit", "q", "ctrl+c"),
 		Back: b("esc", "clear filters", "esc"),
 
+		MarkAll:    b("ctrl+a", "mark all", "ctrl+a"),
+		MarkRange:  b("V", "mark range", "V", "ctrl+space"),
+		ClearMarks: b("U", "unmark all", "U"),
+		Rerun:      b("R", "re-run", "R"),
+		Palette:    b(":", "commands", ":", "ctrl+p"),
+		Suspend:    b("ctrl+z", "suspend", "ctrl+z"),
+
 		Choose:  b("←/→", "choose", "left", "right", "h", "l", "tab", "shift+tab"),
 		Pick:    b("enter", "take the chosen", "enter"),
 		Confirm: b("y", "yes", "y"),
@@ -73,6 +84,8 @@ func DefaultKeyMap() KeyMap {
 
 		Keep:  b("enter", "keep", "enter"),
 		Clear: b("esc", "clear", "esc"),
+		Older: b("↑", "earlier search", "up"),
+		Newer: b("↓", "later search", "down"),
 
 		Close:  b("esc/enter", "back", "esc", "enter"),
 		Scroll: b("↑/↓", "scroll", "up", "down", "pgup", "pgdown"),
@@ -81,6 +94,7 @@ func DefaultKeyMap() KeyMap {
 		Refuse:   b("ctrl+x", "decline or cancel…", "ctrl+x"),
 
 		PickBack: b("esc", "back", "esc"),
+		Move:     b("↑/↓", "move", "up", "down"),
 
 		Groups:     b("1-4", "groups", "1", "2", "3", "4"),
 		AllGroups:  b("0", "all", "0"),
@@ -91,16 +105,16 @@ func DefaultKeyMap() KeyMap {
 
 // ShortHelp is the table's footer line.
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Help, k.Quit, k.Detail, k.NextInput, k.Answer, k.Cancel, k.NewCall, k.Filter}
+	return []key.Binding{k.Help, k.Palette, k.Quit, k.Detail, k.NextInput, k.Answer, k.Cancel, k.NewCall, k.Filter}
 }
 
-// FullHelp is the help screen, by column. It fits 80 columns.
+// FullHelp is the help screen, by column. It fits 80 columns (71 cells).
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.Detail, k.Filter, k.StatusFilter, k.Sort, k.Mark, k.Copy},
-		{k.Answer, k.NextInput, k.PollNow, k.NewCall, k.Groups, k.AllGroups, k.ServerView, k.Times},
-		{k.Cancel, k.Forget, k.Prune, k.Help, k.Quit, k.Back},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Suspend, k.Groups, k.AllGroups},
+		{k.Detail, k.Filter, k.StatusFilter, k.Sort, k.Copy, k.Palette, k.ServerView, k.Times, k.Quit},
+		{k.Mark, k.MarkRange, k.MarkAll, k.ClearMarks, k.Answer, k.NextInput, k.Back},
+		{k.PollNow, k.NewCall, k.Rerun, k.Cancel, k.Forget, k.Prune, k.Help},
 	}
 }
 
@@ -113,8 +127,9 @@ func (k KeyMap) modeKeys() map[mode][]key.Binding {
 	}
 	return map[mode][]key.Binding{
 		modeTable:   table,
-		modeDetail:  {k.Close, k.Up, k.Down, k.PageUp, k.PageDown, k.Answer, k.Cancel, k.Forget, k.PollNow, k.Copy, k.Help, k.Quit},
-		modeFilter:  {k.Keep, k.Clear},
+		modeDetail:  {k.Close, k.Up, k.Down, k.PageUp, k.PageDown, k.Answer, k.Cancel, k.Forget, k.PollNow, k.Copy, k.Rerun, k.Help, k.Quit},
+		modeFilter:  {k.Keep, k.Clear, k.Older, k.Newer},
+		modePalette: {k.Move, k.Pick, k.PickBack},
 		modeConfirm: {k.Choose, k.Pick, k.Confirm, k.Deny},
 		modeForm:    {k.FormBack, k.Refuse},
 		modePick:    {k.Up, k.Down, k.Pick, k.PickBack},

@@ -4,10 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/internal/search"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
@@ -20,7 +20,7 @@ import (
 type row struct {
 	task                 *model.Task
 	server, tool, msg    string
-	search               string // lower-case text the filter matches
+	text                 search.Text // what the filter searches
 	statusRank, isErrRnk int
 	status               model.Status // the task's, here so a filter pass reads only rows
 	waits                bool         // input_required with questions not yet answered
@@ -55,7 +55,7 @@ func newRow(t *model.Task, server string) *row {
 	if t.IsError {
 		r.isErrRnk = 1
 	}
-	r.search = strings.ToLower(strings.Join([]string{t.ID, r.server, r.tool, string(t.Status), r.msg}, "\x00"))
+	r.text = search.Of(t, r.msg)
 	return r
 }
 
@@ -89,7 +89,7 @@ type taskList struct {
 	all     []*row // sorted by order
 	visible []*row // the rows of all that pass the filter, same order
 	order   int
-	text    string       // filter text, lower case
+	query   search.Query // the filter's search
 	status  model.Status // status filter; "" for all
 	group   *deck.Group  // group view (groups.go); nil for all
 	server  string       // server view: a server's shown name; "" for all
@@ -140,7 +140,7 @@ func (l *taskList) matches(r *row) bool {
 	if l.server != "" && r.server != l.server {
 		return false
 	}
-	return l.text == "" || strings.Contains(r.search, l.text)
+	return l.query.Match(&r.text)
 }
 
 // Replace loads a whole set of tasks.
@@ -273,7 +273,7 @@ func (l *taskList) IndexOf(id string) int {
 
 // SetFilter changes the filter text and status.
 func (l *taskList) SetFilter(text string, status model.Status) {
-	l.text, l.status = strings.ToLower(text), status
+	l.query, l.status = search.Parse(text), status
 	l.refilter()
 }
 

@@ -42,6 +42,12 @@ type Options struct {
 	// ListTimeout bounds listing a server's tools for a new call; 30 s
 	// (the command line's request timeout) when zero.
 	ListTimeout time.Duration
+	// Config is the config file's "dashboard" section (keys, colours,
+	// mouse); DefaultConfig when nil.
+	Config *Config
+	// SearchHistory is the file the filter's searches are kept in; in
+	// memory only when empty.
+	SearchHistory string
 }
 
 // listing is a tools/list in flight for a new call.
@@ -65,6 +71,7 @@ const (
 	modeConfirm
 	modeForm
 	modePick
+	modePalette
 )
 
 // Model is the dashboard's root model.
@@ -83,6 +90,12 @@ type Model struct {
 	cursor int
 	top    int
 	marked map[string]bool
+	anchor string   // where a range mark starts: the last task marked with space
+	bulk   *bulkJob // the bulk action running, for its progress line
+	marks  marksCount
+	// selectNext is a task just made (a re-run) that the cursor goes to
+	// once its row is shown.
+	selectNext string
 	// polls is the engine's poll state of each task, as the feed says.
 	polls map[string]deck.PollState
 	// configured are the servers of the config: n offers them, and quit
@@ -105,6 +118,8 @@ type Model struct {
 	failingMoved   bool
 
 	filter       textinput.Model
+	history      *searchHistory
+	mouse        bool
 	filtering    bool // the filter prompt takes the keys
 	statusFilter model.Status
 	helpOpen     bool
@@ -116,6 +131,7 @@ type Model struct {
 	toolPick   *picker[toolChoice] // a new call's tool
 	form       *formPane
 	question   *question
+	palette    *palette
 	listing    *listing
 
 	flash    string
@@ -137,16 +153,27 @@ func New(ctx context.Context, opts Options) *Model {
 	if opts.ListTimeout <= 0 {
 		opts.ListTimeout = 30 * time.Second
 	}
+	if opts.Config == nil {
+		opts.Config = DefaultConfig()
+	}
 	fi := textinput.New()
 	fi.Prompt = "/"
+	fi.Placeholder = "words, tool:X server:X status:X args:X, -word excludes"
 	m := &Model{
 		ctx: ctx, deck: opts.Deck, feed: newWatcher(ctx, opts.Deck), opts: opts,
-		keys: DefaultKeyMap(), styles: DefaultStyles(), help: help.New(),
+		keys: opts.Config.keys, styles: opts.Config.styles, mouse: opts.Config.mouse, help: help.New(),
 		width: 80, height: 24,
 		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{}, behind: map[string]int{}, pushed: map[string]int{},
 		filter: fi, now: opts.Now(),
 	}
+	// Two spaces between the help's columns leave room at 80 columns for
+	// keys the config file rebinds (bubbles drops a column that does not fit).
+	m.help.FullSeparator = "  "
 	m.say(opts.Greeting)
+	var err error
+	if m.history, err = loadHistory(opts.SearchHistory); err != nil {
+		m.fail(err)
+	}
 	return m
 }
 
@@ -190,11 +217,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(tick(), views)
 	case taskUpdatedMsg:
 		return m, m.onTaskUpdated(msg)
-	case forgottenMsg:
-		if msg.err != nil {
-			return m, m.fail(msg.err)
-		}
-		m.say("forgot " + present.Count(len(msg.ids), "task"))
+	case bulkTickMsg, bulkDoneMsg:
+		return m, m.onBulk(msg)
+	case tea.MouseClickMsg, tea.MouseWheelMsg:
+		m.onMouse(msg.(tea.MouseMsg))
 		return m, nil
 	case prunedMsg:
 		if msg.err != nil {
@@ -284,6 +310,7 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 		m.cursor, m.top = i, i-line // the selected task stays on its line
 	}
 	m.clampCursor()
+	m.selectNew()
 	if m.detail != nil { // its record or its poll state may have moved
 		if t, ok := m.list.Get(m.detail.id); ok {
 			m.detail.vp.SetContent(m.detailText(t))
@@ -423,6 +450,8 @@ func (m *Model) mode() mode {
 		return modeForm
 	case m.serverPick != nil || m.toolPick != nil:
 		return modePick
+	case m.palette != nil:
+		return modePalette
 	case m.detail != nil:
 		return modeDetail
 	case m.helpOpen:
@@ -447,6 +476,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.updateForm(msg)
 	case modePick:
 		return m.keyPick(msg)
+	case modePalette:
+		return m.keyPalette(msg)
 	case modeDetail:
 		out, cmd := m.detail.Update(msg, m.keys)
 		switch out {
@@ -495,7 +526,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 			m.endListing()
 			return nil
 		}
-		clear(m.marked)
+		m.clearMarks()
 		if m.filter.Value() != "" || m.statusFilter != "" || m.list.group != nil || m.list.server != "" {
 			m.filter.SetValue("")
 			m.statusFilter = ""
@@ -517,14 +548,22 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 		m.clampCursor()
 		m.say("sorted by " + m.list.OrderName())
 	case key.Matches(msg, k.Mark):
-		if id := m.selectedID(); id != "" {
-			if m.marked[id] {
-				delete(m.marked, id)
-			} else {
-				m.marked[id] = true
-			}
-			m.moveCursor(1)
-		}
+		m.toggleMark()
+	case key.Matches(msg, k.MarkAll):
+		m.markAll()
+	case key.Matches(msg, k.MarkRange):
+		m.markRange()
+	case key.Matches(msg, k.ClearMarks):
+		m.clearMarks()
+	case key.Matches(msg, k.Rerun):
+		return m.askRerun()
+	case key.Matches(msg, k.Palette):
+		var cmd tea.Cmd
+		m.palette, cmd = newPalette(m.keys)
+		m.detail = nil
+		return cmd
+	case key.Matches(msg, k.Suspend):
+		return tea.Suspend
 	case key.Matches(msg, k.NextInput):
 		m.jumpToInput()
 	case key.Matches(msg, k.Answer):
@@ -565,6 +604,18 @@ func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, m.keys.Keep):
 		m.filtering = false
 		m.filter.Blur()
+		if err := m.history.add(m.filter.Value()); err != nil {
+			return m.fail(err)
+		}
+		return nil
+	case key.Matches(msg, m.keys.Older, m.keys.Newer):
+		d := 1
+		if key.Matches(msg, m.keys.Older) {
+			d = -1
+		}
+		m.filter.SetValue(m.history.step(d))
+		m.filter.CursorEnd()
+		m.applyFilter()
 		return nil
 	case key.Matches(msg, m.keys.Clear):
 		m.filtering = false
@@ -589,11 +640,14 @@ func (m *Model) onAnswer(a reply) tea.Cmd {
 		}
 		return nil
 	case actCancel:
-		clear(m.marked)
-		return cancelTasks(m.ctx, m.deck, a.ids)
+		m.clearMarks()
+		return m.cancelTasks(a.ids)
 	case actForget:
-		clear(m.marked)
-		return forget(m.ctx, m.deck, a.ids)
+		m.clearMarks()
+		return m.forget(a.ids)
+	case actRerun:
+		m.clearMarks()
+		return m.rerun(a.ids)
 	case actPrune:
 		return prune(m.ctx, m.deck)
 	case actQuit:
@@ -839,6 +893,9 @@ func (m *Model) ask(q string, tasks []*model.Task, yes choice) {
 		c.ids = append(c.ids, t.ID)
 		c.targets = append(c.targets, strings.Join([]string{t.ID, fit(lookOf(t).Symbol+" "+string(t.Status), 16),
 			fit(termtext.Line(t.Tool), 14), termtext.Line(t.Server.String())}, "  "))
+	}
+	if n := m.hiddenMarks(); n > 0 {
+		c.text += fmt.Sprintf(" (%d marked tasks the filter hides are left alone.)", n)
 	}
 	m.question = c
 }

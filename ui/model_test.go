@@ -604,7 +604,7 @@ func TestFilterSortMarkAndCopy(t *testing.T) {
 // Within each mode, no key means two things, and every key says what it does.
 func TestKeyMapHasNoClashes(t *testing.T) {
 	modes := DefaultKeyMap().modeKeys()
-	for mode := modeTable; mode <= modePick; mode++ {
+	for mode := modeTable; mode <= modePalette; mode++ {
 		if _, ok := modes[mode]; !ok && mode != modeHelp { // in help any key closes it
 			t.Errorf("mode %d has no key list", mode)
 		}

@@ -42,6 +42,8 @@ func (m *Model) View() tea.View {
 		} else {
 			body = m.toolPick.View(m.styles, m.boxWidth(), rows)
 		}
+	case modePalette:
+		body = m.palette.View(m.styles, m.boxWidth(), max(m.height-headerLines-footerLines-7, 3))
 	case modeForm:
 		body = m.box(m.form.form.View())
 	default:
@@ -51,6 +53,9 @@ func (m *Model) View() tea.View {
 	screen = fitHeight(screen, m.height-footerLines) + "\n" + m.viewFooter()
 	v := tea.NewView(screen)
 	v.AltScreen = true
+	if m.mouse {
+		v.MouseMode = tea.MouseModeCellMotion
+	}
 	v.WindowTitle = "taskdeck"
 	return v
 }
@@ -60,6 +65,9 @@ func (m *Model) View() tea.View {
 // who waits for input, and the servers.)
 func (m *Model) viewCounts() string {
 	parts := []string{m.styles.Title.Render("taskdeck")}
+	if m.bulk != nil { // first, so that a narrow terminal still shows it
+		parts = append(parts, m.styles.Title.Render(m.bulk.verb+" "+m.bulkProgress()+" …"))
+	}
 	if !m.loaded {
 		parts = append(parts, m.styles.Dim.Render("loading…"))
 	}
@@ -138,6 +146,9 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	status := fit(lookOf(t).Symbol+" "+string(t.Status), c.status)
 	msg := fit(r.msg, c.msg)
 	pollErr := m.polls[t.ID].LastError
+	if m.pending(t.ID) {
+		msg = fit(m.bulk.verb+"…", c.msg) // until the bulk action has done this one
+	}
 	if pollErr != "" {
 		// Its state is the last one heard, which may no longer be true.
 		status = fit(pollFailedSymbol+" "+string(t.Status), c.status)
@@ -219,17 +230,6 @@ func (m *Model) viewFooter() string {
 	return status + "\n" + ansi.Truncate(m.help.ShortHelpView(keys), m.width, "…")
 }
 
-// hiddenMarks counts the marked tasks the filter hides.
-func (m *Model) hiddenMarks() int {
-	n := 0
-	for id := range m.marked {
-		if m.list.IndexOf(id) < 0 {
-			n++
-		}
-	}
-	return n
-}
-
 func (m *Model) viewHelp() string {
 	var b strings.Builder
 	b.WriteString(m.help.FullHelpView(m.keys.FullHelp()))
@@ -241,7 +241,7 @@ func (m *Model) viewHelp() string {
 	}
 	b.WriteString("  " + m.styles.ToolError.Render(toolErrorLook.Symbol+" completed") + " with a tool error\n")
 	b.WriteString("  " + m.styles.Error.Render(pollFailedSymbol) + " its last polls failed\n")
-	b.WriteString("\nany key closes this help")
+	b.WriteString("any key closes this help")
 	return b.String()
 }
 

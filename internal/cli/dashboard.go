@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"os"
+	"path/filepath"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/ui"
 	"golang.org/x/term"
 )
@@ -21,6 +23,10 @@ func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first fun
 	if err := f.needTerminal(); err != nil {
 		return err
 	}
+	look, err := f.dashboardConfig()
+	if err != nil {
+		return err
+	}
 	f.quiet = true // from here on, only the renderer writes to the terminal
 	dk, err := f.deck(ctx)
 	if err != nil {
@@ -31,7 +37,26 @@ func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first fun
 			return err
 		}
 	}
-	return ui.Run(ctx, ui.Options{Deck: dk, Notify: notificationsSupported(), Greeting: greeting})
+	return ui.Run(ctx, ui.Options{Deck: dk, Notify: notificationsSupported(), Greeting: greeting,
+		Config: look, SearchHistory: filepath.Join(f.dataDir, "search-history")})
+}
+
+// dashboardConfig reads the config file's "dashboard" section (keys,
+// colours, mouse). Only a regular file is read (config has refused
+// anything else where it matters); none is the default look.
+func (f *Factory) dashboardConfig() (*ui.Config, error) {
+	if fi, err := os.Stat(f.configPath); err != nil || !fi.Mode().IsRegular() {
+		return ui.DefaultConfig(), nil
+	}
+	data, err := os.ReadFile(f.configPath)
+	if err != nil {
+		return ui.DefaultConfig(), nil // config said what was wrong with the file, where it matters
+	}
+	look, err := ui.ParseConfig(data)
+	if err != nil {
+		return nil, &exitError{code: exitUsage, err: &mcpclient.ConfigError{Path: f.configPath, Msg: err.Error()}}
+	}
+	return look, nil
 }
 
 // needTerminal refuses to start the dashboard where it cannot draw or

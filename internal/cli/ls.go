@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/internal/search"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -16,6 +18,7 @@ type LsOptions struct {
 
 	Status []model.Status // empty with Groups: every status
 	Groups []string       // status groups (deck.Groups): open, waiting, finished, problems
+	Search string         // the dashboard's search: words and tool:, server:, status:, args: terms
 	JSON   bool
 }
 
@@ -46,6 +49,7 @@ func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&status, "status", "", "only tasks with this status or in this group (open, waiting, finished, problems); several separated by commas")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per line")
+	cmd.Flags().StringVar(&opts.Search, "search", "", "only tasks the dashboard's search finds: words, and tool:X server:X status:X args:X result:X terms; -term excludes")
 	cmd.RegisterFlagCompletionFunc("status", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var names []string
 		for _, s := range model.AllStatuses {
@@ -69,9 +73,12 @@ func lsRun(opts *LsOptions) error {
 	if err != nil {
 		return err
 	}
-	tasks := make([]*model.Task, len(entries))
-	for i, e := range entries {
-		tasks[len(entries)-1-i] = e.Task // newest last
+	q := search.Parse(opts.Search)
+	var tasks []*model.Task
+	for _, e := range slices.Backward(entries) { // newest last
+		if x := search.Of(e.Task, e.Task.StatusMessage); q.Match(&x) {
+			tasks = append(tasks, e.Task)
+		}
 	}
 	if opts.JSON {
 		for _, t := range tasks {

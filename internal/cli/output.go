@@ -25,6 +25,7 @@ type taskJSON struct {
 	Tool            string                        `json:"tool"`
 	Arguments       json.RawMessage               `json:"arguments,omitempty"`
 	Key             string                        `json:"key,omitempty"`
+	Repeats         string                        `json:"repeats,omitempty"` // the task a re-run repeats
 	Status          model.Status                  `json:"status"`
 	StatusMessage   string                        `json:"statusMessage,omitempty"`
 	CreatedAt       time.Time                     `json:"createdAt"`
@@ -48,7 +49,7 @@ type taskJSON struct {
 func toJSON(t *model.Task) taskJSON {
 	return taskJSON{
 		ID: t.ID, TaskID: t.TaskID, Server: t.Server.String(), Tool: t.Tool, Arguments: t.Arguments,
-		Key: t.IdempotencyKey, Status: t.Status, StatusMessage: t.StatusMessage,
+		Key: t.IdempotencyKey, Repeats: t.Repeats, Status: t.Status, StatusMessage: t.StatusMessage,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, InputRequests: t.InputRequests,
 		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,
 		LocalError: t.LocalError, CancelRequested: t.CancelRequested, History: t.History,

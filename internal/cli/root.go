@@ -155,6 +155,7 @@ crashes, restarts and servers that ask for input.
 		newCmdGet(f, nil),
 		newCmdAnswer(f, nil),
 		newCmdCancel(f, nil),
+		newCmdRerun(f, nil),
 		newCmdForget(f, nil),
 		newCmdPrune(f, nil),
 		newCmdWatch(f, nil),

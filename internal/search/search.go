@@ -1,0 +1,105 @@
+// Package search is the one search of tasks that the dashboard's filter
+// and `taskdeck ls --search` share: words that must all appear in a
+// task's text (its id, server, tool, status, message, arguments and
+// result), and field terms that look in one field (tool:sleep,
+// server:web, status:failed). A term with a leading - must not match.
+package search
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
+)
+
+// Fields are the fields a term may name.
+var Fields = []string{"id", "server", "tool", "status", "msg", "args", "result"}
+
+// textCap bounds the text of a task's arguments and result a search
+// looks in: at 100,000 tasks the dashboard's rows must stay small.
+const textCap = 2048
+
+// Text is a task's text as the search sees it, in lower case and
+// sanitized. Quotes are dropped from arguments and results, so that
+// seconds:5 finds {"seconds":5}.
+type Text struct {
+	id, server, tool, status, msg, args, result string
+	all                                         string // every field, for plain words
+}
+
+// Of is the text of a task whose message is msg (what its row shows).
+func Of(t *model.Task, msg string) Text {
+	flat := func(raw []byte) string {
+		if len(raw) > textCap {
+			raw = raw[:textCap]
+		}
+		return strings.ToLower(termtext.Line(string(bytes.ReplaceAll(raw, []byte(`"`), nil))))
+	}
+	x := Text{
+		id: strings.ToLower(t.ID), server: strings.ToLower(termtext.Line(t.Server.String())), tool: strings.ToLower(termtext.Line(t.Tool)),
+		status: string(t.Status), msg: strings.ToLower(termtext.Line(msg)), args: flat(t.Arguments), result: flat(t.Result),
+	}
+	x.all = strings.Join([]string{x.id, x.server, x.tool, x.status, x.msg, x.args, x.result}, "\x00")
+	return x
+}
+
+func (x *Text) field(name string) string {
+	switch name {
+	case "id":
+		return x.id
+	case "server":
+		return x.server
+	case "tool":
+		return x.tool
+	case "status":
+		return x.status
+	case "msg":
+		return x.msg
+	case "args":
+		return x.args
+	case "result":
+		return x.result
+	}
+	return x.all
+}
+
+// term is one word of a search.
+type term struct {
+	field string // one of Fields, or "" for every field
+	text  string // lower case
+	not   bool
+}
+
+// Query is a parsed search; every term must hold. The empty query
+// matches everything.
+type Query []term
+
+// Parse reads a search. A word field:value whose field is not one of
+// Fields is a plain word (JSON such as "a":1 stays searchable).
+func Parse(s string) Query {
+	var q Query
+	for _, w := range strings.Fields(strings.ToLower(s)) {
+		var t term
+		if len(w) > 1 && w[0] == '-' {
+			t.not, w = true, w[1:]
+		}
+		if f, v, ok := strings.Cut(w, ":"); ok && v != "" && slices.Contains(Fields, f) {
+			t.field, w = f, v
+		}
+		t.text = w
+		q = append(q, t)
+	}
+	return q
+}
+
+// Match tells whether the text holds every term.
+func (q Query) Match(x *Text) bool {
+	for _, t := range q {
+		if strings.Contains(x.field(t.field), t.text) == t.not {
+			return false
+		}
+	}
+	return true
+}

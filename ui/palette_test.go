@@ -1,0 +1,121 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Every action of the table is in the palette, and choosing one presses
+// a key of its own binding.
+func TestEveryPaletteEntryPressesItsOwnKey(t *testing.T) {
+	k := DefaultKeyMap()
+	p, _ := newPalette(k)
+	var table int
+	for _, col := range k.FullHelp() {
+		table += len(col)
+	}
+	if len(p.all) != table-1 { // all but the palette itself
+		t.Fatalf("the palette has %d actions, the table %d", len(p.all), table)
+	}
+	for _, b := range p.all {
+		for _, name := range b.Keys() {
+			press, ok := keyPress(name)
+			if !ok || !key.Matches(press, b) || press.String() != name {
+				t.Errorf("%s: key %q makes a press %q that does not match it", b.Help().Desc, name, press.String())
+			}
+		}
+	}
+}
+
+// : opens the palette, typing narrows it, enter does the action; ctrl+p
+// opens it too, and esc leaves it having done nothing.
+func TestPaletteNarrowsAndRuns(t *testing.T) {
+	m := loaded(t, sampleTasks(), 80, 24)
+	press(m, ":")
+	if m.mode() != modePalette {
+		t.Fatalf("mode %d after :", m.mode())
+	}
+	s := screenOf(m)
+	for _, want := range []string{"Commands", "re-run", "mark all", "cancel"} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("the palette lacks %q:\n%s", want, s)
+		}
+	}
+	for _, r := range "mark all" {
+		press(m, string(r))
+	}
+	if len(m.palette.shown) != 2 || m.palette.shown[0].Help().Desc != "mark all" { // and "unmark all"
+		t.Fatalf("\"mark all\" narrows to %d actions", len(m.palette.shown))
+	}
+	if !strings.Contains(screenOf(m), "ctrl+a") {
+		t.Fatalf("the palette does not show the action's key:\n%s", screenOf(m))
+	}
+	press(m, "enter")
+	if m.mode() != modeTable || len(m.marked) != m.list.Len() {
+		t.Fatalf("after enter: mode %d, %d of %d marked", m.mode(), len(m.marked), m.list.Len())
+	}
+
+	m.Update(tea.KeyPressMsg{Code: 'p', Mod: tea.ModCtrl})
+	if m.mode() != modePalette {
+		t.Fatal("ctrl+p does not open the palette")
+	}
+	press(m, "c") // typed, not the cancel key
+	if m.question != nil {
+		t.Fatal("a letter typed in the palette acted")
+	}
+	press(m, "esc")
+	if m.mode() != modeTable || m.question != nil {
+		t.Fatalf("esc: mode %d", m.mode())
+	}
+}
+
+// ctrl+z suspends the program (Bubble Tea restores the terminal and
+// stops the process; fg brings it back).
+func TestCtrlZSuspends(t *testing.T) {
+	m := loaded(t, sampleTasks(), 80, 24)
+	_, cmd := m.Update(tea.KeyPressMsg{Code: 'z', Mod: tea.ModCtrl})
+	if cmd == nil {
+		t.Fatal("ctrl+z did nothing")
+	}
+	if _, ok := cmd().(tea.SuspendMsg); !ok {
+		t.Fatal("ctrl+z does not suspend")
+	}
+}
+
+// The palette, a bulk question and a re-run's question fit 80×24 and
+// 200×60, footer included.
+func TestNewViewsFitTheScreen(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		w, h := size[0], size[1]
+		m := loaded(t, sampleTasks(), w, h)
+		for name, open := range map[string]func(){
+			"palette":  func() { press(m, ":") },
+			"bulk":     func() { m.Update(ctrlA); press(m, "d") },
+			"re-run":   func() { m.Update(ctrlA); press(m, "R") },
+			"progress": func() { m.bulk = &bulkJob{verb: "cancelling", total: 2000}; m.bulk.finished.Store(340) },
+		} {
+			open()
+			lines := strings.Split(m.View().Content, "\n")
+			if len(lines) != h {
+				t.Fatalf("%s at %dx%d: %d lines", name, w, h, len(lines))
+			}
+			for _, l := range lines {
+				if lw := ansi.StringWidth(l); lw > w {
+					t.Fatalf("%s at %dx%d: a line of %d cells: %q", name, w, h, lw, ansi.Strip(l))
+				}
+			}
+			if s := screenOf(m); !strings.Contains(lines[len(lines)-1], "•") {
+				t.Fatalf("%s at %dx%d: the footer is gone:\n%s", name, w, h, s)
+			}
+			if name == "progress" && !strings.Contains(screenOf(m), "cancelling 340/2000 …") {
+				t.Fatalf("no progress line at %dx%d:\n%s", w, h, screenOf(m))
+			}
+			m.palette, m.question, m.bulk = nil, nil, nil
+			clear(m.marked)
+		}
+	}
+}
