@@ -142,7 +142,9 @@ func (f *Factory) follow(ctx context.Context, dk deck.Deck, rec *model.Task, p *
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	feed, err := dk.Watch(ctx, 0)
+	// From the call's own revision: the changes after it, not a snapshot
+	// of every record in the store.
+	feed, err := dk.Watch(ctx, rec.Revision)
 	if err != nil {
 		return rec, err
 	}
