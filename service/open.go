@@ -245,7 +245,8 @@ func (c *Client) CheckCall(ctx context.Context, req deck.CallRequest) error {
 
 // Watch returns a feed that outlives owners: when one goes, it chooses
 // again and resumes with Watch(the last revision it delivered), so its
-// watcher misses nothing and sees nothing twice.
+// watcher misses nothing and sees nothing twice. A feed the owner cut off
+// for reading too slowly resumes the same way.
 func (c *Client) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.closing, cancel)
@@ -308,12 +309,16 @@ func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen,
 			}
 		}
 		err := inner.Err()
-		if ctx.Err() != nil || deck.KindOf(err) != deck.KindOwnerGone {
+		switch kind := deck.KindOf(err); {
+		case ctx.Err() != nil || (kind != deck.KindOwnerGone && kind != deck.KindFellBehind):
 			f.setErr(err)
 			return
+		case kind == deck.KindOwnerGone:
+			c.log.Debug("the owner went; the feed resumes", "rev", rev)
+			c.drop(gen)
+		default: // the same owner cut this watcher off: it reads on
+			c.log.Debug("the feed fell behind; it resumes", "rev", rev)
 		}
-		c.log.Debug("the owner went; the feed resumes", "rev", rev)
-		c.drop(gen)
 		if inner, gen, err = c.watch(ctx, rev); err != nil {
 			if ctx.Err() != nil {
 				err = nil
