@@ -41,6 +41,7 @@ var pingTimeout = 5 * time.Second
 // remote is a deck.Deck over the owner's socket.
 type remote struct {
 	path   string
+	owner  pingResp // what the owner said of itself
 	client *http.Client
 	// closed ends the feeds when the deck is closed.
 	closed context.Context
@@ -80,6 +81,7 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 		r.Close()
 		return nil, deck.Errorf(deck.KindFailed, "the taskdeck owner on %s (pid %d) speaks protocol %d, this one %d; run one version of taskdeck", path, ping.PID, ping.Protocol, protocol)
 	}
+	r.owner = ping
 	return r, nil
 }
 

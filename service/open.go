@@ -19,7 +19,10 @@ type Options struct {
 	// of deck.KindLocked means another process holds the store: it may be
 	// starting to serve or shutting down, so Open dials and owns again.
 	// Nil: never own, only connect (an error, ErrNoOwner, when none runs).
-	Own    func() (deck.Deck, error)
+	Own func() (deck.Deck, error)
+	// Config is the server configuration file Own's deck resolves server
+	// names in; as the owner, this process reports it to its clients.
+	Config string
 	Logger *slog.Logger
 }
 
@@ -73,6 +76,19 @@ func (c *Client) Owner() bool {
 	return c.srv != nil
 }
 
+// OwnerConfig reports, while this process works through another owner,
+// the server configuration file that owner resolves server names in (""
+// when it did not say): calls made here use it, not this process's.
+func (c *Client) OwnerConfig() (path string, through bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.cur.(*remote)
+	if !ok {
+		return "", false
+	}
+	return r.owner.Config, true
+}
+
 var errClosed = deck.Errorf(deck.KindFailed, "the deck is closed")
 
 // deck returns the current choice, choosing when there is none.
@@ -120,7 +136,7 @@ func (c *Client) choose(ctx context.Context) (deck.Deck, *Server, error) {
 		}
 		own, err := c.opts.Own()
 		if err == nil {
-			srv, err := Serve(context.Background(), c.opts.DataDir, own, c.log)
+			srv, err := Serve(context.Background(), c.opts.DataDir, own, c.log, WithConfig(c.opts.Config))
 			if err != nil {
 				own.Close()
 				return nil, nil, err
