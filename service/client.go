@@ -75,6 +75,11 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 			// It holds the socket and the store, and cannot be replaced.
 			return nil, deck.Errorf(deck.KindUnreachable, "the taskdeck owner on %s does not answer within %v; stop it (see `fuser %s`) or choose another --data-dir", path, pingTimeout, path)
 		}
+		if errors.Is(err, errCutOff) {
+			// It went away as it was asked who it is: no owner, nothing
+			// sent, so Open chooses again (takes over, or dials the next).
+			return nil, &deck.Error{Kind: deck.KindOwnerGone, Message: "the taskdeck owner on " + path + " went away; nothing was sent", Err: ErrNoOwner}
+		}
 		return nil, err
 	}
 	if ping.Protocol != protocol {
