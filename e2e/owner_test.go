@@ -78,8 +78,9 @@ func TestServeIsALongLivedOwner(t *testing.T) {
 
 // TestAnotherOwnersConfigIsNamed: a command given --config that works
 // through an owner started with another config resolves server names in
-// the owner's config; it says so once, in one line on stderr. With the
-// owner's own config, or without --config, it says nothing.
+// the owner's config (a name only the owner's has included); it says so
+// once, in one line on stderr. With the owner's own config, or without
+// --config, it says nothing.
 func TestAnotherOwnersConfigIsNamed(t *testing.T) {
 	t.Parallel()
 	d, ownerSrv := tuiDeck(t)
@@ -100,6 +101,22 @@ func TestAnotherOwnersConfigIsNamed(t *testing.T) {
 	}
 	if n := other.stats(t).ToolCalls["echo"]; n != 0 {
 		t.Fatalf("the other config's server had %d echo calls, want 0", n)
+	}
+
+	// A name only the owner's config has: the owner resolves it.
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	if err := os.WriteFile(empty, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = runTD(t, d.env, "--data-dir", d.dataDir, "--config", empty, "call", "--server", "demo", "echo", "--args", `{"text":"y"}`).Must(t, exitOK)
+	clitest.MustContain(t, r, r.Stderr, "--config "+empty+" is not used")
+	if n := ownerSrv.stats(t).ToolCalls["echo"]; n != 2 {
+		t.Fatalf("the owner's server had %d echo calls, want 2", n)
+	}
+	// A name no config has: refused by the owner, in one line.
+	r = runTD(t, d.env, "--data-dir", d.dataDir, "--config", empty, "call", "--server", "nope", "echo").Must(t, exitUsage)
+	if !strings.Contains(r.Stderr, "nope") {
+		t.Fatalf("the refusal should name the server\n%s", r)
 	}
 
 	if r := d.run("ls"); r.Code != exitOK || r.Stderr != "" {

@@ -83,7 +83,7 @@ func callRun(opts *CallOptions) error {
 	if err != nil {
 		return err
 	}
-	if ref.Name != "" {
+	if ref.Name != "" && !f.throughOwner() { // an owner checks its own config (CheckCall)
 		if _, err := f.cfg.Server(ref.Name); err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}
@@ -237,9 +237,10 @@ func needsInput(rec *model.Task, again, unasked []string) error {
 }
 
 // isStdio reports a configured server that taskdeck starts as a child
-// process: it and its tasks die with this process.
+// process: it and its tasks die with this process (when it is the owner;
+// another owner runs its own servers).
 func (f *Factory) isStdio(ref model.ServerRef) bool {
-	if ref.Name == "" {
+	if ref.Name == "" || f.throughOwner() {
 		return false
 	}
 	s, err := f.cfg.Server(ref.Name)

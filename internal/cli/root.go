@@ -235,6 +235,17 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 	return c, nil
 }
 
+// throughOwner reports commands served by another process, the owner:
+// server names resolve in its config, its stdio servers are its children.
+func (f *Factory) throughOwner() bool {
+	c, ok := f.dk.(*service.Client)
+	if !ok {
+		return false
+	}
+	_, through := c.OwnerConfig()
+	return through
+}
+
 // configFile is the absolute path of the server configuration, as an
 // owner reports it to its clients.
 func (f *Factory) configFile() string {
