@@ -21,6 +21,7 @@ const (
 	KindLocked      Kind = "locked"      // the store is held by a process that serves no deck
 	KindOwnerGone   Kind = "ownerGone"   // the owner went away mid-request; the record is what was committed
 	KindCanceled    Kind = "canceled"    // the caller's context ended
+	KindFellBehind  Kind = "fellBehind"  // a feed's watcher read too slowly and was cut off: watch again from its last revision
 	KindFailed      Kind = "failed"      // anything else
 )
 

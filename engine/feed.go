@@ -244,7 +244,7 @@ func (f *feed) deliver(ctx context.Context, ev deck.Event) bool {
 // ended sets why the hub cut the feed off.
 func (f *feed) ended() {
 	if errors.Is(f.cause, ErrFellBehind) {
-		f.err = &deck.Error{Kind: deck.KindFailed, Err: ErrFellBehind,
+		f.err = &deck.Error{Kind: deck.KindFellBehind, Err: ErrFellBehind,
 			Message: fmt.Sprintf("the watcher read the feed too slowly and was cut off; watch again from revision %d to resume", f.last)}
 		return
 	}

@@ -41,6 +41,7 @@ var pingTimeout = 5 * time.Second
 // remote is a deck.Deck over the owner's socket.
 type remote struct {
 	path   string
+	owner  pingResp // what the owner said of itself
 	client *http.Client
 	// closed ends the feeds when the deck is closed.
 	closed context.Context
@@ -74,12 +75,18 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 			// It holds the socket and the store, and cannot be replaced.
 			return nil, deck.Errorf(deck.KindUnreachable, "the taskdeck owner on %s does not answer within %v; stop it (see `fuser %s`) or choose another --data-dir", path, pingTimeout, path)
 		}
+		if errors.Is(err, errCutOff) {
+			// It went away as it was asked who it is: no owner, nothing
+			// sent, so Open chooses again (takes over, or dials the next).
+			return nil, &deck.Error{Kind: deck.KindOwnerGone, Message: "the taskdeck owner on " + path + " went away; nothing was sent", Err: ErrNoOwner}
+		}
 		return nil, err
 	}
 	if ping.Protocol != protocol {
 		r.Close()
 		return nil, deck.Errorf(deck.KindFailed, "the taskdeck owner on %s (pid %d) speaks protocol %d, this one %d; run one version of taskdeck", path, ping.PID, ping.Protocol, protocol)
 	}
+	r.owner = ping
 	return r, nil
 }
 

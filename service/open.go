@@ -19,7 +19,10 @@ type Options struct {
 	// of deck.KindLocked means another process holds the store: it may be
 	// starting to serve or shutting down, so Open dials and owns again.
 	// Nil: never own, only connect (an error, ErrNoOwner, when none runs).
-	Own    func() (deck.Deck, error)
+	Own func() (deck.Deck, error)
+	// Config is the server configuration file Own's deck resolves server
+	// names in; as the owner, this process reports it to its clients.
+	Config string
 	Logger *slog.Logger
 }
 
@@ -73,6 +76,19 @@ func (c *Client) Owner() bool {
 	return c.srv != nil
 }
 
+// OwnerConfig reports, while this process works through another owner,
+// the server configuration file that owner resolves server names in (""
+// when it did not say): calls made here use it, not this process's.
+func (c *Client) OwnerConfig() (path string, through bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.cur.(*remote)
+	if !ok {
+		return "", false
+	}
+	return r.owner.Config, true
+}
+
 var errClosed = deck.Errorf(deck.KindFailed, "the deck is closed")
 
 // deck returns the current choice, choosing when there is none.
@@ -120,7 +136,7 @@ func (c *Client) choose(ctx context.Context) (deck.Deck, *Server, error) {
 		}
 		own, err := c.opts.Own()
 		if err == nil {
-			srv, err := Serve(context.Background(), c.opts.DataDir, own, c.log)
+			srv, err := Serve(context.Background(), c.opts.DataDir, own, c.log, WithConfig(c.opts.Config))
 			if err != nil {
 				own.Close()
 				return nil, nil, err
@@ -245,7 +261,8 @@ func (c *Client) CheckCall(ctx context.Context, req deck.CallRequest) error {
 
 // Watch returns a feed that outlives owners: when one goes, it chooses
 // again and resumes with Watch(the last revision it delivered), so its
-// watcher misses nothing and sees nothing twice.
+// watcher misses nothing and sees nothing twice. A feed the owner cut off
+// for reading too slowly resumes the same way.
 func (c *Client) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.closing, cancel)
@@ -308,12 +325,16 @@ func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen,
 			}
 		}
 		err := inner.Err()
-		if ctx.Err() != nil || deck.KindOf(err) != deck.KindOwnerGone {
+		switch kind := deck.KindOf(err); {
+		case ctx.Err() != nil || (kind != deck.KindOwnerGone && kind != deck.KindFellBehind):
 			f.setErr(err)
 			return
+		case kind == deck.KindOwnerGone:
+			c.log.Debug("the owner went; the feed resumes", "rev", rev)
+			c.drop(gen)
+		default: // the same owner cut this watcher off: it reads on
+			c.log.Debug("the feed fell behind; it resumes", "rev", rev)
 		}
-		c.log.Debug("the owner went; the feed resumes", "rev", rev)
-		c.drop(gen)
 		if inner, gen, err = c.watch(ctx, rev); err != nil {
 			if ctx.Err() != nil {
 				err = nil

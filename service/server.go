@@ -39,11 +39,20 @@ type Server struct {
 	conns    map[net.Conn]http.ConnState
 }
 
+// ServeOption adds to what the owner tells its clients.
+type ServeOption func(*pingResp)
+
+// WithConfig has the owner report the path of the server configuration
+// its deck resolves server names in (see Client.OwnerConfig).
+func WithConfig(path string) ServeOption {
+	return func(p *pingResp) { p.Config = path }
+}
+
 // Serve serves d on the socket in dataDir until ctx ends or Shutdown. It
 // replaces a stale socket file, refuses one another owner serves, and
 // refuses connections from other users before reading a byte of them.
 // The caller still owns d: close it after Shutdown.
-func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger) (*Server, error) {
+func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger, opts ...ServeOption) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -65,7 +74,7 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger) (
 	s := &Server{path: path, log: log, done: make(chan struct{}), feeds: feeds, endFeeds: endFeeds, conns: map[net.Conn]http.ConnState{},
 		ln: &peerListener{UnixListener: l, uid: os.Geteuid(), log: log, closed: make(chan struct{}), parked: make(chan struct{})}}
 	s.http = &http.Server{
-		Handler:           s.closing(s.routes(d)),
+		Handler:           s.closing(s.routes(d, opts)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ConnState:         s.connState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -242,10 +251,14 @@ func (l *peerListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (s *Server) routes(d deck.Deck) http.Handler {
+func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 	mux := http.NewServeMux()
+	ping := pingResp{Protocol: protocol, PID: os.Getpid()}
+	for _, o := range opts {
+		o(&ping)
+	}
 	mux.HandleFunc("GET "+pathPing, func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, pingResp{Protocol: protocol, PID: os.Getpid()})
+		reply(w, ping)
 	})
 	handle(mux, pathCall, d.Call)
 	handle(mux, pathContinue, func(ctx context.Context, r answersReq) (deck.CallResult, error) {

@@ -48,6 +48,9 @@ type (
 	pingResp struct {
 		Protocol int `json:"protocol"`
 		PID      int `json:"pid"`
+		// Config is the owner's server configuration file: its clients'
+		// calls resolve server names there.
+		Config string `json:"config,omitempty"`
 	}
 	empty struct{}
 )

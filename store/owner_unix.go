@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -18,18 +19,22 @@ func ownerUID(fi fs.FileInfo) (int, bool) {
 	return int(st.Uid), true
 }
 
-// heldByAnother reports a store directory another open store holds: the
-// flock Badger takes on it. Probing first keeps a second process from
-// checking, and rewriting TABLESUMS beside, a store in use.
-func heldByAnother(dir string) bool {
+// lockDir takes the flock Badger takes on a store directory, for the
+// checks before Badger's Open: another process opening the store
+// meanwhile rewrites its WAL as it replays it, and a check reading that
+// would call a sound store damaged. held reports the lock already taken
+// by another open store: probing first keeps a second process from
+// checking, and rewriting TABLESUMS beside, a store in use. unlock lets
+// the lock go, for Badger to take it; a process that takes it in between
+// makes Badger's Open fail as locked.
+func lockDir(dir string) (unlock func(), held bool) {
 	d, err := os.Open(dir)
 	if err != nil {
-		return false // Badger says what is wrong
+		return func() {}, false // Badger says what is wrong
 	}
-	defer d.Close()
 	if err := syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return errors.Is(err, syscall.EWOULDBLOCK)
+		d.Close()
+		return func() {}, errors.Is(err, syscall.EWOULDBLOCK)
 	}
-	_ = syscall.Flock(int(d.Fd()), syscall.LOCK_UN)
-	return false
+	return sync.OnceFunc(func() { d.Close() }), false // closing releases the flock
 }

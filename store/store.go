@@ -52,7 +52,9 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err := PrepareDir(dir); err != nil {
 		return nil, err
 	}
-	if heldByAnother(dir) {
+	unlock, held := lockDir(dir)
+	defer unlock()
+	if held {
 		return nil, &LockedError{Dir: dir, PID: lockPID(dir)}
 	}
 	found, err := checkFiles(dir, options(dir, logger))
@@ -68,6 +70,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	// have gathered, this session's Close compacts level 0.
 	opt := options(dir, logger)
 	opt = opt.WithCompactL0OnClose(found.level0 >= compactL0At && roomToCompact(dir, found, opt.MemTableSize))
+	unlock()
 	db, err := badger.Open(opt)
 	if err != nil && strings.Contains(err.Error(), emptyFileMarker) {
 		// A process killed between Badger's creating its next memtable or

@@ -83,7 +83,7 @@ func callRun(opts *CallOptions) error {
 	if err != nil {
 		return err
 	}
-	if ref.Name != "" {
+	if ref.Name != "" && !f.throughOwner() { // an owner checks its own config (CheckCall)
 		if _, err := f.cfg.Server(ref.Name); err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}
@@ -142,7 +142,9 @@ func (f *Factory) follow(ctx context.Context, dk deck.Deck, rec *model.Task, p *
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	feed, err := dk.Watch(ctx, 0)
+	// From the call's own revision: the changes after it, not a snapshot
+	// of every record in the store.
+	feed, err := dk.Watch(ctx, rec.Revision)
 	if err != nil {
 		return rec, err
 	}
@@ -235,9 +237,10 @@ func needsInput(rec *model.Task, again, unasked []string) error {
 }
 
 // isStdio reports a configured server that taskdeck starts as a child
-// process: it and its tasks die with this process.
+// process: it and its tasks die with this process (when it is the owner;
+// another owner runs its own servers).
 func (f *Factory) isStdio(ref model.ServerRef) bool {
-	if ref.Name == "" {
+	if ref.Name == "" || f.throughOwner() {
 		return false
 	}
 	s, err := f.cfg.Server(ref.Name)

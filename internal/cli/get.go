@@ -66,7 +66,9 @@ func getRun(opts *GetOptions) error {
 func pollOnce(ctx context.Context, dk deck.Deck, e deck.Entry) (deck.Entry, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	feed, err := dk.Watch(ctx, 0) // first, so that the poll's event is not missed
+	// Watch first, so that the poll's event is not missed, and from the
+	// record's revision: what changed after it, not every record.
+	feed, err := dk.Watch(ctx, e.Task.Revision)
 	if err != nil {
 		return e, err
 	}

@@ -220,12 +220,41 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 		return nil, err
 	}
 	own := func() (deck.Deck, error) { return f.openEngine(cfg) }
-	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Logger: f.logger})
+	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Config: f.configFile(), Logger: f.logger})
 	if err != nil {
 		return nil, err
 	}
 	f.dk = c
+	// Through another owner, server names resolve in its config, not in
+	// the one named here: say so when they differ.
+	if owner, through := c.OwnerConfig(); through && f.configSet && owner != f.configFile() {
+		if owner == "" {
+			owner = "one it did not name"
+		}
+		f.warn(fmt.Sprintf("--config %s is not used: the taskdeck that owns %s serves these commands with its own config, %s; stop it (or its `taskdeck serve`) to use this one",
+			termtext.Line(f.configFile()), termtext.Line(f.dataDir), termtext.Line(owner)))
+	}
 	return c, nil
+}
+
+// throughOwner reports commands served by another process, the owner:
+// server names resolve in its config, its stdio servers are its children.
+func (f *Factory) throughOwner() bool {
+	c, ok := f.dk.(*service.Client)
+	if !ok {
+		return false
+	}
+	_, through := c.OwnerConfig()
+	return through
+}
+
+// configFile is the absolute path of the server configuration, as an
+// owner reports it to its clients.
+func (f *Factory) configFile() string {
+	if p, err := filepath.Abs(f.configPath); err == nil {
+		return p
+	}
+	return f.configPath
 }
 
 // openEngine opens the engine in this process, which takes the store.

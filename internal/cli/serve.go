@@ -78,7 +78,7 @@ func serveRun(opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	srv, err := service.Serve(ctx, f.dataDir, e, f.logger)
+	srv, err := service.Serve(ctx, f.dataDir, e, f.logger, service.WithConfig(f.configFile()))
 	if err != nil {
 		e.Close()
 		if errors.Is(err, service.ErrOwnerRunning) {
