@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/taskdeck/taskdeck/engine"
+
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -28,7 +30,7 @@ type pollEnv struct {
 	url     string
 	store   *store.Store
 	pool    *mcpclient.Pool
-	tracker *mcpclient.Tracker
+	tracker *engine.Tracker
 	ids     []string
 	taskIDs []string
 }
@@ -64,7 +66,7 @@ func newPollEnv(cfg config) (*pollEnv, error) {
 	// A fixed interval (the server's hint), so that the offered load is
 	// N/interval polls per second throughout.
 	policy := model.PollPolicy{Default: cfg.interval, Floor: cfg.interval, Cap: cfg.interval, Growth: 1, Jitter: 0.1}
-	e.tracker = mcpclient.NewTracker(e.store, e.pool, mcpclient.TrackerOptions{Policy: policy})
+	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: policy})
 
 	// Open N tasks that stay open: approve waits for an answer.
 	ids := make([]string, cfg.tasks)
@@ -81,7 +83,7 @@ func newPollEnv(cfg config) (*pollEnv, error) {
 				if i >= cfg.tasks {
 					return
 				}
-				rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{
+				rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{
 					Server: model.ServerRef{Name: "demo"}, Tool: "approve",
 					Args: json.RawMessage(fmt.Sprintf(`{"action":"deploy build %d"}`, i)),
 				})
@@ -235,7 +237,7 @@ type steady struct {
 
 // steadyRun runs a polling design for warm+window and measures the window.
 // run must poll until ctx ends, calling count after every poll.
-func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Context, count func(mcpclient.PollResult, error))) steady {
+func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Context, count func(engine.PollResult, error))) steady {
 	var st steady
 	// Sized up front, so that they do not count as the design's memory.
 	lastPoll := make(map[string]time.Time, cfg.tasks)
@@ -245,7 +247,7 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 	baseMem, baseRSS := goMem(), rss()
 	st.baseGoroutines = runtime.NumGoroutine()
 	var polls, changed, errs atomic.Int64
-	count := func(res mcpclient.PollResult, err error) {
+	count := func(res engine.PollResult, err error) {
 		polls.Add(1)
 		if res.Changed {
 			changed.Add(1)
@@ -299,8 +301,8 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 }
 
 // ours is taskdeck's design: Watch, one schedule, PerServer in flight.
-func (e *pollEnv) ours(ctx context.Context, count func(mcpclient.PollResult, error)) {
-	_ = e.tracker.Watch(ctx, e.ids, mcpclient.WatchOptions{OnPoll: func(res mcpclient.PollResult) bool {
+func (e *pollEnv) ours(ctx context.Context, count func(engine.PollResult, error)) {
+	_ = e.tracker.Watch(ctx, e.ids, engine.WatchOptions{OnPoll: func(res engine.PollResult) bool {
 		count(res, nil)
 		return true
 	}})
@@ -309,8 +311,8 @@ func (e *pollEnv) ours(ctx context.Context, count func(mcpclient.PollResult, err
 // naive is the obvious design: a goroutine per task that polls and sleeps.
 // Start times are spread over one interval; without that, all N polls
 // would go out at once and open N connections.
-func (e *pollEnv) naive(interval time.Duration) func(ctx context.Context, count func(mcpclient.PollResult, error)) {
-	return func(ctx context.Context, count func(mcpclient.PollResult, error)) {
+func (e *pollEnv) naive(interval time.Duration) func(ctx context.Context, count func(engine.PollResult, error)) {
+	return func(ctx context.Context, count func(engine.PollResult, error)) {
 		var wg sync.WaitGroup
 		for _, id := range e.ids {
 			wg.Go(func() {
@@ -409,7 +411,7 @@ func benchPoll(cfg config) (string, []finding) {
 		warm, window, rounds = 2*cfg.interval, 2*cfg.interval, 2
 	}
 	names := []string{"taskdeck Watch (one schedule, 8 in flight)", "naive: goroutine per task, poll then sleep"}
-	runs := []func(context.Context, func(mcpclient.PollResult, error)){e.ours, e.naive(cfg.interval)}
+	runs := []func(context.Context, func(engine.PollResult, error)){e.ours, e.naive(cfg.interval)}
 	res := make([][]steady, 2)
 	for round := range rounds {
 		for k := range runs {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/engine"
+
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -44,7 +46,7 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 	defer st.Close()
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{})
 	defer pool.Close()
-	tr := mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{RequestTimeout: 30 * time.Second})
+	tr := engine.NewTracker(st, pool, engine.TrackerOptions{RequestTimeout: 30 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
@@ -63,7 +65,7 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 				if i >= tasks {
 					return
 				}
-				rec, _, err := tr.Call(ctx, mcpclient.CallRequest{Server: refs[i%servers], Tool: "sleep",
+				rec, _, err := tr.Call(ctx, engine.CallRequest{Server: refs[i%servers], Tool: "sleep",
 					Args: json.RawMessage(fmt.Sprintf(`{"seconds":%d}`, 600+i%100))})
 				if err != nil {
 					errs <- err
@@ -109,7 +111,7 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 	polled := map[string]bool{}
 	ended, openAtMeasure := 0, 0
 	watchBegan := time.Now()
-	err = tr.Watch(ctx, ids, mcpclient.WatchOptions{PerServer: perServer, OnPoll: func(res mcpclient.PollResult) bool {
+	err = tr.Watch(ctx, ids, engine.WatchOptions{PerServer: perServer, OnPoll: func(res engine.PollResult) bool {
 		if res.Err != nil {
 			t.Errorf("poll %s: %v", res.Task.ID, res.Err)
 		}

@@ -40,7 +40,7 @@ type Engine struct {
 	log     *slog.Logger
 	store   *store.Store
 	pool    *mcpclient.Pool
-	tracker *mcpclient.Tracker
+	tracker *Tracker
 	feeds   *hub
 	pushes  pushView
 	// orphans is what Open found orphaned, for the reconcile report.
@@ -77,7 +77,7 @@ func Open(opts Options) (*Engine, error) {
 		Warn:           opts.Warn,
 		RequestTimeout: opts.RequestTimeout,
 	})
-	tr := mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
+	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
 	orphans, err := tr.OrphanStale()
 	if err != nil {
 		pool.Close()
@@ -129,10 +129,10 @@ func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResul
 		return deck.CallResult{}, err
 	}
 	defer done()
-	if _, err := mcpclient.NormalizeArgs(req.Args); err != nil {
+	if _, err := NormalizeArgs(req.Args); err != nil {
 		return deck.CallResult{}, deck.Errorf(deck.KindUsage, "%w", err)
 	}
-	out, err := e.tracker.Start(ctx, mcpclient.CallRequest{
+	out, err := e.tracker.Start(ctx, CallRequest{
 		Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key, Answers: req.Answers, Agent: req.Agent,
 	})
 	return e.called(out, err)
@@ -155,7 +155,7 @@ func (e *Engine) Continue(ctx context.Context, id string, answers map[string]jso
 
 // called schedules a call's task, if it has one to poll, and words the
 // outcome for the deck.
-func (e *Engine) called(out mcpclient.CallOutcome, err error) (deck.CallResult, error) {
+func (e *Engine) called(out CallOutcome, err error) (deck.CallResult, error) {
 	res := deck.CallResult{Task: out.Task, Reused: out.Reused, NeedsInput: out.NeedsInput, Again: out.Again}
 	if out.Task != nil {
 		res.NeedsInput = out.Task.NeedsInput() // also a reused record's
@@ -420,8 +420,8 @@ func (e *Engine) CheckCall(ctx context.Context, req deck.CallRequest) error {
 		return err
 	}
 	defer done()
-	if _, err := mcpclient.NormalizeArgs(req.Args); err != nil {
+	if _, err := NormalizeArgs(req.Args); err != nil {
 		return deck.Errorf(deck.KindUsage, "%w", err)
 	}
-	return classify(e.tracker.CheckCall(ctx, mcpclient.CallRequest{Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key}), "")
+	return classify(e.tracker.CheckCall(ctx, CallRequest{Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key}), "")
 }

@@ -186,9 +186,9 @@ func (s *Session) refusal(code int, status error, ctype string, body io.Reader) 
 		}
 	}
 	if rpc != nil {
-		return s.noPush(fmt.Sprintf("it answered the listen with error %d: %s", rpc.Code, redactedLine(rpc.Message)))
+		return s.noPush(fmt.Sprintf("it answered the listen with error %d: %s", rpc.Code, RedactedLine(rpc.Message)))
 	}
-	return s.noPush(fmt.Sprintf("it answered the listen with %q, not a stream", redactedLine(ctype)))
+	return s.noPush(fmt.Sprintf("it answered the listen with %q, not a stream", RedactedLine(ctype)))
 }
 
 type listenRequest struct {
@@ -303,7 +303,7 @@ func (r *listenReader) pushed(params json.RawMessage) error {
 	}
 	if !r.acked[snap.TaskID] {
 		r.sess.log.Debug("push: dropped a notification for a task not acknowledged",
-			"server", redactURLs(r.sess.ref.String()), "task", redactedLine(snap.TaskID))
+			"server", redactURLs(r.sess.ref.String()), "task", RedactedLine(snap.TaskID))
 		return nil
 	}
 	select {

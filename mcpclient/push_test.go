@@ -214,8 +214,7 @@ func TestListenRefusedMeansPoll(t *testing.T) {
 
 // A stdio session offers no push: ErrNoPush at once, nothing sent.
 func TestListenOverStdioMeansPoll(t *testing.T) {
-	e := newEnv(t)
-	sess, err := e.pool.Session(context.Background(), model.ServerRef{Name: "stdio"})
+	sess, err := stdioPool(t).Session(context.Background(), model.ServerRef{Name: "stdio"})
 	if err != nil {
 		t.Fatal(err)
 	}

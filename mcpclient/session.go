@@ -114,7 +114,7 @@ func (p *Pool) Session(ctx context.Context, ref model.ServerRef) (*Session, erro
 			base = ctx
 		}
 		go func() {
-			cctx, cancel := withRequestTimeout(base, p.opts.RequestTimeout)
+			cctx, cancel := WithRequestTimeout(base, p.opts.RequestTimeout)
 			defer cancel()
 			e.sess, e.err = p.connect(cctx, ref)
 			close(e.ready)
@@ -269,7 +269,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		if init != nil {
 			got = init.ProtocolVersion
 		}
-		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", RedactURL(ref.String()), redactedLine(got), wire.ProtocolVersion)
+		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", RedactURL(ref.String()), RedactedLine(got), wire.ProtocolVersion)
 	}
 	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, log: p.opts.Logger}
 	if hc != nil && meta.get() != nil {
@@ -403,3 +403,6 @@ func (s *Session) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	}
 	return l.Tools, nil
 }
+
+// DefaultPerServer bounds the polls in flight to one server.
+const DefaultPerServer = 8

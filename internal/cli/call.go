@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -55,7 +56,7 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 			if args != "" {
 				opts.Args = json.RawMessage(args)
 			}
-			if _, err := mcpclient.NormalizeArgs(opts.Args); err != nil {
+			if _, err := engine.NormalizeArgs(opts.Args); err != nil {
 				return usageErr("--args: %v", err)
 			}
 			if runF != nil {

@@ -1,10 +1,12 @@
-package mcpclient_test
+package engine_test
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/taskdeck/taskdeck/engine"
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
@@ -25,7 +27,7 @@ func TestWatchAfterReconcilePollsEachTaskOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{})
-	tr := mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{RequestTimeout: 5 * time.Second})
+	tr := engine.NewTracker(st, pool, engine.TrackerOptions{RequestTimeout: 5 * time.Second})
 	t.Cleanup(func() {
 		pool.Close()
 		st.Close()
@@ -33,7 +35,7 @@ func TestWatchAfterReconcilePollsEachTaskOnce(t *testing.T) {
 	ref := model.ServerRef{URL: h.URL}
 	var ids []string
 	for range 3 {
-		rec, _, err := tr.Call(context.Background(), mcpclient.CallRequest{Server: ref, Tool: "sleep", Args: []byte(`{"seconds":600}`)})
+		rec, _, err := tr.Call(context.Background(), engine.CallRequest{Server: ref, Tool: "sleep", Args: []byte(`{"seconds":600}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +46,7 @@ func TestWatchAfterReconcilePollsEachTaskOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := tr.Watch(ctx, ids, mcpclient.WatchOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+	if err := tr.Watch(ctx, ids, engine.WatchOptions{}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("watch ended early: %v", err)
 	}
 	perTask := map[string]int{}

@@ -1,4 +1,4 @@
-package mcpclient
+package engine
 
 import (
 	"cmp"
@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 )
-
-// DefaultPerServer bounds the polls in flight to one server.
-const DefaultPerServer = 8
 
 // Report is what start-up reconciliation found.
 type Report struct {
@@ -91,7 +89,7 @@ func (r *Report) String() string {
 
 // WatchOptions tune Watch.
 type WatchOptions struct {
-	PerServer int // polls in flight per server; DefaultPerServer when 0
+	PerServer int // polls in flight per server; mcpclient.DefaultPerServer when 0
 	// OnPoll sees every poll's outcome. It returns whether to keep watching
 	// the task; Watch stops on its own once a task has ended.
 	OnPoll func(PollResult) (keep bool)
@@ -113,7 +111,7 @@ func (t *Tracker) Watch(ctx context.Context, ids []string, opts WatchOptions) er
 		res PollResult
 		err error
 	}
-	sched := model.NewSchedule(cmp.Or(opts.PerServer, DefaultPerServer))
+	sched := model.NewSchedule(cmp.Or(opts.PerServer, mcpclient.DefaultPerServer))
 	for _, id := range ids {
 		rec, err := t.store.Get(id)
 		if err != nil {

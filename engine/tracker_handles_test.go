@@ -1,4 +1,4 @@
-package mcpclient_test
+package engine_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/taskdeck/taskdeck/engine"
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
@@ -30,7 +32,7 @@ func newHostileEnv(t *testing.T) (*env, *hostile.Server) {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{})
-	e.tracker = mcpclient.NewTracker(e.store, e.pool, mcpclient.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
+	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
 	t.Cleanup(func() {
 		e.pool.Close()
 		e.store.Close()
@@ -59,7 +61,7 @@ func TestUndecodableHandleLeavesAnOrphan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e, h := newHostileEnv(t)
 			h.On("tools/call", h.Rewrite(hostile.Set(fields)))
-			_, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
+			_, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
 			if err == nil {
 				t.Fatal("an undecodable handle was accepted")
 			}
@@ -71,7 +73,7 @@ func TestUndecodableHandleLeavesAnOrphan(t *testing.T) {
 				t.Fatal("the server created no task")
 			}
 			// The orphan holds its key: the call is not sent again.
-			rec, reused, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
+			rec, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
 			if err != nil || !reused || rec.ID != all[0].ID || len(h.Requests("tools/call")) != 1 {
 				t.Fatalf("the orphan's key: %v reused=%v, %d tools/call", err, reused, len(h.Requests("tools/call")))
 			}
@@ -85,7 +87,7 @@ func TestIntegralFloatsInAHandleDecode(t *testing.T) {
 	floats := h.Rewrite(hostile.Set(map[string]string{"pollIntervalMs": "500.0", "ttlMs": "6e5"}))
 	h.On("tools/call", floats)
 	h.On("tasks/get", floats)
-	rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
+	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
 	if err != nil || rec.Status != model.StatusWorking || *rec.PollIntervalMs != 500 || *rec.TTLMs != 600000 {
 		t.Fatalf("call with pollIntervalMs 500.0: %+v, %v", rec, err)
 	}
@@ -137,7 +139,7 @@ func TestHugeServerDelaysAreClamped(t *testing.T) {
 	// Watch keeps the task: it is still working.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	err = e.tracker.Watch(ctx, []string{rec.ID}, mcpclient.WatchOptions{})
+	err = e.tracker.Watch(ctx, []string{rec.ID}, engine.WatchOptions{})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Watch ended (%v) while the task still works", err)
 	}
@@ -168,7 +170,7 @@ func TestTerminalHandleFetchesItsPayload(t *testing.T) {
 func TestTerminalHandleWhoseFetchFailsStaysOpen(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tasks/get", hostile.Busy("0"))
-	rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: demo.InstantTool, Args: json.RawMessage(`{"text":"later"}`)})
+	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: demo.InstantTool, Args: json.RawMessage(`{"text":"later"}`)})
 	if err != nil || rec.Status.Terminal() || rec.TaskID == "" {
 		t.Fatalf("terminal handle, failed fetch: %+v, %v; want an open record with its handle", rec, err)
 	}
@@ -250,7 +252,7 @@ func TestRefusedAnswerCanBeGivenAgain(t *testing.T) {
 			rec, key := e.waitForInput()
 			h.On("tasks/update", hostile.Error(code, "answer rejected"))
 			_, err := e.tracker.Answer(context.Background(), rec.ID, map[string]json.RawMessage{key: approveYes})
-			var ae *mcpclient.AnswerError
+			var ae *engine.AnswerError
 			if !errors.As(err, &ae) || !strings.Contains(err.Error(), "refused") {
 				t.Fatalf("answer the server rejected: %v; want an *AnswerError saying it was refused", err)
 			}
@@ -315,7 +317,7 @@ func TestPollAsksForTheStateWhenTheResendFails(t *testing.T) {
 	h.On("tasks/update", hostile.Error(-32000, "answer rejected"))
 	gets = len(h.Requests("tasks/get"))
 	res, err = e.tracker.Poll(context.Background(), rec.ID)
-	var ae *mcpclient.AnswerError
+	var ae *engine.AnswerError
 	if err != nil || !errors.As(res.Err, &ae) || len(h.Requests("tasks/get")) == gets || !res.Task.WaitsForInput() || res.Task.PendingAnswers != nil {
 		t.Fatalf("poll with a refused re-send: %v %v, tasks/get sent %v, waits for input %v, pending %v",
 			err, res.Err, len(h.Requests("tasks/get")) > gets, res.Task.WaitsForInput(), res.Task.PendingAnswers)
@@ -341,8 +343,8 @@ func TestWatchGivesUpOnAnUnreachableServer(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	var last mcpclient.PollResult
-	err := e.tracker.Watch(ctx, []string{rec.ID}, mcpclient.WatchOptions{MaxFailures: 3, OnPoll: func(res mcpclient.PollResult) bool {
+	var last engine.PollResult
+	err := e.tracker.Watch(ctx, []string{rec.ID}, engine.WatchOptions{MaxFailures: 3, OnPoll: func(res engine.PollResult) bool {
 		last = res
 		return true
 	}})
