@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
 
 	"github.com/taskdeck/taskdeck/engine"
 
@@ -33,18 +36,39 @@ type pollEnv struct {
 	tracker *engine.Tracker
 	ids     []string
 	taskIDs []string
+	// What the tracker and the engine are opened with.
+	dir    string
+	conf   *mcpclient.Config
+	policy model.PollPolicy
 }
 
 func (e *pollEnv) close() {
+	e.closeTracker()
+	if e.srv != nil {
+		e.srv.stop()
+	}
+}
+
+// openTracker opens the store, the pool and a tracker over them.
+func (e *pollEnv) openTracker() error {
+	var err error
+	if e.store, err = store.Open(e.dir, nil); err != nil {
+		return err
+	}
+	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: e.conf})
+	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: e.policy})
+	return nil
+}
+
+// closeTracker closes them, so that an engine may own the store.
+func (e *pollEnv) closeTracker() {
 	if e.pool != nil {
 		e.pool.Close()
 	}
 	if e.store != nil {
 		_ = e.store.Close()
 	}
-	if e.srv != nil {
-		e.srv.stop()
-	}
+	e.store, e.pool, e.tracker = nil, nil, nil
 }
 
 func newPollEnv(cfg config) (*pollEnv, error) {
@@ -53,20 +77,18 @@ func newPollEnv(cfg config) (*pollEnv, error) {
 	if e.srv, e.url, err = startServer(cfg.interval); err != nil {
 		return nil, err
 	}
-	if e.store, err = store.Open(filepath.Join(cfg.tmp, "poll-store"), nil); err != nil {
+	e.dir = filepath.Join(cfg.tmp, "poll-store")
+	if e.conf, err = mcpclient.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.url)); err != nil {
 		e.close()
 		return nil, err
 	}
-	conf, err := mcpclient.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.url))
-	if err != nil {
-		e.close()
-		return nil, err
-	}
-	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: conf})
 	// A fixed interval (the server's hint), so that the offered load is
 	// N/interval polls per second throughout.
-	policy := model.PollPolicy{Default: cfg.interval, Floor: cfg.interval, Cap: cfg.interval, Growth: 1, Jitter: 0.1}
-	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: policy})
+	e.policy = model.PollPolicy{Default: cfg.interval, Floor: cfg.interval, Cap: cfg.interval, Growth: 1, Jitter: 0.1}
+	if err = e.openTracker(); err != nil {
+		e.close()
+		return nil, err
+	}
 
 	// Open N tasks that stay open: approve waits for an answer.
 	ids := make([]string, cfg.tasks)
@@ -300,12 +322,39 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 	return st
 }
 
-// ours is taskdeck's design: Watch, one schedule, PerServer in flight.
+// ours is taskdeck's design: the engine's loop (one schedule, PerServer
+// in flight), which owns the store while it runs. Each poll is an event
+// of its feed: a change, or only the poll state moved.
 func (e *pollEnv) ours(ctx context.Context, count func(engine.PollResult, error)) {
-	_ = e.tracker.Watch(ctx, e.ids, engine.WatchOptions{OnPoll: func(res engine.PollResult) bool {
-		count(res, nil)
-		return true
-	}})
+	e.closeTracker()
+	defer func() {
+		if err := e.openTracker(); err != nil {
+			count(engine.PollResult{}, err)
+		}
+	}()
+	eng, err := engine.Open(engine.Options{DataDir: e.dir, Config: e.conf, Policy: e.policy})
+	if err != nil {
+		count(engine.PollResult{}, err)
+		return
+	}
+	defer eng.Close()
+	feed, err := eng.Watch(ctx, 0)
+	if err != nil {
+		count(engine.PollResult{}, err)
+		return
+	}
+	for ev := range feed.Events() {
+		if ev.Kind != deck.EventChange && ev.Kind != deck.EventPoll {
+			continue
+		}
+		for _, en := range ev.Entries {
+			res := engine.PollResult{Task: en.Task, Changed: ev.Kind == deck.EventChange, Errors: en.Poll.Errors}
+			if en.Poll.Errors > 0 {
+				res.Err = errors.New(en.Poll.LastError)
+			}
+			count(res, nil)
+		}
+	}
 }
 
 // naive is the obvious design: a goroutine per task that polls and sleeps.
@@ -410,7 +459,7 @@ func benchPoll(cfg config) (string, []finding) {
 	if cfg.quick {
 		warm, window, rounds = 2*cfg.interval, 2*cfg.interval, 2
 	}
-	names := []string{"taskdeck Watch (one schedule, 8 in flight)", "naive: goroutine per task, poll then sleep"}
+	names := []string{"taskdeck engine (one schedule, 8 in flight)", "naive: goroutine per task, poll then sleep"}
 	runs := []func(context.Context, func(engine.PollResult, error)){e.ours, e.naive(cfg.interval)}
 	res := make([][]steady, 2)
 	for round := range rounds {

@@ -315,7 +315,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 			last := map[string]*model.Task{}
 			watchDone := make(chan error, 1)
 			go func() {
-				watchDone <- e.tracker.Watch(ctx, ids, engine.WatchOptions{OnPoll: func(res engine.PollResult) bool {
+				watchDone <- follow(ctx, e.tracker, ids, func(res engine.PollResult) bool {
 					mu.Lock()
 					defer mu.Unlock()
 					if res.Err != nil && errSeen[res.Task.ID] == nil {
@@ -323,7 +323,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 					}
 					last[res.Task.ID] = res.Task
 					return true
-				}})
+				})
 			}()
 			time.Sleep(faultFor)
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -135,13 +134,6 @@ func TestHugeServerDelaysAreClamped(t *testing.T) {
 	res, err = e.tracker.Poll(context.Background(), rec.ID)
 	if err != nil || res.Err == nil || res.Next <= 0 || res.Next > limit {
 		t.Fatalf("Retry-After 99999999999: next poll in %v (%v, %v); want within (0, %v]", res.Next, res.Err, err, limit)
-	}
-	// Watch keeps the task: it is still working.
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	err = e.tracker.Watch(ctx, []string{rec.ID}, engine.WatchOptions{})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Watch ended (%v) while the task still works", err)
 	}
 }
 
@@ -329,30 +321,6 @@ func TestPollAsksForTheStateWhenTheResendFails(t *testing.T) {
 	seen := e.watch(rec.ID, ended)
 	if got := seen[len(seen)-1]; got.Status != model.StatusCompleted {
 		t.Fatalf("after answering again: %s", got.Status)
-	}
-}
-
-// Watch lets a task go after MaxFailures failed polls in a row, so that a
-// watch on a server it cannot reach ends.
-func TestWatchGivesUpOnAnUnreachableServer(t *testing.T) {
-	e, h := newHostileEnv(t)
-	rec := e.call("sleep", `{"seconds":60}`, "")
-	h.On("tasks/get", func(w http.ResponseWriter, _ *hostile.Request) bool {
-		w.WriteHeader(http.StatusBadGateway)
-		return true
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var last engine.PollResult
-	err := e.tracker.Watch(ctx, []string{rec.ID}, engine.WatchOptions{MaxFailures: 3, OnPoll: func(res engine.PollResult) bool {
-		last = res
-		return true
-	}})
-	if err != nil || last.Err == nil || last.Errors != 3 || len(h.Requests("tasks/get")) != 3 {
-		t.Fatalf("watch of an unreachable server: %v, last poll %d errors (%v), %d tasks/get; want it to end after 3", err, last.Errors, last.Err, len(h.Requests("tasks/get")))
-	}
-	if got := e.stored(rec.ID); got.Status != model.StatusWorking {
-		t.Fatalf("a task let go is %s; it stays working for the next watch", got.Status)
 	}
 }
 

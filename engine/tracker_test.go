@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -113,13 +114,13 @@ func (e *env) watch(id string, stop func(*model.Task) bool) []*model.Task {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var seen []*model.Task
-	err := e.tracker.Watch(ctx, []string{id}, engine.WatchOptions{OnPoll: func(res engine.PollResult) bool {
+	err := follow(ctx, e.tracker, []string{id}, func(res engine.PollResult) bool {
 		if res.Err != nil {
 			e.t.Logf("poll error: %v", res.Err)
 		}
 		seen = append(seen, res.Task)
 		return !stop(res.Task)
-	}})
+	})
 	if err != nil {
 		e.t.Fatalf("watch: %v", err)
 	}
@@ -127,6 +128,43 @@ func (e *env) watch(id string, stop func(*model.Task) bool) []*model.Task {
 		e.t.Fatal("watch polled nothing")
 	}
 	return seen
+}
+
+// follow polls each task when its last poll says, until it has ended or
+// onPoll lets it go: the engine's loop does this for the program; these
+// tests drive the Tracker alone.
+func follow(ctx context.Context, tr *engine.Tracker, ids []string, onPoll func(engine.PollResult) (keep bool)) error {
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			if err := followOne(ctx, tr, id, onPoll); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func followOne(ctx context.Context, tr *engine.Tracker, id string, onPoll func(engine.PollResult) bool) error {
+	for {
+		res, err := tr.Poll(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !onPoll(res) || res.Next <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(res.Next):
+		}
+	}
 }
 
 func ended(t *model.Task) bool         { return t.Status.Terminal() }
@@ -396,25 +434,25 @@ func TestRestartedServerMakesTaskUnknown(t *testing.T) {
 	}
 }
 
-func TestReconcileTurnsStaleIntentsIntoOrphans(t *testing.T) {
+// The engine's Open runs OrphanStale (its reconcile's one-poll-per-task
+// part is TestReconcileTwoThousand).
+func TestStaleIntentsBecomeOrphans(t *testing.T) {
 	e := newEnv(t)
 	open := e.call("sleep", `{"seconds":60}`, "")
-	done := e.call("sleep", `{"seconds":1}`, "")
-	e.watch(done.ID, ended)
 	// A crash between intent and handle leaves exactly this behind.
 	stale := model.NewIntent(e.ref, "sleep", json.RawMessage(`{"seconds":9}`), "k-stale", time.Now())
 	if err := e.store.Create(stale); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.tracker.Reconcile(context.Background(), 4)
+	orphans, err := e.tracker.OrphanStale()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Orphaned) != 1 || rep.Orphaned[0].ID != stale.ID || rep.Orphaned[0].Status != model.StatusOrphaned {
-		t.Fatalf("orphaned %v", rep.Orphaned)
+	if len(orphans) != 1 || orphans[0].ID != stale.ID || orphans[0].Status != model.StatusOrphaned {
+		t.Fatalf("orphaned %v", orphans)
 	}
-	if len(rep.Reattached) != 1 || rep.Reattached[0].ID != open.ID {
-		t.Fatalf("re-attached %v", rep.Reattached)
+	if got := e.stored(open.ID); got.Status != model.StatusWorking {
+		t.Fatalf("a task with its handle is %s after OrphanStale, want working", got.Status)
 	}
 	// The orphan holds its key: nothing is silently re-sent.
 	calls := e.demo.Stats().ToolCalls["sleep"]
