@@ -20,8 +20,8 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 
 	"github.com/taskdeck/taskdeck/engine"
-
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -38,7 +38,7 @@ type pollEnv struct {
 	taskIDs []string
 	// What the tracker and the engine are opened with.
 	dir    string
-	conf   *mcpclient.Config
+	conf   *mcpconfig.Config
 	policy model.PollPolicy
 }
 
@@ -78,7 +78,7 @@ func newPollEnv(cfg config) (*pollEnv, error) {
 		return nil, err
 	}
 	e.dir = filepath.Join(cfg.tmp, "poll-store")
-	if e.conf, err = mcpclient.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.url)); err != nil {
+	if e.conf, err = mcpconfig.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.url)); err != nil {
 		e.close()
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (e *pollEnv) capture() (*capturedPost, error) {
 		_, _ = io.Copy(w, resp.Body)
 	}))
 	defer proxy.Close()
-	conf, _ := mcpclient.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"p":{"url":%q}}}`, proxy.URL+"/mcp"))
+	conf, _ := mcpconfig.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"p":{"url":%q}}}`, proxy.URL+"/mcp"))
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: conf})
 	defer pool.Close()
 	sess, err := pool.Session(context.Background(), model.ServerRef{Name: "p"})

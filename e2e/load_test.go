@@ -10,9 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskdeck/taskdeck/engine"
-
 	deckapi "github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 )

@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -32,7 +33,7 @@ func TestClassifyKeepsTheExitCodesOrder(t *testing.T) {
 		{&KeyConflictError{Key: "k", Existing: &model.Task{ID: "x"}, SameCall: true}, deck.KindConflict},
 		{&InputNeededError{}, deck.KindNeedsInput},
 		{fmt.Errorf("get: %w", store.ErrNotFound), deck.KindNotFound},
-		{&mcpclient.ConfigError{Path: "p", Msg: "m"}, deck.KindUsage},
+		{&mcpconfig.ConfigError{Path: "p", Msg: "m"}, deck.KindUsage},
 		{&AnswerError{Key: "k", Err: errors.New("bad")}, deck.KindUsage},
 		{&InputKeyError{TaskID: "t", Key: "k"}, deck.KindUsage},
 		{&store.CorruptError{Dir: "d"}, deck.KindLocal},

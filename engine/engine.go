@@ -14,6 +14,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -21,7 +22,7 @@ import (
 // Options configure an engine. Zero values select the defaults.
 type Options struct {
 	DataDir        string            // the store's directory (store.Open)
-	Config         *mcpclient.Config // servers
+	Config         *mcpconfig.Config // servers
 	Logger         *slog.Logger      // nil: discard
 	ChildStderr    io.Writer         // stdio servers' stderr (the log file)
 	Warn           func(string)      // config warnings (pool)
@@ -366,7 +367,7 @@ func (e *Engine) Servers(ctx context.Context) ([]deck.Server, error) {
 			return nil, classify(err, "")
 		}
 		push := e.pushes.state(name)
-		srv := deck.Server{Name: name, Target: mcpclient.RedactURL(s.URL), Push: push.Push, PushError: push.PushError}
+		srv := deck.Server{Name: name, Target: mcpconfig.RedactURL(s.URL), Push: push.Push, PushError: push.PushError}
 		if s.URL == "" {
 			srv.Target, srv.Stdio = strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")), true
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/store"
 )
 
@@ -70,7 +71,7 @@ func kindOf(err error) deck.Kind {
 
 // isUsage reports errors the caller fixes by changing the request.
 func isUsage(err error) bool {
-	return errors.As(err, new(*mcpclient.ConfigError)) || errors.As(err, new(*InputKeyError)) ||
+	return errors.As(err, new(*mcpconfig.ConfigError)) || errors.As(err, new(*InputKeyError)) ||
 		errors.As(err, new(*AnswerError)) || errors.As(err, new(*mcpclient.CallError))
 }
 

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskdeck/taskdeck/engine"
-
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -55,7 +55,7 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := mcpclient.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.srv.URL+"/mcp"))
+	cfg, err := config.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.srv.URL+"/mcp"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskdeck/taskdeck/engine"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -88,7 +88,7 @@ func newDirectEnv(t *testing.T, jsonResponse bool) *directEnv {
 		}
 	}
 	e.srv.Start()
-	cfg, err := mcpclient.ParseConfig("direct.json", fmt.Appendf(nil,
+	cfg, err := config.ParseConfig("direct.json", fmt.Appendf(nil,
 		`{"mcpServers":{"demo":{"url":%q,"headers":{"X-Team":"blue"}}}}`, e.srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
@@ -290,7 +290,7 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 	target, _ := url.Parse(upstream.URL)
 	proxy := &answerProxy{rp: httputil.NewSingleHostReverseProxy(target)}
 	srv := httptest.NewServer(proxy)
-	cfg, err := mcpclient.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
+	cfg, err := config.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +438,7 @@ func TestPollServerWithoutTasks(t *testing.T) {
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: true}))
 	defer srv.Close()
-	cfg, err := mcpclient.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"plain":{"url":%q}}}`, srv.URL+"/mcp"))
+	cfg, err := config.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"plain":{"url":%q}}}`, srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}

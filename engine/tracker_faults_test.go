@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskdeck/taskdeck/engine"
-
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -214,7 +214,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	e.demo = demo.New(demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
 	e.http = httptest.NewServer(e.demo.Handler())
 	e.proxy = newFaultProxy(t, e.http.URL)
-	cfg, err := mcpclient.ParseConfig("faults.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.proxy.srv.URL+"/mcp"))
+	cfg, err := config.ParseConfig("faults.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.proxy.srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}

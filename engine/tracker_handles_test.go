@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskdeck/taskdeck/engine"
-
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/taskdeck/taskdeck/engine"
-
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"

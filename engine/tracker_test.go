@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskdeck/taskdeck/engine"
-
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -62,7 +62,7 @@ func newEnv(t *testing.T) *env {
 		"demo": {"url": %q},
 		"stdio": {"command": %q, "args": ["-test.run=^$"], "env": {%q: "1"}}}}`,
 		e.http.URL+"/mcp", os.Args[0], stdioEnv)
-	cfg, err := mcpclient.ParseConfig("test.json", []byte(cfgJSON))
+	cfg, err := config.ParseConfig("test.json", []byte(cfgJSON))
 	if err != nil {
 		t.Fatal(err)
 	}

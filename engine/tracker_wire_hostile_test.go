@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/taskdeck/taskdeck/engine"
-
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -26,7 +26,7 @@ import (
 type secretEnv struct {
 	t       *testing.T
 	srv     *hostile.Server
-	cfg     *mcpclient.Config
+	cfg     *config.Config
 	store   *store.Store
 	secret  string
 	timeout time.Duration
@@ -43,7 +43,7 @@ func newSecretEnv(t *testing.T, opts demo.Options) *secretEnv {
 	}
 	e := &secretEnv{t: t, srv: hostile.Start(t, opts), secret: "tdsecret-" + fmt.Sprint(time.Now().UnixNano()),
 		timeout: 5 * time.Second, ref: model.ServerRef{Name: "web"}}
-	cfg, err := mcpclient.ParseConfig("test.json", []byte(fmt.Sprintf(`{"mcpServers":{"web":{"url":%q,
+	cfg, err := config.ParseConfig("test.json", []byte(fmt.Sprintf(`{"mcpServers":{"web":{"url":%q,
 		"headers":{"Authorization":"Bearer ${TD_TOKEN}","X-Api-Key":"${TD_TOKEN}"}}}}`, e.srv.URL+"?token=${TD_TOKEN}")))
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +353,7 @@ func TestConnectErrorSaysWhatFailed(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	e := newSecretEnv(t, demo.Options{})
-	cfg, err := mcpclient.ParseConfig("test.json", []byte(fmt.Sprintf(`{"mcpServers":{"web":{"url":"http://%s/mcp?token=${TD_TOKEN}"}}}`, addr)))
+	cfg, err := config.ParseConfig("test.json", []byte(fmt.Sprintf(`{"mcpServers":{"web":{"url":"http://%s/mcp?token=${TD_TOKEN}"}}}`, addr)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 )
 
 // stdioEnv makes this test binary a demo server on stdio (see stdioPool).
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 // process serving the demo.
 func stdioPool(t *testing.T) *mcpclient.Pool {
 	t.Helper()
-	cfg, err := mcpclient.ParseConfig("test.json", fmt.Appendf(nil,
+	cfg, err := config.ParseConfig("test.json", fmt.Appendf(nil,
 		`{"mcpServers": {"stdio": {"command": %q, "args": ["-test.run=^$"], "env": {%q: "1"}}}}`, os.Args[0], stdioEnv))
 	if err != nil {
 		t.Fatal(err)
