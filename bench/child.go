@@ -39,7 +39,8 @@ func runChild() bool {
 // and exits when its stdin closes (the parent ended or closed it).
 func childServer() {
 	poll, _ := time.ParseDuration(os.Getenv("TASKDECK_BENCH_POLL"))
-	srv := demo.New(demo.Options{PollInterval: poll, TTL: 2 * time.Hour})
+	// No push: the poll benchmark measures polling.
+	srv := demo.New(demo.Options{PollInterval: poll, TTL: 2 * time.Hour, NoPush: true})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Println("error", err)

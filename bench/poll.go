@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -16,7 +17,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
+
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -28,21 +33,42 @@ type pollEnv struct {
 	url     string
 	store   *store.Store
 	pool    *mcpclient.Pool
-	tracker *mcpclient.Tracker
+	tracker *engine.Tracker
 	ids     []string
 	taskIDs []string
+	// What the tracker and the engine are opened with.
+	dir    string
+	conf   *mcpconfig.Config
+	policy model.PollPolicy
 }
 
 func (e *pollEnv) close() {
+	e.closeTracker()
+	if e.srv != nil {
+		e.srv.stop()
+	}
+}
+
+// openTracker opens the store, the pool and a tracker over them.
+func (e *pollEnv) openTracker() error {
+	var err error
+	if e.store, err = store.Open(e.dir, nil); err != nil {
+		return err
+	}
+	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: e.conf})
+	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: e.policy})
+	return nil
+}
+
+// closeTracker closes them, so that an engine may own the store.
+func (e *pollEnv) closeTracker() {
 	if e.pool != nil {
 		e.pool.Close()
 	}
 	if e.store != nil {
 		_ = e.store.Close()
 	}
-	if e.srv != nil {
-		e.srv.stop()
-	}
+	e.store, e.pool, e.tracker = nil, nil, nil
 }
 
 func newPollEnv(cfg config) (*pollEnv, error) {
@@ -51,20 +77,18 @@ func newPollEnv(cfg config) (*pollEnv, error) {
 	if e.srv, e.url, err = startServer(cfg.interval); err != nil {
 		return nil, err
 	}
-	if e.store, err = store.Open(filepath.Join(cfg.tmp, "poll-store"), nil); err != nil {
+	e.dir = filepath.Join(cfg.tmp, "poll-store")
+	if e.conf, err = mcpconfig.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.url)); err != nil {
 		e.close()
 		return nil, err
 	}
-	conf, err := mcpclient.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.url))
-	if err != nil {
-		e.close()
-		return nil, err
-	}
-	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: conf})
 	// A fixed interval (the server's hint), so that the offered load is
 	// N/interval polls per second throughout.
-	policy := model.PollPolicy{Default: cfg.interval, Floor: cfg.interval, Cap: cfg.interval, Growth: 1, Jitter: 0.1}
-	e.tracker = mcpclient.NewTracker(e.store, e.pool, mcpclient.TrackerOptions{Policy: policy})
+	e.policy = model.PollPolicy{Default: cfg.interval, Floor: cfg.interval, Cap: cfg.interval, Growth: 1, Jitter: 0.1}
+	if err = e.openTracker(); err != nil {
+		e.close()
+		return nil, err
+	}
 
 	// Open N tasks that stay open: approve waits for an answer.
 	ids := make([]string, cfg.tasks)
@@ -81,7 +105,7 @@ func newPollEnv(cfg config) (*pollEnv, error) {
 				if i >= cfg.tasks {
 					return
 				}
-				rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{
+				rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{
 					Server: model.ServerRef{Name: "demo"}, Tool: "approve",
 					Args: json.RawMessage(fmt.Sprintf(`{"action":"deploy build %d"}`, i)),
 				})
@@ -141,7 +165,7 @@ func (e *pollEnv) capture() (*capturedPost, error) {
 		_, _ = io.Copy(w, resp.Body)
 	}))
 	defer proxy.Close()
-	conf, _ := mcpclient.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"p":{"url":%q}}}`, proxy.URL+"/mcp"))
+	conf, _ := mcpconfig.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"p":{"url":%q}}}`, proxy.URL+"/mcp"))
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: conf})
 	defer pool.Close()
 	sess, err := pool.Session(context.Background(), model.ServerRef{Name: "p"})
@@ -235,7 +259,7 @@ type steady struct {
 
 // steadyRun runs a polling design for warm+window and measures the window.
 // run must poll until ctx ends, calling count after every poll.
-func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Context, count func(mcpclient.PollResult, error))) steady {
+func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Context, count func(engine.PollResult, error))) steady {
 	var st steady
 	// Sized up front, so that they do not count as the design's memory.
 	lastPoll := make(map[string]time.Time, cfg.tasks)
@@ -245,7 +269,7 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 	baseMem, baseRSS := goMem(), rss()
 	st.baseGoroutines = runtime.NumGoroutine()
 	var polls, changed, errs atomic.Int64
-	count := func(res mcpclient.PollResult, err error) {
+	count := func(res engine.PollResult, err error) {
 		polls.Add(1)
 		if res.Changed {
 			changed.Add(1)
@@ -298,19 +322,46 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 	return st
 }
 
-// ours is taskdeck's design: Watch, one schedule, PerServer in flight.
-func (e *pollEnv) ours(ctx context.Context, count func(mcpclient.PollResult, error)) {
-	_ = e.tracker.Watch(ctx, e.ids, mcpclient.WatchOptions{OnPoll: func(res mcpclient.PollResult) bool {
-		count(res, nil)
-		return true
-	}})
+// ours is taskdeck's design: the engine's loop (one schedule, PerServer
+// in flight), which owns the store while it runs. Each poll is an event
+// of its feed: a change, or only the poll state moved.
+func (e *pollEnv) ours(ctx context.Context, count func(engine.PollResult, error)) {
+	e.closeTracker()
+	defer func() {
+		if err := e.openTracker(); err != nil {
+			count(engine.PollResult{}, err)
+		}
+	}()
+	eng, err := engine.Open(engine.Options{DataDir: e.dir, Config: e.conf, Policy: e.policy})
+	if err != nil {
+		count(engine.PollResult{}, err)
+		return
+	}
+	defer eng.Close()
+	feed, err := eng.Watch(ctx, 0)
+	if err != nil {
+		count(engine.PollResult{}, err)
+		return
+	}
+	for ev := range feed.Events() {
+		if ev.Kind != deck.EventChange && ev.Kind != deck.EventPoll {
+			continue
+		}
+		for _, en := range ev.Entries {
+			res := engine.PollResult{Task: en.Task, Changed: ev.Kind == deck.EventChange, Errors: en.Poll.Errors}
+			if en.Poll.Errors > 0 {
+				res.Err = errors.New(en.Poll.LastError)
+			}
+			count(res, nil)
+		}
+	}
 }
 
 // naive is the obvious design: a goroutine per task that polls and sleeps.
 // Start times are spread over one interval; without that, all N polls
 // would go out at once and open N connections.
-func (e *pollEnv) naive(interval time.Duration) func(ctx context.Context, count func(mcpclient.PollResult, error)) {
-	return func(ctx context.Context, count func(mcpclient.PollResult, error)) {
+func (e *pollEnv) naive(interval time.Duration) func(ctx context.Context, count func(engine.PollResult, error)) {
+	return func(ctx context.Context, count func(engine.PollResult, error)) {
 		var wg sync.WaitGroup
 		for _, id := range e.ids {
 			wg.Go(func() {
@@ -408,8 +459,8 @@ func benchPoll(cfg config) (string, []finding) {
 	if cfg.quick {
 		warm, window, rounds = 2*cfg.interval, 2*cfg.interval, 2
 	}
-	names := []string{"taskdeck Watch (one schedule, 8 in flight)", "naive: goroutine per task, poll then sleep"}
-	runs := []func(context.Context, func(mcpclient.PollResult, error)){e.ours, e.naive(cfg.interval)}
+	names := []string{"taskdeck engine (one schedule, 8 in flight)", "naive: goroutine per task, poll then sleep"}
+	runs := []func(context.Context, func(engine.PollResult, error)){e.ours, e.naive(cfg.interval)}
 	res := make([][]steady, 2)
 	for round := range rounds {
 		for k := range runs {

@@ -10,16 +10,17 @@ import (
 	"testing"
 	"time"
 
+	deckapi "github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
 )
 
 // TestLoadTenThousandOpenTasks: 10,000 open tasks across 4 demo servers
 // (real `taskdeck demo-server` processes on loopback, so that their task
-// goroutines are not counted here) all reach their end under Watch; the
+// goroutines are not counted here) all reach their end under the engine after a restart; the
 // goroutines stay bounded by the in-flight limits, not by the number of
-// tasks; the memory per open task in the tracker's working set is logged
+// tasks; the memory per open task in the engine's working set is logged
 // for RELIABILITY.md.
 func TestLoadTenThousandOpenTasks(t *testing.T) {
 	t.Parallel()
@@ -37,14 +38,12 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 	for range servers {
 		refs = append(refs, model.ServerRef{URL: startDemo(t, "127.0.0.1:0").url})
 	}
-	st, err := store.Open(t.TempDir(), nil)
+	dir := t.TempDir()
+	opts := engine.Options{DataDir: dir, PerServer: perServer, RequestTimeout: 30 * time.Second}
+	launcher, err := engine.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	pool := mcpclient.NewPool(mcpclient.PoolOptions{})
-	defer pool.Close()
-	tr := mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{RequestTimeout: 30 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
@@ -52,7 +51,6 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 	// 30–35 s at the demo's --speed 0.05, so most are still open when
 	// the last is launched.
 	began := time.Now()
-	ids := make([]string, tasks)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -63,13 +61,12 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 				if i >= tasks {
 					return
 				}
-				rec, _, err := tr.Call(ctx, mcpclient.CallRequest{Server: refs[i%servers], Tool: "sleep",
+				_, err := launcher.Call(ctx, deckapi.CallRequest{Server: refs[i%servers], Tool: "sleep",
 					Args: json.RawMessage(fmt.Sprintf(`{"seconds":%d}`, 600+i%100))})
 				if err != nil {
 					errs <- err
 					return
 				}
-				ids[i] = rec.ID
 			}
 		})
 	}
@@ -79,6 +76,11 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	launch := time.Since(began)
+	// A restart: the engine that follows the tasks loads every open one
+	// into its schedule at its reconcile.
+	if err := launcher.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	var ms runtime.MemStats
 	runtime.GC()
@@ -86,7 +88,7 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 	heapBefore := ms.HeapInuse
 	baseG := runtime.NumGoroutine()
 
-	// Sample the goroutines while Watch runs.
+	// Sample the goroutines while the engine follows the tasks.
 	var maxG atomic.Int64
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
@@ -106,50 +108,53 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 	})
 
 	var heapLoaded uint64
-	polled := map[string]bool{}
-	ended, openAtMeasure := 0, 0
+	ended, openAtMeasure := map[string]bool{}, 0
 	watchBegan := time.Now()
-	err = tr.Watch(ctx, ids, mcpclient.WatchOptions{PerServer: perServer, OnPoll: func(res mcpclient.PollResult) bool {
-		if res.Err != nil {
-			t.Errorf("poll %s: %v", res.Task.ID, res.Err)
+	eng, err := engine.Open(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	feed, err := eng.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(ended) < tasks {
+		ev, ok := <-feed.Events()
+		if !ok {
+			t.Fatalf("the feed ended with %d of %d tasks ended: %v", len(ended), tasks, feed.Err())
 		}
-		if res.Task.Status.Terminal() {
-			ended++
+		if ev.Kind == deckapi.EventReconcile && heapLoaded == 0 {
+			// The reconcile has loaded every task into the schedule.
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			heapLoaded = ms.HeapInuse
+			openAtMeasure = ev.Reconcile.Total
 		}
-		if !polled[res.Task.ID] {
-			polled[res.Task.ID] = true
-			if len(polled) == 1 {
-				// Watch has loaded every task into its schedule before the
-				// first poll; all are open.
-				runtime.GC()
-				runtime.ReadMemStats(&ms)
-				heapLoaded = ms.HeapInuse
-				openAtMeasure = tasks - ended
+		for _, en := range ev.Entries {
+			if en.Task.Status.Terminal() {
+				ended[en.Task.ID] = true
 			}
 		}
-		return true
-	}})
+	}
 	close(stop)
 	sampler.Wait()
-	if err != nil {
-		t.Fatalf("watch: %v", err)
-	}
 	watchTime := time.Since(watchBegan)
 
-	all, err := st.All()
+	all, err := eng.List(ctx, deckapi.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := 0
-	for _, rec := range all {
-		if rec.Status == model.StatusCompleted {
+	for _, en := range all {
+		if en.Task.Status == model.StatusCompleted {
 			done++
 		}
 	}
 	if done != tasks {
 		t.Errorf("%d of %d tasks completed", done, tasks)
 	}
-	// Each poll in flight costs its Watch goroutine plus go-sdk's and
+	// Each poll in flight costs its loop goroutine plus go-sdk's and
 	// net/http's per-request and per-connection goroutines (a handful per
 	// slot), and each server keeps up to 2×perServer idle connections of
 	// two goroutines each. The bound does not grow with the number of tasks.
@@ -158,9 +163,9 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 		t.Errorf("goroutines peaked at %d with %d open tasks; the in-flight limits allow %d", maxG.Load(), tasks, bound)
 	}
 	perTask := float64(int64(heapLoaded)-int64(heapBefore)) / float64(max(openAtMeasure, 1))
-	t.Logf("\nload: %d tasks on %d demo servers, launched in %s, all ended under Watch in %s\n"+
-		"goroutines: %d before Watch, peak %d during it (bound %d = base + %d servers × %d per server × (6 in flight + 4 idle) + 50)\n"+
-		"heap in use: %.1f MiB before Watch, %.1f MiB with every task loaded into Watch's schedule (%d of them open): %.0f bytes per open task",
+	t.Logf("\nload: %d tasks on %d demo servers, launched in %s, all ended under the engine in %s\n"+
+		"goroutines: %d before the engine, peak %d during it (bound %d = base + %d servers × %d per server × (6 in flight + 4 idle) + 50)\n"+
+		"heap in use: %.1f MiB before the engine, %.1f MiB with every task loaded into its schedule (%d of them open): %.0f bytes per open task",
 		tasks, servers, launch.Round(100*time.Millisecond), watchTime.Round(100*time.Millisecond),
 		baseG, maxG.Load(), bound, servers, perServer,
 		float64(heapBefore)/(1<<20), float64(heapLoaded)/(1<<20), openAtMeasure, perTask)

@@ -16,6 +16,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -47,7 +48,7 @@ func BenchmarkEnginePolls(b *testing.B) {
 		h.ServeHTTP(w, r)
 	}))
 	b.Cleanup(func() { srv.Close(); d.Close() })
-	cfg, err := mcpclient.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
+	cfg, err := mcpconfig.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -29,12 +30,12 @@ func TestClassifyKeepsTheExitCodesOrder(t *testing.T) {
 		{context.DeadlineExceeded, deck.KindUnreachable},
 		// A refused call joins the server's cause with the store's trouble.
 		{errors.Join(unreachable, &store.CorruptError{Dir: "d"}), deck.KindUnreachable},
-		{&mcpclient.KeyConflictError{Key: "k", Existing: &model.Task{ID: "x"}, SameCall: true}, deck.KindConflict},
-		{&mcpclient.InputNeededError{}, deck.KindNeedsInput},
+		{&KeyConflictError{Key: "k", Existing: &model.Task{ID: "x"}, SameCall: true}, deck.KindConflict},
+		{&InputNeededError{}, deck.KindNeedsInput},
 		{fmt.Errorf("get: %w", store.ErrNotFound), deck.KindNotFound},
-		{&mcpclient.ConfigError{Path: "p", Msg: "m"}, deck.KindUsage},
-		{&mcpclient.AnswerError{Key: "k", Err: errors.New("bad")}, deck.KindUsage},
-		{&mcpclient.InputKeyError{TaskID: "t", Key: "k"}, deck.KindUsage},
+		{&mcpconfig.ConfigError{Path: "p", Msg: "m"}, deck.KindUsage},
+		{&AnswerError{Key: "k", Err: errors.New("bad")}, deck.KindUsage},
+		{&InputKeyError{TaskID: "t", Key: "k"}, deck.KindUsage},
 		{&store.CorruptError{Dir: "d"}, deck.KindLocal},
 		{store.ErrNoRoomToFlush, deck.KindLocal},
 		{fmt.Errorf("write: %w", syscall.ENOSPC), deck.KindLocal},

@@ -15,6 +15,10 @@
 // a call without --wait) that owns the store for a moment sends nothing
 // but its own requests.
 //
+// The Tracker (tracker.go, actions.go, orphans.go) is the one-task
+// operations the loop is built on: a call made durable, one poll, an
+// answer, a cancel; mcpclient below it speaks MCP and knows no store.
+//
 // Push (push.go): the loop keeps one subscriptions/listen stream per HTTP
 // server for the open tasks it watches there. A pushed state goes through
 // the same code as a poll's answer; a pushed task is polled only every

@@ -14,6 +14,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -21,7 +22,7 @@ import (
 // Options configure an engine. Zero values select the defaults.
 type Options struct {
 	DataDir        string            // the store's directory (store.Open)
-	Config         *mcpclient.Config // servers
+	Config         *mcpconfig.Config // servers
 	Logger         *slog.Logger      // nil: discard
 	ChildStderr    io.Writer         // stdio servers' stderr (the log file)
 	Warn           func(string)      // config warnings (pool)
@@ -40,7 +41,7 @@ type Engine struct {
 	log     *slog.Logger
 	store   *store.Store
 	pool    *mcpclient.Pool
-	tracker *mcpclient.Tracker
+	tracker *Tracker
 	feeds   *hub
 	pushes  pushView
 	// orphans is what Open found orphaned, for the reconcile report.
@@ -77,7 +78,7 @@ func Open(opts Options) (*Engine, error) {
 		Warn:           opts.Warn,
 		RequestTimeout: opts.RequestTimeout,
 	})
-	tr := mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
+	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
 	orphans, err := tr.OrphanStale()
 	if err != nil {
 		pool.Close()
@@ -129,10 +130,10 @@ func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResul
 		return deck.CallResult{}, err
 	}
 	defer done()
-	if _, err := mcpclient.NormalizeArgs(req.Args); err != nil {
+	if _, err := NormalizeArgs(req.Args); err != nil {
 		return deck.CallResult{}, deck.Errorf(deck.KindUsage, "%w", err)
 	}
-	out, err := e.tracker.Start(ctx, mcpclient.CallRequest{
+	out, err := e.tracker.Start(ctx, CallRequest{
 		Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key, Answers: req.Answers, Agent: req.Agent, Repeats: req.Repeats,
 	})
 	return e.called(out, err)
@@ -155,7 +156,7 @@ func (e *Engine) Continue(ctx context.Context, id string, answers map[string]jso
 
 // called schedules a call's task, if it has one to poll, and words the
 // outcome for the deck.
-func (e *Engine) called(out mcpclient.CallOutcome, err error) (deck.CallResult, error) {
+func (e *Engine) called(out CallOutcome, err error) (deck.CallResult, error) {
 	res := deck.CallResult{Task: out.Task, Reused: out.Reused, NeedsInput: out.NeedsInput, Again: out.Again}
 	if out.Task != nil {
 		res.NeedsInput = out.Task.NeedsInput() // also a reused record's
@@ -394,7 +395,7 @@ func (e *Engine) Servers(ctx context.Context) ([]deck.Server, error) {
 			return nil, classify(err, "")
 		}
 		push := e.pushes.state(name)
-		srv := deck.Server{Name: name, Target: mcpclient.RedactURL(s.URL), Push: push.Push, PushError: push.PushError}
+		srv := deck.Server{Name: name, Target: mcpconfig.RedactURL(s.URL), Push: push.Push, PushError: push.PushError}
 		if s.URL == "" {
 			srv.Target, srv.Stdio = strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")), true
 		}
@@ -448,8 +449,8 @@ func (e *Engine) CheckCall(ctx context.Context, req deck.CallRequest) error {
 		return err
 	}
 	defer done()
-	if _, err := mcpclient.NormalizeArgs(req.Args); err != nil {
+	if _, err := NormalizeArgs(req.Args); err != nil {
 		return deck.Errorf(deck.KindUsage, "%w", err)
 	}
-	return classify(e.tracker.CheckCall(ctx, mcpclient.CallRequest{Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key}), "")
+	return classify(e.tracker.CheckCall(ctx, CallRequest{Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key}), "")
 }

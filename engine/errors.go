@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/store"
 )
 
@@ -37,9 +38,9 @@ func kindOf(err error) deck.Kind {
 	var (
 		locked *store.LockedError
 		te     *mcpclient.TransportError
-		key    *mcpclient.KeyConflictError
-		state  *mcpclient.StateError
-		need   *mcpclient.InputNeededError
+		key    *KeyConflictError
+		state  *StateError
+		need   *InputNeededError
 	)
 	switch {
 	case errors.As(err, &locked):
@@ -70,8 +71,8 @@ func kindOf(err error) deck.Kind {
 
 // isUsage reports errors the caller fixes by changing the request.
 func isUsage(err error) bool {
-	return errors.As(err, new(*mcpclient.ConfigError)) || errors.As(err, new(*mcpclient.InputKeyError)) ||
-		errors.As(err, new(*mcpclient.AnswerError)) || errors.As(err, new(*mcpclient.CallError))
+	return errors.As(err, new(*mcpconfig.ConfigError)) || errors.As(err, new(*InputKeyError)) ||
+		errors.As(err, new(*AnswerError)) || errors.As(err, new(*mcpclient.CallError))
 }
 
 // isLocal reports the store's own failures wherever they surface: damage,

@@ -10,7 +10,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -31,9 +31,9 @@ func startDemo(t *testing.T, opts demo.Options) *hostile.Server {
 }
 
 // config names srv "demo".
-func config(t *testing.T, srv *hostile.Server) *mcpclient.Config {
+func config(t *testing.T, srv *hostile.Server) *mcpconfig.Config {
 	t.Helper()
-	cfg, err := mcpclient.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL))
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

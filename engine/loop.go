@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
-	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -27,7 +26,7 @@ type loop struct {
 
 type polled struct {
 	id  string
-	res mcpclient.PollResult
+	res PollResult
 	err error
 }
 
@@ -120,7 +119,7 @@ func (e *Engine) policy() model.PollPolicy {
 
 // polled files the outcome of a poll made outside the loop (Cancel's):
 // the next poll follows from it, and its poll state is published.
-func (e *Engine) polled(id string, res mcpclient.PollResult) {
+func (e *Engine) polled(id string, res PollResult) {
 	e.feeds.poll(e.entry(res.Task))
 	l := e.running()
 	if l == nil {

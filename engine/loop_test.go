@@ -9,7 +9,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -206,7 +206,7 @@ func TestPollNowPollsWithin200ms(t *testing.T) {
 func TestStalledServerDoesNotHoldOthersBack(t *testing.T) {
 	slow := startDemo(t, demo.Options{PollInterval: time.Hour})
 	fast := startDemo(t, demo.Options{PollInterval: 10 * time.Millisecond})
-	cfg, err := mcpclient.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q},"slow":{"url":%q}}}`, fast.URL, slow.URL))
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q},"slow":{"url":%q}}}`, fast.URL, slow.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

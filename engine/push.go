@@ -73,7 +73,7 @@ func (st *stream) stop() {
 }
 
 // apply applies one pushed state unless the stream was stopped.
-func (st *stream) apply(tr *mcpclient.Tracker, p mcpclient.Pushed) (polled, bool) {
+func (st *stream) apply(tr *Tracker, p mcpclient.Pushed) (polled, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.over.Load() {

@@ -12,7 +12,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -86,7 +86,7 @@ func (t *trial) perHour() float64 { return float64(t.requests) / t.taskHours }
 func runTrial(b *testing.B, push bool) trial {
 	srv := hostile.Start(b, demo.Options{Hold: true, NoPush: !push, PollInterval: benchInterval, TTL: time.Hour})
 	changes := onChanges(srv)
-	cfg, err := mcpclient.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL))
+	cfg, err := mcpconfig.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL))
 	if err != nil {
 		b.Fatal(err)
 	}

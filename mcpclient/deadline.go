@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// withRequestTimeout is context.WithTimeout measured in this process's
+// WithRequestTimeout is context.WithTimeout measured in this process's
 // running time: the timeout is counted in steps of a timer re-armed after
 // each, so a process that was stopped (SIGSTOP, a suspended machine)
 // counts its whole stop as one step. A call whose answer arrived while it
 // was stopped then reads that answer instead of giving up on it. Once the
 // time is up, Err is context.DeadlineExceeded, and so is the cause that
 // net/http reports, as with WithTimeout.
-func withRequestTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+func WithRequestTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	steps := max(10, int(d/time.Second))
 	step := d / time.Duration(steps)
 	inner, cancel := context.WithCancelCause(parent)
@@ -35,7 +35,7 @@ func withRequestTimeout(parent context.Context, d time.Duration) (context.Contex
 	return c, func() { cancel(nil) }
 }
 
-// runningTimeout is the context withRequestTimeout returns.
+// runningTimeout is the context WithRequestTimeout returns.
 type runningTimeout struct {
 	context.Context
 	timedOut atomic.Bool

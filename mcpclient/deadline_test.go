@@ -18,7 +18,7 @@ func TestRequestTimeoutReadsAsADeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	ctx, cancel := withRequestTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := WithRequestTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+l.Addr().String()+"/mcp", nil)
 	if err != nil {
@@ -34,7 +34,7 @@ func TestRequestTimeoutReadsAsADeadline(t *testing.T) {
 		t.Errorf("request %v, Err %v, Cause %v; want deadline exceeded", err, ctx.Err(), context.Cause(ctx))
 	}
 
-	ctx, cancel = withRequestTimeout(context.Background(), time.Minute)
+	ctx, cancel = WithRequestTimeout(context.Background(), time.Minute)
 	cancel()
 	<-ctx.Done()
 	if !errors.Is(ctx.Err(), context.Canceled) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/termtext"
 )
@@ -136,10 +137,10 @@ func classify(server string, err error, taskMethod bool, info *callInfo) error {
 			_ = json.Unmarshal(werr.Data, &data) // the list is a courtesy
 			return &VersionError{Supported: data.Supported}
 		}
-		return &ServerError{Code: werr.Code, Message: redactedLine(werr.Message), Data: werr.Data}
+		return &ServerError{Code: werr.Code, Message: RedactedLine(werr.Message), Data: werr.Data}
 	}
 	var own *requestError
-	te := &TransportError{Server: redactURLs(server), Err: err, Transient: werr != nil && werr.Code == codeSDKRejected || errors.As(err, &own)}
+	te := &TransportError{Server: config.RedactURLs(server), Err: err, Transient: werr != nil && werr.Code == codeSDKRejected || errors.As(err, &own)}
 	if info != nil {
 		info.mu.Lock()
 		te.RetryAfter = info.retryAfter
@@ -176,10 +177,10 @@ func cleanText(s string) string {
 	})
 	s = sdkNoise.ReplaceAllString(s, "")
 	s = httpOp.ReplaceAllString(s, "")
-	return redactedLine(s)
+	return RedactedLine(s)
 }
 
-// redactedLine keeps a server's or transport's message to one line of at
+// RedactedLine keeps a server's or transport's message to one line of at
 // most 300 characters, whose URLs have lost their secrets: it may be
 // stored or shown.
-func redactedLine(s string) string { return termtext.OneLine(redactURLs(s), 300) }
+func RedactedLine(s string) string { return termtext.OneLine(config.RedactURLs(s), 300) }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -115,7 +116,7 @@ func (s *Session) Listen(ctx context.Context, taskIDs []string) (*Subscription, 
 	if err != nil {
 		cancel()
 		if timedOut.Load() {
-			return nil, &TransportError{Server: redactURLs(server), Err: fmt.Errorf("%s: no answer within %s", wire.MethodListen, s.timeout), Transient: true}
+			return nil, &TransportError{Server: config.RedactURLs(server), Err: fmt.Errorf("%s: no answer within %s", wire.MethodListen, s.timeout), Transient: true}
 		}
 		return nil, classify(server, err, false, nil)
 	}
@@ -165,7 +166,7 @@ func (s *Session) Listen(ctx context.Context, taskIDs []string) (*Subscription, 
 }
 
 func (s *Session) noPush(why string) error {
-	return &noPushError{redactURLs(s.ref.String()), why}
+	return &noPushError{config.RedactURLs(s.ref.String()), why}
 }
 
 // refusal is what a listen answered otherwise than with a stream means: a
@@ -186,9 +187,9 @@ func (s *Session) refusal(code int, status error, ctype string, body io.Reader) 
 		}
 	}
 	if rpc != nil {
-		return s.noPush(fmt.Sprintf("it answered the listen with error %d: %s", rpc.Code, redactedLine(rpc.Message)))
+		return s.noPush(fmt.Sprintf("it answered the listen with error %d: %s", rpc.Code, RedactedLine(rpc.Message)))
 	}
-	return s.noPush(fmt.Sprintf("it answered the listen with %q, not a stream", redactedLine(ctype)))
+	return s.noPush(fmt.Sprintf("it answered the listen with %q, not a stream", RedactedLine(ctype)))
 }
 
 type listenRequest struct {
@@ -303,7 +304,7 @@ func (r *listenReader) pushed(params json.RawMessage) error {
 	}
 	if !r.acked[snap.TaskID] {
 		r.sess.log.Debug("push: dropped a notification for a task not acknowledged",
-			"server", redactURLs(r.sess.ref.String()), "task", redactedLine(snap.TaskID))
+			"server", config.RedactURLs(r.sess.ref.String()), "task", RedactedLine(snap.TaskID))
 		return nil
 	}
 	select {

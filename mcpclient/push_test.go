@@ -18,6 +18,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -35,7 +36,7 @@ func newPushEnv(t *testing.T, opts demo.Options, timeout time.Duration) *pushEnv
 	t.Helper()
 	opts.Hold = true
 	e := &pushEnv{t: t, srv: hostile.Start(t, opts)}
-	cfg, err := mcpclient.ParseConfig("push.json", fmt.Appendf(nil,
+	cfg, err := config.ParseConfig("push.json", fmt.Appendf(nil,
 		`{"mcpServers":{"demo":{"url":%q,"headers":{"X-Team":"blue"}}}}`, e.srv.URL))
 	if err != nil {
 		t.Fatal(err)
@@ -214,8 +215,7 @@ func TestListenRefusedMeansPoll(t *testing.T) {
 
 // A stdio session offers no push: ErrNoPush at once, nothing sent.
 func TestListenOverStdioMeansPoll(t *testing.T) {
-	e := newEnv(t)
-	sess, err := e.pool.Session(context.Background(), model.ServerRef{Name: "stdio"})
+	sess, err := stdioPool(t).Session(context.Background(), model.ServerRef{Name: "stdio"})
 	if err != nil {
 		t.Fatal(err)
 	}

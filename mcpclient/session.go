@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -28,7 +29,7 @@ var Version = "0.1.0"
 
 // PoolOptions configure how servers are reached.
 type PoolOptions struct {
-	Config *Config
+	Config *config.Config
 	// Lookup expands ${VAR}; os.LookupEnv when nil.
 	Lookup func(string) (string, bool)
 	// Logger gets go-sdk's logs; nil discards them.
@@ -68,7 +69,7 @@ type poolEntry struct {
 // NewPool makes a pool; nothing is connected until used.
 func NewPool(opts PoolOptions) *Pool {
 	if opts.Config == nil {
-		opts.Config = &Config{}
+		opts.Config = &config.Config{}
 	}
 	if opts.Lookup == nil {
 		opts.Lookup = os.LookupEnv
@@ -87,11 +88,11 @@ func NewPool(opts PoolOptions) *Pool {
 }
 
 // Resolve finds the configuration a reference points at.
-func (p *Pool) Resolve(ref model.ServerRef) (ServerConfig, error) {
+func (p *Pool) Resolve(ref model.ServerRef) (config.ServerConfig, error) {
 	if ref.Name != "" {
 		return p.opts.Config.Server(ref.Name)
 	}
-	return AdHoc(ref.URL)
+	return config.AdHoc(ref.URL)
 }
 
 // Session returns a connected session for the server, connecting once for
@@ -114,7 +115,7 @@ func (p *Pool) Session(ctx context.Context, ref model.ServerRef) (*Session, erro
 			base = ctx
 		}
 		go func() {
-			cctx, cancel := withRequestTimeout(base, p.opts.RequestTimeout)
+			cctx, cancel := WithRequestTimeout(base, p.opts.RequestTimeout)
 			defer cancel()
 			e.sess, e.err = p.connect(cctx, ref)
 			close(e.ready)
@@ -199,7 +200,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 	var ht *headerTransport
 	if cfg.URL != "" {
 		if !cfg.IsLoopbackOrHTTPS() && p.opts.Warn != nil {
-			p.opts.Warn(fmt.Sprintf("server %s is reached over plain http on a non-loopback address: traffic and task ids are not encrypted", RedactURL(ref.String())))
+			p.opts.Warn(fmt.Sprintf("server %s is reached over plain http on a non-loopback address: traffic and task ids are not encrypted", config.RedactURL(ref.String())))
 		}
 		u, err := url.Parse(cfg.URL)
 		if err != nil {
@@ -269,7 +270,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		if init != nil {
 			got = init.ProtocolVersion
 		}
-		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", RedactURL(ref.String()), redactedLine(got), wire.ProtocolVersion)
+		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", config.RedactURL(ref.String()), RedactedLine(got), wire.ProtocolVersion)
 	}
 	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, log: p.opts.Logger}
 	if hc != nil && meta.get() != nil {
@@ -403,3 +404,6 @@ func (s *Session) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	}
 	return l.Tools, nil
 }
+
+// DefaultPerServer bounds the polls in flight to one server.
+const DefaultPerServer = 8

@@ -87,7 +87,7 @@ func (c *toolCache) get(ctx context.Context, s *Session, refresh bool) (*ToolLis
 // listTools sends tools/list, following pagination, and keeps every tool
 // as it was sent next to go-sdk's decoding of it.
 func (s *Session) listTools(ctx context.Context) (*ToolList, error) {
-	ctx, cancel := withRequestTimeout(ctx, s.timeout)
+	ctx, cancel := WithRequestTimeout(ctx, s.timeout)
 	defer cancel()
 	l := &ToolList{byName: map[string]rawTool{}}
 	var ttlMs int
@@ -506,38 +506,4 @@ func join(a, b string) string {
 		return a + b
 	}
 	return a + ", " + b
-}
-
-// CheckCall refuses, before anything is written or sent, a call that the
-// server's tool list rules out: an unknown tool or arguments its input
-// schema refuses are a *CallError. It needs no more than the call itself
-// would: a key that already names a task is left to Call (which sends
-// nothing then, or refuses a conflict), a server that cannot be reached is the error Call would
-// return, and a tool list that cannot be had leaves the check to the
-// server.
-func (t *Tracker) CheckCall(ctx context.Context, req CallRequest) error {
-	args, err := NormalizeArgs(req.Args)
-	if err != nil {
-		return err
-	}
-	if req.Key != "" {
-		// A refused call's key is released by Call: the call goes out.
-		if holder, err := t.store.ByKey(req.Key); err == nil && !refusedCall(holder) {
-			return nil
-		}
-	}
-	sess, err := t.session(ctx, req.Server)
-	if err != nil {
-		return err
-	}
-	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
-	defer cancel()
-	list, err := sess.Tools(cctx)
-	if err != nil {
-		// The error names the server; it is logged at debug level only, as
-		// poll failures are.
-		t.log.Debug("tools/list failed; the call goes out unchecked", "tool", req.Tool, "err", err)
-		return nil
-	}
-	return list.Check(req.Tool, args)
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 )
 
 // callInfo rides in a request's context down to the transports, which
@@ -243,7 +245,7 @@ func originOf(u *url.URL) string {
 // streamable HTTP has no use for a redirect, and following one would send
 // the request and its headers to wherever the server points.
 func refuseRedirects(req *http.Request, via []*http.Request) error {
-	return &RedirectError{Method: via[0].Header.Get("Mcp-Method"), Code: req.Response.StatusCode, Location: RedactURL(req.URL.String())}
+	return &RedirectError{Method: via[0].Header.Get("Mcp-Method"), Code: req.Response.StatusCode, Location: config.RedactURL(req.URL.String())}
 }
 
 // boundedTransport bounds every answer go-sdk reads to maxResponseBytes,

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 )
 
 // Upstream is a configured HTTP server reached as raw HTTP, for requests
@@ -17,7 +19,7 @@ type Upstream struct {
 
 // NewUpstream expands cfg (lookup: os.LookupEnv when nil) and builds its
 // client. A stdio server has no upstream URL: an error.
-func NewUpstream(cfg ServerConfig, lookup func(string) (string, bool)) (*Upstream, error) {
+func NewUpstream(cfg config.ServerConfig, lookup func(string) (string, bool)) (*Upstream, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
@@ -26,7 +28,7 @@ func NewUpstream(cfg ServerConfig, lookup func(string) (string, bool)) (*Upstrea
 		return nil, err
 	}
 	if cfg.URL == "" {
-		return nil, &ConfigError{Path: cfg.path, Where: cfg.loc(""), Msg: "a stdio server cannot be reached over HTTP"}
+		return nil, cfg.Refuse("a stdio server cannot be reached over HTTP")
 	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -45,7 +45,7 @@ func startRig(t testing.TB, dopts demo.Options, popts Options) *rig {
 // startRigWith puts the engine and the proxy in front of srv, with config.
 func startRigWith(t testing.TB, srv *hostile.Server, config string, popts Options) *rig {
 	t.Helper()
-	cfg, err := mcpclient.ParseConfig("test.json", []byte(config))
+	cfg, err := mcpconfig.ParseConfig("test.json", []byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 )
 
 // Defaults of Options.
@@ -33,8 +34,8 @@ const (
 // Options configure a Proxy. Zero values select the defaults.
 type Options struct {
 	Deck   deck.Deck
-	Config *mcpclient.Config // the servers the proxy serves, by name
-	Logger *slog.Logger      // nil: discard
+	Config *config.Config // the servers the proxy serves, by name
+	Logger *slog.Logger   // nil: discard
 	// HoldLimit bounds how long a held call (an agent without the tasks
 	// extension) is kept open; then the agent gets a tool error naming the
 	// record, which goes on.
@@ -67,7 +68,7 @@ func New(opts Options) *Proxy {
 	opts.MaxBody = cmp.Or(opts.MaxBody, DefaultMaxBody)
 	opts.PollWait = cmp.Or(opts.PollWait, DefaultPollWait)
 	if opts.Config == nil {
-		opts.Config = &mcpclient.Config{}
+		opts.Config = &config.Config{}
 	}
 	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger), ups: map[string]*mcpclient.Upstream{}}
 }
@@ -79,16 +80,16 @@ func (p *Proxy) Close() error {
 }
 
 // server resolves an endpoint's name to its configuration.
-func (p *Proxy) server(name string) (mcpclient.ServerConfig, bool) {
+func (p *Proxy) server(name string) (config.ServerConfig, bool) {
 	if name == "" {
-		return mcpclient.ServerConfig{}, false
+		return config.ServerConfig{}, false
 	}
 	s, err := p.opts.Config.Server(name)
 	return s, err == nil
 }
 
 // upstream is the raw HTTP route to a configured server, for passthrough.
-func (p *Proxy) upstream(cfg mcpclient.ServerConfig) (*mcpclient.Upstream, error) {
+func (p *Proxy) upstream(cfg config.ServerConfig) (*mcpclient.Upstream, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if u, ok := p.ups[cfg.Name]; ok {

@@ -19,7 +19,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 }
 
 func runChild(dir, config string) error {
-	cfg, err := mcpclient.ParseConfig("child.json", []byte(config))
+	cfg, err := mcpconfig.ParseConfig("child.json", []byte(config))
 	if err != nil {
 		return err
 	}
@@ -190,9 +190,9 @@ func TestStormKilledProxy(t *testing.T) {
 	t.Logf("%d server tasks, %d records, %d orphaned intents, %d handles relayed", len(created), len(list), lost, len(relayed))
 }
 
-func mustConfig(t *testing.T, config string) *mcpclient.Config {
+func mustConfig(t *testing.T, config string) *mcpconfig.Config {
 	t.Helper()
-	cfg, err := mcpclient.ParseConfig("test.json", []byte(config))
+	cfg, err := mcpconfig.ParseConfig("test.json", []byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}

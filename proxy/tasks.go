@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -17,7 +17,7 @@ import (
 // endpoint is one configured server as the agents see it.
 type endpoint struct {
 	p   *Proxy
-	cfg mcpclient.ServerConfig
+	cfg config.ServerConfig
 }
 
 func (ep *endpoint) ref() model.ServerRef { return model.ServerRef{Name: ep.cfg.Name} }

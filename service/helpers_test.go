@@ -12,7 +12,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -26,7 +26,7 @@ func startDemo(t testing.TB) *hostile.Server {
 
 // openEngine opens the real engine on dir, its config naming mcp "demo".
 func openEngine(t testing.TB, dir, mcpURL string) (*engine.Engine, error) {
-	cfg, err := mcpclient.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, mcpURL))
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, mcpURL))
 	if err != nil {
 		t.Fatal(err)
 	}

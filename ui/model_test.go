@@ -21,6 +21,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -40,7 +41,7 @@ type harness struct {
 	eng  *engine.Engine
 	ref  model.ServerRef
 	dir  string
-	cfg  *mcpclient.Config
+	cfg  *mcpconfig.Config
 	// wrap, when setup sets it, is the deck the dashboard sees around the engine.
 	wrap func(deck.Deck) deck.Deck
 }
@@ -65,7 +66,7 @@ func newHarnessWith(t *testing.T, opts demo.Options, setup func(h *harness)) *ha
 	h.demo = demo.New(opts)
 	srv := httptest.NewServer(h.demo.Handler())
 	var err error
-	h.cfg, err = mcpclient.ParseConfig("test", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
+	h.cfg, err = mcpconfig.ParseConfig("test", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +438,7 @@ func loaded(t testing.TB, tasks []*model.Task, w, h int) *Model {
 // is not watched).
 func loadedWith(t testing.TB, tasks []*model.Task, w, h int, config string, opts Options) *Model {
 	t.Helper()
-	cfg, err := mcpclient.ParseConfig("test", []byte(config))
+	cfg, err := mcpconfig.ParseConfig("test", []byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -28,7 +28,7 @@ func addServer(h *harness, name string) *hostile.Server {
 		servers[n] = map[string]string{"url": s.URL}
 	}
 	raw, _ := json.Marshal(map[string]any{"mcpServers": servers})
-	cfg, err := mcpclient.ParseConfig("test", raw)
+	cfg, err := mcpconfig.ParseConfig("test", raw)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -12,7 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/engine"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 )
@@ -55,7 +56,7 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 			if args != "" {
 				opts.Args = json.RawMessage(args)
 			}
-			if _, err := mcpclient.NormalizeArgs(opts.Args); err != nil {
+			if _, err := engine.NormalizeArgs(opts.Args); err != nil {
 				return usageErr("--args: %v", err)
 			}
 			if runF != nil {
@@ -251,13 +252,13 @@ func (f *Factory) isStdio(ref model.ServerRef) bool {
 // name as an argument).
 func serverRef(server, url string) (model.ServerRef, error) {
 	if url != "" {
-		if _, err := mcpclient.AdHoc(url); err != nil {
+		if _, err := mcpconfig.AdHoc(url); err != nil {
 			return model.ServerRef{}, &exitError{code: exitUsage, err: err}
 		}
 		// An ad-hoc URL is stored with every task and shown by ls: it must
 		// carry no secret.
 		if u, err := neturl.Parse(url); err == nil && (u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "") {
-			return model.ServerRef{}, usageErr("--url %s holds a password, a query string or a fragment, which would be stored with every task and shown by ls; configure the server in the config file, with ${VAR} for the secret", mcpclient.RedactURL(url))
+			return model.ServerRef{}, usageErr("--url %s holds a password, a query string or a fragment, which would be stored with every task and shown by ls; configure the server in the config file, with ${VAR} for the secret", mcpconfig.RedactURL(url))
 		}
 		return model.ServerRef{URL: url}, nil
 	}

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/taskdeck/taskdeck/deck"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/ui"
 	"golang.org/x/term"
 )
@@ -54,7 +54,7 @@ func (f *Factory) dashboardConfig() (*ui.Config, error) {
 	}
 	look, err := ui.ParseConfig(data)
 	if err != nil {
-		return nil, &exitError{code: exitUsage, err: &mcpclient.ConfigError{Path: f.configPath, Msg: err.Error()}}
+		return nil, &exitError{code: exitUsage, err: &config.ConfigError{Path: f.configPath, Msg: err.Error()}}
 	}
 	return look, nil
 }

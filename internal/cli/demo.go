@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -71,7 +71,7 @@ func demoRun(opts *DemoOptions) error {
 
 	url := fmt.Sprintf("http://%s/mcp", ln.Addr())
 	f.dataDir = dir
-	f.cfg, err = mcpclient.ParseConfig("(demo)", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, url))
+	f.cfg, err = config.ParseConfig("(demo)", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, url))
 	if err != nil {
 		return err
 	}

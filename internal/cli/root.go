@@ -21,6 +21,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/service"
 	"github.com/taskdeck/taskdeck/store"
@@ -65,7 +66,7 @@ type Factory struct {
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
 	quiet bool
 
-	cfg     *mcpclient.Config
+	cfg     *mcpconfig.Config
 	logFile *os.File
 	logger  *slog.Logger
 	dk      deck.Deck
@@ -185,16 +186,16 @@ func usageArgs(cmd *cobra.Command) {
 }
 
 // config loads the server configuration once.
-func (f *Factory) config() (*mcpclient.Config, error) {
+func (f *Factory) config() (*mcpconfig.Config, error) {
 	if f.cfg == nil { // demo sets its own
 		// A default config that does not exist means no servers; a file
 		// the operator named must be there (a typo is not "no servers").
 		if _, err := os.Stat(f.configPath); f.configSet && errors.Is(err, fs.ErrNotExist) {
-			return nil, &exitError{code: exitUsage, err: &mcpclient.ConfigError{Path: f.configPath, Msg: "does not exist; check the path, or leave out --config to use " + defaultConfigPath()}}
+			return nil, &exitError{code: exitUsage, err: &mcpconfig.ConfigError{Path: f.configPath, Msg: "does not exist; check the path, or leave out --config to use " + defaultConfigPath()}}
 		}
-		cfg, err := mcpclient.LoadConfig(f.configPath)
+		cfg, err := mcpconfig.LoadConfig(f.configPath)
 		if err != nil {
-			if errors.As(err, new(*mcpclient.ConfigError)) {
+			if errors.As(err, new(*mcpconfig.ConfigError)) {
 				return nil, &exitError{code: exitUsage, err: err}
 			}
 			return nil, err
@@ -258,7 +259,7 @@ func (f *Factory) configFile() string {
 }
 
 // openEngine opens the engine in this process, which takes the store.
-func (f *Factory) openEngine(cfg *mcpclient.Config) (*engine.Engine, error) {
+func (f *Factory) openEngine(cfg *mcpconfig.Config) (*engine.Engine, error) {
 	e, err := engine.Open(engine.Options{
 		DataDir:        f.dataDir,
 		Config:         cfg,
@@ -334,7 +335,7 @@ func (f *Factory) close() {
 }
 
 func (f *Factory) completeServers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	cfg, err := mcpclient.LoadConfig(f.configPath)
+	cfg, err := mcpconfig.LoadConfig(f.configPath)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -1,4 +1,4 @@
-package mcpclient_test
+package engine_test
 
 import (
 	"bytes"
@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -202,7 +204,7 @@ type faultEnv struct {
 	proxy   *faultProxy
 	store   *store.Store
 	pool    *mcpclient.Pool
-	tracker *mcpclient.Tracker
+	tracker *engine.Tracker
 	ref     model.ServerRef
 }
 
@@ -212,7 +214,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	e.demo = demo.New(demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
 	e.http = httptest.NewServer(e.demo.Handler())
 	e.proxy = newFaultProxy(t, e.http.URL)
-	cfg, err := mcpclient.ParseConfig("faults.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.proxy.srv.URL+"/mcp"))
+	cfg, err := config.ParseConfig("faults.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.proxy.srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +223,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	e.tracker = mcpclient.NewTracker(e.store, e.pool, mcpclient.TrackerOptions{Policy: faultPolicy, RequestTimeout: time.Second})
+	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: faultPolicy, RequestTimeout: time.Second})
 	return e
 }
 
@@ -296,7 +298,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 			// 3 tasks of 1–2 s, started through the proxy while it is healthy.
 			var ids []string
 			for i := range faultTasks {
-				rec, _, err := e.tracker.Call(ctx, mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(fmt.Sprintf(`{"seconds":%d}`, 20+10*i))})
+				rec, _, err := e.tracker.Call(ctx, engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(fmt.Sprintf(`{"seconds":%d}`, 20+10*i))})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -313,7 +315,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 			last := map[string]*model.Task{}
 			watchDone := make(chan error, 1)
 			go func() {
-				watchDone <- e.tracker.Watch(ctx, ids, mcpclient.WatchOptions{OnPoll: func(res mcpclient.PollResult) bool {
+				watchDone <- follow(ctx, e.tracker, ids, func(res engine.PollResult) bool {
 					mu.Lock()
 					defer mu.Unlock()
 					if res.Err != nil && errSeen[res.Task.ID] == nil {
@@ -321,7 +323,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 					}
 					last[res.Task.ID] = res.Task
 					return true
-				}})
+				})
 			}()
 			time.Sleep(faultFor)
 

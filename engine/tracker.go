@@ -1,4 +1,4 @@
-package mcpclient
+package engine
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -23,7 +24,7 @@ import (
 // Its API is free of UI types so that one owner can serve it to others.
 type Tracker struct {
 	store          *store.Store
-	pool           *Pool
+	pool           *mcpclient.Pool
 	policy         model.PollPolicy
 	now            func() time.Time
 	log            *slog.Logger
@@ -61,7 +62,7 @@ type TrackerOptions struct {
 }
 
 // NewTracker makes a tracker over an open store and a pool.
-func NewTracker(st *store.Store, pool *Pool, opts TrackerOptions) *Tracker {
+func NewTracker(st *store.Store, pool *mcpclient.Pool, opts TrackerOptions) *Tracker {
 	if opts.Policy == (model.PollPolicy{}) {
 		opts.Policy = model.DefaultPollPolicy
 	}
@@ -84,7 +85,7 @@ func NewTracker(st *store.Store, pool *Pool, opts TrackerOptions) *Tracker {
 func (t *Tracker) Store() *store.Store { return t.store }
 
 // Pool is the tracker's connection pool.
-func (t *Tracker) Pool() *Pool { return t.pool }
+func (t *Tracker) Pool() *mcpclient.Pool { return t.pool }
 
 // InputFunc answers input requests (MRTR, before a task exists) with
 // input responses keyed like the requests.
@@ -166,9 +167,9 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 // rounds sends tools/call for the intent rec (status calling) until the
 // server answers with a task or a result, or asks for input nobody gave.
 // round counts the calls sent before this one.
-func (t *Tracker) rounds(ctx context.Context, sess *Session, rec *model.Task, round int, answers map[string]json.RawMessage, state string, req CallRequest, keep bool) (CallOutcome, error) {
+func (t *Tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *model.Task, round int, answers map[string]json.RawMessage, state string, req CallRequest, keep bool) (CallOutcome, error) {
 	for ; ; round++ {
-		cctx, cancel := withRequestTimeout(ctx, t.requestTimeout) // a stopped process keeps its answer
+		cctx, cancel := mcpclient.WithRequestTimeout(ctx, t.requestTimeout) // a stopped process keeps its answer
 		out, err := sess.CallTool(cctx, rec.Tool, rec.Arguments, answers, state)
 		cancel()
 		if err != nil {
@@ -382,14 +383,14 @@ func (t *Tracker) releaseKey(id string) error {
 }
 
 // callFailed settles an intent whose tools/call got no usable answer.
-func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task, error) {
-	var te *TransportError
+func (t *Tracker) callFailed(id string, sess *mcpclient.Session, cause error) (*model.Task, error) {
+	var te *mcpclient.TransportError
 	isTransport := errors.As(cause, &te)
 	if isTransport && !te.Transient {
 		t.pool.Drop(sess) // broken for good: the next use reconnects
 	}
 	switch {
-	case isTransport && errors.As(cause, new(*RedirectError)):
+	case isTransport && errors.As(cause, new(*mcpclient.RedirectError)):
 		// The server answered, with a redirect that was not followed.
 		rec, err := t.settle(id, model.StatusFailed, "the server answered with a redirect; nothing was started", cause, nil)
 		return rec, errors.Join(cause, err)
@@ -407,7 +408,7 @@ func (t *Tracker) callFailed(id string, sess *Session, cause error) (*model.Task
 	default:
 		// The server answered with an error: nothing runs there.
 		var rpcErr *model.RPCError
-		var se *ServerError
+		var se *mcpclient.ServerError
 		if errors.As(cause, &se) {
 			rpcErr = &model.RPCError{Code: se.Code, Message: se.Message, Data: se.Data}
 		}
@@ -428,7 +429,7 @@ func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rp
 			return false, err
 		}
 		r.StatusMessage = msg
-		r.LocalError = redactedLine(cause.Error())
+		r.LocalError = mcpclient.RedactedLine(cause.Error())
 		r.Error = rpcErr
 		return true, nil
 	})
@@ -445,7 +446,7 @@ func (t *Tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
 // request timeout like any request: a server that accepts connections but
 // never answers fails the step (and shows the error) instead of holding it.
 // The session outlives ctx: go-sdk detaches it from the connect context.
-func (t *Tracker) session(ctx context.Context, ref model.ServerRef) (*Session, error) {
+func (t *Tracker) session(ctx context.Context, ref model.ServerRef) (*mcpclient.Session, error) {
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	defer cancel()
 	return t.pool.Session(cctx, ref)
@@ -493,10 +494,10 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	snap, err := sess.GetTask(cctx, rec.TaskID)
 	cancel()
 	switch {
-	case errors.Is(err, ErrTaskUnknown):
+	case errors.Is(err, mcpclient.ErrTaskUnknown):
 		rec, err := t.markUnknown(id, whyUnknown)
 		return PollResult{Task: rec, Changed: true}, err
-	case errors.Is(err, ErrNoTasks):
+	case errors.Is(err, mcpclient.ErrNoTasks):
 		rec, err := t.markUnknown(id, whyNoTasks)
 		return PollResult{Task: rec, Changed: true}, err
 	case err != nil:
@@ -574,8 +575,8 @@ func (t *Tracker) markUnknown(id, why string) (*model.Task, error) {
 	})
 }
 
-func (t *Tracker) pollFailed(rec *model.Task, sess *Session, err error) PollResult {
-	var te *TransportError
+func (t *Tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error) PollResult {
+	var te *mcpclient.TransportError
 	if sess != nil && errors.As(err, &te) && !te.Transient {
 		// go-sdk failed the session for good; a transient rejection (a
 		// 503, a refused or dropped connection) leaves it usable, and a
@@ -613,7 +614,7 @@ func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error) (time.D
 	if pollErr != nil {
 		ps.errors++
 		in.Errors = ps.errors
-		var te *TransportError
+		var te *mcpclient.TransportError
 		if errors.As(pollErr, &te) {
 			in.RetryAfter = te.RetryAfter
 		}
@@ -644,4 +645,38 @@ func (t *Tracker) PollStatus(id string) PollStatus {
 		return PollStatus{}
 	}
 	return PollStatus{LastPolled: ps.lastPolled, Next: ps.next, Errors: ps.errors, LastError: ps.lastErr}
+}
+
+// CheckCall refuses, before anything is written or sent, a call that the
+// server's tool list rules out: an unknown tool or arguments its input
+// schema refuses are a *CallError. It needs no more than the call itself
+// would: a key that already names a task is left to Call (which sends
+// nothing then, or refuses a conflict), a server that cannot be reached is the error Call would
+// return, and a tool list that cannot be had leaves the check to the
+// server.
+func (t *Tracker) CheckCall(ctx context.Context, req CallRequest) error {
+	args, err := NormalizeArgs(req.Args)
+	if err != nil {
+		return err
+	}
+	if req.Key != "" {
+		// A refused call's key is released by Call: the call goes out.
+		if holder, err := t.store.ByKey(req.Key); err == nil && !refusedCall(holder) {
+			return nil
+		}
+	}
+	sess, err := t.session(ctx, req.Server)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	defer cancel()
+	list, err := sess.Tools(cctx)
+	if err != nil {
+		// The error names the server; it is logged at debug level only, as
+		// poll failures are.
+		t.log.Debug("tools/list failed; the call goes out unchecked", "tool", req.Tool, "err", err)
+		return nil
+	}
+	return list.Check(req.Tool, args)
 }

@@ -1,4 +1,4 @@
-package mcpclient_test
+package engine_test
 
 import (
 	"bytes"
@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -23,7 +25,7 @@ import (
 // POST can repeat it byte for byte.
 type benchEnv struct {
 	srv     *httptest.Server
-	tracker *mcpclient.Tracker
+	tracker *engine.Tracker
 	ids     []string
 	taskIDs []string
 
@@ -53,12 +55,12 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := mcpclient.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.srv.URL+"/mcp"))
+	cfg, err := config.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.srv.URL+"/mcp"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	e.tracker = mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{})
+	e.tracker = engine.NewTracker(st, pool, engine.TrackerOptions{})
 	b.Cleanup(func() {
 		pool.Close()
 		st.Close()
@@ -66,7 +68,7 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 		d.Close()
 	})
 	for i := range tasks {
-		rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{
+		rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{
 			Server: model.ServerRef{Name: "demo"}, Tool: "approve", Args: json.RawMessage(fmt.Sprintf(`{"action":"a%d"}`, i))})
 		if err != nil {
 			b.Fatal(err)

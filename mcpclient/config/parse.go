@@ -1,4 +1,7 @@
-package mcpclient
+// Package config is taskdeck's server configuration: the mcpServers file
+// MCP clients share, ${VAR} expansion, and the URL policy (what a server
+// URL may be, and how URLs are redacted before they are shown or stored).
+package config
 
 import (
 	"bytes"
@@ -7,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -308,71 +309,6 @@ func (s ServerConfig) loc(field string) string {
 	}
 }
 
-// checkURL says what is wrong with a server URL, or "". quote tells
-// whether the message may quote parts of it: not once ${VAR} is expanded,
-// as the variable may be in any part.
-func checkURL(raw string, quote bool) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the whole URL, secrets included
-		}
-		if !quote {
-			return "not a valid URL; write it as https://host[:port]/path"
-		}
-		return fmt.Sprintf("not a valid URL (%v); write it as https://host[:port]/path", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		if u.Scheme == "" || !strings.Contains(raw, "://") {
-			return "has no scheme; write it as https://host[:port]/path (or http:// for a local server)"
-		}
-		if !quote {
-			return "its scheme is not supported; use https:// (or http:// for a local server)"
-		}
-		return fmt.Sprintf("scheme %q is not supported; use https:// (or http:// for a local server)", u.Scheme)
-	}
-	if u.Host == "" || u.Hostname() == "" {
-		return "has no host; write it as https://host[:port]/path"
-	}
-	return ""
-}
-
-// RedactURL returns raw with what may hold a secret (userinfo, the query
-// string, the fragment) replaced by "redacted", for messages and logs.
-// What does not parse as a URL is returned as it is: nothing to redact.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return raw
-	}
-	if u.User != nil {
-		u.User = url.User("redacted")
-	}
-	if u.RawQuery != "" || u.ForceQuery {
-		u.RawQuery, u.ForceQuery = "redacted", false
-	}
-	if u.Fragment != "" {
-		u.Fragment, u.RawFragment = "redacted", ""
-	}
-	return u.String()
-}
-
-// urlInText finds URLs in free text (error messages of net/http and
-// go-sdk quote the URL they were given, secrets included).
-var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
-
-// redactURLs applies RedactURL to every URL in s.
-func redactURLs(s string) string {
-	if !strings.Contains(s, "://") {
-		return s
-	}
-	return urlInText.ReplaceAllStringFunc(s, func(u string) string {
-		trimmed := strings.TrimRight(u, ".,;:)]")
-		return RedactURL(trimmed) + u[len(trimmed):]
-	})
-}
-
 // Names returns the configured server names, sorted.
 func (c *Config) Names() []string {
 	if c == nil {
@@ -419,114 +355,6 @@ func (c *Config) Server(name string) (ServerConfig, error) {
 			quoteName(name), strings.Join(quoted, ", "), where)
 	}
 	return ServerConfig{}, &ConfigError{Msg: msg}
-}
-
-// varRef matches ${...}; what is inside is checked separately so that a
-// malformed reference is an error rather than silently left in place.
-var varRef = regexp.MustCompile(`\$\{([^{}]*)\}`)
-var varName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// Expand returns a copy with ${VAR} expanded from lookup (os.LookupEnv in
-// production) in Command, Args, Env values, URL and Headers values. $VAR
-// without braces is left as it is. An unset variable is an error naming the
-// variable and the server. The receiver is not changed: the loaded config
-// keeps the ${VAR} text, so nothing expanded is ever stored.
-func (s ServerConfig) Expand(lookup func(string) (string, bool)) (ServerConfig, error) {
-	out := s.clone()
-	var firstErr error
-	expand := func(field, v string) string {
-		if firstErr != nil || !strings.Contains(v, "${") {
-			return v
-		}
-		return varRef.ReplaceAllStringFunc(v, func(m string) string {
-			if firstErr != nil {
-				return m
-			}
-			name := m[2 : len(m)-1]
-			if !varName.MatchString(name) {
-				firstErr = &ConfigError{Path: s.path, Where: s.loc(field),
-					Msg: fmt.Sprintf("%q is not a variable reference taskdeck understands; write ${NAME} with letters, digits and _", m)}
-				return m
-			}
-			val, ok := lookup(name)
-			if !ok {
-				firstErr = &ConfigError{Path: s.path, Where: s.loc(field),
-					Msg: fmt.Sprintf("environment variable %s is not set (server %s); export it before starting taskdeck", name, quoteName(s.displayName()))}
-				return m
-			}
-			return val
-		})
-	}
-	out.Command = expand(".command", out.Command)
-	for i, a := range out.Args {
-		out.Args[i] = expand(fmt.Sprintf(".args[%d]", i), a)
-	}
-	for _, k := range sortedKeys(out.Env) {
-		out.Env[k] = expand(".env"+fieldKey(k), out.Env[k])
-	}
-	out.URL = expand(".url", out.URL)
-	for _, k := range sortedKeys(out.Headers) {
-		out.Headers[k] = expand(".headers"+fieldKey(k), out.Headers[k])
-	}
-	if firstErr != nil {
-		return ServerConfig{}, firstErr
-	}
-	if out.Command == "" && s.Command != "" {
-		return ServerConfig{}, &ConfigError{Path: s.path, Where: s.loc(".command"),
-			Msg: "is empty once variables are expanded; set the variable to the program to run"}
-	}
-	if out.URL != "" && out.URL != s.URL {
-		if msg := checkURL(out.URL, false); msg != "" {
-			// The expanded URL may hold a secret: say what is wrong, not what it is.
-			return ServerConfig{}, &ConfigError{Path: s.path, Where: s.loc(".url"), Msg: "once variables are expanded, " + msg}
-		}
-		// Errors are redacted URL by URL, a URL ending at space or a quote:
-		// a value holding one would leave its tail unredacted.
-		if strings.ContainsFunc(out.URL, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune(`"'<>`, r) }) {
-			return ServerConfig{}, &ConfigError{Path: s.path, Where: s.loc(".url"),
-				Msg: "once variables are expanded, holds a space, a quote, < or > or a control character; percent-encode it in the variable"}
-		}
-	}
-	return out, nil
-}
-
-// AdHoc makes a ServerConfig for --url, validated like a configured one.
-func AdHoc(rawURL string) (ServerConfig, error) {
-	s := ServerConfig{URL: rawURL}
-	if strings.TrimSpace(rawURL) == "" {
-		return ServerConfig{}, &ConfigError{Where: "--url", Msg: "is empty; pass the server's address, e.g. --url http://127.0.0.1:8080/mcp"}
-	}
-	if !strings.Contains(rawURL, "${") {
-		if msg := checkURL(rawURL, true); msg != "" {
-			return ServerConfig{}, &ConfigError{Where: "--url", Msg: msg}
-		}
-	}
-	return s, nil
-}
-
-// IsLoopbackOrHTTPS is false when a non-loopback host is reached over plain
-// http (the caller warns). Stdio servers are local, so true. Call it on an
-// expanded config.
-func (s ServerConfig) IsLoopbackOrHTTPS() bool {
-	if s.URL == "" {
-		return s.Command != ""
-	}
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		return false
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "https":
-		return true
-	case "http":
-		host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-			return true
-		}
-		ip := net.ParseIP(host)
-		return ip != nil && ip.IsLoopback()
-	}
-	return false
 }
 
 func (s ServerConfig) clone() ServerConfig {
@@ -613,4 +441,10 @@ func jsonKind(raw []byte) string {
 	default:
 		return "a number"
 	}
+}
+
+// Refuse is a ConfigError about this server: msg says what is wrong with it
+// for the use at hand.
+func (s ServerConfig) Refuse(msg string) *ConfigError {
+	return &ConfigError{Path: s.path, Where: s.loc(""), Msg: msg}
 }

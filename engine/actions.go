@@ -1,4 +1,4 @@
-package mcpclient
+package engine
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -160,7 +161,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 			return sent, perr
 		}
 		if res.Task.Status == model.StatusUnknown {
-			return res.Task, fmt.Errorf("%w: %s; the answer was not delivered", ErrTaskUnknown, res.Task.StatusMessage)
+			return res.Task, fmt.Errorf("%w: %s; the answer was not delivered", mcpclient.ErrTaskUnknown, res.Task.StatusMessage)
 		}
 		return res.Task, err
 	case err != nil:
@@ -192,12 +193,12 @@ func checkAnswers(rec *model.Task, answers map[string]json.RawMessage) error {
 // harmless) they stay pending. Answers the server refused are dropped, so
 // their keys may be answered again, and the error is an *AnswerError. A nil
 // record means the store failed.
-func (t *Tracker) flushAnswers(ctx context.Context, sess *Session, rec *model.Task) (*model.Task, error) {
+func (t *Tracker) flushAnswers(ctx context.Context, sess *mcpclient.Session, rec *model.Task) (*model.Task, error) {
 	sent := maps.Clone(rec.PendingAnswers)
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	err := sess.UpdateTask(cctx, rec.TaskID, sent)
 	cancel()
-	var te *TransportError
+	var te *mcpclient.TransportError
 	if errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return rec, err
 	}
@@ -248,7 +249,7 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	err = sess.CancelTask(cctx, rec.TaskID)
 	cancel()
 	switch {
-	case errors.Is(err, ErrTaskUnknown):
+	case errors.Is(err, mcpclient.ErrTaskUnknown):
 		// Nothing left to stop, if tasks/get agrees that it is gone.
 		res, perr := t.poll(ctx, id)
 		switch {
@@ -258,10 +259,10 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 			return res.Task, fmt.Errorf("the server refused the cancel (%w) and the task's state could not be checked (%v); it may still be running", err, res.Err)
 		}
 		return res.Task, fmt.Errorf("the server refused the cancel (%w) yet still reports the task; it was not cancelled", err)
-	case errors.Is(err, ErrNoTasks):
+	case errors.Is(err, mcpclient.ErrNoTasks):
 		rec, serr := t.markUnknown(id, whyNoTasks)
 		return rec, errors.Join(fmt.Errorf("cancel: %w", err), serr)
-	case errors.As(err, new(*ServerError)):
+	case errors.As(err, new(*mcpclient.ServerError)):
 		return rec, fmt.Errorf("the server refused the cancel (%w); the task was not cancelled", err)
 	case err != nil:
 		return rec, err // not acknowledged: the record stays as it was

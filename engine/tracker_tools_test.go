@@ -1,4 +1,4 @@
-package mcpclient_test
+package engine_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
@@ -19,7 +20,7 @@ import (
 type headerEnv struct {
 	t       *testing.T
 	srv     *hostile.Server
-	tracker *mcpclient.Tracker
+	tracker *engine.Tracker
 	ref     model.ServerRef
 }
 
@@ -36,7 +37,7 @@ func newHeaderEnv(t *testing.T) *headerEnv {
 		st.Close()
 	})
 	return &headerEnv{t: t, srv: srv, ref: model.ServerRef{URL: srv.URL},
-		tracker: mcpclient.NewTracker(st, pool, mcpclient.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})}
+		tracker: engine.NewTracker(st, pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})}
 }
 
 // deploy calls the demo's header tool and checks that a task was made and
@@ -44,7 +45,7 @@ func newHeaderEnv(t *testing.T) *headerEnv {
 func (e *headerEnv) deploy(region string) {
 	e.t.Helper()
 	args, _ := json.Marshal(map[string]any{"region": region})
-	rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: demo.HeaderTool, Args: args})
+	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: demo.HeaderTool, Args: args})
 	if err != nil {
 		e.t.Fatalf("deploy %s: %v", region, err)
 	}
@@ -119,7 +120,7 @@ func TestToolListRefreshedOnHeaderRefusal(t *testing.T) {
 		}
 	})))
 	// A first call lists the tools, deploy as it was then.
-	if _, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "echo", Args: json.RawMessage(`{"text":"x"}`)}); err != nil {
+	if _, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "echo", Args: json.RawMessage(`{"text":"x"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	e.deploy("eu-west-1")

@@ -1,15 +1,15 @@
-package mcpclient_test
+package engine_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
@@ -30,7 +30,7 @@ func newHostileEnv(t *testing.T) (*env, *hostile.Server) {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{})
-	e.tracker = mcpclient.NewTracker(e.store, e.pool, mcpclient.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
+	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
 	t.Cleanup(func() {
 		e.pool.Close()
 		e.store.Close()
@@ -59,7 +59,7 @@ func TestUndecodableHandleLeavesAnOrphan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e, h := newHostileEnv(t)
 			h.On("tools/call", h.Rewrite(hostile.Set(fields)))
-			_, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
+			_, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
 			if err == nil {
 				t.Fatal("an undecodable handle was accepted")
 			}
@@ -71,7 +71,7 @@ func TestUndecodableHandleLeavesAnOrphan(t *testing.T) {
 				t.Fatal("the server created no task")
 			}
 			// The orphan holds its key: the call is not sent again.
-			rec, reused, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
+			rec, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
 			if err != nil || !reused || rec.ID != all[0].ID || len(h.Requests("tools/call")) != 1 {
 				t.Fatalf("the orphan's key: %v reused=%v, %d tools/call", err, reused, len(h.Requests("tools/call")))
 			}
@@ -85,7 +85,7 @@ func TestIntegralFloatsInAHandleDecode(t *testing.T) {
 	floats := h.Rewrite(hostile.Set(map[string]string{"pollIntervalMs": "500.0", "ttlMs": "6e5"}))
 	h.On("tools/call", floats)
 	h.On("tasks/get", floats)
-	rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
+	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
 	if err != nil || rec.Status != model.StatusWorking || *rec.PollIntervalMs != 500 || *rec.TTLMs != 600000 {
 		t.Fatalf("call with pollIntervalMs 500.0: %+v, %v", rec, err)
 	}
@@ -134,13 +134,6 @@ func TestHugeServerDelaysAreClamped(t *testing.T) {
 	if err != nil || res.Err == nil || res.Next <= 0 || res.Next > limit {
 		t.Fatalf("Retry-After 99999999999: next poll in %v (%v, %v); want within (0, %v]", res.Next, res.Err, err, limit)
 	}
-	// Watch keeps the task: it is still working.
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	err = e.tracker.Watch(ctx, []string{rec.ID}, mcpclient.WatchOptions{})
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Watch ended (%v) while the task still works", err)
-	}
 }
 
 // A handle that is already terminal carries no result (or error): it is
@@ -168,7 +161,7 @@ func TestTerminalHandleFetchesItsPayload(t *testing.T) {
 func TestTerminalHandleWhoseFetchFailsStaysOpen(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tasks/get", hostile.Busy("0"))
-	rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: demo.InstantTool, Args: json.RawMessage(`{"text":"later"}`)})
+	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: demo.InstantTool, Args: json.RawMessage(`{"text":"later"}`)})
 	if err != nil || rec.Status.Terminal() || rec.TaskID == "" {
 		t.Fatalf("terminal handle, failed fetch: %+v, %v; want an open record with its handle", rec, err)
 	}
@@ -250,7 +243,7 @@ func TestRefusedAnswerCanBeGivenAgain(t *testing.T) {
 			rec, key := e.waitForInput()
 			h.On("tasks/update", hostile.Error(code, "answer rejected"))
 			_, err := e.tracker.Answer(context.Background(), rec.ID, map[string]json.RawMessage{key: approveYes})
-			var ae *mcpclient.AnswerError
+			var ae *engine.AnswerError
 			if !errors.As(err, &ae) || !strings.Contains(err.Error(), "refused") {
 				t.Fatalf("answer the server rejected: %v; want an *AnswerError saying it was refused", err)
 			}
@@ -315,7 +308,7 @@ func TestPollAsksForTheStateWhenTheResendFails(t *testing.T) {
 	h.On("tasks/update", hostile.Error(-32000, "answer rejected"))
 	gets = len(h.Requests("tasks/get"))
 	res, err = e.tracker.Poll(context.Background(), rec.ID)
-	var ae *mcpclient.AnswerError
+	var ae *engine.AnswerError
 	if err != nil || !errors.As(res.Err, &ae) || len(h.Requests("tasks/get")) == gets || !res.Task.WaitsForInput() || res.Task.PendingAnswers != nil {
 		t.Fatalf("poll with a refused re-send: %v %v, tasks/get sent %v, waits for input %v, pending %v",
 			err, res.Err, len(h.Requests("tasks/get")) > gets, res.Task.WaitsForInput(), res.Task.PendingAnswers)
@@ -327,30 +320,6 @@ func TestPollAsksForTheStateWhenTheResendFails(t *testing.T) {
 	seen := e.watch(rec.ID, ended)
 	if got := seen[len(seen)-1]; got.Status != model.StatusCompleted {
 		t.Fatalf("after answering again: %s", got.Status)
-	}
-}
-
-// Watch lets a task go after MaxFailures failed polls in a row, so that a
-// watch on a server it cannot reach ends.
-func TestWatchGivesUpOnAnUnreachableServer(t *testing.T) {
-	e, h := newHostileEnv(t)
-	rec := e.call("sleep", `{"seconds":60}`, "")
-	h.On("tasks/get", func(w http.ResponseWriter, _ *hostile.Request) bool {
-		w.WriteHeader(http.StatusBadGateway)
-		return true
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var last mcpclient.PollResult
-	err := e.tracker.Watch(ctx, []string{rec.ID}, mcpclient.WatchOptions{MaxFailures: 3, OnPoll: func(res mcpclient.PollResult) bool {
-		last = res
-		return true
-	}})
-	if err != nil || last.Err == nil || last.Errors != 3 || len(h.Requests("tasks/get")) != 3 {
-		t.Fatalf("watch of an unreachable server: %v, last poll %d errors (%v), %d tasks/get; want it to end after 3", err, last.Errors, last.Err, len(h.Requests("tasks/get")))
-	}
-	if got := e.stored(rec.ID); got.Status != model.StatusWorking {
-		t.Fatalf("a task let go is %s; it stays working for the next watch", got.Status)
 	}
 }
 

@@ -1,4 +1,4 @@
-package mcpclient
+package config
 
 import (
 	"strings"
@@ -17,8 +17,8 @@ func TestRedactURLs(t *testing.T) {
 		`plain http://127.0.0.1:8080/mcp stays`:                 `plain http://127.0.0.1:8080/mcp stays`,
 		`calling "tools/call": Post "http://h/mcp?t=s3cret": x`: `calling "tools/call": Post "http://h/mcp?redacted": x`,
 	} {
-		if got := redactURLs(in); got != want {
-			t.Errorf("redactURLs(%q) = %q, want %q", in, got, want)
+		if got := RedactURLs(in); got != want {
+			t.Errorf("RedactURLs(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
-package mcpclient_test
+package engine_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -44,7 +47,7 @@ type env struct {
 	http    *httptest.Server
 	store   *store.Store
 	pool    *mcpclient.Pool
-	tracker *mcpclient.Tracker
+	tracker *engine.Tracker
 	ref     model.ServerRef
 }
 
@@ -59,7 +62,7 @@ func newEnv(t *testing.T) *env {
 		"demo": {"url": %q},
 		"stdio": {"command": %q, "args": ["-test.run=^$"], "env": {%q: "1"}}}}`,
 		e.http.URL+"/mcp", os.Args[0], stdioEnv)
-	cfg, err := mcpclient.ParseConfig("test.json", []byte(cfgJSON))
+	cfg, err := config.ParseConfig("test.json", []byte(cfgJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +71,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	e.tracker = mcpclient.NewTracker(e.store, e.pool, mcpclient.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
+	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
 	t.Cleanup(func() {
 		e.pool.Close()
 		e.store.Close()
@@ -98,7 +101,7 @@ func (e *env) stopServer() {
 
 func (e *env) call(tool, args, key string) *model.Task {
 	e.t.Helper()
-	rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: tool, Args: json.RawMessage(args), Key: key})
+	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: tool, Args: json.RawMessage(args), Key: key})
 	if err != nil {
 		e.t.Fatalf("call %s: %v", tool, err)
 	}
@@ -111,13 +114,13 @@ func (e *env) watch(id string, stop func(*model.Task) bool) []*model.Task {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var seen []*model.Task
-	err := e.tracker.Watch(ctx, []string{id}, mcpclient.WatchOptions{OnPoll: func(res mcpclient.PollResult) bool {
+	err := follow(ctx, e.tracker, []string{id}, func(res engine.PollResult) bool {
 		if res.Err != nil {
 			e.t.Logf("poll error: %v", res.Err)
 		}
 		seen = append(seen, res.Task)
 		return !stop(res.Task)
-	}})
+	})
 	if err != nil {
 		e.t.Fatalf("watch: %v", err)
 	}
@@ -125,6 +128,43 @@ func (e *env) watch(id string, stop func(*model.Task) bool) []*model.Task {
 		e.t.Fatal("watch polled nothing")
 	}
 	return seen
+}
+
+// follow polls each task when its last poll says, until it has ended or
+// onPoll lets it go: the engine's loop does this for the program; these
+// tests drive the Tracker alone.
+func follow(ctx context.Context, tr *engine.Tracker, ids []string, onPoll func(engine.PollResult) (keep bool)) error {
+	var mu sync.Mutex
+	var first error
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Go(func() {
+			if err := followOne(ctx, tr, id, onPoll); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func followOne(ctx context.Context, tr *engine.Tracker, id string, onPoll func(engine.PollResult) bool) error {
+	for {
+		res, err := tr.Poll(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !onPoll(res) || res.Next <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(res.Next):
+		}
+	}
 }
 
 func ended(t *model.Task) bool         { return t.Status.Terminal() }
@@ -208,7 +248,7 @@ func TestApproveAnsweredThroughUpdate(t *testing.T) {
 			t.Errorf("answer %s was accepted", bad)
 		}
 	}
-	var keyErr *mcpclient.InputKeyError
+	var keyErr *engine.InputKeyError
 	if _, err := e.tracker.Answer(ctx, rec.ID, map[string]json.RawMessage{"nope": json.RawMessage(`{"action":"decline"}`)}); !errors.As(err, &keyErr) {
 		t.Errorf("answer for an unasked key: %v", err)
 	}
@@ -271,7 +311,7 @@ func TestPollAnswerAfterALocalChangeReportsTheStoredRecord(t *testing.T) {
 		e.demo.Handler().ServeHTTP(w, r)
 	}))
 	defer hooked.Close()
-	rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: model.ServerRef{URL: hooked.URL + "/mcp"}, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)})
+	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: model.ServerRef{URL: hooked.URL + "/mcp"}, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,13 +367,13 @@ func TestFailModes(t *testing.T) {
 func TestIdempotencyKeyLaunchesOnce(t *testing.T) {
 	e := newEnv(t)
 	first := e.call("sleep", `{"seconds":60}`, "k1")
-	again, reused, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{
+	again, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{
 		Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{ "seconds" : 60 }`), Key: "k1"})
 	if err != nil || !reused || again.ID != first.ID {
 		t.Fatalf("second call with the same key: %v reused=%v id %s vs %s", err, reused, again.ID, first.ID)
 	}
-	var conflict *mcpclient.KeyConflictError
-	_, _, err = e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":5}`), Key: "k1"})
+	var conflict *engine.KeyConflictError
+	_, _, err = e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":5}`), Key: "k1"})
 	if !errors.As(err, &conflict) {
 		t.Fatalf("same key, other arguments: %v", err)
 	}
@@ -345,8 +385,8 @@ func TestIdempotencyKeyLaunchesOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rec, _, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k2"})
-			var c *mcpclient.KeyConflictError // one per goroutine: errors.As writes it
+			rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k2"})
+			var c *engine.KeyConflictError // one per goroutine: errors.As writes it
 			if err == nil {
 				ids <- rec.ID
 			} else if !errors.As(err, &c) {
@@ -394,29 +434,29 @@ func TestRestartedServerMakesTaskUnknown(t *testing.T) {
 	}
 }
 
-func TestReconcileTurnsStaleIntentsIntoOrphans(t *testing.T) {
+// The engine's Open runs OrphanStale (its reconcile's one-poll-per-task
+// part is TestReconcileTwoThousand).
+func TestStaleIntentsBecomeOrphans(t *testing.T) {
 	e := newEnv(t)
 	open := e.call("sleep", `{"seconds":60}`, "")
-	done := e.call("sleep", `{"seconds":1}`, "")
-	e.watch(done.ID, ended)
 	// A crash between intent and handle leaves exactly this behind.
 	stale := model.NewIntent(e.ref, "sleep", json.RawMessage(`{"seconds":9}`), "k-stale", time.Now())
 	if err := e.store.Create(stale); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.tracker.Reconcile(context.Background(), 4)
+	orphans, err := e.tracker.OrphanStale()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Orphaned) != 1 || rep.Orphaned[0].ID != stale.ID || rep.Orphaned[0].Status != model.StatusOrphaned {
-		t.Fatalf("orphaned %v", rep.Orphaned)
+	if len(orphans) != 1 || orphans[0].ID != stale.ID || orphans[0].Status != model.StatusOrphaned {
+		t.Fatalf("orphaned %v", orphans)
 	}
-	if len(rep.Reattached) != 1 || rep.Reattached[0].ID != open.ID {
-		t.Fatalf("re-attached %v", rep.Reattached)
+	if got := e.stored(open.ID); got.Status != model.StatusWorking {
+		t.Fatalf("a task with its handle is %s after OrphanStale, want working", got.Status)
 	}
 	// The orphan holds its key: nothing is silently re-sent.
 	calls := e.demo.Stats().ToolCalls["sleep"]
-	rec, reused, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":9}`), Key: "k-stale"})
+	rec, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":9}`), Key: "k-stale"})
 	if err != nil || !reused || rec.ID != stale.ID || e.demo.Stats().ToolCalls["sleep"] != calls {
 		t.Fatalf("orphan's key re-sent the call: %v reused=%v", err, reused)
 	}
@@ -430,7 +470,7 @@ func TestUnreachableServerWritesNothing(t *testing.T) {
 	}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	ln.Close()
-	_, _, err = e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: model.ServerRef{URL: url}, Tool: "sleep", Key: "k"})
+	_, _, err = e.tracker.Call(context.Background(), engine.CallRequest{Server: model.ServerRef{URL: url}, Tool: "sleep", Key: "k"})
 	var te *mcpclient.TransportError
 	if !errors.As(err, &te) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("call to a closed port: %T %v", err, err)
@@ -442,7 +482,7 @@ func TestUnreachableServerWritesNothing(t *testing.T) {
 
 func TestServerRefusalFailsTheIntentAndFreesTheKey(t *testing.T) {
 	e := newEnv(t)
-	refused := mcpclient.CallRequest{Server: e.ref, Tool: "no_such_tool", Key: "k"}
+	refused := engine.CallRequest{Server: e.ref, Tool: "no_such_tool", Key: "k"}
 	_, _, err := e.tracker.Call(context.Background(), refused)
 	var se *mcpclient.ServerError
 	if !errors.As(err, &se) {
@@ -457,7 +497,7 @@ func TestServerRefusalFailsTheIntentAndFreesTheKey(t *testing.T) {
 		t.Fatalf("the refused call retried under its key: %v; want the server's refusal again", err)
 	}
 	// The corrected call under the same key is made.
-	rec, reused, err := e.tracker.Call(context.Background(), mcpclient.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
+	rec, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
 	if err != nil || reused || rec.Status != model.StatusWorking {
 		t.Fatalf("the corrected call under the refused call's key: %v reused=%v %+v", err, reused, rec)
 	}
