@@ -8,6 +8,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -18,7 +19,9 @@ import (
 func TestCallWaitGivesUpOnAServerThatStopsAnswering(t *testing.T) {
 	t.Parallel()
 	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
+	// A server that stops answering answers neither polls nor push.
 	srv.On("tasks/get", hostile.HTTPStatus(http.StatusBadGateway))
+	srv.On(wire.MethodListen, hostile.HTTPStatus(http.StatusBadGateway))
 	c := newInproc(t)
 	c.policy = model.PollPolicy{Default: 20 * time.Millisecond, Floor: 10 * time.Millisecond, Cap: 50 * time.Millisecond, Growth: 1.6}
 	r := c.run("call", "--url", srv.URL, "sleep", "--args", `{"seconds":600}`, "--wait").Must(t, exitUnreachable)
