@@ -38,7 +38,9 @@ type Deck interface {
 	Forget(ctx context.Context, id string) error
 	// Prune deletes finished records not changed for olderThan (0: all).
 	Prune(ctx context.Context, olderThan time.Duration) (int, error)
-	// PollNow makes the given open tasks due at once (none given: all).
+	// PollNow polls the given open tasks at once and returns when each is
+	// polled (the outcome is in Get and the feed). None given: it starts
+	// the engine's watch and makes every open task due.
 	PollNow(ctx context.Context, ids []string) error
 
 	// Get returns one record and its poll state, by id or unique prefix.

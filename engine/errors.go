@@ -78,6 +78,6 @@ func isUsage(err error) bool {
 // isLocal reports the store's own failures wherever they surface: damage,
 // no room to flush, a file system that refuses writes.
 func isLocal(err error) bool {
-	return errors.As(err, new(*store.CorruptError)) || errors.Is(err, store.ErrNoRoomToFlush) ||
+	return errors.As(err, new(*store.CorruptError)) || errors.Is(err, store.ErrNoRoomToFlush) || errors.Is(err, store.ErrDiskFull) ||
 		errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO)
 }

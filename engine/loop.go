@@ -134,39 +134,55 @@ func (e *Engine) polled(id string, res PollResult) {
 	})
 }
 
-// PollNow implements deck.Deck: it starts the loop if need be, and makes
-// the given open tasks (none given: all) due at once.
+// PollNow implements deck.Deck. Given ids, it polls those open tasks at
+// once, at most PerServer at a time, and returns when each is polled: a
+// short command's refresh (get) sends those requests and no others, and
+// the outcomes reach the feed and the schedule like any poll's. Given
+// none, it starts the engine's watch and makes every open task due.
 func (e *Engine) PollNow(ctx context.Context, ids []string) error {
-	_, done, err := e.begin(ctx)
+	ctx, done, err := e.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
+	if len(ids) == 0 {
+		l := e.start()
+		if l == nil {
+			return deck.Errorf(deck.KindFailed, "taskdeck is closed")
+		}
+		now := time.Now()
+		l.send(func() { l.sched.AllDue(now) })
+		return nil
+	}
 	var recs []*model.Task
 	for _, id := range ids {
 		rec, err := e.resolve(id)
 		if err != nil {
 			return err
 		}
-		recs = append(recs, rec)
-	}
-	l := e.start()
-	if l == nil {
-		return deck.Errorf(deck.KindFailed, "taskdeck is closed")
-	}
-	now := time.Now()
-	l.send(func() {
-		if len(ids) == 0 {
-			l.sched.AllDue(now)
-			return
+		if rec.Pollable() {
+			recs = append(recs, rec)
 		}
-		for _, rec := range recs {
-			if rec.Pollable() {
-				l.sched.Set(rec.ID, rec.Server, now)
+	}
+	slots := make(chan struct{}, e.opts.PerServer)
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	for i, rec := range recs {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			res, err := e.tracker.Poll(ctx, rec.ID)
+			if err != nil {
+				errs[i] = classify(err, rec.ID)
+				return
 			}
-		}
-	})
-	return nil
+			e.polled(rec.ID, res)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func (l *loop) run() {

@@ -64,29 +64,8 @@ func getRun(opts *GetOptions) error {
 // pollOnce has the deck poll an open task now and returns it as that
 // poll left it.
 func pollOnce(ctx context.Context, dk deck.Deck, e deck.Entry) (deck.Entry, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Watch first, so that the poll's event is not missed, and from the
-	// record's revision: what changed after it, not every record.
-	feed, err := dk.Watch(ctx, e.Task.Revision)
-	if err != nil {
-		return e, err
-	}
 	if err := dk.PollNow(ctx, []string{e.Task.ID}); err != nil {
 		return e, err
 	}
-	for ev := range feed.Events() {
-		if ev.Kind != deck.EventPoll && ev.Kind != deck.EventChange {
-			continue
-		}
-		for _, got := range ev.Entries {
-			if got.Task.ID == e.Task.ID {
-				return got, nil
-			}
-		}
-	}
-	if err := feed.Err(); err != nil {
-		return e, err
-	}
-	return e, ctx.Err()
+	return dk.Get(ctx, e.Task.ID)
 }

@@ -6,9 +6,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 )
 
 // watchLog is the real engine, with the revision each Watch started from
@@ -55,10 +58,10 @@ func (c *inproc) runOnEngine(args ...string) (clitest.Result, []uint64) {
 	return clitest.Result{Args: args, Stdout: stdout.String(), Stderr: stderr.String(), Code: code}, slices.Clone(w.froms)
 }
 
-// TestFollowingOneTaskWatchesFromItsRevision: `call --wait` and `get`
-// follow one task from the revision of its record, so the feed replays
+// TestFollowingOneTaskWatchesFromItsRevision: `call --wait` follows
+// its task from the revision of its record, so the feed replays
 // what changed after it instead of a snapshot of every record in the
-// store (Watch(0)), and they still see the task to its end.
+// store (Watch(0)), and it still sees the task to its end.
 func TestFollowingOneTaskWatchesFromItsRevision(t *testing.T) {
 	t.Parallel()
 	c := newInproc(t)
@@ -75,13 +78,29 @@ func TestFollowingOneTaskWatchesFromItsRevision(t *testing.T) {
 		t.Fatalf("call --wait watched from %v, want once from its record's revision (not 0, a snapshot)", froms)
 	}
 
-	id := clitest.OnlyID(t, c.run("call", "--url", url, "sleep", "--args", `{"seconds":600}`).Must(t, exitOK))
-	r, froms = c.runOnEngine("get", id)
+}
+
+// TestGetPollsOnlyItsTask: `get` refreshes its one open task with one
+// tasks/get and watches nothing: the other open tasks of the store cost
+// the server nothing.
+func TestGetPollsOnlyItsTask(t *testing.T) {
+	t.Parallel()
+	c := newInproc(t)
+	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: time.Hour})
+	var id string
+	for range 4 {
+		id = clitest.OnlyID(t, c.run("call", "--url", srv.URL, "sleep", "--args", `{"seconds":600}`).Must(t, exitOK))
+	}
+	before := len(srv.Requests("tasks/get"))
+	r, froms := c.runOnEngine("get", id)
 	r.Must(t, exitOK)
 	if !strings.Contains(r.Stdout, id) {
 		t.Fatalf("get does not show the task\n%s", r)
 	}
-	if len(froms) != 1 || froms[0] == 0 {
-		t.Fatalf("get watched from %v, want once from the record's revision (not 0, a snapshot)", froms)
+	if n := len(srv.Requests("tasks/get")) - before; n != 1 {
+		t.Fatalf("get sent %d tasks/get with 4 tasks open, want 1 (its own)", n)
+	}
+	if len(froms) != 0 {
+		t.Fatalf("get watched the feed from %v; a refresh needs no watch", froms)
 	}
 }
