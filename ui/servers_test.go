@@ -197,13 +197,22 @@ func TestServerHealthCountsFailingAndOverduePolls(t *testing.T) {
 // tasks' changes or is polled.
 func TestServerPushOrPoll(t *testing.T) {
 	for _, c := range []struct {
-		noPush bool
-		want   string
-	}{{false, "✓ demo 1 open · push"}, {true, "✓ demo 1 open · poll"}} {
+		noPush     bool
+		want, next string
+	}{{false, "✓ demo 1 open · push", "push"}, {true, "✓ demo 1 open · poll", "a countdown"}} {
 		h := newHarnessWith(t, demo.Options{NoPush: c.noPush}, func(h *harness) { h.call("sleep", `{"seconds":600}`) })
 		h.until(c.want, func(m *Model) bool {
 			h.send(tickMsg(time.Now())) // the push count moves on the tick
 			return strings.Contains(lineWith(h.screen(), "servers"), c.want)
+		})
+		// The row says it too: a pushed task's NEXT is "push", a polled
+		// one's a countdown (or "now").
+		h.until("the row's NEXT says "+c.next, func(m *Model) bool {
+			next := m.nextPoll(m.list.visible[0].task)
+			if c.noPush {
+				return next != "" && next != "push"
+			}
+			return next == "push"
 		})
 	}
 }

@@ -178,12 +178,16 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 }
 
 // nextPoll says when the engine polls a task next: a countdown, "now"
-// once it is due (or in flight), nothing for tasks that are not polled.
+// once it is due (or in flight), "push" for a task its server pushes
+// (whose next poll is only the slow safety poll), nothing for tasks that
+// are not polled.
 func (m *Model) nextPoll(t *model.Task) string {
 	at := m.polls[t.ID].Next
 	switch {
 	case !t.Pollable() || at.IsZero():
 		return ""
+	case m.polls[t.ID].Pushed:
+		return "push"
 	case !at.After(m.now):
 		return "now"
 	}
