@@ -67,6 +67,7 @@ func (m *Model) detailText(t *model.Task) string {
 	line("status", m.styles.statusStyle(t).Render(look.Symbol+" "+present.StatusText(t)))
 	line("server", m.detailServer(t))
 	line("tool", termtext.Line(t.Tool))
+	line("agent", termtext.Line(t.Agent))
 	line("arguments", present.PrettyJSON(termtext.Sanitize(string(t.Arguments), true)))
 	line("key", termtext.Line(t.IdempotencyKey))
 	line("repeats", t.Repeats)

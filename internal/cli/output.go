@@ -25,6 +25,7 @@ type taskJSON struct {
 	Tool            string                        `json:"tool"`
 	Arguments       json.RawMessage               `json:"arguments,omitempty"`
 	Key             string                        `json:"key,omitempty"`
+	Agent           string                        `json:"agent,omitempty"`   // the MCP agent that made the call through the proxy
 	Repeats         string                        `json:"repeats,omitempty"` // the task a re-run repeats
 	Status          model.Status                  `json:"status"`
 	StatusMessage   string                        `json:"statusMessage,omitempty"`
@@ -49,7 +50,7 @@ type taskJSON struct {
 func toJSON(t *model.Task) taskJSON {
 	return taskJSON{
 		ID: t.ID, TaskID: t.TaskID, Server: t.Server.String(), Tool: t.Tool, Arguments: t.Arguments,
-		Key: t.IdempotencyKey, Repeats: t.Repeats, Status: t.Status, StatusMessage: t.StatusMessage,
+		Key: t.IdempotencyKey, Agent: t.Agent, Repeats: t.Repeats, Status: t.Status, StatusMessage: t.StatusMessage,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, InputRequests: t.InputRequests,
 		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,
 		LocalError: t.LocalError, CancelRequested: t.CancelRequested, History: t.History,
@@ -200,6 +201,7 @@ func printDetail(w io.Writer, t *model.Task, pollErr string) {
 	line("tool", termtext.Line(t.Tool))
 	line("arguments", termtext.Line(string(t.Arguments)))
 	line("key", termtext.Line(t.IdempotencyKey))
+	line("agent", termtext.Line(t.Agent))
 	line("status", present.StatusText(t))
 	line("message", termtext.Line(t.StatusMessage))
 	line("created", t.CreatedAt.Local().Format(time.DateTime))
