@@ -1,0 +1,280 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
+)
+
+// The claims of an engine on a shared database: a lease of ClaimLease,
+// renewed every ClaimRenew (well inside it), so a dead engine's tasks are
+// claimed by another within the lease plus one renewal round.
+const (
+	DefaultClaimLease = 10 * time.Second
+	DefaultClaimRenew = 3 * time.Second
+	// claimBatch bounds one ClaimTasks or RenewClaims: one write each.
+	claimBatch = 500
+)
+
+// IsPostgres tells whether a --store value names a PostgreSQL database.
+func IsPostgres(conn string) bool {
+	return strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://")
+}
+
+// RedactStore words a --store value for messages and logs: its password,
+// user and query (which may carry one) never show.
+func RedactStore(conn string) string { return mcpclient.RedactURL(conn) }
+
+// openBackend opens the store opts name: Badger in DataDir, or the
+// PostgreSQL database of a connection string (then also its claims).
+func openBackend(opts Options) (store.Backend, *claimer, error) {
+	switch {
+	case opts.Store == "":
+		st, err := store.Open(opts.DataDir, opts.Logger)
+		return st, nil, err
+	case !IsPostgres(opts.Store):
+		return nil, nil, fmt.Errorf("store %q is neither empty (Badger in the data directory) nor a postgres:// connection string; fix --store or \"store\" in the config", RedactStore(opts.Store))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opts.RequestTimeout)
+	defer cancel()
+	pg, err := postgres.Open(ctx, opts.Store, opts.Logger.With("component", "store", "store", RedactStore(opts.Store)))
+	if err != nil {
+		return nil, nil, err
+	}
+	c := newClaimer(pg, opts)
+	return &fenced{Backend: pg, c: c}, c, nil
+}
+
+// claimer holds an engine's claims on tasks of a shared database.
+type claimer struct {
+	pg      *postgres.Store
+	name    string   // this engine, as the database names the claims' owner
+	servers []string // the configured servers: the only tasks it claims
+	lease   time.Duration
+	renew   time.Duration
+	wake    chan struct{} // a claim round at once (a call made a task)
+
+	mu      sync.Mutex
+	held    map[string]postgres.Claim
+	polling map[string]postgres.Claim // polls in flight: their writes carry the fence
+}
+
+func newClaimer(pg *postgres.Store, opts Options) *claimer {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	c := &claimer{
+		pg:      pg,
+		name:    fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])),
+		lease:   opts.ClaimLease,
+		renew:   opts.ClaimRenew,
+		wake:    make(chan struct{}, 1),
+		held:    map[string]postgres.Claim{},
+		polling: map[string]postgres.Claim{},
+	}
+	if c.lease == 0 {
+		c.lease = DefaultClaimLease
+	}
+	if c.renew == 0 {
+		c.renew = min(DefaultClaimRenew, c.lease/3)
+	}
+	if opts.Config != nil {
+		c.servers = opts.Config.Names()
+	}
+	return c
+}
+
+// holds tells whether this engine holds a claim on task id.
+func (c *claimer) holds(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.held[id]
+	return ok
+}
+
+// release forgets the claim on id (its task ended, was forgotten, or the
+// claim was lost); the lease runs out by itself.
+func (c *claimer) release(id string) {
+	c.mu.Lock()
+	delete(c.held, id)
+	c.mu.Unlock()
+}
+
+// poll marks a poll of id in flight, if this engine holds its claim; the
+// returned func ends it. ok is false when the claim is not held.
+func (c *claimer) poll(id string) (end func(), ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, ok := c.held[id]
+	if !ok {
+		return func() {}, false
+	}
+	c.polling[id] = cl
+	return func() {
+		c.mu.Lock()
+		delete(c.polling, id)
+		c.mu.Unlock()
+	}, true
+}
+
+// claimFor is the claim a write of a poll result of id carries, if any.
+func (c *claimer) claimFor(id string) (postgres.Claim, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, ok := c.polling[id]
+	return cl, ok
+}
+
+// poke asks for a claim round at once.
+func (c *claimer) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// round renews the claims held (one write per batch) and takes new ones
+// (one write per batch): it returns the lost and the new claims' ids.
+func (c *claimer) round() (lost []string, claimed []string, err error) {
+	c.mu.Lock()
+	var held []postgres.Claim
+	for _, cl := range c.held {
+		held = append(held, cl)
+	}
+	c.mu.Unlock()
+	kept := map[string]bool{}
+	for batch := range chunks(held, claimBatch) {
+		ok, err := c.pg.RenewClaims(batch, c.lease)
+		if err != nil {
+			return nil, nil, err // the leases stand until they run out
+		}
+		for _, cl := range ok {
+			kept[cl.ID] = true
+		}
+	}
+	c.mu.Lock()
+	for _, cl := range held {
+		if !kept[cl.ID] {
+			delete(c.held, cl.ID)
+			lost = append(lost, cl.ID)
+		}
+	}
+	c.mu.Unlock()
+	if len(c.servers) == 0 {
+		return lost, nil, nil
+	}
+	for {
+		got, err := c.pg.ClaimTasks(c.name, c.servers, claimBatch, c.lease)
+		if err != nil {
+			return lost, claimed, err
+		}
+		c.mu.Lock()
+		for _, cl := range got {
+			c.held[cl.ID] = cl
+			claimed = append(claimed, cl.ID)
+		}
+		c.mu.Unlock()
+		if len(got) < claimBatch {
+			return lost, claimed, nil
+		}
+	}
+}
+
+// chunks yields s in slices of at most n.
+func chunks[T any](s []T, n int) func(func([]T) bool) {
+	return func(yield func([]T) bool) {
+		for len(s) > 0 {
+			k := min(n, len(s))
+			if !yield(s[:k]) {
+				return
+			}
+			s = s[k:]
+		}
+	}
+}
+
+// fenced is the shared database as the tracker sees it: a write during a
+// poll this engine holds the claim of carries its fence, so that an
+// engine that lost the claim cannot overwrite the one that took it.
+type fenced struct {
+	store.Backend
+	c *claimer
+}
+
+func (f *fenced) Update(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+	if cl, ok := f.c.claimFor(id); ok {
+		return f.c.pg.UpdateClaimed(cl, fn)
+	}
+	return f.Backend.Update(id, fn)
+}
+
+// claims runs the claim rounds while the loop lives: each hands the loop
+// the tasks lost (dropped from the schedule) and the tasks claimed
+// (scheduled, read in one query).
+func (l *loop) claims(ctx context.Context) {
+	defer l.e.ops.Done()
+	c := l.e.claims
+	t := time.NewTicker(c.renew)
+	defer t.Stop()
+	for {
+		lost, claimed, err := c.round()
+		if err != nil {
+			l.e.log.Warn("claims could not be renewed or taken", "err", err)
+		}
+		var recs []*model.Task
+		if len(claimed) > 0 {
+			if recs, err = l.e.store.ByStatus(model.StatusWorking, model.StatusInputRequired); err != nil {
+				l.e.log.Warn("claimed tasks could not be read", "err", err)
+				for _, id := range claimed {
+					c.release(id) // another round takes them again
+				}
+			}
+		}
+		if len(lost) > 0 || len(recs) > 0 {
+			l.send(func() { l.claimed(lost, claimed, recs) })
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-c.wake:
+		}
+	}
+}
+
+// claimed files a claim round on the loop: lost tasks leave the schedule,
+// claimed ones join it when their first poll is due.
+func (l *loop) claimed(lost, claimed []string, open []*model.Task) {
+	for _, id := range lost {
+		l.drop(id)
+	}
+	mine := make(map[string]bool, len(claimed))
+	for _, id := range claimed {
+		mine[id] = true
+	}
+	now := time.Now()
+	for _, t := range open {
+		if !mine[t.ID] || !t.Pollable() {
+			continue
+		}
+		delete(mine, t.ID)
+		at := now
+		if first := t.CreatedAt.Add(l.e.firstPoll(t)); first.After(now) {
+			at = first // a fresh call's first poll is at the server's interval
+		}
+		l.track(t.ID, t.Server, t.TaskID, at)
+	}
+	for id := range mine {
+		l.e.claims.release(id) // it ended meanwhile, or has nothing to poll
+	}
+}
