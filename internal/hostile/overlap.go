@@ -19,7 +19,7 @@ type Polls struct {
 
 // Poll is one request about a task.
 type Poll struct {
-	At      time.Time
+	At time.Time
 	// From tells the clients apart: the Mcp-Session-Id header (one per
 	// client session), or on a stateless server the URL's query.
 	From string
