@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -45,14 +46,35 @@ func openBackend(opts Options) (store.Backend, *claimer, error) {
 	case !IsPostgres(opts.Store):
 		return nil, nil, fmt.Errorf("store %q is neither empty (Badger in the data directory) nor a postgres:// connection string; fix --store or \"store\" in the config", RedactStore(opts.Store))
 	}
+	name := engineName()
+	conn, err := url.Parse(opts.Store)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store %s is not a valid connection URL; fix --store or \"store\" in the config", RedactStore(opts.Store))
+	}
+	// The engines of a fleet count each other by their connections' name.
+	q := conn.Query()
+	q.Set("application_name", enginePrefix+name)
+	conn.RawQuery = q.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), opts.RequestTimeout)
 	defer cancel()
-	pg, err := postgres.Open(ctx, opts.Store, opts.Logger.With("component", "store", "store", RedactStore(opts.Store)))
+	pg, err := postgres.Open(ctx, conn.String(), opts.Logger.With("component", "store", "store", RedactStore(opts.Store)))
 	if err != nil {
 		return nil, nil, err
 	}
-	c := newClaimer(pg, opts)
+	c := newClaimer(pg, name, opts)
 	return &fenced{Backend: pg, c: c}, c, nil
+}
+
+// enginePrefix begins the application name of an engine's connections.
+const enginePrefix = "taskdeck-engine:" // no space: an encoded query gives it as +
+
+// engineName names this engine in the database: host, pid and a random
+// part, as a pid may come again.
+func engineName() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // claimer holds an engine's claims on tasks of a shared database.
@@ -69,13 +91,10 @@ type claimer struct {
 	polling map[string]postgres.Claim // polls in flight: their writes carry the fence
 }
 
-func newClaimer(pg *postgres.Store, opts Options) *claimer {
-	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
+func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 	c := &claimer{
 		pg:      pg,
-		name:    fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])),
+		name:    name,
 		lease:   opts.ClaimLease,
 		renew:   opts.ClaimRenew,
 		wake:    make(chan struct{}, 1),
@@ -143,9 +162,16 @@ func (c *claimer) poke() {
 	}
 }
 
+// trickle is what an engine that holds its share still claims in a
+// periodic round: tasks of servers that only some engines have would
+// otherwise wait for ever behind a share counted over all engines.
+const trickle = 8
+
 // round renews the claims held (one write per batch) and takes new ones
-// (one write per batch): it returns the lost and the new claims' ids.
-func (c *claimer) round() (lost []string, claimed []string, err error) {
+// up to this engine's share of the open tasks (one write per batch): it
+// returns the lost and the new claims' ids. A poked round (a call made a
+// task) claims nothing beyond the share: the other engines' rounds will.
+func (c *claimer) round(poked bool) (lost []string, claimed []string, err error) {
 	c.mu.Lock()
 	var held []postgres.Claim
 	for _, cl := range c.held {
@@ -173,8 +199,17 @@ func (c *claimer) round() (lost []string, claimed []string, err error) {
 	if len(c.servers) == 0 {
 		return lost, nil, nil
 	}
-	for {
-		got, err := c.pg.ClaimTasks(c.name, c.servers, claimBatch, c.lease)
+	engines, open, err := c.pg.Share(enginePrefix, c.servers)
+	if err != nil {
+		return lost, nil, err
+	}
+	engines = max(engines, 1) // this one, whatever the view says
+	want := (open+engines-1)/engines - len(held) + len(lost)
+	if !poked {
+		want = max(want, trickle)
+	}
+	for want > 0 {
+		got, err := c.pg.ClaimTasks(c.name, c.servers, min(want, claimBatch), c.lease)
 		if err != nil {
 			return lost, claimed, err
 		}
@@ -184,10 +219,12 @@ func (c *claimer) round() (lost []string, claimed []string, err error) {
 			claimed = append(claimed, cl.ID)
 		}
 		c.mu.Unlock()
-		if len(got) < claimBatch {
+		if len(got) < min(want, claimBatch) {
 			return lost, claimed, nil
 		}
+		want -= len(got)
 	}
+	return lost, claimed, nil
 }
 
 // chunks yields s in slices of at most n.
@@ -226,8 +263,9 @@ func (l *loop) claims(ctx context.Context) {
 	c := l.e.claims
 	t := time.NewTicker(c.renew)
 	defer t.Stop()
+	poked := false
 	for {
-		lost, claimed, err := c.round()
+		lost, claimed, err := c.round(poked)
 		if err != nil {
 			l.e.log.Warn("claims could not be renewed or taken", "err", err)
 		}
@@ -235,19 +273,19 @@ func (l *loop) claims(ctx context.Context) {
 		if len(claimed) > 0 {
 			if recs, err = l.e.store.ByStatus(model.StatusWorking, model.StatusInputRequired); err != nil {
 				l.e.log.Warn("claimed tasks could not be read", "err", err)
-				for _, id := range claimed {
-					c.release(id) // another round takes them again
-				}
+				// claimed() releases them all: another round takes them again.
 			}
 		}
-		if len(lost) > 0 || len(recs) > 0 {
+		if len(lost) > 0 || len(claimed) > 0 { // a claim not in recs is released there
 			l.send(func() { l.claimed(lost, claimed, recs) })
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			poked = false
 		case <-c.wake:
+			poked = true
 		}
 	}
 }

@@ -71,13 +71,14 @@ func completed(t *testing.T, e *Engine) int {
 }
 
 // TestFleetThreeEnginesShareTheTasks: three engines on one database poll
-// 300 tasks to the end between them, each task by one engine only.
+// 300 tasks one of them made to the end between them, each task by one
+// engine only.
 func TestFleetThreeEnginesShareTheTasks(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 0.2, PollInterval: 50 * time.Millisecond, NoPush: true})
 	polls := srv.RecordPolls("tasks/get", 2*time.Millisecond)
 	_, es := fleet(t, srv, 3)
 	const n = 300
-	tasks := launchAll(t, es, n, 2)
+	tasks := launchAll(t, es[:1], n, 2)
 	waitFor(t, 120*time.Second, fmt.Sprintf("all %d tasks completed", n), func() bool { return completed(t, es[0]) == n })
 
 	if o := polls.Overlap(); o > 1 {
