@@ -86,8 +86,12 @@ type claimer struct {
 	renew   time.Duration
 	wake    chan struct{} // a claim round at once (a call made a task)
 
-	mu      sync.Mutex
-	held    map[string]postgres.Claim
+	mu   sync.Mutex
+	held map[string]postgres.Claim
+	// until is when each lease runs out by this engine's clock (from
+	// before the request that took or renewed it): a claim not renewed by
+	// then is not polled, before another engine may take it.
+	until   map[string]time.Time
 	polling map[string]postgres.Claim // polls in flight: their writes carry the fence
 }
 
@@ -99,6 +103,7 @@ func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 		renew:   opts.ClaimRenew,
 		wake:    make(chan struct{}, 1),
 		held:    map[string]postgres.Claim{},
+		until:   map[string]time.Time{},
 		polling: map[string]postgres.Claim{},
 	}
 	if c.lease == 0 {
@@ -126,16 +131,18 @@ func (c *claimer) holds(id string) bool {
 func (c *claimer) release(id string) {
 	c.mu.Lock()
 	delete(c.held, id)
+	delete(c.until, id)
 	c.mu.Unlock()
 }
 
 // poll marks a poll of id in flight, if this engine holds its claim; the
-// returned func ends it. ok is false when the claim is not held.
+// returned func ends it. ok is false when the claim is not held, or its
+// lease may have run out.
 func (c *claimer) poll(id string) (end func(), ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl, ok := c.held[id]
-	if !ok {
+	if !ok || !time.Now().Before(c.until[id]) {
 		return func() {}, false
 	}
 	c.polling[id] = cl
@@ -179,6 +186,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	}
 	c.mu.Unlock()
 	kept := map[string]bool{}
+	start := time.Now()
 	for batch := range chunks(held, claimBatch) {
 		ok, err := c.pg.RenewClaims(batch, c.lease)
 		if err != nil {
@@ -192,7 +200,10 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	for _, cl := range held {
 		if !kept[cl.ID] {
 			delete(c.held, cl.ID)
+			delete(c.until, cl.ID)
 			lost = append(lost, cl.ID)
+		} else if _, ok := c.held[cl.ID]; ok {
+			c.until[cl.ID] = start.Add(c.lease)
 		}
 	}
 	c.mu.Unlock()
@@ -209,6 +220,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 		want = max(want, trickle)
 	}
 	for want > 0 {
+		start := time.Now()
 		got, err := c.pg.ClaimTasks(c.name, c.servers, min(want, claimBatch), c.lease)
 		if err != nil {
 			return lost, claimed, err
@@ -216,6 +228,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 		c.mu.Lock()
 		for _, cl := range got {
 			c.held[cl.ID] = cl
+			c.until[cl.ID] = start.Add(c.lease)
 			claimed = append(claimed, cl.ID)
 		}
 		c.mu.Unlock()

@@ -213,3 +213,58 @@ func TestFleetDatabaseRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetLostClaimStopsPolling: an engine whose lease ran out (it did
+// not renew in time) while another took the task has its next write of a
+// poll result refused, and stops polling the task; the other polls it to
+// the end.
+func TestFleetLostClaimStopsPolling(t *testing.T) {
+	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
+	polls := srv.RecordPolls("tasks/get", 0)
+	db := pgtest.DB(t)
+	engineCfg := func(i int) *mcpclient.Config {
+		cfg, err := mcpclient.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, fmt.Sprintf("%s?engine=%d", srv.URL, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	// The slow engine takes its claims at once and then renews too late.
+	slow := open(t, t.TempDir(), srv, Options{Store: db, Config: engineCfg(0), ClaimLease: time.Second, ClaimRenew: time.Minute})
+	if err := slow.PollNow(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := slow.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":4}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, taskID := res.Task.ID, res.Task.TaskID
+	waitFor(t, 5*time.Second, "the slow engine polls its task", func() bool { return len(polls.Of(taskID)) > 0 })
+	other := open(t, t.TempDir(), srv, Options{Store: db, Config: engineCfg(1), ClaimLease: testLease, ClaimRenew: 200 * time.Millisecond})
+	if err := other.PollNow(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the task completed", func() bool {
+		rec, err := other.store.Get(id)
+		return err == nil && rec.Status == model.StatusCompleted
+	})
+	var slowLast, otherFirst time.Time
+	for _, p := range polls.Of(taskID) {
+		switch {
+		case p.From == "engine=0":
+			slowLast = p.At
+		case otherFirst.IsZero():
+			otherFirst = p.At
+		}
+	}
+	if otherFirst.IsZero() {
+		t.Fatal("the other engine never polled the task")
+	}
+	// The slow engine's next change (progress, once a second) is refused.
+	if late := slowLast.Sub(otherFirst); late > 1500*time.Millisecond {
+		t.Errorf("the slow engine still polled %v after the other took the task over", late.Round(time.Millisecond))
+	}
+	if o := polls.Overlap(); o > 1 {
+		t.Errorf("%d polls of the task were in flight at once", o)
+	}
+}
