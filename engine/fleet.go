@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -92,6 +95,7 @@ type claimer struct {
 	// before the request that took or renewed it): a claim not renewed by
 	// then is not polled, before another engine may take it.
 	until   map[string]time.Time
+	waiting map[string]bool           // held, with nothing to poll yet
 	polling map[string]postgres.Claim // polls in flight: their writes carry the fence
 }
 
@@ -104,6 +108,7 @@ func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 		wake:    make(chan struct{}, 1),
 		held:    map[string]postgres.Claim{},
 		until:   map[string]time.Time{},
+		waiting: map[string]bool{},
 		polling: map[string]postgres.Claim{},
 	}
 	if c.lease == 0 {
@@ -132,6 +137,14 @@ func (c *claimer) release(id string) {
 	c.mu.Lock()
 	delete(c.held, id)
 	delete(c.until, id)
+	delete(c.waiting, id)
+	c.mu.Unlock()
+}
+
+// unwait ends a claim's wait: its task has something to poll.
+func (c *claimer) unwait(id string) {
+	c.mu.Lock()
+	delete(c.waiting, id)
 	c.mu.Unlock()
 }
 
@@ -201,6 +214,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 		if !kept[cl.ID] {
 			delete(c.held, cl.ID)
 			delete(c.until, cl.ID)
+			delete(c.waiting, cl.ID)
 			lost = append(lost, cl.ID)
 		} else if _, ok := c.held[cl.ID]; ok {
 			c.until[cl.ID] = start.Add(c.lease)
@@ -269,8 +283,8 @@ func (f *fenced) Update(id string, fn func(t *model.Task) (bool, error)) (*model
 }
 
 // claims runs the claim rounds while the loop lives: each hands the loop
-// the tasks lost (dropped from the schedule) and the tasks claimed
-// (scheduled, read in one query).
+// the tasks lost (dropped from the schedule) and the records of the tasks
+// claimed and of those claimed earlier that had nothing to poll yet.
 func (l *loop) claims(ctx context.Context) {
 	defer l.e.ops.Done()
 	c := l.e.claims
@@ -282,15 +296,20 @@ func (l *loop) claims(ctx context.Context) {
 		if err != nil {
 			l.e.log.Warn("claims could not be renewed or taken", "err", err)
 		}
+		ids := append(claimed, c.waitingIDs()...)
 		var recs []*model.Task
-		if len(claimed) > 0 {
-			if recs, err = l.e.store.ByStatus(model.StatusWorking, model.StatusInputRequired); err != nil {
-				l.e.log.Warn("claimed tasks could not be read", "err", err)
-				// claimed() releases them all: another round takes them again.
-			}
+		switch {
+		case len(claimed) > 0:
+			recs, err = l.e.store.OpenTasks() // one read for a batch
+		case len(ids) > 0:
+			recs, err = l.e.reread(ids) // a few still waiting
 		}
-		if len(lost) > 0 || len(claimed) > 0 { // a claim not in recs is released there
-			l.send(func() { l.claimed(lost, claimed, recs) })
+		if err != nil {
+			// Kept, unscheduled: the next round reads them again.
+			l.e.log.Warn("claimed tasks could not be read", "err", err)
+			c.wait(claimed)
+		} else if len(lost) > 0 || len(ids) > 0 {
+			l.send(func() { l.claimed(lost, ids, recs) })
 		}
 		select {
 		case <-ctx.Done():
@@ -303,29 +322,74 @@ func (l *loop) claims(ctx context.Context) {
 	}
 }
 
-// claimed files a claim round on the loop: lost tasks leave the schedule,
-// claimed ones join it when their first poll is due.
-func (l *loop) claimed(lost, claimed []string, open []*model.Task) {
+// reread reads the records of ids; a forgotten one is left out.
+func (e *Engine) reread(ids []string) ([]*model.Task, error) {
+	var out []*model.Task
+	for _, id := range ids {
+		rec, err := e.store.Get(id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// waitingIDs are the claims held whose tasks had nothing to poll yet (a
+// call in flight, or one that needs input).
+func (c *claimer) waitingIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Keys(c.waiting))
+}
+
+// wait marks claims held as waiting for something to poll.
+func (c *claimer) wait(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := c.held[id]; ok {
+			c.waiting[id] = true
+		}
+	}
+}
+
+// claimed files a claim round on the loop: lost tasks leave the schedule;
+// claimed ones (ids, with their records in recs) join it when their first
+// poll is due, wait while they have nothing to poll, and are released
+// once ended or forgotten. A call's intent older than a call can take is
+// a crash's: it is released rather than renewed for ever.
+func (l *loop) claimed(lost, ids []string, recs []*model.Task) {
+	c := l.e.claims
 	for _, id := range lost {
 		l.drop(id)
 	}
-	mine := make(map[string]bool, len(claimed))
-	for _, id := range claimed {
-		mine[id] = true
+	byID := make(map[string]*model.Task, len(recs))
+	for _, t := range recs {
+		byID[t.ID] = t
 	}
 	now := time.Now()
-	for _, t := range open {
-		if !mine[t.ID] || !t.Pollable() {
-			continue
+	stale := 2*l.e.opts.RequestTimeout + c.lease
+	for _, id := range ids {
+		t, ok := byID[id]
+		switch {
+		case !ok || t.Status.Terminal() || t.Status == model.StatusCalling && now.Sub(t.CreatedAt) > stale:
+			c.release(id)
+		case !t.Pollable():
+			c.wait([]string{id})
+		default:
+			c.unwait(id)
+			if _, _, scheduled := l.sched.Due(id); scheduled || !c.holds(id) {
+				continue
+			}
+			at := now
+			if first := t.CreatedAt.Add(l.e.firstPoll(t)); first.After(now) {
+				at = first // a fresh call's first poll is at the server's interval
+			}
+			l.track(t.ID, t.Server, t.TaskID, at)
 		}
-		delete(mine, t.ID)
-		at := now
-		if first := t.CreatedAt.Add(l.e.firstPoll(t)); first.After(now) {
-			at = first // a fresh call's first poll is at the server's interval
-		}
-		l.track(t.ID, t.Server, t.TaskID, at)
-	}
-	for id := range mine {
-		l.e.claims.release(id) // it ended meanwhile, or has nothing to poll
 	}
 }

@@ -25,8 +25,8 @@ const (
 )
 
 // fleet opens n engines on one fresh database, each with its own data
-// dir, the loop running.
-func fleet(t *testing.T, srv *hostile.Server, n int) (string, []*Engine) {
+// dir, the loop running, with claims of lease renewed every renew.
+func fleet(t *testing.T, srv *hostile.Server, n int, lease, renew time.Duration) (string, []*Engine) {
 	t.Helper()
 	db := pgtest.DB(t)
 	var out []*Engine
@@ -36,7 +36,7 @@ func fleet(t *testing.T, srv *hostile.Server, n int) (string, []*Engine) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := open(t, t.TempDir(), srv, Options{Store: db, Config: cfg, ClaimLease: testLease, ClaimRenew: testRenew})
+		e := open(t, t.TempDir(), srv, Options{Store: db, Config: cfg, ClaimLease: lease, ClaimRenew: renew})
 		if err := e.PollNow(ctxT(t), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,9 @@ func completed(t *testing.T, e *Engine) int {
 func TestFleetThreeEnginesShareTheTasks(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 0.2, PollInterval: 50 * time.Millisecond, NoPush: true})
 	polls := srv.RecordPolls("tasks/get", 2*time.Millisecond)
-	_, es := fleet(t, srv, 3)
+	// The default lease: a short one could run out under -race on a busy
+	// machine, and hand a task over while no engine died.
+	_, es := fleet(t, srv, 3, DefaultClaimLease, DefaultClaimRenew)
 	const n = 300
 	tasks := launchAll(t, es[:1], n, 2)
 	waitFor(t, 120*time.Second, fmt.Sprintf("all %d tasks completed", n), func() bool { return completed(t, es[0]) == n })
@@ -106,7 +108,7 @@ func TestFleetThreeEnginesShareTheTasks(t *testing.T) {
 func TestFleetDeadEngineTasksTakenOver(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	polls := srv.RecordPolls("tasks/get", 0)
-	_, es := fleet(t, srv, 3)
+	_, es := fleet(t, srv, 3, testLease, testRenew)
 	const n = 60
 	tasks := launchAll(t, es, n, 6)
 	dead := es[0]
@@ -160,7 +162,7 @@ func TestFleetDeadEngineTasksTakenOver(t *testing.T) {
 // in another engine's feed within a second.
 func TestFleetFeedsSeeEachOther(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
-	_, es := fleet(t, srv, 2)
+	_, es := fleet(t, srv, 2, testLease, testRenew)
 	feed, err := es[1].Watch(ctxT(t), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +193,7 @@ func TestFleetFeedsSeeEachOther(t *testing.T) {
 // no record is lost and the engines poll every task to the end.
 func TestFleetDatabaseRestart(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
-	_, es := fleet(t, srv, 2)
+	_, es := fleet(t, srv, 2, testLease, testRenew)
 	const n = 40
 	tasks := launchAll(t, es, n, 3)
 	waitFor(t, 10*time.Second, "a first poll", func() bool { return gets(srv) > 0 })
