@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
 )
 
 // tdBin is the taskdeck binary built by TestMain.
@@ -58,7 +59,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Run(m) // a PostgreSQL only for the tests that ask for one
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

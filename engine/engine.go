@@ -21,7 +21,13 @@ import (
 
 // Options configure an engine. Zero values select the defaults.
 type Options struct {
-	DataDir        string            // the store's directory (store.Open)
+	DataDir string // the store's directory (store.Open)
+	// Store is empty for Badger in DataDir, or a postgres:// connection
+	// string: a fleet's shared database, where this engine polls only the
+	// tasks it has claimed.
+	Store          string
+	ClaimLease     time.Duration     // a claim's lease; DefaultClaimLease when 0
+	ClaimRenew     time.Duration     // how often claims are renewed and taken; DefaultClaimRenew when 0
 	Config         *mcpconfig.Config // servers
 	Logger         *slog.Logger      // nil: discard
 	ChildStderr    io.Writer         // stdio servers' stderr (the log file)
@@ -39,7 +45,8 @@ type Options struct {
 type Engine struct {
 	opts    Options
 	log     *slog.Logger
-	store   *store.Store
+	store   store.Backend
+	claims  *claimer // nil on Badger: the sole owner polls every task
 	pool    *mcpclient.Pool
 	tracker *Tracker
 	feeds   *hub
@@ -59,15 +66,16 @@ type Engine struct {
 
 var _ deck.Deck = (*Engine)(nil)
 
-// Open opens the store, the connection pool and the tracker, and turns
-// stale `calling` intents into `orphaned`: the store's lock makes this
-// process the sole writer, so any intent still calling is a crash's. It
-// sends nothing.
+// Open opens the store, the connection pool and the tracker, and on
+// Badger turns stale `calling` intents into `orphaned`: the store's lock
+// makes this process the sole writer, so any intent still calling is a
+// crash's. On a shared database another live engine's call may be in
+// flight, so nothing is orphaned there. It sends nothing.
 func Open(opts Options) (*Engine, error) {
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	opts.RequestTimeout = cmp.Or(opts.RequestTimeout, mcpclient.DefaultRequestTimeout)
 	opts.PerServer = cmp.Or(opts.PerServer, mcpclient.DefaultPerServer)
-	st, err := store.Open(opts.DataDir, opts.Logger)
+	st, claims, err := openBackend(opts)
 	if err != nil {
 		return nil, classify(err, "")
 	}
@@ -79,12 +87,14 @@ func Open(opts Options) (*Engine, error) {
 		RequestTimeout: opts.RequestTimeout,
 	})
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
-	orphans, err := tr.OrphanStale()
-	if err != nil {
-		pool.Close()
-		return nil, classify(errors.Join(err, st.Close()), "")
+	var orphans []*model.Task
+	if claims == nil {
+		if orphans, err = tr.OrphanStale(); err != nil {
+			pool.Close()
+			return nil, classify(errors.Join(err, st.Close()), "")
+		}
 	}
-	e := &Engine{opts: opts, log: opts.Logger, store: st, pool: pool, tracker: tr, orphans: len(orphans)}
+	e := &Engine{opts: opts, log: opts.Logger, store: st, claims: claims, pool: pool, tracker: tr, orphans: len(orphans)}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.feeds = newHub(e)
 	e.watchStore()

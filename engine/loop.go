@@ -9,6 +9,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // loop is the engine's run loop: it alone owns the schedule of due polls.
@@ -58,6 +59,10 @@ func (e *Engine) start() *loop {
 		}
 		e.ops.Add(1)
 		go e.loop.run()
+		if e.claims != nil {
+			e.ops.Add(1)
+			go e.loop.claims(e.ctx)
+		}
 	}
 	return e.loop
 }
@@ -85,6 +90,10 @@ func (l *loop) send(fn func()) {
 func (e *Engine) due(rec *model.Task, soon bool) {
 	l := e.running()
 	if l == nil || !rec.Pollable() {
+		return
+	}
+	if e.claims != nil && !e.claims.holds(rec.ID) {
+		e.claims.poke() // whichever engine claims it polls it
 		return
 	}
 	at := time.Now()
@@ -220,7 +229,14 @@ func (l *loop) run() {
 
 func (l *loop) poll(ctx context.Context, id string) {
 	defer l.polls.Done()
-	res, err := l.e.tracker.Poll(ctx, id)
+	var res PollResult
+	err := postgres.ErrClaimLost
+	if c := l.e.claims; c == nil {
+		res, err = l.e.tracker.Poll(ctx, id)
+	} else if end, ok := c.poll(id); ok {
+		res, err = l.e.tracker.Poll(ctx, id)
+		end()
+	}
 	select {
 	case l.results <- polled{id, res, err}:
 	case <-ctx.Done():
@@ -232,8 +248,8 @@ func (l *loop) poll(ctx context.Context, id string) {
 func (l *loop) done(p polled) {
 	now := time.Now()
 	switch {
-	case errors.Is(p.err, store.ErrNotFound):
-		l.drop(p.id) // forgotten meanwhile
+	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, postgres.ErrClaimLost):
+		l.drop(p.id) // forgotten meanwhile, or another engine polls it now
 	case p.err != nil:
 		// The store failed, not the server: try again later.
 		l.e.log.Warn("poll could not be recorded", "task", p.id, "err", p.err)
@@ -258,7 +274,11 @@ func (l *loop) done(p polled) {
 func (l *loop) begin() {
 	r := &reconcile{pending: map[string]bool{}, rep: deck.Reconcile{Orphaned: l.e.orphans}}
 	l.recon = r
-	open, err := l.e.store.ByStatus(model.StatusWorking, model.StatusInputRequired)
+	var open []*model.Task
+	var err error
+	if l.e.claims == nil { // on a shared database, the claim rounds schedule
+		open, err = l.e.store.ByStatus(model.StatusWorking, model.StatusInputRequired)
+	}
 	if err != nil {
 		l.e.log.Error("start-up reconcile could not read the open tasks", "err", err)
 	}

@@ -168,6 +168,9 @@ func (l *loop) track(id string, server model.ServerRef, taskID string, at time.T
 // re-subscribe: a server stops pushing a task that ended by itself.
 func (l *loop) drop(id string) {
 	l.sched.Remove(id)
+	if l.e.claims != nil {
+		l.e.claims.release(id)
+	}
 	for _, sp := range l.push {
 		delete(sp.open, id)
 	}

@@ -23,7 +23,7 @@ import (
 // before anyone hears of it, and every poll's outcome lands in the record.
 // Its API is free of UI types so that one owner can serve it to others.
 type Tracker struct {
-	store          *store.Store
+	store          store.Backend
 	pool           *mcpclient.Pool
 	policy         model.PollPolicy
 	now            func() time.Time
@@ -62,7 +62,7 @@ type TrackerOptions struct {
 }
 
 // NewTracker makes a tracker over an open store and a pool.
-func NewTracker(st *store.Store, pool *mcpclient.Pool, opts TrackerOptions) *Tracker {
+func NewTracker(st store.Backend, pool *mcpclient.Pool, opts TrackerOptions) *Tracker {
 	if opts.Policy == (model.PollPolicy{}) {
 		opts.Policy = model.DefaultPollPolicy
 	}
@@ -82,7 +82,7 @@ func NewTracker(st *store.Store, pool *mcpclient.Pool, opts TrackerOptions) *Tra
 }
 
 // Store is the tracker's store, for read-only queries.
-func (t *Tracker) Store() *store.Store { return t.store }
+func (t *Tracker) Store() store.Backend { return t.store }
 
 // Pool is the tracker's connection pool.
 func (t *Tracker) Pool() *mcpclient.Pool { return t.pool }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -35,7 +36,9 @@ func TestMain(m *testing.M) {
 		srv.Close()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// One TestMain for the package's tests inside and outside: the fleet's
+	// need a real PostgreSQL.
+	os.Exit(pgtest.Run(m))
 }
 
 // fastPolicy keeps the tests quick; the demo server's hint is 20 ms.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	selfBin = exe
-	os.Exit(m.Run())
+	os.Exit(pgtest.Run(m)) // a PostgreSQL only for the tests that ask for one
 }
 
 // selfBin is this test binary, which TestMain turns into taskdeck.

@@ -60,7 +60,8 @@ type Factory struct {
 	policy model.PollPolicy
 
 	dataDir, configPath string
-	configSet           bool // --config was given
+	store               string // --store; "" defers to the config's "store"
+	configSet           bool   // --config was given
 	verbose             bool
 	requestTimeout      time.Duration // bounds one request to a server (--request-timeout)
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
@@ -141,6 +142,7 @@ crashes, restarts and servers that ask for input.
 	}
 	root.PersistentFlags().StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory of the task store and the log file")
 	root.PersistentFlags().StringVar(&f.configPath, "config", defaultConfigPath(), "server configuration (mcpServers JSON)")
+	root.PersistentFlags().StringVar(&f.store, "store", "", "task store: empty for Badger in --data-dir, or postgres://… for a fleet's shared database (overrides \"store\" in the config)")
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "debug-level logging to the log file")
 	// A knob for the tests, which cannot wait out the default.
 	root.PersistentFlags().DurationVar(&f.requestTimeout, "request-timeout", mcpclient.DefaultRequestTimeout, "how long one request to a server may take")
@@ -220,6 +222,16 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 	if err := f.openLog(); err != nil {
 		return nil, err
 	}
+	if engine.IsPostgres(f.storeOf(cfg)) {
+		// A shared database has no single owner: every process runs its
+		// own engine on it, and no socket is served in the data dir.
+		e, err := f.openEngine(cfg)
+		if err != nil {
+			return nil, err
+		}
+		f.dk = e
+		return e, nil
+	}
 	own := func() (deck.Deck, error) { return f.openEngine(cfg) }
 	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Config: f.configFile(), Logger: f.logger})
 	if err != nil {
@@ -262,6 +274,7 @@ func (f *Factory) configFile() string {
 func (f *Factory) openEngine(cfg *mcpconfig.Config) (*engine.Engine, error) {
 	e, err := engine.Open(engine.Options{
 		DataDir:        f.dataDir,
+		Store:          f.storeOf(cfg),
 		Config:         cfg,
 		Logger:         f.logger,
 		ChildStderr:    f.logFile,
@@ -275,6 +288,14 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config) (*engine.Engine, error) {
 		return nil, &exitError{code: exitLocal, err: err}
 	}
 	return e, err
+}
+
+// storeOf is the store to open: --store, else the config's "store".
+func (f *Factory) storeOf(cfg *mcpconfig.Config) string {
+	if f.store != "" || cfg == nil {
+		return f.store
+	}
+	return cfg.Store
 }
 
 func (f *Factory) warn(msg string) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/proxy"
 	"github.com/taskdeck/taskdeck/service"
 )
@@ -69,16 +70,24 @@ func serveRun(opts *ServeOptions) error {
 	if err := f.openLog(); err != nil {
 		return err
 	}
+	// On a shared database every process runs its own engine: none owns
+	// the data dir, so no socket is served there.
+	shared := engine.IsPostgres(f.storeOf(cfg))
 	// An owner that already serves is the one to use, not one to replace.
-	if other, err := service.Dial(ctx, f.dataDir); err == nil {
-		other.Close()
-		return &exitError{code: exitStoreLocked, err: fmt.Errorf("a taskdeck already serves %s; stop it first, or let the commands work through it", f.dataDir)}
+	if !shared {
+		if other, err := service.Dial(ctx, f.dataDir); err == nil {
+			other.Close()
+			return &exitError{code: exitStoreLocked, err: fmt.Errorf("a taskdeck already serves %s; stop it first, or let the commands work through it", f.dataDir)}
+		}
 	}
 	e, err := f.openEngine(cfg)
 	if err != nil {
 		return err
 	}
-	srv, err := service.Serve(ctx, f.dataDir, e, f.logger, service.WithConfig(f.configFile()))
+	var srv *service.Server
+	if !shared {
+		srv, err = service.Serve(ctx, f.dataDir, e, f.logger, service.WithConfig(f.configFile()))
+	}
 	if err != nil {
 		e.Close()
 		if errors.Is(err, service.ErrOwnerRunning) {
@@ -91,7 +100,9 @@ func serveRun(opts *ServeOptions) error {
 	if opts.ProxyAddr != "" {
 		ln, err := proxy.Listen(opts.ProxyAddr, opts.Token)
 		if err != nil {
-			srv.Shutdown(context.Background())
+			if srv != nil {
+				srv.Shutdown(context.Background())
+			}
 			e.Close()
 			return &exitError{code: exitUsage, err: err}
 		}
@@ -105,7 +116,11 @@ func serveRun(opts *ServeOptions) error {
 	if err := e.PollNow(ctx, nil); err != nil && deck.KindOf(err) != deck.KindCanceled {
 		f.logger.Warn("starting the watch", "err", err)
 	}
-	fmt.Fprintf(f.stderr, "taskdeck: serving %s on %s (pid %d); ctrl+c stops\n", f.dataDir, srv.Path(), os.Getpid())
+	if shared {
+		fmt.Fprintf(f.stderr, "taskdeck: watching its claimed tasks on %s (pid %d); ctrl+c stops\n", engine.RedactStore(f.storeOf(cfg)), os.Getpid())
+	} else {
+		fmt.Fprintf(f.stderr, "taskdeck: serving %s on %s (pid %d); ctrl+c stops\n", f.dataDir, srv.Path(), os.Getpid())
+	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
@@ -113,7 +128,10 @@ func serveRun(opts *ServeOptions) error {
 	if agents != nil {
 		proxyErr = errors.Join(agents.Shutdown(sctx), px.Close())
 	}
-	shutErr := errors.Join(proxyErr, srv.Shutdown(sctx))
+	shutErr := proxyErr
+	if srv != nil {
+		shutErr = errors.Join(shutErr, srv.Shutdown(sctx))
+	}
 	if err := errors.Join(shutErr, e.Close()); err != nil {
 		return &exitError{code: exitLocal, err: err}
 	}

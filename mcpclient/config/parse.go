@@ -38,6 +38,9 @@ type ServerConfig struct {
 // {"mcpServers": {"NAME": {...}}}. Other top-level keys are ignored.
 type Config struct {
 	Servers map[string]ServerConfig
+	// Store is the top-level "store": a postgres:// connection string
+	// for a fleet's shared database; empty: Badger in the data directory.
+	Store string
 
 	path string // the file it came from, for messages
 }
@@ -157,6 +160,11 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 				Msg: fmt.Sprintf("invalid JSON (%v); fix the syntax there (comments and trailing commas are not allowed)", se)}
 		}
 		return nil, fail("", "want a JSON object like {\"mcpServers\": {...}}, got %s", jsonKind(data))
+	}
+	if raw, ok := top["store"]; ok && !isJSONNull(raw) {
+		if err := json.Unmarshal(raw, &cfg.Store); err != nil {
+			return nil, fail("store", "want a string such as \"postgres://user@host/db\", got %s", jsonKind(raw))
+		}
 	}
 	raw, ok := top["mcpServers"]
 	if !ok {

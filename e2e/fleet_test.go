@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store/postgres"
+)
+
+// TestFleetThreeProcesses: three `taskdeck serve` processes on one
+// PostgreSQL database share 3,000 open tasks of one server; one is
+// SIGKILLed mid-run and the others poll its tasks again within the lease
+// (10 s, renewed every 3 s); every task completes, none is lost, and no
+// two processes poll one task at the same moment (counted by the server).
+func TestFleetThreeProcesses(t *testing.T) {
+	n := 3000
+	if testing.Short() || raceEnabled {
+		n = 600
+	}
+	db := pgtest.DB(t)
+	srv := hostile.Start(t, demo.Options{Speed: 1, PollInterval: 3 * time.Second, NoPush: true})
+	polls := srv.RecordPolls("tasks/get", time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	st, err := postgres.Open(ctx, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg, err := mcpconfig.ParseConfig("seed.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
+	defer pool.Close()
+	tr := engine.NewTracker(st, pool, engine.TrackerOptions{RequestTimeout: 30 * time.Second})
+
+	// The engines first, so that each claims its share as the tasks come.
+	var engines []*proc
+	for i := range 3 {
+		d := newDeck(t)
+		d.writeConfig(fmt.Sprintf(`{"store":%q,"mcpServers":{"demo":{"url":%q}}}`, db, fmt.Sprintf("%s?engine=%d", srv.URL, i)))
+		engines = append(engines, d.start("serve"))
+	}
+	for _, p := range engines {
+		fleetWait(t, 20*time.Second, "an engine to start", func() bool { return p.exited() || len(p.Stderr.String()) > 0 })
+		if p.exited() {
+			t.Fatalf("serve exited %d: %s", p.Code, p.Stderr)
+		}
+	}
+
+	// Tasks of 30–40 s, launched 32 at a time.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for range 32 {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				if _, _, err := tr.Call(ctx, engine.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "sleep",
+					Args: json.RawMessage(fmt.Sprintf(`{"seconds":%d}`, 30+i%10))}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	victim := engines[0]
+	mine := fmt.Sprintf("%%/%d/%%", victim.cmd.Process.Pid)
+	var held []string
+	fleetWait(t, 20*time.Second, "the first engine holds claims", func() bool {
+		rows, err := conn.Query(ctx, `SELECT id FROM taskdeck_tasks WHERE owner LIKE $1 AND lease_until > now()`, mine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err == nil && len(held) > 0
+	})
+	victim.kill()
+	died := time.Now()
+
+	lease := engine.DefaultClaimLease + engine.DefaultClaimRenew + 2*time.Second
+	var worst time.Duration
+	for _, id := range held {
+		rec, err := st.Get(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.Status.Terminal() {
+			continue
+		}
+		fleetWait(t, lease+10*time.Second, "task "+id+" polled again after its engine was killed", func() bool {
+			ps := polls.Of(rec.TaskID)
+			return len(ps) > 0 && ps[len(ps)-1].At.After(died)
+		})
+		for _, p := range polls.Of(rec.TaskID) {
+			if p.At.After(died) {
+				worst = max(worst, p.At.Sub(died))
+				break
+			}
+		}
+	}
+	if worst > lease {
+		t.Errorf("the killed engine's tasks were polled again after up to %v, want within %v", worst, lease)
+	}
+	fleetWait(t, 3*time.Minute, fmt.Sprintf("all %d tasks completed", n), func() bool {
+		c, err := st.Counts()
+		return err == nil && c[model.StatusCompleted] == n
+	})
+	all, err := st.All()
+	if err != nil || len(all) != n {
+		t.Fatalf("%d records (%v), want %d", len(all), err, n)
+	}
+	if o := polls.Overlap(); o > 1 {
+		t.Errorf("%d polls of one task were in flight at once: two engines polled it at the same moment", o)
+	}
+	perEngine := map[string]int{}
+	for _, rec := range all {
+		for _, p := range polls.Of(rec.TaskID) {
+			perEngine[p.From]++
+		}
+	}
+	t.Logf("%d tasks; %d held by the killed engine, polled again within %v; tasks/get per engine %v", n, len(held), worst.Round(time.Millisecond), perEngine)
+}
+
+// fleetWait checks cond until it holds or d passes.
+func fleetWait(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,395 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
+)
+
+// The claims of an engine on a shared database: a lease of ClaimLease,
+// renewed every ClaimRenew (well inside it), so a dead engine's tasks are
+// claimed by another within the lease plus one renewal round.
+const (
+	DefaultClaimLease = 10 * time.Second
+	DefaultClaimRenew = 3 * time.Second
+	// claimBatch bounds one ClaimTasks or RenewClaims: one write each.
+	claimBatch = 500
+)
+
+// IsPostgres tells whether a --store value names a PostgreSQL database.
+func IsPostgres(conn string) bool {
+	return strings.HasPrefix(conn, "postgres://") || strings.HasPrefix(conn, "postgresql://")
+}
+
+// RedactStore words a --store value for messages and logs: its password,
+// user and query (which may carry one) never show.
+func RedactStore(conn string) string { return mcpconfig.RedactURL(conn) }
+
+// openBackend opens the store opts name: Badger in DataDir, or the
+// PostgreSQL database of a connection string (then also its claims).
+func openBackend(opts Options) (store.Backend, *claimer, error) {
+	switch {
+	case opts.Store == "":
+		st, err := store.Open(opts.DataDir, opts.Logger)
+		return st, nil, err
+	case !IsPostgres(opts.Store):
+		return nil, nil, fmt.Errorf("store %q is neither empty (Badger in the data directory) nor a postgres:// connection string; fix --store or \"store\" in the config", RedactStore(opts.Store))
+	}
+	name := engineName()
+	conn, err := url.Parse(opts.Store)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store %s is not a valid connection URL; fix --store or \"store\" in the config", RedactStore(opts.Store))
+	}
+	// The engines of a fleet count each other by their connections' name.
+	q := conn.Query()
+	q.Set("application_name", enginePrefix+name)
+	conn.RawQuery = q.Encode()
+	ctx, cancel := context.WithTimeout(context.Background(), opts.RequestTimeout)
+	defer cancel()
+	pg, err := postgres.Open(ctx, conn.String(), opts.Logger.With("component", "store", "store", RedactStore(opts.Store)))
+	if err != nil {
+		return nil, nil, err
+	}
+	c := newClaimer(pg, name, opts)
+	return &fenced{Backend: pg, c: c}, c, nil
+}
+
+// enginePrefix begins the application name of an engine's connections.
+const enginePrefix = "taskdeck-engine:" // no space: an encoded query gives it as +
+
+// engineName names this engine in the database: host, pid and a random
+// part, as a pid may come again.
+func engineName() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+// claimer holds an engine's claims on tasks of a shared database.
+type claimer struct {
+	pg      *postgres.Store
+	name    string   // this engine, as the database names the claims' owner
+	servers []string // the configured servers: the only tasks it claims
+	lease   time.Duration
+	renew   time.Duration
+	wake    chan struct{} // a claim round at once (a call made a task)
+
+	mu   sync.Mutex
+	held map[string]postgres.Claim
+	// until is when each lease runs out by this engine's clock (from
+	// before the request that took or renewed it): a claim not renewed by
+	// then is not polled, before another engine may take it.
+	until   map[string]time.Time
+	waiting map[string]bool           // held, with nothing to poll yet
+	polling map[string]postgres.Claim // polls in flight: their writes carry the fence
+}
+
+func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
+	c := &claimer{
+		pg:      pg,
+		name:    name,
+		lease:   opts.ClaimLease,
+		renew:   opts.ClaimRenew,
+		wake:    make(chan struct{}, 1),
+		held:    map[string]postgres.Claim{},
+		until:   map[string]time.Time{},
+		waiting: map[string]bool{},
+		polling: map[string]postgres.Claim{},
+	}
+	if c.lease == 0 {
+		c.lease = DefaultClaimLease
+	}
+	if c.renew == 0 {
+		c.renew = min(DefaultClaimRenew, c.lease/3)
+	}
+	if opts.Config != nil {
+		c.servers = opts.Config.Names()
+	}
+	return c
+}
+
+// holds tells whether this engine holds a claim on task id.
+func (c *claimer) holds(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.held[id]
+	return ok
+}
+
+// release forgets the claim on id (its task ended, was forgotten, or the
+// claim was lost); the lease runs out by itself.
+func (c *claimer) release(id string) {
+	c.mu.Lock()
+	delete(c.held, id)
+	delete(c.until, id)
+	delete(c.waiting, id)
+	c.mu.Unlock()
+}
+
+// unwait ends a claim's wait: its task has something to poll.
+func (c *claimer) unwait(id string) {
+	c.mu.Lock()
+	delete(c.waiting, id)
+	c.mu.Unlock()
+}
+
+// poll marks a poll of id in flight, if this engine holds its claim; the
+// returned func ends it. ok is false when the claim is not held, or its
+// lease may have run out.
+func (c *claimer) poll(id string) (end func(), ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, ok := c.held[id]
+	if !ok || !time.Now().Before(c.until[id]) {
+		return func() {}, false
+	}
+	c.polling[id] = cl
+	return func() {
+		c.mu.Lock()
+		delete(c.polling, id)
+		c.mu.Unlock()
+	}, true
+}
+
+// claimFor is the claim a write of a poll result of id carries, if any.
+func (c *claimer) claimFor(id string) (postgres.Claim, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cl, ok := c.polling[id]
+	return cl, ok
+}
+
+// poke asks for a claim round at once.
+func (c *claimer) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// trickle is what an engine that holds its share still claims in a
+// periodic round: tasks of servers that only some engines have would
+// otherwise wait for ever behind a share counted over all engines.
+const trickle = 8
+
+// round renews the claims held (one write per batch) and takes new ones
+// up to this engine's share of the open tasks (one write per batch): it
+// returns the lost and the new claims' ids. A poked round (a call made a
+// task) claims nothing beyond the share: the other engines' rounds will.
+func (c *claimer) round(poked bool) (lost []string, claimed []string, err error) {
+	c.mu.Lock()
+	var held []postgres.Claim
+	for _, cl := range c.held {
+		held = append(held, cl)
+	}
+	c.mu.Unlock()
+	kept := map[string]bool{}
+	start := time.Now()
+	for batch := range chunks(held, claimBatch) {
+		ok, err := c.pg.RenewClaims(batch, c.lease)
+		if err != nil {
+			return nil, nil, err // the leases stand until they run out
+		}
+		for _, cl := range ok {
+			kept[cl.ID] = true
+		}
+	}
+	c.mu.Lock()
+	for _, cl := range held {
+		if !kept[cl.ID] {
+			delete(c.held, cl.ID)
+			delete(c.until, cl.ID)
+			delete(c.waiting, cl.ID)
+			lost = append(lost, cl.ID)
+		} else if _, ok := c.held[cl.ID]; ok {
+			c.until[cl.ID] = start.Add(c.lease)
+		}
+	}
+	c.mu.Unlock()
+	if len(c.servers) == 0 {
+		return lost, nil, nil
+	}
+	engines, open, err := c.pg.Share(enginePrefix, c.servers)
+	if err != nil {
+		return lost, nil, err
+	}
+	engines = max(engines, 1) // this one, whatever the view says
+	want := (open+engines-1)/engines - len(held) + len(lost)
+	if !poked {
+		want = max(want, trickle)
+	}
+	for want > 0 {
+		start := time.Now()
+		got, err := c.pg.ClaimTasks(c.name, c.servers, min(want, claimBatch), c.lease)
+		if err != nil {
+			return lost, claimed, err
+		}
+		c.mu.Lock()
+		for _, cl := range got {
+			c.held[cl.ID] = cl
+			c.until[cl.ID] = start.Add(c.lease)
+			claimed = append(claimed, cl.ID)
+		}
+		c.mu.Unlock()
+		if len(got) < min(want, claimBatch) {
+			return lost, claimed, nil
+		}
+		want -= len(got)
+	}
+	return lost, claimed, nil
+}
+
+// chunks yields s in slices of at most n.
+func chunks[T any](s []T, n int) func(func([]T) bool) {
+	return func(yield func([]T) bool) {
+		for len(s) > 0 {
+			k := min(n, len(s))
+			if !yield(s[:k]) {
+				return
+			}
+			s = s[k:]
+		}
+	}
+}
+
+// fenced is the shared database as the tracker sees it: a write during a
+// poll this engine holds the claim of carries its fence, so that an
+// engine that lost the claim cannot overwrite the one that took it.
+type fenced struct {
+	store.Backend
+	c *claimer
+}
+
+func (f *fenced) Update(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+	if cl, ok := f.c.claimFor(id); ok {
+		return f.c.pg.UpdateClaimed(cl, fn)
+	}
+	return f.Backend.Update(id, fn)
+}
+
+// claims runs the claim rounds while the loop lives: each hands the loop
+// the tasks lost (dropped from the schedule) and the records of the tasks
+// claimed and of those claimed earlier that had nothing to poll yet.
+func (l *loop) claims(ctx context.Context) {
+	defer l.e.ops.Done()
+	c := l.e.claims
+	t := time.NewTicker(c.renew)
+	defer t.Stop()
+	poked := false
+	for {
+		lost, claimed, err := c.round(poked)
+		if err != nil {
+			l.e.log.Warn("claims could not be renewed or taken", "err", err)
+		}
+		ids := append(claimed, c.waitingIDs()...)
+		var recs []*model.Task
+		switch {
+		case len(claimed) > 0:
+			recs, err = l.e.store.OpenTasks() // one read for a batch
+		case len(ids) > 0:
+			recs, err = l.e.reread(ids) // a few still waiting
+		}
+		if err != nil {
+			// Kept, unscheduled: the next round reads them again.
+			l.e.log.Warn("claimed tasks could not be read", "err", err)
+			c.wait(claimed)
+		} else if len(lost) > 0 || len(ids) > 0 {
+			l.send(func() { l.claimed(lost, ids, recs) })
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			poked = false
+		case <-c.wake:
+			poked = true
+		}
+	}
+}
+
+// reread reads the records of ids; a forgotten one is left out.
+func (e *Engine) reread(ids []string) ([]*model.Task, error) {
+	var out []*model.Task
+	for _, id := range ids {
+		rec, err := e.store.Get(id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// waitingIDs are the claims held whose tasks had nothing to poll yet (a
+// call in flight, or one that needs input).
+func (c *claimer) waitingIDs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Keys(c.waiting))
+}
+
+// wait marks claims held as waiting for something to poll.
+func (c *claimer) wait(ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range ids {
+		if _, ok := c.held[id]; ok {
+			c.waiting[id] = true
+		}
+	}
+}
+
+// claimed files a claim round on the loop: lost tasks leave the schedule;
+// claimed ones (ids, with their records in recs) join it when their first
+// poll is due, wait while they have nothing to poll, and are released
+// once ended or forgotten. A call's intent older than a call can take is
+// a crash's: it is released rather than renewed for ever.
+func (l *loop) claimed(lost, ids []string, recs []*model.Task) {
+	c := l.e.claims
+	for _, id := range lost {
+		l.drop(id)
+	}
+	byID := make(map[string]*model.Task, len(recs))
+	for _, t := range recs {
+		byID[t.ID] = t
+	}
+	now := time.Now()
+	stale := 2*l.e.opts.RequestTimeout + c.lease
+	for _, id := range ids {
+		t, ok := byID[id]
+		switch {
+		case !ok || t.Status.Terminal() || t.Status == model.StatusCalling && now.Sub(t.CreatedAt) > stale:
+			c.release(id)
+		case !t.Pollable():
+			c.wait([]string{id})
+		default:
+			c.unwait(id)
+			if _, _, scheduled := l.sched.Due(id); scheduled || !c.holds(id) {
+				continue
+			}
+			at := now
+			if first := t.CreatedAt.Add(l.e.firstPoll(t)); first.After(now) {
+				at = first // a fresh call's first poll is at the server's interval
+			}
+			l.track(t.ID, t.Server, t.TaskID, at)
+		}
+	}
+}
