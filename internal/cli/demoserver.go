@@ -22,6 +22,7 @@ type DemoServerOptions struct {
 	Stdio   bool
 	Speed   float64
 	Hostile bool // also serve a tool whose texts carry terminal escapes
+	NoPush  bool // refuse push (subscriptions/listen), as a server without it does
 }
 
 func newCmdDemoServer(f *Factory, runF func(*DemoServerOptions) error) *cobra.Command {
@@ -43,13 +44,14 @@ func newCmdDemoServer(f *Factory, runF func(*DemoServerOptions) error) *cobra.Co
 	cmd.Flags().Float64Var(&opts.Speed, "speed", 1, "multiply the demo tools' durations (0.1 runs ten times faster)")
 	cmd.Flags().BoolVar(&opts.Hostile, "hostile", false, "also serve a tool whose texts carry terminal escapes (for tests)")
 	cmd.Flags().MarkHidden("hostile")
+	cmd.Flags().BoolVar(&opts.NoPush, "no-push", false, "do not push task changes: clients poll, as with most servers today")
 	cmd.MarkFlagsMutuallyExclusive("addr", "stdio")
 	return cmd
 }
 
 func demoServerRun(opts *DemoServerOptions) error {
 	f, ctx := opts.f, opts.ctx
-	srv := demo.New(demo.Options{Speed: opts.Speed, Hostile: opts.Hostile})
+	srv := demo.New(demo.Options{Speed: opts.Speed, Hostile: opts.Hostile, NoPush: opts.NoPush})
 	defer srv.Close()
 	if opts.Stdio {
 		return srv.ServeStdio(ctx, f.stdin, f.stdout)

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/internal/clitest"
+)
+
+// TestHeldAgentAnsweredFromAnotherShell: an agent without the tasks
+// extension (go-sdk's client) calls the demo's approve tool through
+// `taskdeck serve --proxy`; its call blocks while the task waits for
+// input; `taskdeck answer` from another shell answers it; the agent then
+// receives the final result as an ordinary tool result, and `taskdeck get
+// --json` names the agent that made the call.
+func TestHeldAgentAnsweredFromAnotherShell(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}}}`, srv.url))
+	owner := d.start("serve", "--proxy", "127.0.0.1:0")
+	addr := regexp.MustCompile(`agents reach server NAME at (http://127\.0\.0\.1:\d+)/mcp/NAME`)
+	clitest.WaitFor(t, "the proxy's address", func() bool { return addr.MatchString(owner.Stderr.String()) || owner.exited() })
+	m := addr.FindStringSubmatch(owner.Stderr.String())
+	if m == nil {
+		t.Fatalf("serve --proxy printed no address (exit %d): %s", owner.Code, owner.Stderr)
+	}
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m[1] + "/mcp/build", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	type out struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "approve", Arguments: map[string]any{"action": "deploy"}})
+		done <- out{res, err}
+	}()
+
+	var waiting task
+	clitest.WaitFor(t, "the held task waiting for input", func() bool {
+		for _, tk := range d.ls() {
+			if tk.Tool == "approve" && tk.Status == "input_required" && len(tk.InputRequests) > 0 {
+				waiting = tk
+				return true
+			}
+		}
+		return false
+	})
+	select {
+	case o := <-done:
+		t.Fatalf("the agent's call returned before anyone answered: %+v %v", o.res, o.err)
+	default:
+	}
+	var key string
+	for k := range waiting.InputRequests {
+		key = k
+	}
+	d.run("answer", waiting.ID, key, `{"action":"accept","content":{"approve":true,"reason":"from the shell"}}`).Must(t, exitOK)
+
+	var o out
+	select {
+	case o = <-done:
+	case <-time.After(clitest.WaitTimeout):
+		t.Fatal("the agent's call did not return after the answer")
+	}
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	var text []string
+	for _, c := range o.res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text = append(text, tc.Text)
+		}
+	}
+	if got := strings.Join(text, " "); o.res.IsError || !strings.Contains(got, "approved deploy: from the shell") {
+		t.Fatalf("the agent got %q (isError %v), want the approval", got, o.res.IsError)
+	}
+	rec := d.getJSON(waiting.ID)
+	if rec.Status != "completed" {
+		t.Fatalf("the record is %s, want completed", rec.Status)
+	}
+	if agent := string(rec.raw["agent"]); agent != `"e2e-agent"` {
+		t.Fatalf("get --json names agent %s, want \"e2e-agent\"", agent)
+	}
+}
