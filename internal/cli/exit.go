@@ -27,7 +27,8 @@ const exitCodesHelp = `Exit codes:
        the server refused the call, or any other failure
   2    usage error (flags, arguments, config, task ids, answers; no terminal for the dashboard)
   3    a server could not be reached or did not answer in time
-  4    the store is held by a process that serves no deck
+  4    the store is held by a process that serves no deck (or, for serve,
+       another taskdeck already serves it)
   5    call stopped at input nobody here gives: a task that waits for input
        (--wait), or a call the server asks about before it starts the task
   6    the store's own failure (damaged, not writable, disk full)

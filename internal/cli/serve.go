@@ -26,8 +26,13 @@ type ServeOptions struct {
 }
 
 // shutdownGrace bounds how long a stopping owner waits for the requests
-// in flight before it closes the store.
-const shutdownGrace = 10 * time.Second
+// in flight before it closes the store: well inside stopGrace, after
+// which the process exits without closing anything.
+const shutdownGrace = stopGrace / 2
+
+// tokenEnv carries the proxy's token without putting it on a command
+// line, where every user of the machine can read it.
+const tokenEnv = "TASKDECK_PROXY_TOKEN"
 
 func newCmdServe(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 	opts := &ServeOptions{f: f}
@@ -45,6 +50,9 @@ they hear of it (see "Put taskdeck in front of your agent" in the README).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.ctx = cmd.Context()
+			if opts.Token == "" {
+				opts.Token = os.Getenv(tokenEnv)
+			}
 			if opts.ProxyAddr != "" {
 				if err := proxy.CheckListen(opts.ProxyAddr, opts.Token); err != nil {
 					return &exitError{code: exitUsage, err: err}
@@ -57,7 +65,7 @@ they hear of it (see "Put taskdeck in front of your agent" in the README).`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.ProxyAddr, "proxy", "", "also serve MCP agents on HOST:PORT (loopback unless --token is given)")
-	cmd.Flags().StringVar(&opts.Token, "token", "", "the bearer token agents must send to the proxy (needed off loopback)")
+	cmd.Flags().StringVar(&opts.Token, "token", "", "the bearer token agents must send to the proxy (needed off loopback); prefer $"+tokenEnv+", which other users cannot read in ps")
 	return cmd
 }
 
@@ -126,7 +134,10 @@ func serveRun(opts *ServeOptions) error {
 	defer cancel()
 	var proxyErr error
 	if agents != nil {
-		proxyErr = errors.Join(agents.Shutdown(sctx), px.Close())
+		// The proxy first: closing it answers the held calls (their tasks
+		// go on, watched by the next owner), so that the agents' server has
+		// no request left to wait for.
+		proxyErr = errors.Join(px.Close(), agents.Shutdown(sctx))
 	}
 	shutErr := proxyErr
 	if srv != nil {
