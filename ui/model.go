@@ -101,6 +101,8 @@ type Model struct {
 	// configured are the servers of the config: n offers them, and quit
 	// asks first when tasks of the stdio ones would die.
 	configured []deck.Server
+	// listingServers: a Servers request is out; the tick sends no other.
+	listingServers bool
 
 	loaded    bool            // the feed's snapshot is in
 	hidden    int             // finished records of the snapshot not shown (Options.Recent)
@@ -181,6 +183,7 @@ func New(ctx context.Context, opts Options) *Model {
 // configured servers and starts the clock.
 func (m *Model) Init() tea.Cmd {
 	m.feed.start()
+	m.listingServers = true
 	return tea.Batch(m.feed.next(), listServers(m.ctx, m.deck), tick())
 }
 
@@ -202,6 +205,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd := m.onFeed(msg)
 		return m, tea.Batch(cmd, m.feed.next())
 	case serversMsg:
+		m.listingServers = false
 		if msg.err != nil {
 			return m, m.fail(msg.err)
 		}

@@ -73,7 +73,9 @@ const serversEvery = 5 * time.Second
 func (m *Model) onTickViews() tea.Cmd {
 	m.refreshHealth()
 	m.ticks++
-	if every := int(serversEvery / tickEvery); every > 0 && m.ticks%every == 0 {
+	// One listing at a time: a stalled owner must not pile them up.
+	if every := int(serversEvery / tickEvery); every > 0 && m.ticks%every == 0 && !m.listingServers {
+		m.listingServers = true
 		return listServers(m.ctx, m.deck)
 	}
 	return nil
