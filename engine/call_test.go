@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -214,5 +215,36 @@ func TestInputRoundsAreBounded(t *testing.T) {
 	}
 	if n := calls(srv, "confirm_first"); n != 10 {
 		t.Fatalf("%d tools/call, want 10", n)
+	}
+}
+
+// TestContinueWhoseTaskIsBornWaiting: a continued call whose handle
+// arrives input_required (its payload fetched at once with tasks/get)
+// returns, and the engine still closes: Continue no longer holds the
+// task's lock into that first poll, which takes it again.
+func TestContinueWhoseTaskIsBornWaiting(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	e := open(t, t.TempDir(), srv, Options{})
+	ctx := ctxT(t)
+	res, err := e.Call(ctx, deck.CallRequest{Server: demoRef, Tool: "confirm_first"})
+	if err != nil || !res.NeedsInput {
+		t.Fatalf("Call = %+v, %v; want NeedsInput", res, err)
+	}
+	srv.On("tools/call", srv.Rewrite(hostile.Set(map[string]string{"status": `"input_required"`})))
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Continue(ctx, res.Task.ID, confirmYes)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Continue of a call whose task is born input_required did not return within 10 s")
+	}
+	if gets(srv) == 0 {
+		t.Fatal("the born-waiting handle's payload was not fetched")
 	}
 }

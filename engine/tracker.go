@@ -279,7 +279,12 @@ func orEmpty(m map[string]json.RawMessage) map[string]json.RawMessage {
 // goes back to calling and the next tools/call carries them with the
 // server's requestState.
 func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]json.RawMessage) (CallOutcome, error) {
-	defer t.tasks.lock(id)()
+	unlock := t.tasks.lock(id)
+	defer func() {
+		if unlock != nil {
+			unlock()
+		}
+	}()
 	rec, err := t.store.Get(id)
 	if err != nil {
 		return CallOutcome{}, err
@@ -322,6 +327,11 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 	if err != nil {
 		return CallOutcome{}, err
 	}
+	// Back to calling, the record refuses another Continue or an Answer,
+	// and no poll takes it: the lock may go, as it must before the
+	// handle's first poll takes it again.
+	unlock()
+	unlock = nil
 	return t.rounds(ctx, sess, rec, round, send, state, CallRequest{}, true)
 }
 
