@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/taskdeck/taskdeck/deck"
@@ -245,7 +244,7 @@ func (f *feed) deliver(ctx context.Context, ev deck.Event) bool {
 func (f *feed) ended() {
 	if errors.Is(f.cause, ErrFellBehind) {
 		f.err = &deck.Error{Kind: deck.KindFellBehind, Err: ErrFellBehind,
-			Message: fmt.Sprintf("the watcher read the feed too slowly and was cut off; watch again from revision %d to resume", f.last)}
+			Message: "the watcher read the feed too slowly and was cut off; watch again from the last revision it received to resume"}
 		return
 	}
 	f.err = f.cause

@@ -320,6 +320,9 @@ func (l *loop) listened(st *stream, sub *mcpclient.Subscription, err error) {
 		}
 		if sp.sub == nil { // an old stream still up keeps pushing its tasks
 			l.e.pushes.set(st.server, state, termtext.OneLine(err.Error(), 300), nil, nil)
+		} else {
+			// but not those that joined for this listen: ask again at retryAt.
+			sp.joinedAt, sp.lastJoin = now, now
 		}
 		l.e.log.Debug("push: no stream", "server", st.server.String(), "err", err)
 		return

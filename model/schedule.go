@@ -33,6 +33,9 @@ type dueEntry struct {
 	at       time.Time
 	index    int // position in its server's heap, -1 while in flight
 	inFlight bool
+	// pending is a time Set while the poll was in flight: Done keeps it
+	// when it is sooner than the poll's own next.
+	pending time.Time
 }
 
 // NewSchedule makes an empty schedule.
@@ -65,10 +68,13 @@ func (s *Schedule) Set(id string, server ServerRef, at time.Time) {
 		e = &dueEntry{id: id, server: server, index: -1}
 		s.entries[id] = e
 	}
+	if e.inFlight {
+		e.pending = at
+		return
+	}
 	e.at = at
 	q := s.queue(e.server)
 	switch {
-	case e.inFlight:
 	case e.index >= 0:
 		heap.Fix(&q.due, e.index)
 	default:
@@ -140,6 +146,10 @@ func (s *Schedule) Done(id string, next time.Time) {
 		s.Remove(id)
 		return
 	}
+	if !e.pending.IsZero() && e.pending.Before(next) {
+		next = e.pending // a Set while in flight wants it sooner
+	}
+	e.pending = time.Time{}
 	e.at = next
 	heap.Push(&q.due, e)
 }

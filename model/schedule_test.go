@@ -97,3 +97,27 @@ func TestScheduleAllDue(t *testing.T) {
 		t.Fatalf("Take after AllDue = %v, want x and y", got)
 	}
 }
+
+// TestSetWhileInFlightIsKeptAfterDone: a task made due while its poll is
+// in flight (an answer, a cancel, poll-all) is polled at that time after
+// the poll ends, not at the later time the poll's outcome asked for.
+func TestSetWhileInFlightIsKeptAfterDone(t *testing.T) {
+	s := NewSchedule(1)
+	ref := ServerRef{Name: "a"}
+	t0 := time.Unix(1000, 0)
+	s.Set("x", ref, t0)
+	if got := s.Take(t0); len(got) != 1 {
+		t.Fatalf("Take = %v, want x", got)
+	}
+	s.Set("x", ref, t0.Add(time.Second))
+	s.Done("x", t0.Add(time.Hour))
+	if at, inFlight, ok := s.Due("x"); !ok || inFlight || !at.Equal(t0.Add(time.Second)) {
+		t.Fatalf("after Done: due %v (in flight %v, scheduled %v), want %v", at, inFlight, ok, t0.Add(time.Second))
+	}
+	// Once only: the next poll's outcome decides again.
+	s.Take(t0.Add(time.Second))
+	s.Done("x", t0.Add(time.Hour))
+	if at, _, _ := s.Due("x"); !at.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("the pending time stuck: due %v, want %v", at, t0.Add(time.Hour))
+	}
+}

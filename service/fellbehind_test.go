@@ -29,7 +29,7 @@ func (c *cutOnce) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 		if ok {
 			out.ch <- ev
 		}
-		out.err = deck.Errorf(deck.KindFellBehind, "the watcher read the feed too slowly and was cut off; watch again from revision %d to resume", ev.Rev)
+		out.err = deck.Errorf(deck.KindFellBehind, "the watcher read the feed too slowly and was cut off; watch again from the last revision it received to resume")
 	}()
 	return out, nil
 }
