@@ -93,7 +93,7 @@ func BenchmarkEnginePolls(b *testing.B) {
 			wg.Go(func() {
 				for k := next.Add(1); k <= int64(n); k = next.Add(1) {
 					i := int(k) % len(taskIDs)
-					if err := bare(client, srv.URL+"/mcp", header, bodies[i], taskIDs[i]); err != nil {
+					if err := BarePost(client, srv.URL+"/mcp", header, bodies[i], taskIDs[i]); err != nil {
 						b.Error(err)
 						return
 					}
@@ -147,8 +147,9 @@ func withTaskID(body []byte, taskID string) ([]byte, error) {
 	return json.Marshal(msg)
 }
 
-// bare posts a tasks/get body with a plain client.
-func bare(client *http.Client, url string, header http.Header, body []byte, taskID string) error {
+// BarePost posts a tasks/get body with a plain client: the baseline of
+// the poll benchmarks here and in the tracker's (package engine_test).
+func BarePost(client *http.Client, url string, header http.Header, body []byte, taskID string) error {
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return err

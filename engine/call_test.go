@@ -48,7 +48,7 @@ func TestOneInputRoundCostsTwoToolCalls(t *testing.T) {
 	if _, ok := rec.InputRequests["confirm"]; !ok {
 		t.Fatalf("input requests %v, want confirm", rec.InputRequests)
 	}
-	if n := calls(srv, "confirm_first"); n != 1 {
+	if n := srv.Calls("confirm_first"); n != 1 {
 		t.Fatalf("%d tools/call after Call, want 1", n)
 	}
 	out, err := e.Continue(ctx, rec.ID, confirmYes)
@@ -58,7 +58,7 @@ func TestOneInputRoundCostsTwoToolCalls(t *testing.T) {
 	if out.NeedsInput || out.Task.ID != rec.ID || out.Task.TaskID == "" || out.Task.Status != model.StatusWorking {
 		t.Fatalf("Continue = %+v (status %s), want the same record, now a working task", out, out.Task.Status)
 	}
-	if n := calls(srv, "confirm_first"); n != 2 {
+	if n := srv.Calls("confirm_first"); n != 2 {
 		t.Fatalf("%d tools/call in all, want 2", n)
 	}
 	if out.Task.RequestState != "" || out.Task.InputRequests != nil {
@@ -76,7 +76,7 @@ func TestAnswersGivenUpFrontAnswerTheRoundAtOnce(t *testing.T) {
 	if res.NeedsInput || res.Task.TaskID == "" {
 		t.Fatalf("Call = %+v, want a task", res)
 	}
-	if n := calls(srv, "confirm_first"); n != 2 {
+	if n := srv.Calls("confirm_first"); n != 2 {
 		t.Fatalf("%d tools/call, want 2", n)
 	}
 }
@@ -123,7 +123,7 @@ func TestNeedsInputSurvivesRestartAndContinues(t *testing.T) {
 	if rec.TaskID == "" || rec.Status != model.StatusWorking {
 		t.Fatalf("after Answer: %s, task id %q, want a working task", rec.Status, rec.TaskID)
 	}
-	if n := calls(srv, "confirm_first"); n != 2 {
+	if n := srv.Calls("confirm_first"); n != 2 {
 		t.Fatalf("%d tools/call in all, want 2", n)
 	}
 }
@@ -146,7 +146,7 @@ func TestContinueAccumulatesAndRefusesBadAnswers(t *testing.T) {
 	if err != nil || !out.NeedsInput {
 		t.Fatalf("Continue with no answers = %+v, %v; want it still waiting", out, err)
 	}
-	if n := calls(srv, "confirm_first"); n != 1 {
+	if n := srv.Calls("confirm_first"); n != 1 {
 		t.Fatalf("%d tools/call, want 1: no answer was complete", n)
 	}
 	out, err = e.Continue(ctx, id, confirmYes)
@@ -175,7 +175,7 @@ func TestKeyReusesACallThatNeedsInput(t *testing.T) {
 	if !again.Reused || !again.NeedsInput || again.Task.ID != first.Task.ID {
 		t.Fatalf("again = %+v, want the first record reused, still needing input", again)
 	}
-	if n := calls(srv, "confirm_first"); n != 1 {
+	if n := srv.Calls("confirm_first"); n != 1 {
 		t.Fatalf("%d tools/call, want 1", n)
 	}
 }
@@ -213,7 +213,7 @@ func TestInputRoundsAreBounded(t *testing.T) {
 	if err == nil || res.Task.Status != model.StatusFailed || !strings.Contains(err.Error(), "asked for input 10 times") {
 		t.Fatalf("round 10: %+v, %v; want the call given up, failed", res.Task, err)
 	}
-	if n := calls(srv, "confirm_first"); n != 10 {
+	if n := srv.Calls("confirm_first"); n != 10 {
 		t.Fatalf("%d tools/call, want 10", n)
 	}
 }

@@ -119,15 +119,6 @@ func about(id string, kinds ...deck.EventKind) func(deck.Event) bool {
 
 func gets(srv *hostile.Server) int { return len(srv.Requests("tasks/get")) }
 
-func calls(srv *hostile.Server, tool string) int {
-	n := 0
-	for _, r := range srv.Requests("tools/call") {
-		if r.Tool == tool {
-			n++
-		}
-	}
-	return n
-}
 
 var confirmYes = map[string]json.RawMessage{"confirm": json.RawMessage(`{"action":"accept","content":{"confirm":true}}`)}
 

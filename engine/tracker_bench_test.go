@@ -85,28 +85,7 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 func (e *benchEnv) bare(client *http.Client, i int) error {
 	id := e.taskIDs[i%len(e.taskIDs)]
 	body := bytes.Replace(e.body, []byte(e.header.Get("Mcp-Name")), []byte(id), 1)
-	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/mcp", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	for k, v := range e.header {
-		if k != "Content-Length" {
-			req.Header[k] = v
-		}
-	}
-	req.Header.Set("Mcp-Name", id)
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("bare POST: %s", resp.Status)
-	}
-	return nil
+	return engine.BarePost(client, e.srv.URL+"/mcp", e.header, body, id)
 }
 
 func (e *benchEnv) poll(i int) error {

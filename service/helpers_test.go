@@ -73,15 +73,6 @@ func sleepCall(key string) deck.CallRequest {
 	return deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: key}
 }
 
-func toolCalls(srv *hostile.Server, tool string) int {
-	n := 0
-	for _, r := range srv.Requests("tools/call") {
-		if r.Tool == tool {
-			n++
-		}
-	}
-	return n
-}
 
 var confirmYes = map[string]json.RawMessage{"confirm": json.RawMessage(`{"action":"accept","content":{"confirm":true}}`)}
 

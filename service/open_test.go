@@ -178,7 +178,7 @@ func TestCutOffMidRequest(t *testing.T) {
 				res, err := b.Call(ctx, sleepCall(key))
 				done <- out{res, err}
 			}()
-			waitFor(t, "the call at the server", 5*time.Second, func() bool { return toolCalls(mcp, "sleep") == 1 })
+			waitFor(t, "the call at the server", 5*time.Second, func() bool { return mcp.Calls("sleep") == 1 })
 			// The owner dies with the request in it: its connections go,
 			// then it closes what it was doing and its store.
 			a.srv.http.Close()
@@ -199,7 +199,7 @@ func TestCutOffMidRequest(t *testing.T) {
 			if o.err != nil || !o.res.Reused || o.res.Task.ID != list[0].Task.ID {
 				t.Fatalf("a keyed call cut off: %+v, %v; want it retried and the committed record reused", o.res, o.err)
 			}
-			if n := toolCalls(mcp, "sleep"); n != 1 {
+			if n := mcp.Calls("sleep"); n != 1 {
 				t.Fatalf("%d tools/call for one keyed call, want 1", n)
 			}
 		})

@@ -83,7 +83,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || cont.Task.TaskID == "" {
 		t.Fatalf("Continue: %+v, %v", cont, err)
 	}
-	if n := toolCalls(mcp, "confirm_first"); n != 2 {
+	if n := mcp.Calls("confirm_first"); n != 2 {
 		t.Fatalf("%d tools/call for one round of input through the socket, want 2", n)
 	}
 
@@ -291,7 +291,7 @@ func TestShutdownDrains(t *testing.T) {
 		_, err := r.Call(ctx, sleepCall(""))
 		called <- err
 	}()
-	waitFor(t, "the call at the server", 5*time.Second, func() bool { return toolCalls(mcp, "sleep") == 1 })
+	waitFor(t, "the call at the server", 5*time.Second, func() bool { return mcp.Calls("sleep") == 1 })
 	stopped := make(chan error, 1)
 	go func() { stopped <- srv.Shutdown(context.Background()) }()
 	// The feed ends at once, while the call is still held.

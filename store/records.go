@@ -95,6 +95,18 @@ func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.
 	}, true)
 }
 
+// CheckUpdate checks a record changed by an Update's fn against the one
+// it was read as: the id never changes, the idempotency key only by
+// being dropped where dropKey allows it (keyDropped), and the record must
+// pass CheckRecord. Every backend's Update runs it.
+func CheckUpdate(cur, next *model.Task, dropKey bool) (keyDropped bool, err error) {
+	keyDropped = dropKey && next.IdempotencyKey == "" && cur.IdempotencyKey != ""
+	if next.ID != cur.ID || next.IdempotencyKey != cur.IdempotencyKey && !keyDropped {
+		return false, fmt.Errorf("task %s: update may not change the id or the idempotency key", cur.ID)
+	}
+	return keyDropped, CheckRecord(next)
+}
+
 // update is Update; with dropKey, fn may also clear the idempotency key,
 // whose index entry goes in the same txn.
 func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err error), dropKey bool) (*model.Task, error) {
@@ -117,11 +129,8 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if !changed {
 			return cur, nil
 		}
-		keyDropped := dropKey && next.IdempotencyKey == "" && cur.IdempotencyKey != ""
-		if next.ID != cur.ID || next.IdempotencyKey != cur.IdempotencyKey && !keyDropped {
-			return nil, fmt.Errorf("task %s: update may not change the id or the idempotency key", id)
-		}
-		if err := CheckRecord(next); err != nil {
+		keyDropped, err := CheckUpdate(cur, next, dropKey)
+		if err != nil {
 			return nil, err
 		}
 		stored := next.Clone() // the commit hook's

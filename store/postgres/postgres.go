@@ -370,11 +370,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if !changed {
 			return cur, nil
 		}
-		keyDropped := dropKey && next.IdempotencyKey == "" && cur.IdempotencyKey != ""
-		if next.ID != cur.ID || next.IdempotencyKey != cur.IdempotencyKey && !keyDropped {
-			return nil, fmt.Errorf("task %s: update may not change the id or the idempotency key", id)
-		}
-		if err := store.CheckRecord(next); err != nil {
+		if _, err := store.CheckUpdate(cur, next, dropKey); err != nil {
 			return nil, err
 		}
 		val, err := body(next)
