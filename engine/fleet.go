@@ -282,6 +282,25 @@ func (f *fenced) Update(id string, fn func(t *model.Task) (bool, error)) (*model
 	return f.Backend.Update(id, fn)
 }
 
+// orphanClaimed turns a crash's intent this engine has claimed into
+// `orphaned`, written under the claim's fence, then lets the claim go:
+// as on one host, the operator sees it and nothing re-sends it. The
+// write runs off the loop, as polls do.
+func (l *loop) orphanClaimed(id string) {
+	c := l.e.claims
+	l.polls.Add(1)
+	go func() {
+		defer l.polls.Done()
+		if end, ok := c.poll(id); ok {
+			if _, err := l.e.tracker.Orphan(id); err != nil {
+				l.e.log.Warn("a crash's intent could not be marked orphaned", "task", id, "err", err)
+			}
+			end()
+		}
+		c.release(id)
+	}()
+}
+
 // claims runs the claim rounds while the loop lives: each hands the loop
 // the tasks lost (dropped from the schedule) and the records of the tasks
 // claimed and of those claimed earlier that had nothing to poll yet.
@@ -361,7 +380,7 @@ func (c *claimer) wait(ids []string) {
 // claimed ones (ids, with their records in recs) join it when their first
 // poll is due, wait while they have nothing to poll, and are released
 // once ended or forgotten. A call's intent older than a call can take is
-// a crash's: it is released rather than renewed for ever.
+// a crash's: it is marked orphaned, then released.
 func (l *loop) claimed(lost, ids []string, recs []*model.Task) {
 	c := l.e.claims
 	for _, id := range lost {
@@ -376,8 +395,10 @@ func (l *loop) claimed(lost, ids []string, recs []*model.Task) {
 	for _, id := range ids {
 		t, ok := byID[id]
 		switch {
-		case !ok || t.Status.Terminal() || t.Status == model.StatusCalling && now.Sub(t.CreatedAt) > stale:
+		case !ok || t.Status.Terminal() || t.Status == model.StatusOrphaned:
 			c.release(id)
+		case t.Status == model.StatusCalling && now.Sub(t.CreatedAt) > stale:
+			l.orphanClaimed(id)
 		case !t.Pollable():
 			c.wait([]string{id})
 		default:

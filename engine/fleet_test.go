@@ -12,6 +12,7 @@ import (
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // The fleet tests' leases are short, so that a takeover is quick to see;
@@ -265,5 +266,31 @@ func TestFleetLostClaimStopsPolling(t *testing.T) {
 	}
 	if o := polls.Overlap(); o > 1 {
 		t.Errorf("%d polls of the task were in flight at once", o)
+	}
+}
+
+// TestFleetCrashedIntentBecomesOrphaned: on a shared database, a call's
+// intent whose engine died before the handle came (a `calling` record
+// older than any call can take) is turned into `orphaned` by the engine
+// that claims it, as a restart does on one host: shown to the operator,
+// never re-sent, and then left unclaimed.
+func TestFleetCrashedIntentBecomesOrphaned(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	db, es := fleet(t, srv, 1, testLease, testRenew)
+	st, err := postgres.Open(ctxT(t), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	intent := model.NewIntent(demoRef, "sleep", json.RawMessage(`{"seconds":1}`), "", time.Now().Add(-2*time.Hour))
+	if err := st.Create(intent); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the crashed intent orphaned", func() bool {
+		e, err := es[0].Get(ctxT(t), intent.ID)
+		return err == nil && e.Task.Status == model.StatusOrphaned
+	})
+	if n := srv.Calls("sleep"); n != 0 {
+		t.Fatalf("%d tools/call of the crashed intent's tool: an orphan is never re-sent", n)
 	}
 }

@@ -16,14 +16,23 @@ func (t *Tracker) OrphanStale() ([]*model.Task, error) {
 		if rec.Status != model.StatusCalling {
 			continue
 		}
-		found[i], err = t.store.Update(rec.ID, func(r *model.Task) (bool, error) {
-			msg := "taskdeck stopped before the server's answer arrived; the server may have started this call"
-			r.StatusMessage = msg
-			return true, r.MoveTo(model.StatusOrphaned, msg, t.now())
-		})
-		if err != nil {
+		if found[i], err = t.Orphan(rec.ID); err != nil {
 			return nil, err
 		}
 	}
 	return found, nil
+}
+
+// Orphan turns a `calling` intent whose process died into `orphaned`: its
+// call may be running, and it is never re-sent. A record that has moved
+// on meanwhile is left as it is.
+func (t *Tracker) Orphan(id string) (*model.Task, error) {
+	return t.store.Update(id, func(r *model.Task) (bool, error) {
+		if r.Status != model.StatusCalling {
+			return false, nil
+		}
+		msg := "taskdeck stopped before the server's answer arrived; the server may have started this call"
+		r.StatusMessage = msg
+		return true, r.MoveTo(model.StatusOrphaned, msg, t.now())
+	})
 }

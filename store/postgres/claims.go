@@ -45,11 +45,12 @@ func (c *Claim) owner() *string {
 // engine holds (never claimed, or their lease ran out) for engine, until
 // lease from now, in one txn: rows other engines are claiming at that
 // moment are skipped (FOR UPDATE SKIP LOCKED), so no task is claimed by
-// two. A claim changes no record and no revision.
+// two. A claim changes no record and no revision. Orphaned records are
+// not claimed: they wait for the operator, with nothing to poll.
 func (s *Store) ClaimTasks(engine string, servers []string, limit int, lease time.Duration) ([]Claim, error) {
 	var open []string
 	for _, st := range model.AllStatuses {
-		if !st.Terminal() {
+		if !st.Terminal() && st != model.StatusOrphaned {
 			open = append(open, string(st))
 		}
 	}
