@@ -139,14 +139,14 @@ type rawStdio struct {
 	cancel  context.CancelFunc
 }
 
-func startRawStdio(t *testing.T, r *rig) *rawStdio {
+func startRawStdio(t *testing.T, r *rig, parent context.Context) *rawStdio {
 	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	outR, outW := io.Pipe()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	s := &rawStdio{in: pw, answers: make(chan answer, 16), done: make(chan error, 1), cancel: cancel}
 	go func() {
 		s.done <- r.proxy.ServeStdio(ctx, "demo", pr, outW)
@@ -227,7 +227,7 @@ func working(t *testing.T, r *rig) *model.Task {
 // and a call is held; the task goes on in the engine.
 func TestStdioStopsWhenCtxEnds(t *testing.T) {
 	r := startRig(t, demo.Options{}, Options{})
-	s := startRawStdio(t, r)
+	s := startRawStdio(t, r, context.Background())
 	s.send(t, heldCall("1", 60))
 	rec := working(t, r)
 	s.cancel()
@@ -244,7 +244,7 @@ func TestStdioStopsWhenCtxEnds(t *testing.T) {
 // go on to their end in the engine).
 func TestStdioEOFEndsHeldCalls(t *testing.T) {
 	r := startRig(t, demo.Options{}, Options{})
-	s := startRawStdio(t, r)
+	s := startRawStdio(t, r, context.Background())
 	s.send(t, heldCall("1", 60))
 	rec := working(t, r)
 	s.in.Close()
@@ -259,7 +259,7 @@ func TestStdioEOFEndsHeldCalls(t *testing.T) {
 // nothing, and the session goes on.
 func TestStdioBadLines(t *testing.T) {
 	r := startRig(t, demo.Options{}, Options{MaxBody: 1 << 10})
-	s := startRawStdio(t, r)
+	s := startRawStdio(t, r, context.Background())
 	refused := func(what, says string) {
 		t.Helper()
 		a := s.answer(t)
@@ -283,5 +283,19 @@ func TestStdioBadLines(t *testing.T) {
 	}
 	if a := s.answer(t); a.Error != nil || !strings.Contains(string(a.Result["content"]), "slept") {
 		t.Fatalf("the first call with id 7 was answered %+v %s", a.Error, a.Result["content"])
+	}
+}
+
+// A held call that ends at the agent's own deadline is told it was left,
+// not that the proxy's hold limit (30 minutes here) passed.
+func TestHeldCallAgentDeadline(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s := startRawStdio(t, r, ctx)
+	s.send(t, heldCall("1", 60))
+	a := s.answer(t)
+	if a.Error == nil || !strings.Contains(a.Error.Message, "the call was left") {
+		t.Fatalf("a call ended by the agent's deadline was answered %+v %s", a.Error, a.Result["content"])
 	}
 }
