@@ -16,12 +16,14 @@ type hub struct {
 	deck deck.Deck
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	ctx     context.Context
-	cancel  context.CancelFunc
-	running bool
-	closed  bool
-	waiters map[string]map[chan struct{}]struct{}
+	mu       sync.Mutex
+	ctx      context.Context
+	cancel   context.CancelFunc
+	running  bool
+	starting bool   // a Watch is under way, outside mu
+	rev      uint64 // the last revision seen: where a re-watch resumes
+	closed   bool
+	waiters  map[string]map[chan struct{}]struct{}
 }
 
 func newHub(d deck.Deck, log *slog.Logger) *hub {
@@ -35,41 +37,52 @@ func newHub(d deck.Deck, log *slog.Logger) *hub {
 func (h *hub) wait(id string) (<-chan struct{}, func(), error) {
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err := h.ensureLocked(); err != nil {
-		return nil, nil, err
-	}
 	if h.waiters[id] == nil {
 		h.waiters[id] = map[chan struct{}]struct{}{}
 	}
 	h.waiters[id][ch] = struct{}{}
-	return ch, func() {
+	h.mu.Unlock()
+	stop := func() {
 		h.mu.Lock()
 		delete(h.waiters[id], ch)
 		if len(h.waiters[id]) == 0 {
 			delete(h.waiters, id)
 		}
 		h.mu.Unlock()
-	}, nil
+	}
+	if err := h.ensure(); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return ch, stop, nil
 }
 
 // ensure follows the feed again if it ended (the owner went and came
-// back, say); a waiter calls it after each wake.
+// back, say); a waiter calls it after each wake. The Watch is a call to
+// the Deck (over the network for a remote one): it runs outside h.mu, and
+// the waiters that come meanwhile rely on the one starting it.
 func (h *hub) ensure() error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.ensureLocked()
-}
-
-func (h *hub) ensureLocked() error {
 	if h.closed {
+		h.mu.Unlock()
 		return deck.Errorf(deck.KindFailed, "the taskdeck proxy is closed")
 	}
-	if h.running {
+	if h.running || h.starting {
+		h.mu.Unlock()
 		return nil
 	}
-	feed, err := h.deck.Watch(h.ctx, 0)
+	h.starting = true
+	from := h.rev
+	h.mu.Unlock()
+
+	feed, err := h.deck.Watch(h.ctx, from)
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.starting = false
 	if err != nil {
+		// Those who relied on this start try again (and hear the error).
+		h.signalAll()
 		return err
 	}
 	h.running = true
@@ -77,16 +90,27 @@ func (h *hub) ensureLocked() error {
 	return nil
 }
 
+// follow wakes the waiters of each record the feed names. It resumes from
+// the last revision seen, so only the first watch starts with a snapshot;
+// a snapshot's entries are not read (it can be the whole store): every
+// waiter reads its record again instead.
 func (h *hub) follow(feed deck.Feed) {
 	for ev := range feed.Events() {
 		h.mu.Lock()
-		for _, e := range ev.Entries {
-			if e.Task != nil {
-				h.signal(e.Task.ID)
+		if ev.Kind == deck.EventSnapshot {
+			h.signalAll()
+		} else {
+			for _, e := range ev.Entries {
+				if e.Task != nil {
+					h.signal(e.Task.ID)
+				}
+			}
+			for _, id := range ev.Deleted {
+				h.signal(id)
 			}
 		}
-		for _, id := range ev.Deleted {
-			h.signal(id)
+		if ev.Kind == deck.EventChange || ev.Kind == deck.EventSnapshot {
+			h.rev = max(h.rev, ev.Rev)
 		}
 		h.mu.Unlock()
 	}
@@ -97,6 +121,11 @@ func (h *hub) follow(feed deck.Feed) {
 	}
 	// Everyone reads again; the next waiter watches anew.
 	h.running = false
+	h.signalAll()
+}
+
+// signalAll wakes every waiter; h.mu is held.
+func (h *hub) signalAll() {
 	for id := range h.waiters {
 		h.signal(id)
 	}

@@ -214,6 +214,8 @@ func TestBadInput(t *testing.T) {
 		{"unknown server", r.base + "/mcp/nosuch", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 404, -32600, `no server "nosuch"`},
 		{"no endpoint", r.base + "/other", `{}`, 404, -32600, "/mcp/<server>"},
 		{"too large", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 2<<10) + `"}}}`, 413, -32600, "larger than"},
+		{"a call without an id", r.url, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"sleep","arguments":{"seconds":1}}}`, 400, -32600, "need an id"},
+		{"tasks/get without an id", r.url, `{"jsonrpc":"2.0","method":"tasks/get","params":{"taskId":"x"}}`, 400, -32600, "need an id"},
 		{"no tool name", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, 200, -32602, "name"},
 	}
 	for _, c := range cases {

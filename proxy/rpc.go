@@ -84,6 +84,10 @@ func parse(body []byte) (*request, *response) {
 		return nil, fail(req.ID, codeInvalidRequest, `the request has no "method"`)
 	case len(req.ID) > 0 && req.ID[0] != '"' && (req.ID[0] < '0' || req.ID[0] > '9') && req.ID[0] != '-':
 		return nil, fail(nil, codeInvalidRequest, `the request's "id" must be a string or a number`)
+	case req.notification() && (req.Method == "tools/call" || strings.HasPrefix(req.Method, "tasks/")):
+		// A notification is never answered: a call would launch a task
+		// nobody hears of.
+		return nil, fail(nil, codeInvalidRequest, req.Method+` requests need an id: send "id"`)
 	}
 	return &req, nil
 }

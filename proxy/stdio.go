@@ -14,8 +14,9 @@ import (
 // newline-delimited JSON-RPC on in and out, for the configured server
 // name. Requests are served concurrently (a held call does not block the
 // others); notifications/cancelled ends the request it names, whose task
-// goes on. It returns when in ends or ctx does, after the requests in
-// flight have answered.
+// goes on. It returns when in ends or ctx does (then it closes in, if it
+// is an io.Closer, to stop the read): the requests in flight are ended
+// (their tasks go on in the engine) and have answered.
 func (p *Proxy) ServeStdio(ctx context.Context, name string, in io.Reader, out io.Writer) error {
 	cfg, ok := p.server(name)
 	if !ok {
@@ -24,6 +25,10 @@ func (p *Proxy) ServeStdio(ctx context.Context, name string, in io.Reader, out i
 	ep := &endpoint{p: p, cfg: cfg}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if c, ok := in.(io.Closer); ok {
+		// A blocked read does not look at ctx: closing in ends it.
+		defer context.AfterFunc(ctx, func() { c.Close() })()
+	}
 
 	var wmu sync.Mutex
 	write := func(b []byte) {
@@ -35,14 +40,25 @@ func (p *Proxy) ServeStdio(ctx context.Context, name string, in io.Reader, out i
 	var imu sync.Mutex
 	inflight := map[string]context.CancelFunc{}
 
-	sc := bufio.NewScanner(in)
-	sc.Buffer(nil, int(p.opts.MaxBody))
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
+	lines := make(chan line)
+	rerr := make(chan error, 1)
+	go func() { rerr <- readLines(ctx, bufio.NewReader(in), p.opts.MaxBody, lines) }()
+	var err error
+read:
+	for {
+		var l line
+		select {
+		case <-ctx.Done():
+			break read
+		case l = <-lines:
+		case err = <-rerr:
+			break read
+		}
+		if l.tooLong {
+			write(fail(nil, codeInvalidRequest, "a message is larger than the proxy's bound of "+size(p.opts.MaxBody)+"; send less").encode())
 			continue
 		}
-		req, bad := parse(line)
+		req, bad := parse(l.b)
 		if bad != nil {
 			write(bad.encode())
 			continue
@@ -59,13 +75,20 @@ func (p *Proxy) ServeStdio(ctx context.Context, name string, in io.Reader, out i
 			imu.Unlock()
 			continue
 		}
-		body := bytes.Clone(line)
 		rctx, stop := context.WithCancel(ctx)
 		key := string(req.ID)
 		if !req.notification() {
 			imu.Lock()
-			inflight[key] = stop
+			_, dup := inflight[key]
+			if !dup {
+				inflight[key] = stop
+			}
 			imu.Unlock()
+			if dup {
+				stop()
+				write(fail(req.ID, codeInvalidRequest, "a request with id "+key+" is still in flight; give each request its own id").encode())
+				continue
+			}
 		}
 		wg.Add(1)
 		go func() {
@@ -76,17 +99,58 @@ func (p *Proxy) ServeStdio(ctx context.Context, name string, in io.Reader, out i
 				imu.Unlock()
 				stop()
 			}()
-			for _, m := range ep.serveOne(withNotifier(rctx, write), req, body) {
+			for _, m := range ep.serveOne(withNotifier(rctx, write), req, l.b) {
 				write(m)
 			}
 		}()
 	}
-	err := sc.Err()
-	if err == bufio.ErrTooLong {
-		write(fail(nil, codeInvalidRequest, "a message is larger than the proxy's bound of "+size(p.opts.MaxBody)+"; send less").encode())
-	}
+	// The agent is gone (or ctx ended): nobody waits for the held calls.
+	stopped := ctx.Err() != nil
+	cancel()
 	wg.Wait()
+	if err == io.EOF || stopped {
+		return nil
+	}
 	return err
+}
+
+// line is one message read from stdio, or a message over the bound.
+type line struct {
+	b       []byte
+	tooLong bool
+}
+
+// readLines sends each non-empty line of br to lines until br ends (its
+// error: io.EOF at the end) or ctx does. A line over max is skipped and
+// sent as tooLong, so one oversized message costs only itself.
+func readLines(ctx context.Context, br *bufio.Reader, max int64, lines chan<- line) error {
+	for {
+		var l line
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			if !l.tooLong && int64(len(l.b)+len(bytes.TrimRight(chunk, "\r\n"))) > max {
+				l = line{tooLong: true}
+			} else if !l.tooLong {
+				l.b = append(l.b, chunk...)
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		l.b = bytes.TrimSpace(l.b)
+		if len(l.b) > 0 || l.tooLong {
+			select {
+			case lines <- l:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // serveOne answers one request that came over stdio: the messages to

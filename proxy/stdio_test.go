@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/demo"
@@ -124,5 +127,175 @@ func TestStdioUpstream(t *testing.T) {
 	}
 	if n := len(srv.Requests("")); n != 0 {
 		t.Fatalf("the HTTP server got %d requests meant for the stdio one", n)
+	}
+}
+
+// rawStdio runs ServeStdio on an os.Pipe whose writer the test holds, as
+// an agent's stdin that stays open; answers come back one per line.
+type rawStdio struct {
+	in      *os.File
+	answers chan answer
+	done    chan error
+	cancel  context.CancelFunc
+}
+
+func startRawStdio(t *testing.T, r *rig, parent context.Context) *rawStdio {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(parent)
+	s := &rawStdio{in: pw, answers: make(chan answer, 16), done: make(chan error, 1), cancel: cancel}
+	go func() {
+		s.done <- r.proxy.ServeStdio(ctx, "demo", pr, outW)
+		outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			var a answer
+			if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+				t.Errorf("ServeStdio wrote %q: %v", sc.Bytes(), err)
+			}
+			s.answers <- a
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		pw.Close()
+		pr.Close()
+		outR.Close()
+	})
+	return s
+}
+
+func (s *rawStdio) send(t *testing.T, msg string) {
+	t.Helper()
+	if _, err := io.WriteString(s.in, msg+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *rawStdio) answer(t *testing.T) answer {
+	t.Helper()
+	select {
+	case a := <-s.answers:
+		return a
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer over stdio")
+		return answer{}
+	}
+}
+
+// returned waits for ServeStdio to return, within bound.
+func (s *rawStdio) returned(t *testing.T, bound time.Duration) {
+	t.Helper()
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("ServeStdio: %v", err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("ServeStdio did not return within %s", bound)
+	}
+}
+
+// heldCall is a tools/call of an agent without the tasks extension: held.
+func heldCall(id string, seconds int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"sleep","arguments":{"seconds":%d},"_meta":%s}}`, id, seconds, metaJSON("raw-agent", false))
+}
+
+// working waits for the one record to have its server's task, working.
+func working(t *testing.T, r *rig) *model.Task {
+	t.Helper()
+	var rec *model.Task
+	until(t, "a working task", func() bool {
+		for _, e := range mustList(t, r) {
+			if e.Task.Status == model.StatusWorking && e.Task.TaskID != "" {
+				rec = e.Task
+				return true
+			}
+		}
+		return false
+	})
+	return rec
+}
+
+// SIGTERM (ctx ends) stops ServeStdio though the agent keeps stdin open
+// and a call is held; the task goes on in the engine.
+func TestStdioStopsWhenCtxEnds(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	s := startRawStdio(t, r, context.Background())
+	s.send(t, heldCall("1", 60))
+	rec := working(t, r)
+	s.cancel()
+	s.returned(t, 3*time.Second)
+	if a := s.answer(t); a.Error == nil || !strings.Contains(a.Error.Message, "the task goes on") {
+		t.Fatalf("the held call was answered %+v", a)
+	}
+	if e, err := r.eng.Get(context.Background(), rec.ID); err != nil || e.Task.Status != model.StatusWorking {
+		t.Fatalf("after the proxy stopped the task is %v %v; want it working on", e.Task, err)
+	}
+}
+
+// When the agent closes stdin, the held calls end at once (their tasks
+// go on to their end in the engine).
+func TestStdioEOFEndsHeldCalls(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	s := startRawStdio(t, r, context.Background())
+	s.send(t, heldCall("1", 60))
+	rec := working(t, r)
+	s.in.Close()
+	s.returned(t, 3*time.Second)
+	if e, err := r.eng.Get(context.Background(), rec.ID); err != nil || e.Task.Status != model.StatusWorking {
+		t.Fatalf("after stdin closed the task is %v %v; want it working on", e.Task, err)
+	}
+}
+
+// Over stdio: a line over MaxBody, a call without an id and a second
+// request with an id in flight are each refused in one line, record
+// nothing, and the session goes on.
+func TestStdioBadLines(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{MaxBody: 1 << 10})
+	s := startRawStdio(t, r, context.Background())
+	refused := func(what, says string) {
+		t.Helper()
+		a := s.answer(t)
+		if a.Error == nil || a.Error.Code != -32600 || !strings.Contains(a.Error.Message, says) {
+			t.Fatalf("%s: answered %+v; want -32600 saying %q", what, a.Error, says)
+		}
+	}
+	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`+strings.Repeat("x", 4<<10)+`"}}}`)
+	refused("a line over the bound", "larger than")
+	s.send(t, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"sleep","arguments":{"seconds":1}}}`)
+	refused("a call without an id", "need an id")
+	if n := len(mustList(t, r)); n != 0 {
+		t.Fatalf("refused lines left %d records", n)
+	}
+	s.send(t, heldCall("7", 20))
+	working(t, r)
+	s.send(t, heldCall("7", 1))
+	refused("a second request with id 7", "still in flight")
+	if n := len(mustList(t, r)); n != 1 {
+		t.Fatalf("%d records; want the first call's only", n)
+	}
+	if a := s.answer(t); a.Error != nil || !strings.Contains(string(a.Result["content"]), "slept") {
+		t.Fatalf("the first call with id 7 was answered %+v %s", a.Error, a.Result["content"])
+	}
+}
+
+// A held call that ends at the agent's own deadline is told it was left,
+// not that the proxy's hold limit (30 minutes here) passed.
+func TestHeldCallAgentDeadline(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s := startRawStdio(t, r, ctx)
+	s.send(t, heldCall("1", 60))
+	a := s.answer(t)
+	if a.Error == nil || !strings.Contains(a.Error.Message, "the call was left") {
+		t.Fatalf("a call ended by the agent's deadline was answered %+v %s", a.Error, a.Result["content"])
 	}
 }

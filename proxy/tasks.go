@@ -165,7 +165,7 @@ func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Tas
 	if ended(rec) {
 		return recordEnded(id, rec)
 	}
-	ctx, cancel := context.WithTimeout(ctx, ep.p.opts.HoldLimit)
+	ctx, cancel := context.WithTimeoutCause(ctx, ep.p.opts.HoldLimit, errHoldLimit)
 	defer cancel()
 	var tick <-chan time.Time
 	report := progressOf(ctx, token)
@@ -181,7 +181,7 @@ func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Tas
 	switch {
 	case err == nil:
 		return recordEnded(id, rec)
-	case errors.Is(err, context.DeadlineExceeded):
+	case context.Cause(ctx) == errHoldLimit: // not the agent's own deadline
 		return reply(id, toolError(fmt.Sprintf("the task is still %s after %s; taskdeck follows it to its end: `taskdeck get %s` shows it",
 			rec.Status, ep.p.opts.HoldLimit, rec.ID)))
 	case ctx.Err() != nil:
@@ -190,6 +190,9 @@ func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Tas
 	}
 	return fail(id, codeInternal, fmt.Sprintf("taskdeck lost track of the task: %v; `taskdeck get %s` shows it", err, rec.ID))
 }
+
+// errHoldLimit is why a held call ends at the proxy's HoldLimit.
+var errHoldLimit = errors.New("the proxy's hold limit passed")
 
 // until waits for the record id to satisfy done, reading it again on
 // every event about it. It returns the last record read. each, if not
@@ -205,7 +208,10 @@ func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) 
 	read := true
 	for {
 		if read {
-			e, err := ep.p.opts.Deck.Get(context.WithoutCancel(ctx), id)
+			// A read the agent's leaving does not cut short, but bounded.
+			gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ep.p.opts.PollWait)
+			e, err := ep.p.opts.Deck.Get(gctx, id)
+			cancel()
 			if err != nil {
 				return last, err
 			}
