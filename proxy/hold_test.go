@@ -237,3 +237,33 @@ func TestHoldProgress(t *testing.T) {
 		mu.Unlock()
 	}
 }
+
+// TestHeldCallWhenTheProxyStops: closing the proxy (serve stopping)
+// answers a held call at once, saying the task goes on, and leaves the
+// task running.
+func TestHeldCallWhenTheProxyStops(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	cs := goClient(t, r.url, "go-agent")
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": 600}})
+		errc <- err
+	}()
+	rec := only(t, r.eng)
+	until(t, "the held task working", func() bool {
+		e, err := r.eng.Get(context.Background(), rec.ID)
+		return err == nil && e.Task.Status == model.StatusWorking
+	})
+	r.proxy.Close()
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "proxy is stopping; the task goes on") {
+			t.Fatalf("the held call ended with %v, want that the proxy is stopping and the task goes on", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the held call was not answered when the proxy stopped")
+	}
+	if e, err := r.eng.Get(context.Background(), rec.ID); err != nil || e.Task.Status != model.StatusWorking {
+		t.Fatalf("after the proxy stopped the task is %+v (%v), want it still working", e.Task, err)
+	}
+}

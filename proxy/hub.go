@@ -65,7 +65,7 @@ func (h *hub) ensure() error {
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return deck.Errorf(deck.KindFailed, "the taskdeck proxy is closed")
+		return errProxyClosed
 	}
 	if h.running || h.starting {
 		h.mu.Unlock()
@@ -147,3 +147,7 @@ func (h *hub) close() {
 	h.mu.Unlock()
 	h.cancel()
 }
+
+// errProxyClosed ends what waits on a hub that was closed: the proxy is
+// stopping, and the tasks go on without it.
+var errProxyClosed = deck.Errorf(deck.KindFailed, "the taskdeck proxy is closed")

@@ -187,6 +187,8 @@ func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Tas
 	case ctx.Err() != nil:
 		ep.p.log.Info("proxy: the agent left a held call; the task goes on", "id", rec.ID)
 		return fail(id, codeInternal, "the call was left; the task goes on: `taskdeck get "+rec.ID+"`")
+	case errors.Is(err, errProxyClosed):
+		return fail(id, codeInternal, "taskdeck's proxy is stopping; the task goes on, and the next taskdeck watches it: `taskdeck get "+rec.ID+"`")
 	}
 	return fail(id, codeInternal, fmt.Sprintf("taskdeck lost track of the task: %v; `taskdeck get %s` shows it", err, rec.ID))
 }
