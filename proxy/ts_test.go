@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,41 +107,125 @@ func (w *testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// agentLine is one outcome the agent printed.
+type agentLine struct {
+	Tool      string `json:"tool"`
+	Kind      string `json:"kind"`
+	TaskID    string `json:"taskId"`
+	Status    string `json:"status"`
+	IsError   bool   `json:"isError"`
+	Text      string `json:"text"`
+	Input     string `json:"input"`
+	Cancelled bool   `json:"cancelled"`
+}
+
 // The official TypeScript client, with the official tasks requester,
-// through the proxy: every demo tool completes (an input request inside a
-// task answered by tasks/update, one before the task answered by an MRTR
-// retry), a cancel ends in cancelled, and every record names the agent.
+// through the proxy: every demo tool completes or fails as it should (an
+// input request inside a task answered by tasks/update, two at once for
+// survey, one before the task answered by an MRTR retry, deploy's
+// arguments sent as headers too, instant ended before its handle), a
+// cancel ends in cancelled, and every record holds what the agent was
+// told and names the agent.
 func TestTypeScriptClientTaskFlows(t *testing.T) {
 	dir := agentDir(t)
 	r := startRig(t, demo.Options{}, Options{})
 	cmd, lines := startAgent(t, dir, r.url, "flows")
 	var got []string
+	byTask := map[string]agentLine{}
+	var calls []agentLine
+	inputs := map[string][]string{}
 	for lines.Scan() {
 		got = append(got, lines.Text())
 		t.Log(lines.Text())
+		var l agentLine
+		if err := json.Unmarshal(lines.Bytes(), &l); err != nil {
+			t.Fatalf("the agent printed %q: %v", lines.Text(), err)
+		}
+		switch {
+		case l.Input != "":
+			inputs[l.Tool] = append(inputs[l.Tool], l.Input)
+		case l.Tool != "":
+			calls = append(calls, l)
+			byTask[l.TaskID] = l
+		}
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the agent failed (%v): %s", err, strings.Join(got, "\n"))
 	}
-	out := strings.Join(got, "\n")
-	for _, want := range []string{`"tool":"sleep","kind":"task"`, `"tool":"approve","kind":"task"`, `"tool":"confirm_first","kind":"task"`, `"cancelled":true`, `"tool":"echo","kind":"immediate"`} {
-		if !strings.Contains(out, want) {
-			t.Errorf("the agent's output lacks %s", want)
+	// What the agent was told, call by call, in its order.
+	want := []string{
+		"echo immediate completed hello",
+		"sleep task completed slept 1 s",
+		"pipeline task completed pipeline finished: 2 stages",
+		"approve task completed approved ship: ts says yes",
+		"confirm_first task completed confirmed",
+		"fail task failed simulated failure",
+		"fail task completed(isError) simulated tool failure",
+		"survey task completed survey: email=ts@example.com plan=pro score=9",
+		"deploy task completed deployed to eu-west at priority 7; headers seen: Mcp-Param-Region=eu-west Mcp-Param-Priority=7",
+		"instant task completed instant: now",
+		"instant task failed instant failure",
+		"sleep task cancelled",
+	}
+	var told []string
+	for _, c := range calls {
+		status := c.Status
+		if c.IsError {
+			status += "(isError)"
+		}
+		if c.Cancelled {
+			status = "cancelled"
+		}
+		told = append(told, strings.TrimSpace(strings.Join([]string{c.Tool, c.Kind, status, c.Text}, " ")))
+	}
+	if strings.Join(told, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the agent was told:\n%s\nwant:\n%s", strings.Join(told, "\n"), strings.Join(want, "\n"))
+	}
+	if q := strings.Join(inputs["survey"], " | "); !strings.Contains(q, "How can we reach you") || !strings.Contains(q, "How would you rate us") {
+		t.Errorf("survey asked the agent %q, want both questions", q)
+	}
+	for _, tool := range []string{"approve", "confirm_first"} {
+		if len(inputs[tool]) != 1 {
+			t.Errorf("%s asked the agent %q, want one question", tool, inputs[tool])
 		}
 	}
+
 	list, err := r.eng.List(context.Background(), deck.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 6 {
-		t.Fatalf("%d records for the agent's 6 calls", len(list))
+	if len(list) != len(want) {
+		t.Fatalf("%d records for the agent's %d calls", len(list), len(want))
 	}
 	for _, e := range list {
-		if e.Task.Agent != "ts-agent" {
-			t.Errorf("record %s (%s) names agent %q", e.Task.ID, e.Task.Tool, e.Task.Agent)
+		rec := e.Task
+		if rec.Agent != "ts-agent" {
+			t.Errorf("record %s (%s) names agent %q", rec.ID, rec.Tool, rec.Agent)
 		}
-		if e.Task.Tool != "echo" && !strings.Contains(out, `"taskId":"`+e.Task.ID+`"`) {
-			t.Errorf("the agent never saw record %s (%s) as its task id", e.Task.ID, e.Task.Tool)
+		if rec.Tool == "echo" {
+			continue
+		}
+		l, ok := byTask[rec.ID]
+		if !ok {
+			t.Errorf("the agent never saw record %s (%s) as its task id", rec.ID, rec.Tool)
+			continue
+		}
+		if l.Tool != rec.Tool {
+			t.Errorf("record %s is %s, the agent called %s", rec.ID, rec.Tool, l.Tool)
+		}
+		switch {
+		case l.Cancelled:
+			if rec.Status != model.StatusCancelled {
+				t.Errorf("record %s (%s) is %s, the agent was told cancelled", rec.ID, rec.Tool, rec.Status)
+			}
+		case l.Status == "failed":
+			if rec.Status != model.StatusFailed || rec.Error == nil || rec.Error.Message != l.Text {
+				t.Errorf("record %s (%s) is %s with error %+v, the agent was told failed: %s", rec.ID, rec.Tool, rec.Status, rec.Error, l.Text)
+			}
+		default:
+			if rec.Status != model.StatusCompleted || rec.IsError != l.IsError || !strings.Contains(string(rec.Result), l.Text) {
+				t.Errorf("record %s (%s) is %s (isError %v) with result %s, the agent was told %s", rec.ID, rec.Tool, rec.Status, rec.IsError, rec.Result, l.Text)
+			}
 		}
 	}
 }

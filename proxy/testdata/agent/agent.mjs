@@ -19,6 +19,7 @@ function fail(msg) {
 // rawDispatch is the host's request path for the tasks wire shapes: one
 // POST per request, as streamable HTTP on 2026-07-28 asks.
 let nextId = 1;
+let paramHeaders = {};
 async function rawDispatch(request, options) {
   const body = { jsonrpc: "2.0", id: nextId++, ...request };
   const p = body.params ?? {};
@@ -30,6 +31,8 @@ async function rawDispatch(request, options) {
   };
   const name = p.name ?? p.uri ?? p.taskId;
   if (name !== undefined) headers["mcp-name"] = String(name);
+  // The header-annotated arguments (x-mcp-header) of the call under way.
+  if (body.method === "tools/call") Object.assign(headers, paramHeaders);
   const res = await fetch(url, { method: "POST", headers, body: JSON.stringify(body), signal: options?.signal });
   let text = await res.text();
   if ((res.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
@@ -55,10 +58,13 @@ if (scenario === "hold") {
   process.exit(0);
 }
 
-const answers = {
-  approve: { action: "accept", content: { approve: true, reason: "ts says yes" } },
-  confirm_first: { action: "accept", content: { confirm: true } },
-};
+// The answers, by the question's opening words.
+const answers = [
+  ["Approve", { action: "accept", content: { approve: true, reason: "ts says yes" } }],
+  ["Run confirm_first", { action: "accept", content: { confirm: true } }],
+  ["How can we reach you", { action: "accept", content: { email: "ts@example.com", plan: "pro" } }],
+  ["How would you rate us", { action: "accept", content: { score: 9 } }],
+];
 let current = "";
 const session = createTaskSessionFromClient(client, {
   endpointId: "taskdeck-proxy-test",
@@ -70,8 +76,11 @@ const session = createTaskSessionFromClient(client, {
   },
   onInputRequest: async (request) => {
     if (request.kind !== "elicitation") fail("unexpected input request " + request.kind);
-    out({ tool: current, input: request.params.message });
-    return answers[current];
+    const msg = request.params.message;
+    out({ tool: current, input: msg });
+    const answer = answers.find(([start]) => msg.startsWith(start));
+    if (!answer) fail(`${current}: no answer for ${JSON.stringify(msg)}`);
+    return answer[1];
   },
 });
 
@@ -79,14 +88,19 @@ function textOf(result) {
   return (result?.content ?? []).map((c) => c.text ?? "").join("");
 }
 
-async function run(tool, args, want) {
+// run calls tool and checks that it ends in status with want in its text
+// (completed) or its error's message (failed).
+async function run(tool, args, want, { status = "completed", headers = {} } = {}) {
   current = tool;
+  paramHeaders = headers;
   const exec = await session.callTool(tool, args);
   const { outcome } = await exec.settle();
-  if (outcome.status !== "completed") fail(`${tool}: ${outcome.status} ${outcome.error?.message ?? ""}`);
-  const text = textOf(resultFromTaskOutcome(outcome));
+  paramHeaders = {};
+  if (outcome.status !== status) fail(`${tool}: ${outcome.status} ${outcome.error?.message ?? ""}, want ${status}`);
+  const result = status === "completed" ? resultFromTaskOutcome(outcome) : undefined;
+  const text = result ? textOf(result) : outcome.error?.message ?? "";
   if (!text.includes(want)) fail(`${tool}: got ${JSON.stringify(text)}, want ${want}`);
-  out({ tool, kind: exec.kind, taskId: exec.handle?.taskId, text });
+  out({ tool, kind: exec.kind, taskId: exec.handle?.taskId, status: outcome.status, isError: result?.isError === true, text });
 }
 
 try {
@@ -95,6 +109,14 @@ try {
   await run("pipeline", { stages: 2 }, "");
   await run("approve", { action: "ship" }, "approved ship: ts says yes");
   await run("confirm_first", {}, "confirmed");
+  await run("fail", { mode: "error" }, "simulated failure", { status: "failed" });
+  await run("fail", { mode: "tool" }, "simulated tool failure");
+  await run("survey", {}, "survey: email=ts@example.com plan=pro score=9");
+  await run("deploy", { region: "eu-west", priority: 7 },
+    "deployed to eu-west at priority 7; headers seen: Mcp-Param-Region=eu-west Mcp-Param-Priority=7",
+    { headers: { "mcp-param-region": "eu-west", "mcp-param-priority": "7" } });
+  await run("instant", { text: "now" }, "instant: now");
+  await run("instant", { mode: "error" }, "instant failure", { status: "failed" });
 
   current = "sleep";
   const exec = await session.callTool("sleep", { seconds: 600 });
