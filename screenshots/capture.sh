@@ -4,6 +4,8 @@
 #   screenshots/inbox.png   the inbox (key 2): every task that waits for an answer
 #   screenshots/form.png    the input form of the demo's approve task, filled in
 #   screenshots/detail.png  the detail pane of that task once it completed
+#   screenshots/detail-failed.png the detail pane of the survey task, a
+#                           tool error (✗) once one of its inputs was declined
 #   screenshots/help.png    the help screen
 #   screenshots/servers.png two demo servers, one of them stopped: unreachable
 #   screenshots/bulk.png    a bulk cancel's confirmation, listing its targets
@@ -100,6 +102,8 @@ has() { grep -qF -- "$1" <<<"$s"; }
 # The status of the table's row of TOOL ("" if none): a row is ID, symbol,
 # status, server, tool, ….
 row_status() { awk -v tool="$1" 'f && NF >= 5 && $5 == tool { print $3; exit } /STATUS.*TOOL/ { f = 1 }' <<<"$s"; }
+# The status symbol of the table's row of TOOL ("" if none).
+row_symbol() { awk -v tool="$1" 'f && NF >= 5 && $5 == tool { print $2; exit } /STATUS.*TOOL/ { f = 1 }' <<<"$s"; }
 # The tool of the selected row, from the "N/M" position in the footer.
 selected_tool() {
 	local n
@@ -161,14 +165,45 @@ tm send-keys -t shot Enter
 wait_for "the detail pane" 'has "→ completed" && has "approved deploy to production" && has "Answered"'
 shoot detail
 
-# 5. The help screen.
+# 5. The detail pane of a failed task with answered inputs: the survey asks
+# two questions at once; its contact form declined (ctrl+x, then Decline)
+# and its rating answered, it ends as a tool error (✗).
+tm send-keys -t shot Escape
+wait_for "the table again" 'has "STATUS" && has "MESSAGE" && [ "$(row_status survey)" = input_required ]'
+for _ in 1 2 3 4; do
+	[ "$(selected_tool)" = survey ] && break
+	before=$(position)
+	tm send-keys -t shot i
+	wait_for "the cursor to move" '[ "$(position)" != "$before" ]'
+done
+[ "$(selected_tool)" = survey ] || die "i never reached the survey task"
+tm send-keys -t shot a
+wait_for "the contact form" 'has "How can we reach you" && has "esc back, nothing sent"'
+tm send-keys -t shot C-x
+wait_for "the decline question" 'has "Decline or cancel" && has "[ No ]"'
+tm send-keys -t shot Right
+wait_for "Decline chosen" 'has "[ Decline ]"'
+tm send-keys -t shot Enter
+wait_for "the contact input declined" '! has "Decline or cancel" && has "asks: How would you rate us"'
+tm send-keys -t shot a
+wait_for "the rating form" 'has "How would you rate us" && has "Score *"'
+tm send-keys -t shot -l 9
+wait_for "the typed score" 'has "> 9"'
+tm send-keys -t shot Enter
+wait_for "the survey task ended in a tool error" '[ "$(row_symbol survey)" = ✗ ]'
+[ "$(selected_tool)" = survey ] || die "the cursor left the survey task"
+tm send-keys -t shot Enter
+wait_for "the failed detail pane" 'has "survey declined" && has "Answered"'
+shoot detail-failed
+
+# 6. The help screen.
 tm send-keys -t shot Escape
 wait_for "the table again" 'has "STATUS" && has "MESSAGE"'
 tm send-keys -t shot '?'
 wait_for "the help screen" 'has "Statuses:" && has "any key closes this help"'
 shoot help
 
-# 5. A bulk confirmation: ctrl+a marks every row shown, c asks about the
+# 7. A bulk confirmation: ctrl+a marks every row shown, c asks about the
 # open ones, listing them; No is chosen until another answer is.
 tm send-keys -t shot q # any key closes the help
 wait_for "the table again" 'has "STATUS" && has "MESSAGE"'
@@ -183,7 +218,7 @@ wait_for "nothing done" 'has "nothing done"'
 # Quit.
 tm send-keys -t shot q
 wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'
-# 6. Servers at a glance: two demo servers, "web" and "build"; build stops
+# 8. Servers at a glance: two demo servers, "web" and "build"; build stops
 # after its tasks started, and its polls fail.
 cleanenv=(env -i HOME="$work/home" PATH="$PATH" TERM=xterm-256color TMPDIR="$work" LANG=C.UTF-8)
 for name in web build; do
@@ -215,4 +250,4 @@ wait_for "build unreachable" 'has "✗ build unreachable" && has "✓ web 2 open
 shoot servers
 tm send-keys -t shot q
 wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'
-say "done: $out/table.png $out/inbox.png $out/form.png $out/detail.png $out/help.png $out/bulk.png $out/servers.png"
+say "done: $out/table.png $out/inbox.png $out/form.png $out/detail.png $out/detail-failed.png $out/help.png $out/bulk.png $out/servers.png"
