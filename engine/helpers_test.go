@@ -119,7 +119,6 @@ func about(id string, kinds ...deck.EventKind) func(deck.Event) bool {
 
 func gets(srv *hostile.Server) int { return len(srv.Requests("tasks/get")) }
 
-
 var confirmYes = map[string]json.RawMessage{"confirm": json.RawMessage(`{"action":"accept","content":{"confirm":true}}`)}
 
 func kindIs(t *testing.T, err error, want deck.Kind) *deck.Error {

@@ -73,7 +73,6 @@ func sleepCall(key string) deck.CallRequest {
 	return deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: key}
 }
 
-
 var confirmYes = map[string]json.RawMessage{"confirm": json.RawMessage(`{"action":"accept","content":{"confirm":true}}`)}
 
 // sameJSON reports whether two values encode alike: what crossed the
