@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskdeck/taskdeck/demo"
@@ -151,11 +153,5 @@ func TestFleetThreeProcesses(t *testing.T) {
 // fleetWait checks cond until it holds or d passes.
 func fleetWait(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Within(t, d, what, cond)
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
@@ -70,13 +72,7 @@ func ctxT(t *testing.T) context.Context {
 // waitFor polls cond until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitfor.Within(t, d, what, cond)
 }
 
 // next returns the feed's next event that ok admits, failing after d.

@@ -104,7 +104,14 @@ func TestShortCommandSendsOnlyItsOwnRequests(t *testing.T) {
 	if _, err := e.Call(ctx, deck.CallRequest{Server: demoRef, Tool: "echo", Args: json.RawMessage(`{"text":"hi"}`)}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // the time a short command owns the store: nothing may start meanwhile
+	// The loop never started, so nothing can be polled; Close waits for
+	// whatever the engine had in flight, so the count after it is final.
+	if e.running() != nil {
+		t.Fatal("a short command started the engine's poll loop")
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if n := gets(srv); n != 0 {
 		t.Fatalf("%d tasks/get from a short command, want none", n)
 	}
@@ -247,9 +254,11 @@ func TestCalledTaskIsPolledToItsEndThenLeft(t *testing.T) {
 	next(t, f, 5*time.Second, "the task completed", func(ev deck.Event) bool {
 		return about(res.Task.ID, deck.EventChange)(ev) && ev.Entries[0].Task.Status == model.StatusCompleted
 	})
-	after := gets(srv)
-	time.Sleep(100 * time.Millisecond) // ten of the server's poll intervals
-	if n := gets(srv) - after; n != 0 {
-		t.Fatalf("%d tasks/get after the task ended", n)
-	}
+	// Left: the schedule no longer holds it, so no poll of it can follow.
+	l := e.running()
+	waitFor(t, time.Second, "the ended task to leave the schedule", func() bool {
+		held := make(chan bool, 1)
+		l.send(func() { _, _, ok := l.sched.Due(res.Task.ID); held <- ok })
+		return !<-held
+	})
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/hostile"
+
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
@@ -25,17 +27,8 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 )
 
-// The test binary doubles as a stdio demo server, so stdio tests run a
-// real child process speaking MCP on its stdin and stdout.
-const stdioEnv = "TASKDECK_TEST_STDIO_DEMO"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(stdioEnv) == "1" {
-		srv := demo.New(demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
-		srv.ServeStdio(context.Background(), os.Stdin, os.Stdout)
-		srv.Close()
-		os.Exit(0)
-	}
+	hostile.ServeStdioChild()
 	// One TestMain for the package's tests inside and outside: the fleet's
 	// need a real PostgreSQL.
 	os.Exit(pgtest.Run(m))
@@ -64,7 +57,7 @@ func newEnv(t *testing.T) *env {
 	cfgJSON := fmt.Sprintf(`{"mcpServers": {
 		"demo": {"url": %q},
 		"stdio": {"command": %q, "args": ["-test.run=^$"], "env": {%q: "1"}}}}`,
-		e.http.URL+"/mcp", os.Args[0], stdioEnv)
+		e.http.URL+"/mcp", os.Args[0], hostile.StdioChildEnv)
 	cfg, err := config.ParseConfig("test.json", []byte(cfgJSON))
 	if err != nil {
 		t.Fatal(err)

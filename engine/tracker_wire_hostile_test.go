@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
@@ -370,11 +372,5 @@ func TestConnectErrorSaysWhatFailed(t *testing.T) {
 // waitFor checks cond until it holds, failing the test after 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Within(t, 10*time.Second, what, cond)
 }

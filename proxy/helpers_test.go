@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
@@ -82,13 +84,7 @@ func goClient(t testing.TB, url, name string) *mcp.ClientSession {
 // until waits for cond, failing the test after a deadline.
 func until(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitfor.Within(t, 10*time.Second, what, cond)
 }
 
 // only returns the one record in the deck, waiting for it to appear.

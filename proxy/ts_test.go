@@ -16,6 +16,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -248,18 +249,13 @@ func TestTypeScriptAgentKilledMidHold(t *testing.T) {
 	if e, _ := r.eng.Get(context.Background(), rec.ID); e.Task.Status != model.StatusWorking {
 		t.Fatalf("the task is %s when the agent dies, want working (the test must kill it mid-task)", e.Task.Status)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	var last deck.Entry
+	waitfor.Within(t, 15*time.Second, "the task to complete after the agent died", func() bool {
 		e, err := r.eng.Get(context.Background(), rec.ID)
-		if err == nil && e.Task.Status == model.StatusCompleted && strings.Contains(string(e.Task.Result), "slept") {
-			if e.Task.Agent != "ts-agent" {
-				t.Fatalf("record names agent %q", e.Task.Agent)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the agent died the task stayed %s", e.Task.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
+		last = e
+		return err == nil && e.Task.Status == model.StatusCompleted && strings.Contains(string(e.Task.Result), "slept")
+	})
+	if last.Task.Agent != "ts-agent" {
+		t.Fatalf("record names agent %q", last.Task.Agent)
 	}
 }

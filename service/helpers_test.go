@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
@@ -110,11 +112,5 @@ func nextOf(t *testing.T, f deck.Feed, kinds ...deck.EventKind) deck.Event {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, d)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitfor.Within(t, d, what, cond)
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // Generous deadlines: they bound a hang, they do not measure speed.
@@ -91,13 +93,7 @@ func MustContain(t *testing.T, r Result, in string, want ...string) {
 // WaitFor polls cond until it holds, failing the test after WaitTimeout.
 func WaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(WaitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s", WaitTimeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitfor.Within(t, WaitTimeout, what, cond)
 }
 
 // ClosedPort returns a loopback address nothing listens on.
