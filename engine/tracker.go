@@ -501,6 +501,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	sent := t.now()
 	snap, err := sess.GetTask(cctx, rec.TaskID)
 	cancel()
 	switch {
@@ -513,7 +514,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	case err != nil:
 		return t.pollFailed(rec, sess, err), nil
 	}
-	return t.fold(id, rec, *snap, sendErr)
+	return t.fold(id, rec, *snap, sendErr, sent)
 }
 
 // Pushed applies a task's state the server pushed exactly as a poll's
@@ -528,13 +529,14 @@ func (t *Tracker) Pushed(id string, snap model.Snapshot) (PollResult, error) {
 		t.forgetPoll(id)
 		return PollResult{Task: rec}, nil
 	}
-	return t.fold(id, rec, snap, nil)
+	return t.fold(id, rec, snap, nil, t.now())
 }
 
 // fold applies a server's answer about a task to its record rec (read
 // under the task's lock), writing only on change. sendErr is a failed
-// re-send of answers, which this step reports.
-func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr error) (PollResult, error) {
+// re-send of answers, which this step reports; asked is when the server
+// was asked (the next poll is due an interval after it).
+func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr error, asked time.Time) (PollResult, error) {
 	// Most polls change nothing: find out on the record in hand (this
 	// poll's own copy), so that only a change costs the store a
 	// read-modify-write. A poll that changes nothing moves only its
@@ -564,7 +566,7 @@ func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr 
 	}
 	// Any change (a new statusMessage too) restarts the interval: a task
 	// that moves is likely to move again soon.
-	next, errs := t.schedule(updated, changed, sendErr)
+	next, errs := t.schedule(updated, changed, sendErr, asked)
 	return PollResult{Task: updated, Changed: changed, Next: next, Err: sendErr, Errors: errs}, nil
 }
 
@@ -594,13 +596,16 @@ func (t *Tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error
 		t.pool.Drop(sess)
 	}
 	t.log.Debug("poll failed", "task", rec.ID, "err", err)
-	next, errs := t.schedule(rec, false, err)
+	next, errs := t.schedule(rec, false, err, t.now())
 	return PollResult{Task: rec, Next: next, Err: err, Errors: errs}
 }
 
 // schedule runs the poll policy for a task and remembers the outcome: the
-// delay before the next poll and the failed polls in a row.
-func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error) (time.Duration, int) {
+// delay before the next poll and the failed polls in a row. The delay
+// counts from asked, when this poll's request went out, so that polls
+// reach the server the interval apart it asked for, not the interval plus
+// a round trip (an answer slower than the interval: the next poll at once).
+func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error, asked time.Time) (time.Duration, int) {
 	if !rec.Status.Pollable() {
 		t.forgetPoll(rec.ID)
 		return 0, 0
@@ -634,9 +639,8 @@ func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error) (time.D
 	ps.lastErr = pollErr
 	ps.lastPolled = now
 	ps.base = t.policy.Next(in)
-	next := t.policy.WithJitter(ps.base, rand.Float64())
-	ps.next = now.Add(next)
-	return next, ps.errors
+	ps.next = asked.Add(t.policy.WithJitter(in, ps.base, rand.Float64()))
+	return max(ps.next.Sub(now), time.Microsecond), ps.errors
 }
 
 func (t *Tracker) forgetPoll(id string) {

@@ -12,11 +12,16 @@ type PollPolicy struct {
 	Floor   time.Duration // never poll faster than this, whatever the server says
 	Cap     time.Duration // growth and error backoff stop here
 	Growth  float64       // factor applied while nothing changes
-	Jitter  float64       // up to this fraction is added, never subtracted
+	// Jitter: up to this fraction of a delay that grew past the first
+	// interval is added (never subtracted), so that polls of tasks that
+	// went quiet together spread out. A delay at the first interval (the
+	// server's pollIntervalMs) is kept exact: a change at a random moment
+	// is then seen half an interval later at the median, not more.
+	Jitter float64
 	// AgeFraction bounds growth by the task's age: while quiet, the delay
 	// stays within max(the first interval, AgeFraction×age), so a short
-	// task is noticed within that (plus jitter and one request) of its
-	// end, not a whole Cap later. 0: growth is bounded by Cap alone.
+	// task is noticed within that (plus jitter) of its end, not a whole
+	// Cap later. 0: growth is bounded by Cap alone.
 	AgeFraction float64
 }
 
@@ -27,10 +32,11 @@ var DefaultPollPolicy = PollPolicy{
 	Cap:     30 * time.Second,
 	Growth:  1.6,
 	Jitter:  0.1,
-	// A task 4 s old is polled at least every second, one 2 min old at
-	// least every 30 s (the cap): a task is noticed within
-	// max(1 s or pollIntervalMs, 25% of its age) ×1.1 of its end.
-	AgeFraction: 0.25,
+	// A task up to 10 s old is polled every second (or at its
+	// pollIntervalMs), one 5 min old at least every 30 s (the cap): a
+	// task is noticed within max(1 s or pollIntervalMs, 10% of its age
+	// ×1.1) of its end.
+	AgeFraction: 0.1,
 }
 
 // MaxServerWait bounds every delay a server asks for (pollIntervalMs,
@@ -49,14 +55,19 @@ type PollInput struct {
 	Age        time.Duration // since the task was handed out (for AgeFraction)
 }
 
+// first is the first interval: the server's hint, else Default.
+func (p PollPolicy) first(hint time.Duration) time.Duration {
+	if hint = min(max(hint, 0), MaxServerWait); hint > 0 {
+		return hint
+	}
+	return p.Default
+}
+
 // Next returns the base delay (without jitter) before the next poll.
 func (p PollPolicy) Next(in PollInput) time.Duration {
 	in.ServerHint = min(max(in.ServerHint, 0), MaxServerWait)
 	in.RetryAfter = min(max(in.RetryAfter, 0), MaxServerWait)
-	start := p.Default
-	if in.ServerHint > 0 {
-		start = in.ServerHint
-	}
+	start := p.first(in.ServerHint)
 	var d time.Duration
 	switch {
 	case in.Errors > 0:
@@ -96,9 +107,13 @@ func scaleCapped(d time.Duration, f float64, limit time.Duration) time.Duration 
 	return limit
 }
 
-// WithJitter adds up to Jitter×base, with r drawn from [0,1); r outside
-// [0,1] is clamped, so jitter never subtracts.
-func (p PollPolicy) WithJitter(base time.Duration, r float64) time.Duration {
+// WithJitter adds up to Jitter×base to a base (from Next(in)) that grew
+// past the first interval, with r drawn from [0,1); r outside [0,1] is
+// clamped, so jitter never subtracts.
+func (p PollPolicy) WithJitter(in PollInput, base time.Duration, r float64) time.Duration {
+	if base <= max(p.first(in.ServerHint), p.Floor) {
+		return base
+	}
 	r = min(max(r, 0), 1)
 	return base + scaleCapped(base, p.Jitter*r, math.MaxInt64-base)
 }

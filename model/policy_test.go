@@ -13,7 +13,7 @@ func testPolicy() PollPolicy {
 
 func TestDefaultPollPolicy(t *testing.T) {
 	want := testPolicy()
-	want.AgeFraction = 0.25
+	want.AgeFraction = 0.1
 	if DefaultPollPolicy != want {
 		t.Fatalf("DefaultPollPolicy = %+v, DESIGN.md says %+v", DefaultPollPolicy, testPolicy())
 	}
@@ -131,27 +131,49 @@ func TestPollNeverFasterThanHintOrFloor(t *testing.T) {
 
 func TestWithJitter(t *testing.T) {
 	p := testPolicy()
-	base := 10 * time.Second
-	if got := p.WithJitter(base, 0); got != base {
+	base := 10 * time.Second // grown past the first interval (Default 1 s)
+	in := PollInput{}
+	if got := p.WithJitter(in, base, 0); got != base {
 		t.Fatalf("r=0: %v", got)
 	}
 	limit := base + time.Duration(float64(base)*p.Jitter)
 	for i := range 1000 {
 		r := float64(i) / 1000
-		got := p.WithJitter(base, r)
+		got := p.WithJitter(in, base, r)
 		if got < base || got > limit {
 			t.Fatalf("r=%v: %v outside [%v, %v]", r, got, base, limit)
 		}
 	}
 	// Out-of-range draws are clamped: jitter never subtracts nor exceeds Jitter×base.
 	for _, r := range []float64{-1, -0.5, 1, 1.5, 100} {
-		got := p.WithJitter(base, r)
+		got := p.WithJitter(in, base, r)
 		if got < base || got > limit {
 			t.Fatalf("r=%v: %v outside [%v, %v]", r, got, base, limit)
 		}
 	}
-	if got := (PollPolicy{}).WithJitter(base, 0.9); got != base {
+	if got := (PollPolicy{}).WithJitter(in, base, 0.9); got != base {
 		t.Fatalf("no jitter configured: %v", got)
+	}
+}
+
+// A delay at the server's interval (or the default, or the floor) is kept
+// exact: jitter there would put the median notice of a change past half
+// the interval the server asked for.
+func TestNoJitterAtTheFirstInterval(t *testing.T) {
+	p := testPolicy()
+	for _, c := range []struct {
+		hint, base time.Duration
+	}{
+		{0, p.Default},
+		{500 * time.Millisecond, 500 * time.Millisecond},
+		{100 * time.Millisecond, p.Floor}, // a hint below the floor
+	} {
+		if got := p.WithJitter(PollInput{ServerHint: c.hint}, c.base, 0.999); got != c.base {
+			t.Errorf("hint %v: a delay of %v jittered to %v", c.hint, c.base, got)
+		}
+	}
+	if got := p.WithJitter(PollInput{ServerHint: 500 * time.Millisecond}, 800*time.Millisecond, 0.999); got <= 800*time.Millisecond {
+		t.Errorf("a grown delay was not jittered: %v", got)
 	}
 }
 
@@ -168,7 +190,7 @@ func TestServerDelaysAreClamped(t *testing.T) {
 			{ServerHint: d, RetryAfter: d, Errors: 1, Now: polNow, Deadline: polNow.Add(time.Minute)},
 		} {
 			next := p.Next(in)
-			got := p.WithJitter(next, 0.999)
+			got := p.WithJitter(in, next, 0.999)
 			if next <= 0 || got <= 0 || next > MaxServerWait || got > MaxServerWait+time.Duration(float64(MaxServerWait)*p.Jitter) {
 				t.Errorf("Next(%+v) = %v, jittered %v; want within (0, %v] before jitter", in, next, got, MaxServerWait)
 			}
@@ -186,7 +208,8 @@ func TestPollGrowthBoundedByAge(t *testing.T) {
 	}{
 		{"young: no growth past the first interval", PollInput{Previous: s, Age: 2 * s}, s},
 		{"young: hint holds", PollInput{Previous: 2 * s, ServerHint: 2 * s, Age: 3 * s}, 2 * s},
-		{"25% of the age", PollInput{Previous: 10 * s, Age: 20 * s}, 5 * s},
+		{"young: 10 s at the first interval", PollInput{Previous: s, Age: 10 * s}, s},
+		{"10% of the age", PollInput{Previous: 10 * s, Age: 50 * s}, 5 * s},
 		{"growth below the age bound", PollInput{Previous: 2 * s, Age: 40 * s}, 3200 * time.Millisecond},
 		{"old: Cap", PollInput{Previous: 30 * s, Age: time.Hour}, 30 * s},
 		{"errors back off past the age bound", PollInput{Previous: s, Age: 2 * s, Errors: 2}, 4 * s},
@@ -200,7 +223,7 @@ func TestPollGrowthBoundedByAge(t *testing.T) {
 
 // TestPollNoticedWithinBound walks the default policy's polls (jitter at
 // its most) past the end of tasks of many lengths: each end is seen
-// within max(first interval, 25% of the age) x (1+Jitter).
+// within max(first interval, 10% of the age x (1+Jitter)).
 func TestPollNoticedWithinBound(t *testing.T) {
 	p := DefaultPollPolicy
 	for _, hint := range []time.Duration{0, 500 * time.Millisecond, 5 * time.Second} {
@@ -211,10 +234,11 @@ func TestPollNoticedWithinBound(t *testing.T) {
 			}
 			at, prev := start, time.Duration(0) // the first poll: one interval after the handle
 			for at < end {
-				prev = p.Next(PollInput{Previous: prev, ServerHint: hint, Age: at, Now: polNow})
-				at += p.WithJitter(prev, 1)
+				in := PollInput{Previous: prev, ServerHint: hint, Age: at, Now: polNow}
+				prev = p.Next(in)
+				at += p.WithJitter(in, prev, 1)
 			}
-			bound := time.Duration(float64(max(start, end/4)) * (1 + p.Jitter))
+			bound := max(start, time.Duration(float64(end/10)*(1+p.Jitter)))
 			if late := at - end; late > bound {
 				t.Fatalf("hint %v: a task that ended at %v was seen %v later, bound %v", hint, end, late, bound)
 			}
