@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
+	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -149,6 +153,11 @@ func TestStoreLostPausesPolling(t *testing.T) {
 		t.Errorf("the engine tried %d polls while the database was down", r)
 	}
 
+	_, err = e.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`)})
+	if de := kindIs(t, err, deck.KindStoreDown); de.TaskID != "" || !strings.Contains(de.Message, "nothing was recorded") || strings.Contains(de.Message, "\n") {
+		t.Errorf("a call while the database is down failed with %q (task %q); want one line that says nothing was recorded", de.Message, de.TaskID)
+	}
+
 	pgtest.Start(t)
 	next(t, feed, 15*time.Second, "the feed's word that the store is back", isStore(true))
 	backAt := time.Now()
@@ -170,4 +179,41 @@ func TestStoreLostPausesPolling(t *testing.T) {
 		c, err := e.store.Counts()
 		return err == nil && c[model.StatusCompleted] == n
 	})
+	if all, err := e.store.All(); err != nil || len(all) != n {
+		t.Errorf("%d records (%v) after the call refused while the database was down, want %d", len(all), err, n)
+	}
+}
+
+// TestCallHandleLostWithTheDatabase: the database stops while the server
+// makes the task, after the intent was committed: the call fails in one
+// line that names the record (still calling) and the server's task id,
+// the one place it is told.
+func TestCallHandleLostWithTheDatabase(t *testing.T) {
+	srv := startDemo(t, demo.Options{Speed: 1, NoPush: true})
+	e := open(t, t.TempDir(), srv, Options{Store: pgtest.DB(t)})
+	var made string // the server's task id, as it answered
+	srv.On("tools/call", func(w http.ResponseWriter, req *hostile.Request) bool {
+		up := srv.Upstream(req)
+		if m := regexp.MustCompile(`"taskId":"([^"]+)"`).FindStringSubmatch(up.Body.String()); m != nil {
+			made = m[1]
+		}
+		pgtest.Stop(t)
+		maps.Copy(w.Header(), up.Header())
+		w.WriteHeader(up.Code)
+		_, _ = w.Write(up.Body.Bytes())
+		return true
+	})
+	_, err := e.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":30}`)})
+	de := kindIs(t, err, deck.KindStoreDown)
+	if made == "" {
+		t.Fatal("the server made no task")
+	}
+	if de.TaskID == "" || !strings.Contains(de.Message, made) || !strings.Contains(de.Message, de.TaskID+" stays calling") || strings.Contains(de.Message, "\n") {
+		t.Errorf("the call failed with %q (record %q); want one line naming the record, still calling, and the server's task %s", de.Message, de.TaskID, made)
+	}
+	pgtest.Start(t)
+	rec, err := e.store.Get(de.TaskID)
+	if err != nil || rec.Status != model.StatusCalling {
+		t.Errorf("the record after the database came back: %v %v, want it calling", rec, err)
+	}
 }
