@@ -33,8 +33,17 @@ func (s *Store) health(err error) {
 // be reached (refused, dropped, timed out, shutting down), as against an
 // answer it gave.
 func Lost(err error) bool {
-	return errors.As(err, new(*dbErr)) && unreachable(err)
+	return (errors.As(err, new(*dbErr)) || errors.As(err, new(*openLost))) && unreachable(err)
 }
+
+// openLost is Open's failure to reach the database at all.
+type openLost struct{ err error }
+
+func (e *openLost) Error() string {
+	return "cannot reach the PostgreSQL store: " + oneLine(e.err) + "; check that the database runs and --store names it"
+}
+
+func (e *openLost) Unwrap() error { return e.err }
 
 func unreachable(err error) bool {
 	var pe *pgconn.PgError

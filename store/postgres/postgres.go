@@ -103,7 +103,7 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("cannot reach the PostgreSQL store: %s; check that the database runs and --store names it", oneLine(err))
+		return nil, &openLost{err}
 	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
