@@ -90,27 +90,34 @@ func lineWith(out, s string) string {
 	return ""
 }
 
-// TestDBLostDashboard: a dashboard at 80×24 on a PostgreSQL store says in
-// its header that the database is unreachable while it is stopped, and
-// the line goes once it is back, with the tasks still shown.
+// TestDBLostDashboard: a dashboard on a PostgreSQL store, at 80×24 and
+// 200×60, says in its header that the database is unreachable while it is
+// stopped (at 200 columns with the cause), and the line goes once it is
+// back, with the tasks still shown.
 func TestDBLostDashboard(t *testing.T) {
-	d := dbDeck(t)
-	d.call("sleep", `{"seconds":30}`)
-	tm := d.dashboard(80, 24)
-	tm.waitText("sleep")
-	pgtest.Stop(t)
-	s := tm.waitScreenFor(15*time.Second, "the header's word that the database is unreachable", func(s string) bool {
-		return strings.Contains(strings.Split(s, "\n")[0], "database unreachable since")
-	})
-	if head := strings.Split(s, "\n")[0]; !strings.Contains(head, "polling paused, retrying") {
-		t.Errorf("header at 80 columns: %q", head)
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			d := dbDeck(t)
+			d.call("sleep", `{"seconds":30}`)
+			tm := d.dashboard(size[0], size[1])
+			tm.waitText("sleep")
+			pgtest.Stop(t)
+			s := tm.waitScreenFor(15*time.Second, "the header's word that the database is unreachable", func(s string) bool {
+				return strings.Contains(strings.Split(s, "\n")[0], "database unreachable since")
+			})
+			head := strings.Split(s, "\n")[0]
+			if !strings.Contains(head, "polling paused, retrying") || size[0] == 200 && !strings.Contains(head, "PostgreSQL store") {
+				t.Errorf("header: %q", head)
+			}
+			t.Logf("the header while the database is down: %s", strings.TrimSpace(head))
+			pgtest.Start(t)
+			s = tm.waitScreenFor(20*time.Second, "the header's line to go once the database is back", func(s string) bool {
+				return !strings.Contains(s, "database unreachable")
+			})
+			if !strings.Contains(s, "sleep") {
+				t.Errorf("the task is gone from the dashboard after the outage:\n%s", s)
+			}
+			tm.quit()
+		})
 	}
-	pgtest.Start(t)
-	s = tm.waitScreenFor(20*time.Second, "the header's line to go once the database is back", func(s string) bool {
-		return !strings.Contains(s, "database unreachable")
-	})
-	if !strings.Contains(s, "sleep") {
-		t.Errorf("the task is gone from the dashboard after the outage:\n%s", s)
-	}
-	tm.quit()
 }
