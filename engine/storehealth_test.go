@@ -134,7 +134,7 @@ func TestStoreLostPausesPolling(t *testing.T) {
 	// Down for a while (the claim rounds go on failing, every testRenew):
 	// polls already sent when the loss was heard may end (grace), none
 	// starts after.
-	grace := lostAt.Add(500 * time.Millisecond)
+	grace := lostAt.Add(time.Second)
 	waitFor(t, 10*time.Second, "four claim rounds failed while the database is down", func() bool {
 		return logs.after("claims could not be renewed or taken", grace) >= 4
 	})
