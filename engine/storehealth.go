@@ -178,7 +178,7 @@ type HandleLostError struct {
 
 func (e *HandleLostError) Error() string {
 	return fmt.Sprintf("the server made task %s, but the database was lost before its handle was recorded: record %s stays calling "+
-		"(it is marked orphaned once the database is back); the server's task id %s is only here (%v)", e.TaskID, e.ID, e.TaskID, e.Err)
+		"(an engine marks it orphaned once the database is back and the call's time is over); the server's task id %s is only here (%v)", e.TaskID, e.ID, e.TaskID, e.Err)
 }
 
 func (e *HandleLostError) Unwrap() error { return e.Err }
