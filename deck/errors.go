@@ -22,6 +22,7 @@ const (
 	KindOwnerGone   Kind = "ownerGone"   // the owner went away mid-request; the record is what was committed
 	KindCanceled    Kind = "canceled"    // the caller's context ended
 	KindFellBehind  Kind = "fellBehind"  // a feed's watcher read too slowly and was cut off: watch again from its last revision
+	KindStoreDown   Kind = "storeDown"   // the shared database could not be reached; the message says what was recorded
 	KindFailed      Kind = "failed"      // anything else
 )
 

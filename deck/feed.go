@@ -1,5 +1,7 @@
 package deck
 
+import "time"
+
 // Feed is one watcher's stream of events.
 type Feed interface {
 	// Events delivers events in revision order; it is closed when the feed
@@ -28,6 +30,10 @@ const (
 	// EventCaughtUp: the replay after Watch(from) is over; what follows
 	// is live.
 	EventCaughtUp EventKind = "caughtUp"
+	// EventStore: the store (a shared database) was lost or is back.
+	// While it is lost the engine polls nothing; a watcher that comes
+	// meanwhile hears it first.
+	EventStore EventKind = "store"
 )
 
 // Event is one item of the feed.
@@ -39,6 +45,16 @@ type Event struct {
 	Entries   []Entry    `json:"entries,omitempty"`
 	Deleted   []string   `json:"deleted,omitempty"`
 	Reconcile *Reconcile `json:"reconcile,omitempty"`
+	Store     *Store     `json:"store,omitempty"`
+}
+
+// Store is whether the engine reaches its store.
+type Store struct {
+	Up bool `json:"up"`
+	// Error is the one-line cause of the loss (empty once up).
+	Error string `json:"error,omitempty"`
+	// Since is when it was lost, or came back.
+	Since time.Time `json:"since"`
 }
 
 // Reconcile is what start-up reconciliation found so far.

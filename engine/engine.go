@@ -46,7 +46,8 @@ type Engine struct {
 	opts    Options
 	log     *slog.Logger
 	store   store.Backend
-	claims  *claimer // nil on Badger: the sole owner polls every task
+	claims  *claimer     // nil on Badger: the sole owner polls every task
+	health  *storeHealth // nil on Badger
 	pool    *mcpclient.Pool
 	tracker *Tracker
 	feeds   *hub
@@ -79,6 +80,11 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, classify(err, "")
 	}
+	e := &Engine{opts: opts, log: opts.Logger, claims: claims}
+	e.feeds = newHub(e)
+	if claims != nil {
+		st = e.watchHealth(st, claims.pg)
+	}
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{
 		Config:         opts.Config,
 		Logger:         opts.Logger.With("component", "mcp"),
@@ -94,9 +100,8 @@ func Open(opts Options) (*Engine, error) {
 			return nil, classify(errors.Join(err, st.Close()), "")
 		}
 	}
-	e := &Engine{opts: opts, log: opts.Logger, store: st, claims: claims, pool: pool, tracker: tr, orphans: len(orphans)}
+	e.store, e.pool, e.tracker, e.orphans = st, pool, tr, len(orphans)
 	e.ctx, e.cancel = context.WithCancel(context.Background())
-	e.feeds = newHub(e)
 	e.watchStore()
 	return e, nil
 }

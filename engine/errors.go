@@ -9,6 +9,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // classify makes err a *deck.Error of the kind its frontends act on, its
@@ -26,7 +27,11 @@ func classify(err error, taskID string) error {
 		}
 		return de
 	}
-	return &deck.Error{Kind: kindOf(err), Message: err.Error(), TaskID: taskID, Err: err}
+	kind := kindOf(err)
+	if kind == deck.KindStoreDown {
+		return storeDown(err, taskID)
+	}
+	return &deck.Error{Kind: kind, Message: err.Error(), TaskID: taskID, Err: err}
 }
 
 // kindOf sorts an error as the command line's exit codes always have: the
@@ -51,6 +56,8 @@ func kindOf(err error) deck.Kind {
 		return deck.KindRefused
 	case errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded):
 		return deck.KindUnreachable
+	case postgres.Lost(err):
+		return deck.KindStoreDown
 	case errors.As(err, &key):
 		return deck.KindConflict
 	case errors.As(err, &state):

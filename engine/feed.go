@@ -25,6 +25,7 @@ type hub struct {
 	mu       sync.Mutex
 	rev      uint64          // the last revision committed
 	recon    *deck.Reconcile // the last reconcile progress, for watchers that come later
+	down     *deck.Store     // the store's loss while it lasts, for watchers that come meanwhile
 	watchers map[*feed]struct{}
 	closed   bool
 }
@@ -81,6 +82,17 @@ func (h *hub) reconciled(rep deck.Reconcile) {
 	h.publish(deck.Event{Kind: deck.EventReconcile, Rev: h.rev, Reconcile: &rep})
 }
 
+// storeChanged publishes that the store was lost or is back.
+func (h *hub) storeChanged(st deck.Store) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.down = nil
+	if !st.Up {
+		h.down = &st
+	}
+	h.publish(deck.Event{Kind: deck.EventStore, Rev: h.rev, Store: &st})
+}
+
 // publish hands ev to every feed; the caller holds mu.
 func (h *hub) publish(ev deck.Event) {
 	for f := range h.watchers {
@@ -99,17 +111,17 @@ func (h *hub) cut(f *feed, cause error) {
 	close(f.stop)
 }
 
-// subscribe adds a feed, and tells the reconcile's progress so far: what
-// follows in the feed is newer.
-func (h *hub) subscribe() (*feed, *deck.Reconcile, error) {
+// subscribe adds a feed, and tells the reconcile's progress so far and
+// the store's loss if it lasts: what follows in the feed is newer.
+func (h *hub) subscribe() (*feed, *deck.Reconcile, *deck.Store, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, nil, errClosed
+		return nil, nil, nil, errClosed
 	}
 	f := &feed{h: h, in: make(chan deck.Event, feedBuffer), out: make(chan deck.Event), stop: make(chan struct{})}
 	h.watchers[f] = struct{}{}
-	return f, h.recon, nil
+	return f, h.recon, h.down, nil
 }
 
 func (h *hub) unsubscribe(f *feed) {
@@ -142,14 +154,24 @@ func (e *Engine) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 		return nil, err
 	}
 	defer done()
-	f, recon, err := e.feeds.subscribe()
+	f, recon, down, err := e.feeds.subscribe()
 	if err != nil {
 		return nil, err
 	}
 	first, covered, err := e.replay(from)
-	if err != nil {
+	switch {
+	case err != nil && e.health.lost():
+		// The feed says so now, and replays once the store is back.
+		f.last = from
+		e.start()
+		go f.runLater(ctx, from)
+		return f, nil
+	case err != nil:
 		e.feeds.unsubscribe(f)
 		return nil, classify(err, "")
+	}
+	if down != nil {
+		first = append(first, deck.Event{Kind: deck.EventStore, Rev: covered, Store: down})
 	}
 	if recon != nil {
 		first = append(first, deck.Event{Kind: deck.EventReconcile, Rev: covered, Reconcile: recon})
@@ -157,6 +179,50 @@ func (e *Engine) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 	e.start()
 	go f.run(ctx, first, covered)
 	return f, nil
+}
+
+// runLater is the feed of a watcher that came while the store was lost:
+// it hears the loss first, then nothing until the store is back, then the
+// replay it could not read before, then what is live. The replay covers
+// whatever was heard in between.
+func (f *feed) runLater(ctx context.Context, from uint64) {
+	defer close(f.out)
+	defer f.h.unsubscribe(f)
+	f.h.mu.Lock()
+	down := f.h.down
+	f.h.mu.Unlock()
+	if down != nil && !f.deliver(ctx, deck.Event{Kind: deck.EventStore, Rev: from, Store: down}) {
+		return
+	}
+	for {
+		select {
+		case ev := <-f.in:
+			if ev.Kind != deck.EventStore {
+				continue // the replay will hold it
+			}
+			if !f.deliver(ctx, ev) {
+				return
+			}
+			if !ev.Store.Up {
+				continue
+			}
+			first, covered, err := f.h.e.replay(from)
+			switch {
+			case err != nil && f.h.e.health.lost():
+				continue // lost again: its return replays
+			case err != nil:
+				f.err = classify(err, "")
+				return
+			}
+			f.stream(ctx, first, covered)
+			return
+		case <-f.stop:
+			f.ended()
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // replay reads what a feed starts with: the changes after from, or every
@@ -199,6 +265,11 @@ func (e *Engine) replay(from uint64) ([]deck.Event, uint64, error) {
 func (f *feed) run(ctx context.Context, first []deck.Event, covered uint64) {
 	defer close(f.out)
 	defer f.h.unsubscribe(f)
+	f.stream(ctx, first, covered)
+}
+
+// stream delivers the replay, then what is live, until the feed ends.
+func (f *feed) stream(ctx context.Context, first []deck.Event, covered uint64) {
 	for _, ev := range first {
 		if !f.deliver(ctx, ev) {
 			return

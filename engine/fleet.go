@@ -314,6 +314,7 @@ func (l *loop) claims(ctx context.Context) {
 		lost, claimed, err := c.round(poked)
 		if err != nil {
 			l.e.log.Warn("claims could not be renewed or taken", "err", err)
+			l.e.health.note(err)
 		}
 		ids := append(claimed, c.waitingIDs()...)
 		var recs []*model.Task

@@ -201,15 +201,23 @@ func (l *loop) run() {
 	l.begin()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var health <-chan struct{} // the store lost or back
+	if l.e.health != nil {
+		health = l.e.health.wake
+	}
 	for {
 		now := time.Now()
-		for _, id := range l.sched.Take(now) {
-			l.polls.Add(1)
-			go l.poll(ctx, id)
-		}
 		wait := time.Hour
-		if at, ok := l.sched.Wake(); ok {
-			wait = max(at.Sub(now), 0)
+		// While the store is lost the schedule waits: a poll's result
+		// could not be written.
+		if !l.e.health.lost() {
+			for _, id := range l.sched.Take(now) {
+				l.polls.Add(1)
+				go l.poll(ctx, id)
+			}
+			if at, ok := l.sched.Wake(); ok {
+				wait = max(at.Sub(now), 0)
+			}
 		}
 		if at := l.subscribe(now); !at.IsZero() {
 			wait = min(wait, max(at.Sub(now), 0))
@@ -222,6 +230,7 @@ func (l *loop) run() {
 			fn()
 		case p := <-l.results:
 			l.done(p)
+		case <-health:
 		case <-timer.C:
 		}
 	}
@@ -250,6 +259,8 @@ func (l *loop) done(p polled) {
 	switch {
 	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, postgres.ErrClaimLost):
 		l.drop(p.id) // forgotten meanwhile, or another engine polls it now
+	case p.err != nil && l.e.health.lost():
+		l.sched.Done(p.id, now) // polled again as soon as the store is back
 	case p.err != nil:
 		// The store failed, not the server: try again later.
 		l.e.log.Warn("poll could not be recorded", "task", p.id, "err", p.err)

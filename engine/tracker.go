@@ -343,14 +343,15 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*model.Task, error) {
 	seed := snap.Status
 	if seed == model.StatusWorking || seed == model.StatusCancelled {
-		return t.apply(id, snap)
+		rec, err := t.apply(id, snap)
+		return rec, handleLost(id, snap.TaskID, err)
 	}
 	if seed.Terminal() {
 		snap.Status = model.StatusWorking
 		snap.StatusMessage = fmt.Sprintf("the server reports the task %s; fetching its outcome", seed)
 	}
 	if _, err := t.apply(id, snap); err != nil {
-		return nil, err
+		return nil, handleLost(id, snap.TaskID, err)
 	}
 	res, err := t.Poll(ctx, id) // on failure the record stays open, for the next poll
 	return res.Task, err

@@ -92,6 +92,8 @@ func statusOf(k deck.Kind) int {
 		return http.StatusConflict
 	case deck.KindUnreachable:
 		return http.StatusBadGateway
+	case deck.KindStoreDown:
+		return http.StatusServiceUnavailable
 	case deck.KindCanceled:
 		return 499 // the client went (nginx's code)
 	}

@@ -107,6 +107,7 @@ type Model struct {
 	loaded    bool            // the feed's snapshot is in
 	hidden    int             // finished records of the snapshot not shown (Options.Recent)
 	reconcile *deck.Reconcile // the start-up reconcile while it runs
+	storeDown *deck.Store     // the database's loss while it lasts
 	frames    int             // batches of the feed applied
 
 	// The views (groups.go, servers.go, timefmt.go): times shown as
@@ -288,6 +289,8 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 			}
 		case deck.EventReconcile:
 			m.onReconcile(*ev.Reconcile)
+		case deck.EventStore:
+			m.onStore(*ev.Store)
 		}
 	}
 	selected, line := m.selectedID(), m.cursor-m.top
@@ -361,6 +364,18 @@ func (m *Model) loadSnapshot(entries []deck.Entry) {
 
 // onReconcile shows the start-up reconcile's progress while it runs, and
 // its report when it is over.
+// onStore takes the database's loss (the header says it) or its return.
+func (m *Model) onStore(st deck.Store) {
+	if st.Up {
+		if m.storeDown != nil {
+			m.say("the database is back; polling resumes")
+		}
+		m.storeDown = nil
+		return
+	}
+	m.storeDown = &st
+}
+
 func (m *Model) onReconcile(r deck.Reconcile) {
 	if !r.Over {
 		m.reconcile = &r

@@ -65,6 +65,10 @@ func (m *Model) View() tea.View {
 // who waits for input, and the servers.)
 func (m *Model) viewCounts() string {
 	parts := []string{m.styles.Title.Render("taskdeck")}
+	if d := m.storeDown; d != nil { // first of all: nothing is polled or recorded meanwhile
+		parts = append(parts, m.styles.Error.Render(fmt.Sprintf("database unreachable since %s — polling paused, retrying: %s",
+			d.Since.Local().Format("15:04:05"), termtext.Line(d.Error))))
+	}
 	if m.bulk != nil { // first, so that a narrow terminal still shows it
 		parts = append(parts, m.styles.Title.Render(m.bulk.verb+" "+m.bulkProgress()+" …"))
 	}

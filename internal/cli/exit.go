@@ -13,7 +13,7 @@ const (
 	exitOK          = 0
 	exitTaskBad     = 1   // a task ended badly, a refused call, and anything unrecognised
 	exitUsage       = 2   // bad flags, arguments, config, ids or answers
-	exitUnreachable = 3   // a server could not be reached or did not answer in time
+	exitUnreachable = 3   // a server or the shared database could not be reached or did not answer in time
 	exitStoreLocked = 4   // another taskdeck holds the store
 	exitWaiting     = 5   // call stopped at input nobody here gives; the record stays
 	exitLocal       = 6   // the store's own failure: damaged, unwritable, full
@@ -26,7 +26,8 @@ const exitCodesHelp = `Exit codes:
   1    a task ended badly (failed, cancelled, unknown, orphaned, or a tool error),
        the server refused the call, or any other failure
   2    usage error (flags, arguments, config, task ids, answers; no terminal for the dashboard)
-  3    a server could not be reached or did not answer in time
+  3    a server could not be reached or did not answer in time, or the shared
+       database could not be reached (the message says what was recorded)
   4    the store is held by a process that serves no deck (or, for serve,
        another taskdeck already serves it)
   5    call stopped at input nobody here gives: a task that waits for input
@@ -58,7 +59,7 @@ func exitCode(err error) int {
 	switch deck.KindOf(err) {
 	case deck.KindUsage, deck.KindNotFound, deck.KindConflict, deck.KindState, deck.KindNeedsInput:
 		return exitUsage
-	case deck.KindUnreachable:
+	case deck.KindUnreachable, deck.KindStoreDown:
 		return exitUnreachable
 	case deck.KindLocked:
 		return exitStoreLocked

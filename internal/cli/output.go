@@ -150,6 +150,19 @@ func (p *printer) entry(e deck.Entry) {
 	p.change(e.Task)
 }
 
+// store prints that the database was lost or is back.
+func (p *printer) store(st deck.Store) {
+	switch {
+	case p.asJSON:
+		b, _ := json.Marshal(map[string]deck.Store{"store": st}) // a struct of strings, a bool and a time
+		_, _ = p.w.Write(append(inertJSON(b), '\n'))
+	case st.Up:
+		fmt.Fprintf(p.w, "%s  database back; polling resumes\n", st.Since.Format("15:04:05"))
+	default:
+		fmt.Fprintf(p.w, "%s  database unreachable: %s; polling paused, retrying\n", st.Since.Format("15:04:05"), termtext.Line(st.Error))
+	}
+}
+
 // reconcile prints what the start-up reconcile found.
 func (p *printer) reconcile(r *deck.Reconcile) {
 	if !p.asJSON {

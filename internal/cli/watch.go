@@ -113,6 +113,9 @@ func (w *watcher) event(ev deck.Event) bool {
 			w.p.entry(e)
 		}
 	}
+	if ev.Kind == deck.EventStore {
+		w.p.store(*ev.Store)
+	}
 	if ev.Kind == deck.EventReconcile && ev.Reconcile.Over && w.follow == nil {
 		// The report first, then what it found.
 		w.p.reconcile(ev.Reconcile)

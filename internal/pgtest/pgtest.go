@@ -236,12 +236,43 @@ func stop() {
 // for tests of a lost database; it waits until it accepts connections.
 func Restart(t testing.TB, down func()) {
 	t.Helper()
-	_ = srv.cmd.Process.Signal(syscall.SIGINT)
-	<-srv.exited
+	Stop(t)
 	if down != nil {
 		down()
 	}
+	Start(t)
+}
+
+// Stop stops the server (a fast shutdown, as an operator's) and waits for
+// it to end, for tests of a lost database. If the test ends with it
+// stopped, it is started again for the package's other tests.
+func Stop(t testing.TB) {
+	t.Helper()
+	_ = srv.cmd.Process.Signal(syscall.SIGINT)
+	<-srv.exited
+	t.Cleanup(func() {
+		if stopped() {
+			if err := serve(); err != nil {
+				t.Errorf("start PostgreSQL again: %v", err)
+			}
+		}
+	})
+}
+
+// Start starts the stopped server again on the same port and data; it
+// waits until it accepts connections.
+func Start(t testing.TB) {
+	t.Helper()
 	if err := serve(); err != nil {
-		t.Fatalf("restart PostgreSQL: %v", err)
+		t.Fatalf("start PostgreSQL again: %v", err)
+	}
+}
+
+func stopped() bool {
+	select {
+	case <-srv.exited:
+		return true
+	default:
+		return false
 	}
 }

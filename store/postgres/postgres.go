@@ -77,6 +77,7 @@ type Store struct {
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
+	healthHook atomic.Pointer[func(error)] // see SetHealthHook
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -102,7 +103,7 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("cannot reach the PostgreSQL store: %s; check that the database runs and --store names it", oneLine(err))
+		return nil, &openLost{err}
 	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
@@ -831,6 +832,7 @@ func (s *Store) listen(ctx context.Context, cfg *pgx.ConnConfig) {
 			return
 		}
 		s.log.Warn("PostgreSQL store: listening for changes failed; reconnecting", "err", err, "in", backoff)
+		s.health(err)
 		select {
 		case <-ctx.Done():
 			return
@@ -850,6 +852,7 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected f
 		return err
 	}
 	connected()
+	s.health(nil)
 	// Whatever was committed while no one listened.
 	if err := s.catchUp(0); err != nil {
 		return err

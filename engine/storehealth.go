@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
+	"github.com/taskdeck/taskdeck/termtext"
+)
+
+// storeHealth is what the engine knows of its shared database's reach:
+// the last word of its listener (dropped, connected again) and of every
+// read and write (a connection error, or an answer). While it is lost the
+// loop starts no poll (a result it could not write would be wasted) and
+// keeps its schedule; the listener's reconnect, or any answer, brings it
+// back. Badger has none: its failures are its disk's.
+type storeHealth struct {
+	wake chan struct{} // the loop looks again at once
+
+	mu   sync.Mutex
+	down *deck.Store // nil while up
+	tell func(deck.Store)
+}
+
+func newStoreHealth(tell func(deck.Store)) *storeHealth {
+	return &storeHealth{wake: make(chan struct{}, 1), tell: tell}
+}
+
+// lost tells whether the store is lost now (false without a health).
+func (h *storeHealth) lost() bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.down != nil
+}
+
+// note takes the outcome of one request to the database: a connection
+// error says it is lost, anything else (an answer, even a refusal) that
+// it is up. A change is told at once, in order.
+func (h *storeHealth) note(err error) {
+	if h == nil {
+		return
+	}
+	lost := postgres.Lost(err)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if lost == (h.down != nil) {
+		return
+	}
+	st := deck.Store{Up: !lost, Since: time.Now()}
+	if lost {
+		st.Error = termtext.OneLine(err.Error(), 300)
+		h.down = &st
+	} else {
+		h.down = nil
+	}
+	h.tell(st)
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// listened is the listener's word: dropped with err, or connected (nil).
+// A listener that failed on something else than its connection says
+// nothing of the database's reach.
+func (h *storeHealth) listened(err error) {
+	if err == nil || postgres.Lost(err) {
+		h.note(err)
+	}
+}
+
+// watched is a backend whose every outcome the health hears.
+type watched struct {
+	store.Backend
+	h *storeHealth
+}
+
+// seen passes a result on after the health heard its error.
+func seen[T any](h *storeHealth) func(T, error) (T, error) {
+	return func(v T, err error) (T, error) {
+		h.note(err)
+		return v, err
+	}
+}
+
+func (w *watched) Create(rec *model.Task) error {
+	err := w.Backend.Create(rec)
+	w.h.note(err)
+	return err
+}
+
+func (w *watched) Delete(id string) error {
+	err := w.Backend.Delete(id)
+	w.h.note(err)
+	return err
+}
+
+func (w *watched) Update(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+	return seen[*model.Task](w.h)(w.Backend.Update(id, fn))
+}
+
+func (w *watched) ReleaseKey(id string, release func(t *model.Task) bool) (*model.Task, error) {
+	return seen[*model.Task](w.h)(w.Backend.ReleaseKey(id, release))
+}
+
+func (w *watched) Get(id string) (*model.Task, error) {
+	return seen[*model.Task](w.h)(w.Backend.Get(id))
+}
+
+func (w *watched) ByKey(key string) (*model.Task, error) {
+	return seen[*model.Task](w.h)(w.Backend.ByKey(key))
+}
+
+func (w *watched) ByStatus(st ...model.Status) ([]*model.Task, error) {
+	return seen[[]*model.Task](w.h)(w.Backend.ByStatus(st...))
+}
+
+func (w *watched) OpenTasks() ([]*model.Task, error) {
+	return seen[[]*model.Task](w.h)(w.Backend.OpenTasks())
+}
+
+func (w *watched) All() ([]*model.Task, error) { return seen[[]*model.Task](w.h)(w.Backend.All()) }
+
+func (w *watched) Newest(limit int) ([]*model.Task, error) {
+	return seen[[]*model.Task](w.h)(w.Backend.Newest(limit))
+}
+
+func (w *watched) Prune(cutoff time.Time) (int, error) {
+	return seen[int](w.h)(w.Backend.Prune(cutoff))
+}
+
+func (w *watched) Counts() (map[model.Status]int, error) {
+	return seen[map[model.Status]int](w.h)(w.Backend.Counts())
+}
+
+func (w *watched) Snapshot() (uint64, []*model.Task, error) {
+	rev, tasks, err := w.Backend.Snapshot()
+	w.h.note(err)
+	return rev, tasks, err
+}
+
+func (w *watched) ChangesSince(rev uint64) ([]store.Change, uint64, bool, error) {
+	changes, upTo, ok, err := w.Backend.ChangesSince(rev)
+	w.h.note(err)
+	return changes, upTo, ok, err
+}
+
+// watchHealth makes the engine hear its shared database's reach: the
+// listener's word and every request's. It returns the backend to use.
+func (e *Engine) watchHealth(st store.Backend, pg *postgres.Store) store.Backend {
+	e.health = newStoreHealth(func(s deck.Store) {
+		if s.Up {
+			e.log.Info("the database is back; polling resumes")
+		} else {
+			e.log.Warn("the database is unreachable; polling paused until it is back", "err", s.Error)
+		}
+		e.feeds.storeChanged(s)
+	})
+	pg.SetHealthHook(e.health.listened)
+	return &watched{Backend: st, h: e.health}
+}
+
+// HandleLostError: the server made a task, but the database was lost
+// before its handle was recorded. The record stays the call's intent.
+type HandleLostError struct {
+	ID     string // the record, still `calling`
+	TaskID string // the server's task id, recorded nowhere else
+	Err    error
+}
+
+func (e *HandleLostError) Error() string {
+	return fmt.Sprintf("the server made task %s, but the database was lost before its handle was recorded: record %s stays calling "+
+		"(an engine marks it orphaned once the database is back and the call's time is over); the server's task id %s is only here (%v)", e.TaskID, e.ID, e.TaskID, e.Err)
+}
+
+func (e *HandleLostError) Unwrap() error { return e.Err }
+
+// handleLost words a failed write of a call's handle when the database
+// was lost; any other error is passed on.
+func handleLost(id, taskID string, err error) error {
+	if !postgres.Lost(err) {
+		return err
+	}
+	return &HandleLostError{ID: id, TaskID: taskID, Err: err}
+}
+
+// storeDown words a request that failed because the database was lost,
+// with what was recorded (taskID: the record it leaves, as last
+// committed) and what to do.
+func storeDown(err error, taskID string) *deck.Error {
+	msg := fmt.Sprintf("the database is unreachable (%v); nothing was recorded: try again once it is back", err)
+	var hl *HandleLostError
+	switch {
+	case errors.As(err, &hl):
+		msg, taskID = hl.Error(), hl.ID
+	case taskID != "":
+		msg = fmt.Sprintf("the database is unreachable (%v); task %s stays as last recorded: try again once it is back", err, taskID)
+	}
+	return &deck.Error{Kind: deck.KindStoreDown, Message: termtext.OneLine(msg, 0), TaskID: taskID, Err: err}
+}

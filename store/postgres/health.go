@@ -1,0 +1,59 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// SetHealthHook registers fn, told whenever the listener's connection to
+// the database drops (err: why) or is made again (err nil): the engine's
+// sign that the database is lost and back. nil removes it.
+func (s *Store) SetHealthHook(fn func(err error)) {
+	if fn == nil {
+		s.healthHook.Store(nil)
+		return
+	}
+	s.healthHook.Store(&fn)
+}
+
+func (s *Store) health(err error) {
+	if fn := s.healthHook.Load(); fn != nil {
+		if err != nil {
+			err = &dbErr{what: "listen for changes", err: err}
+		}
+		(*fn)(err)
+	}
+}
+
+// Lost tells whether err is this store's, and says the database could not
+// be reached (refused, dropped, timed out, shutting down), as against an
+// answer it gave.
+func Lost(err error) bool {
+	return (errors.As(err, new(*dbErr)) || errors.As(err, new(*openLost))) && unreachable(err)
+}
+
+// openLost is Open's failure to reach the database at all.
+type openLost struct{ err error }
+
+func (e *openLost) Error() string {
+	return "cannot reach the PostgreSQL store: " + oneLine(e.err) + "; check that the database runs and --store names it"
+}
+
+func (e *openLost) Unwrap() error { return e.err }
+
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 08 is a connection exception; 57P01–57P03 a server
+		// shutting down or starting.
+		return pe.Code[:2] == "08" || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ne net.Error
+	return errors.As(err, new(*pgconn.ConnectError)) || errors.As(err, &ne) || pgconn.Timeout(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		pgconn.SafeToRetry(err)
+}
