@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,8 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // The crash storm: hundreds of `taskdeck call` processes, one after
@@ -34,7 +39,7 @@ type stormAttempt struct {
 	n      int
 	key    string
 	args   string
-	url    string // the proxy URL, tagged with the attempt that owns the key
+	server string // the configured server of the attempt that owns the key
 	wait   bool
 	reused bool // the key was used by an earlier attempt
 
@@ -206,6 +211,21 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 
 func TestCrashStorm(t *testing.T) {
 	t.Parallel()
+	crashStorm(t, "")
+}
+
+// TestCrashStormPostgres is the same storm on a shared PostgreSQL
+// database (`--store postgres://…`), where each process runs its own
+// engine and no start-up takes the store from the dead: a killed call's
+// intent becomes orphaned once it is older than a call can take.
+func TestCrashStormPostgres(t *testing.T) {
+	t.Parallel()
+	crashStorm(t, pgtest.DB(t))
+}
+
+// crashStorm runs the storm on the store conn names: "" for Badger in the
+// deck's data directory, else a postgres:// connection string.
+func crashStorm(t *testing.T, conn string) {
 	calls := 200
 	if testing.Short() {
 		calls = 40
@@ -214,6 +234,19 @@ func TestCrashStorm(t *testing.T) {
 	proxy := newStormProxy(t, srv.url)
 	proxyURL := proxy.srv.URL + "/mcp"
 	d := newDeck(t)
+	// One configured server per fresh key, each a URL of its own at the
+	// proxy, so that a request names the attempt it came from. Configured,
+	// not --url: the engines of a shared database claim only the tasks of
+	// servers in their config.
+	servers := map[string]any{}
+	for i := range calls {
+		servers[fmt.Sprintf("a%d", i)] = map[string]string{"url": fmt.Sprintf("%s/attempt-%d", proxyURL, i)}
+	}
+	cfg, err := json.Marshal(map[string]any{"store": conn, "mcpServers": servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.writeConfig(string(cfg))
 	began := time.Now()
 
 	var attempts []*stormAttempt
@@ -223,14 +256,14 @@ func TestCrashStorm(t *testing.T) {
 			// Re-run an earlier key with the same arguments: it must never
 			// launch a second task while its record exists.
 			prev := attempts[rand.N(len(attempts))]
-			a.key, a.args, a.url, a.reused = prev.key, prev.args, prev.url, true
+			a.key, a.args, a.server, a.reused = prev.key, prev.args, prev.server, true
 		} else {
 			a.key = fmt.Sprintf("K_%d", i)
 			// 10–29 demo seconds: 0.5–1.5 s at --speed 0.05.
 			a.args = fmt.Sprintf(`{"seconds":%d}`, 10+rand.N(20))
-			a.url = fmt.Sprintf("%s/attempt-%d", proxyURL, i)
+			a.server = fmt.Sprintf("a%d", i)
 		}
-		args := []string{"call", "--url", a.url, "sleep", "--args", a.args, "--key", a.key}
+		args := []string{"call", "--server", a.server, "sleep", "--args", a.args, "--key", a.key}
 		if a.wait {
 			args = append(args, "--wait")
 		}
@@ -341,6 +374,9 @@ func TestCrashStorm(t *testing.T) {
 		t.Fatalf("watch did not report its reconciliation\n%s", w)
 	}
 	reconcileLine, _, _ := strings.Cut(w.Stdout, "\n")
+	if conn != "" {
+		orphanIntents(t, d)
+	}
 
 	after := d.ls()
 	byKey := map[string]task{}
@@ -419,7 +455,7 @@ func TestCrashStorm(t *testing.T) {
 	}
 
 	// Every record reads back from the store itself.
-	s, err := store.Open(d.dataDir, nil)
+	s, err := openStore(d, conn)
 	if err != nil {
 		t.Fatalf("the store does not open after the storm: %v", err)
 	}
@@ -497,4 +533,34 @@ func countMulti(perKey map[string][]string) int {
 		}
 	}
 	return n
+}
+
+// openStore opens the store conn names ("" for the deck's Badger store)
+// as the test reads it back.
+func openStore(d *deck, conn string) (store.Backend, error) {
+	if conn == "" {
+		return store.Open(d.dataDir, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
+	defer cancel()
+	return postgres.Open(ctx, conn, nil)
+}
+
+// orphanIntents is the start-up reconcile of a shared database, where no
+// process may take a dead one's intents at start (another host may be
+// calling): an engine orphans an intent it claims once it is older than
+// a call can take, 2 × the request timeout + the lease. A `serve` with a
+// 1 s request timeout does it to every intent the storm left `calling`
+// within a few claim rounds, once the dead processes' leases ran out.
+func orphanIntents(t *testing.T, d *deck) {
+	t.Helper()
+	const requestTimeout = time.Second
+	p := d.start("serve", "--request-timeout", requestTimeout.String())
+	began := time.Now()
+	bound := 2*requestTimeout + 2*engine.DefaultClaimLease + 2*engine.DefaultClaimRenew
+	waitfor.Within(t, bound, "every intent the storm left `calling` to be orphaned", func() bool {
+		return !slices.ContainsFunc(d.ls(), func(tk task) bool { return tk.Status == "calling" })
+	})
+	t.Logf("serve orphaned the storm's intents within %s", time.Since(began).Round(100*time.Millisecond))
+	p.kill()
 }
