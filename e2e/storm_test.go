@@ -50,7 +50,8 @@ type stormAttempt struct {
 	reqAt    time.Duration // since start; 0: no tools/call reached the proxy
 	taskID   string        // the task the server created for it
 	respSent bool          // the proxy wrote the handle back (the client may not have read it)
-	gets     int           // tasks/get for its task that reached the proxy
+	follows  int           // tasks/get or subscriptions/listen for its task that reached the proxy while its process lived
+	settled  bool          // its process is dead and all it sent handled: what follows is other processes'
 	stdout   string
 	exited   bool // ended on its own before the kill
 	start    time.Time
@@ -70,8 +71,8 @@ func (a *stormAttempt) phase() string {
 		return "request in flight"
 	case a.stdout == "":
 		return "handle on the wire, nothing printed"
-	case a.wait && a.gets > 0:
-		return "while polling"
+	case a.wait && a.follows > 0:
+		return "while following"
 	default:
 		return "handle synced and printed"
 	}
@@ -131,15 +132,33 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 		if err != nil {
 			return // the client died mid-request: nothing was delivered
 		}
-		if r.Header.Get("Mcp-Method") == "tasks/get" {
-			sp.mu.Lock()
-			if a := sp.byTask[r.Header.Get("Mcp-Name")]; a != nil {
+		// Following a task: polling it, or asking the server to push it.
+		var followed []string
+		switch r.Header.Get("Mcp-Method") {
+		case "tasks/get":
+			followed = []string{r.Header.Get("Mcp-Name")}
+		case "subscriptions/listen":
+			var listen struct {
+				Params struct {
+					Notifications struct {
+						TaskIDs []string `json:"taskIds"`
+					} `json:"notifications"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(body, &listen) // not ours to judge: the server answers it
+			followed = listen.Params.Notifications.TaskIDs
+		}
+		sp.mu.Lock()
+		for _, id := range followed {
+			if a := sp.byTask[id]; a != nil {
 				a.mu.Lock()
-				a.gets++
+				if !a.settled { // later processes follow the open tasks they find, too
+					a.follows++
+				}
 				a.mu.Unlock()
 			}
-			sp.mu.Unlock()
 		}
+		sp.mu.Unlock()
 		if !bytes.Contains(body, []byte(`"method":"tools/call"`)) {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
@@ -289,7 +308,7 @@ func crashStorm(t *testing.T, conn string) {
 			case <-time.After(clitest.WaitTimeout):
 				t.Fatalf("attempt %d: no tools/call and no exit", i)
 			}
-		default: // anywhere in the first 700 ms, polling included
+		default: // anywhere in the first 700 ms, following included
 			timer = time.After(rand.N(700 * time.Millisecond))
 		}
 		if timer != nil {
@@ -304,6 +323,7 @@ func crashStorm(t *testing.T, conn string) {
 		p.kill()
 		proxy.settle(t) // the proxy has handled all the process sent
 		a.mu.Lock()
+		a.settled = true
 		a.stdout = p.Stdout.String()
 		// A re-run whose key names an intent without a handle ends 1 ("the
 		// task ended calling/orphaned"): nothing to follow, nothing sent.
@@ -506,7 +526,7 @@ func crashStorm(t *testing.T, conn string) {
 	t.Log("\n" + sb.String())
 
 	if !testing.Short() {
-		for _, want := range []string{"before the request", "request in flight", "handle synced and printed", "while polling"} {
+		for _, want := range []string{"before the request", "request in flight", "handle synced and printed", "while following"} {
 			if phases[want] == 0 {
 				t.Errorf("no kill fell %s: the storm did not cover every phase", want)
 			}
