@@ -48,9 +48,15 @@ func sameKeyRounds(t *testing.T, decks func(srvURL string) (*deck, *deck)) {
 	a, b := decks(srv.url)
 	for r := range rounds {
 		key := fmt.Sprintf("K_%d", r)
-		// 40 demo seconds: open for 2 s, so the record each prints is the
-		// running task's.
-		args := []string{"call", "--server", "demo", "sleep", "--args", `{"seconds":40}`, "--key", key}
+		// 10 demo seconds: open for 0.5 s, so the record each prints
+		// without --wait is the running task's. With --wait, the one that
+		// did not launch follows the other's call, which may be still
+		// `calling`, to its end.
+		args := []string{"call", "--server", "demo", "sleep", "--args", `{"seconds":10}`, "--key", key}
+		wait := r%4 >= 2 // either host first, with and without --wait
+		if wait {
+			args = append(args, "--wait", "--json")
+		}
 		first, second := a, b
 		if r%2 == 1 { // neither host always starts first
 			first, second = b, a
@@ -65,7 +71,15 @@ func sameKeyRounds(t *testing.T, decks func(srvURL string) (*deck, *deck)) {
 				t.Fatalf("round %d: call --key %s exited %d\nstdout: %s\nstderr: %s", r, key, pr.Code, out, errOut)
 			}
 			id := strings.TrimSpace(out)
-			if strings.Contains(id, "\n") || id == "" {
+			if wait {
+				// Each change as a JSON line, the last the completed task.
+				lines := strings.Split(id, "\n")
+				last := parseTask(t, lines[len(lines)-1])
+				if last.Status != "completed" {
+					t.Fatalf("round %d: call --wait ended with %+v\n%s", r, last, out)
+				}
+				id = last.ID
+			} else if strings.Contains(id, "\n") || id == "" {
 				t.Fatalf("round %d: call printed %q, want one record id", r, out)
 			}
 			ids = append(ids, id)
@@ -92,5 +106,5 @@ func sameKeyRounds(t *testing.T, decks func(srvURL string) (*deck, *deck)) {
 	if len(recs) != rounds {
 		t.Fatalf("%d records for %d keys", len(recs), rounds)
 	}
-	t.Logf("%d rounds: one server task each, both calls printed its record", rounds)
+	t.Logf("%d rounds (half with --wait): one server task each, both calls printed its record", rounds)
 }
