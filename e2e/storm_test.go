@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -18,8 +19,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // The crash storm: hundreds of `taskdeck call` processes, one after
@@ -34,7 +39,7 @@ type stormAttempt struct {
 	n      int
 	key    string
 	args   string
-	url    string // the proxy URL, tagged with the attempt that owns the key
+	server string // the configured server of the attempt that owns the key
 	wait   bool
 	reused bool // the key was used by an earlier attempt
 
@@ -45,7 +50,8 @@ type stormAttempt struct {
 	reqAt    time.Duration // since start; 0: no tools/call reached the proxy
 	taskID   string        // the task the server created for it
 	respSent bool          // the proxy wrote the handle back (the client may not have read it)
-	gets     int           // tasks/get for its task that reached the proxy
+	follows  int           // tasks/get or subscriptions/listen for its task that reached the proxy while its process lived
+	settled  bool          // its process is dead and all it sent handled: what follows is other processes'
 	stdout   string
 	exited   bool // ended on its own before the kill
 	start    time.Time
@@ -65,8 +71,8 @@ func (a *stormAttempt) phase() string {
 		return "request in flight"
 	case a.stdout == "":
 		return "handle on the wire, nothing printed"
-	case a.wait && a.gets > 0:
-		return "while polling"
+	case a.wait && a.follows > 0:
+		return "while following"
 	default:
 		return "handle synced and printed"
 	}
@@ -126,15 +132,33 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 		if err != nil {
 			return // the client died mid-request: nothing was delivered
 		}
-		if r.Header.Get("Mcp-Method") == "tasks/get" {
-			sp.mu.Lock()
-			if a := sp.byTask[r.Header.Get("Mcp-Name")]; a != nil {
+		// Following a task: polling it, or asking the server to push it.
+		var followed []string
+		switch r.Header.Get("Mcp-Method") {
+		case "tasks/get":
+			followed = []string{r.Header.Get("Mcp-Name")}
+		case "subscriptions/listen":
+			var listen struct {
+				Params struct {
+					Notifications struct {
+						TaskIDs []string `json:"taskIds"`
+					} `json:"notifications"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(body, &listen) // not ours to judge: the server answers it
+			followed = listen.Params.Notifications.TaskIDs
+		}
+		sp.mu.Lock()
+		for _, id := range followed {
+			if a := sp.byTask[id]; a != nil {
 				a.mu.Lock()
-				a.gets++
+				if !a.settled { // later processes follow the open tasks they find, too
+					a.follows++
+				}
 				a.mu.Unlock()
 			}
-			sp.mu.Unlock()
 		}
+		sp.mu.Unlock()
 		if !bytes.Contains(body, []byte(`"method":"tools/call"`)) {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
@@ -206,6 +230,21 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 
 func TestCrashStorm(t *testing.T) {
 	t.Parallel()
+	crashStorm(t, "")
+}
+
+// TestCrashStormPostgres is the same storm on a shared PostgreSQL
+// database (`--store postgres://…`), where each process runs its own
+// engine and no start-up takes the store from the dead: a killed call's
+// intent becomes orphaned once it is older than a call can take.
+func TestCrashStormPostgres(t *testing.T) {
+	t.Parallel()
+	crashStorm(t, pgtest.DB(t))
+}
+
+// crashStorm runs the storm on the store conn names: "" for Badger in the
+// deck's data directory, else a postgres:// connection string.
+func crashStorm(t *testing.T, conn string) {
 	calls := 200
 	if testing.Short() {
 		calls = 40
@@ -214,6 +253,19 @@ func TestCrashStorm(t *testing.T) {
 	proxy := newStormProxy(t, srv.url)
 	proxyURL := proxy.srv.URL + "/mcp"
 	d := newDeck(t)
+	// One configured server per fresh key, each a URL of its own at the
+	// proxy, so that a request names the attempt it came from. Configured,
+	// not --url: the engines of a shared database claim only the tasks of
+	// servers in their config.
+	servers := map[string]any{}
+	for i := range calls {
+		servers[fmt.Sprintf("a%d", i)] = map[string]string{"url": fmt.Sprintf("%s/attempt-%d", proxyURL, i)}
+	}
+	cfg, err := json.Marshal(map[string]any{"store": conn, "mcpServers": servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.writeConfig(string(cfg))
 	began := time.Now()
 
 	var attempts []*stormAttempt
@@ -223,14 +275,14 @@ func TestCrashStorm(t *testing.T) {
 			// Re-run an earlier key with the same arguments: it must never
 			// launch a second task while its record exists.
 			prev := attempts[rand.N(len(attempts))]
-			a.key, a.args, a.url, a.reused = prev.key, prev.args, prev.url, true
+			a.key, a.args, a.server, a.reused = prev.key, prev.args, prev.server, true
 		} else {
 			a.key = fmt.Sprintf("K_%d", i)
 			// 10–29 demo seconds: 0.5–1.5 s at --speed 0.05.
 			a.args = fmt.Sprintf(`{"seconds":%d}`, 10+rand.N(20))
-			a.url = fmt.Sprintf("%s/attempt-%d", proxyURL, i)
+			a.server = fmt.Sprintf("a%d", i)
 		}
-		args := []string{"call", "--url", a.url, "sleep", "--args", a.args, "--key", a.key}
+		args := []string{"call", "--server", a.server, "sleep", "--args", a.args, "--key", a.key}
 		if a.wait {
 			args = append(args, "--wait")
 		}
@@ -248,7 +300,9 @@ func TestCrashStorm(t *testing.T) {
 		switch mode := rand.N(20); {
 		case mode < 5: // early: mostly before the request
 			timer = time.After(rand.N(150 * time.Millisecond))
-		case mode < 12: // keyed to the request reaching the proxy: mostly in flight
+		case mode < 12 && !a.reused: // keyed to the request reaching the proxy: mostly in flight
+			// (a re-used key sends none; with --wait it follows a call
+			// still `calling` until that ends, so it may not exit either)
 			select {
 			case <-a.received:
 				timer = time.After(rand.N(250 * time.Millisecond))
@@ -256,7 +310,7 @@ func TestCrashStorm(t *testing.T) {
 			case <-time.After(clitest.WaitTimeout):
 				t.Fatalf("attempt %d: no tools/call and no exit", i)
 			}
-		default: // anywhere in the first 700 ms, polling included
+		default: // anywhere in the first 700 ms, following included
 			timer = time.After(rand.N(700 * time.Millisecond))
 		}
 		if timer != nil {
@@ -271,6 +325,7 @@ func TestCrashStorm(t *testing.T) {
 		p.kill()
 		proxy.settle(t) // the proxy has handled all the process sent
 		a.mu.Lock()
+		a.settled = true
 		a.stdout = p.Stdout.String()
 		// A re-run whose key names an intent without a handle ends 1 ("the
 		// task ended calling/orphaned"): nothing to follow, nothing sent.
@@ -341,6 +396,9 @@ func TestCrashStorm(t *testing.T) {
 		t.Fatalf("watch did not report its reconciliation\n%s", w)
 	}
 	reconcileLine, _, _ := strings.Cut(w.Stdout, "\n")
+	if conn != "" {
+		orphanIntents(t, d)
+	}
 
 	after := d.ls()
 	byKey := map[string]task{}
@@ -419,7 +477,7 @@ func TestCrashStorm(t *testing.T) {
 	}
 
 	// Every record reads back from the store itself.
-	s, err := store.Open(d.dataDir, nil)
+	s, err := openStore(d, conn)
 	if err != nil {
 		t.Fatalf("the store does not open after the storm: %v", err)
 	}
@@ -470,7 +528,7 @@ func TestCrashStorm(t *testing.T) {
 	t.Log("\n" + sb.String())
 
 	if !testing.Short() {
-		for _, want := range []string{"before the request", "request in flight", "handle synced and printed", "while polling"} {
+		for _, want := range []string{"before the request", "request in flight", "handle synced and printed", "while following"} {
 			if phases[want] == 0 {
 				t.Errorf("no kill fell %s: the storm did not cover every phase", want)
 			}
@@ -497,4 +555,34 @@ func countMulti(perKey map[string][]string) int {
 		}
 	}
 	return n
+}
+
+// openStore opens the store conn names ("" for the deck's Badger store)
+// as the test reads it back.
+func openStore(d *deck, conn string) (store.Backend, error) {
+	if conn == "" {
+		return store.Open(d.dataDir, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
+	defer cancel()
+	return postgres.Open(ctx, conn, nil)
+}
+
+// orphanIntents is the start-up reconcile of a shared database, where no
+// process may take a dead one's intents at start (another host may be
+// calling): an engine orphans an intent it claims once it is older than
+// a call can take, 2 × the request timeout + the lease. A `serve` with a
+// 1 s request timeout does it to every intent the storm left `calling`
+// within a few claim rounds, once the dead processes' leases ran out.
+func orphanIntents(t *testing.T, d *deck) {
+	t.Helper()
+	const requestTimeout = time.Second
+	p := d.start("serve", "--request-timeout", requestTimeout.String())
+	began := time.Now()
+	bound := 2*requestTimeout + 2*engine.DefaultClaimLease + 2*engine.DefaultClaimRenew
+	waitfor.Within(t, bound, "every intent the storm left `calling` to be orphaned", func() bool {
+		return !slices.ContainsFunc(d.ls(), func(tk task) bool { return tk.Status == "calling" })
+	})
+	t.Logf("serve orphaned the storm's intents within %s", time.Since(began).Round(100*time.Millisecond))
+	p.kill()
 }

@@ -19,13 +19,9 @@ import (
 type KeyConflictError struct {
 	Key      string
 	Existing *model.Task
-	SameCall bool // a concurrent launch of the same call won the race
 }
 
 func (e *KeyConflictError) Error() string {
-	if e.SameCall {
-		return fmt.Sprintf("key %q was just used for the same call (task %s); nothing more was sent", e.Key, e.Existing.ID)
-	}
 	return fmt.Sprintf("key %q already names task %s (%s on %s) with other arguments; use another key, or `taskdeck forget %s` first",
 		e.Key, e.Existing.ID, e.Existing.Tool, e.Existing.Server, e.Existing.ID)
 }

@@ -30,7 +30,7 @@ func TestClassifyKeepsTheExitCodesOrder(t *testing.T) {
 		{context.DeadlineExceeded, deck.KindUnreachable},
 		// A refused call joins the server's cause with the store's trouble.
 		{errors.Join(unreachable, &store.CorruptError{Dir: "d"}), deck.KindUnreachable},
-		{&KeyConflictError{Key: "k", Existing: &model.Task{ID: "x"}, SameCall: true}, deck.KindConflict},
+		{&KeyConflictError{Key: "k", Existing: &model.Task{ID: "x"}}, deck.KindConflict},
 		{&InputNeededError{}, deck.KindNeedsInput},
 		{fmt.Errorf("get: %w", store.ErrNotFound), deck.KindNotFound},
 		{&mcpconfig.ConfigError{Path: "p", Msg: "m"}, deck.KindUsage},

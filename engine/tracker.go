@@ -156,8 +156,14 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 	rec.Agent, rec.Repeats = req.Agent, req.Repeats
 	if err := t.store.Create(rec); err != nil {
 		var dup *store.DuplicateKeyError
-		if errors.As(err, &dup) {
-			return CallOutcome{}, &KeyConflictError{Key: req.Key, Existing: dup.Existing, SameCall: dup.Existing.ArgsHash == rec.ArgsHash}
+		switch {
+		case errors.As(err, &dup) && dup.Existing.ArgsHash == rec.ArgsHash:
+			// A concurrent launch of the same call (another shell, another
+			// host) won the race: its record is the answer, as if it had
+			// been there before this call looked.
+			return CallOutcome{Task: dup.Existing, Reused: true}, nil
+		case errors.As(err, &dup):
+			return CallOutcome{}, &KeyConflictError{Key: req.Key, Existing: dup.Existing}
 		}
 		return CallOutcome{}, err
 	}

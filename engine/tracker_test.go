@@ -374,30 +374,35 @@ func TestIdempotencyKeyLaunchesOnce(t *testing.T) {
 		t.Fatalf("same key, other arguments: %v", err)
 	}
 
-	// Concurrent launches with one key: one server task.
+	// Concurrent launches with one key: one server task, and every call
+	// answered with its record, the race's losers as reused.
 	var wg sync.WaitGroup
 	ids := make(chan string, 8)
+	var reusedN atomic.Int32
+	begin := make(chan struct{}) // all at once, so that some lose the race to Create
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k2"})
-			var c *engine.KeyConflictError // one per goroutine: errors.As writes it
-			if err == nil {
-				ids <- rec.ID
-			} else if !errors.As(err, &c) {
-				t.Errorf("concurrent call: %v", err)
+		wg.Go(func() {
+			<-begin
+			rec, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k2"})
+			if err != nil {
+				t.Errorf("concurrent call with one key: %v", err)
+				return
 			}
-		}()
+			ids <- rec.ID
+			if reused {
+				reusedN.Add(1)
+			}
+		})
 	}
+	close(begin)
 	wg.Wait()
 	close(ids)
 	distinct := map[string]bool{}
 	for id := range ids {
 		distinct[id] = true
 	}
-	if len(distinct) != 1 {
-		t.Fatalf("key k2 named %d tasks", len(distinct))
+	if len(distinct) != 1 || reusedN.Load() != 7 {
+		t.Fatalf("key k2 named %d tasks, %d of 8 calls reused it; want 1 and 7", len(distinct), reusedN.Load())
 	}
 	if got := e.demo.Stats().ToolCalls["sleep"]; got != 2 {
 		t.Fatalf("server received %d sleep calls for two keys", got)

@@ -138,7 +138,7 @@ func callRun(opts *CallOptions) error {
 // stops where it waits for input nobody here can give, or after
 // watchGiveUp failed polls in a row.
 func (f *Factory) follow(ctx context.Context, dk deck.Deck, rec *model.Task, p *printer, inputs *inputSource) (*model.Task, error) {
-	if !rec.Pollable() {
+	if !following(rec) {
 		return rec, nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -162,7 +162,7 @@ func (f *Factory) follow(ctx context.Context, dk deck.Deck, rec *model.Task, p *
 				p.entry(e)
 			}
 			switch {
-			case !last.Pollable():
+			case !following(last):
 				return last, nil
 			case e.Poll.Errors >= watchGiveUp:
 				return last, &exitError{code: exitUnreachable, err: fmt.Errorf("gave up following task %s after %d failed polls in a row, the last: %s; it stays open: `taskdeck watch` follows it again",
@@ -193,6 +193,13 @@ func (f *Factory) follow(ctx context.Context, dk deck.Deck, rec *model.Task, p *
 		return last, err
 	}
 	return last, ctx.Err()
+}
+
+// following tells whether follow waits for more of a task: one with a
+// handle to poll, or a call another process still makes with the same key
+// (it ends with a handle, or orphaned once it is older than a call takes).
+func following(rec *model.Task) bool {
+	return rec.Pollable() || rec.Status == model.StatusCalling
 }
 
 // warnUnasked says which --input answers no request asked for: they were
