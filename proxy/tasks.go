@@ -296,31 +296,35 @@ func (ep *endpoint) task(ctx context.Context, req *request) *response {
 // pollIntervalMs (the spec suggests 1 s).
 const defaultPollInterval = time.Second
 
-// fresh is the record as fresh as the server allows: one polled less than
-// its pollIntervalMs ago is answered as it is; else the engine is asked to
-// poll now, and the answer waits for that poll (never sooner than the
-// server asked, as the engine's own polls wait the interval too).
+// fresh is the record as fresh as the server allows: a task the server
+// pushes is current in the record, and one polled less than its
+// pollIntervalMs ago is as fresh as the server lets it be; either is
+// answered as it is. Else the engine polls it now (never sooner than the
+// server asked, as the engine's own polls wait the interval too) and the
+// answer is the record that poll left.
 func (ep *endpoint) fresh(ctx context.Context, e deck.Entry) (*model.Task, error) {
 	rec := e.Task
 	interval := rec.ServerPollInterval()
 	if interval == 0 {
 		interval = defaultPollInterval
 	}
-	if !rec.Pollable() || time.Since(e.Poll.LastPolled) < interval {
+	if !rec.Pollable() || e.Poll.Pushed || time.Since(e.Poll.LastPolled) < interval {
 		return rec, nil
 	}
-	asked := e.Poll.LastPolled
-	ctx, cancel := context.WithTimeout(ctx, ep.p.opts.PollWait)
+	pctx, cancel := context.WithTimeout(ctx, ep.p.opts.PollWait)
 	defer cancel()
-	// A poll that ends before until watches is in the record it reads first.
-	if err := ep.p.opts.Deck.PollNow(ctx, []string{rec.ID}); err != nil {
+	// PollNow returns once the poll is in the record: no feed to wait on.
+	if err := ep.p.opts.Deck.PollNow(pctx, []string{rec.ID}); err != nil {
+		if ctx.Err() == nil && pctx.Err() != nil {
+			return rec, nil // the poll is late: the record as it stands
+		}
 		return rec, err
 	}
-	got, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return !e.Task.Pollable() || e.Poll.LastPolled.After(asked) }, nil, nil)
-	if err != nil && ctx.Err() != nil && got != nil {
-		return got, nil // the poll is late: the record as it stands
+	got, err := ep.p.opts.Deck.Get(ctx, rec.ID)
+	if err != nil {
+		return rec, err
 	}
-	return got, err
+	return got.Task, nil
 }
 
 // taskError words a Deck error on tasks/* as the spec's codes.
