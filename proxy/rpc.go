@@ -99,13 +99,11 @@ type meta struct {
 	Raw   map[string]any
 }
 
-func readMeta(params json.RawMessage) meta {
-	var p struct {
-		Meta map[string]any `json:"_meta"`
-	}
-	_ = json.Unmarshal(params, &p) // no _meta: an agent without a name or tasks
-	m := meta{Raw: p.Meta, Tasks: wire.DeclaresExtension(p.Meta)}
-	if info, ok := p.Meta[mcp.MetaKeyClientInfo].(map[string]any); ok {
+// metaOf reads a request's _meta, decoded with the params it is part of
+// (nil: an agent without a name or tasks).
+func metaOf(raw map[string]any) meta {
+	m := meta{Raw: raw, Tasks: wire.DeclaresExtension(raw)}
+	if info, ok := raw[mcp.MetaKeyClientInfo].(map[string]any); ok {
 		m.Agent, _ = info["name"].(string)
 	}
 	return m

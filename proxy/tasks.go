@@ -27,6 +27,7 @@ func (ep *endpoint) ref() model.ServerRef { return model.ServerRef{Name: ep.cfg.
 const statePrefix = "taskdeck:"
 
 type callParams struct {
+	Meta           map[string]any             `json:"_meta"`
 	Name           string                     `json:"name"`
 	Arguments      json.RawMessage            `json:"arguments,omitempty"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
@@ -38,13 +39,16 @@ type callParams struct {
 // the Deck has committed it; any other agent is held until the end.
 func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	var cp callParams
-	if err := json.Unmarshal(req.Params, &cp); err != nil || cp.Name == "" {
+	if err := json.Unmarshal(req.Params, &cp); err != nil {
+		return fail(req.ID, codeInvalidParams, `tools/call params must be an object of "name", "arguments" (an object) and "_meta" (an object)`)
+	}
+	if cp.Name == "" {
 		return fail(req.ID, codeInvalidParams, `tools/call needs params with the tool's "name"`)
 	}
 	if string(cp.Arguments) == "null" {
 		cp.Arguments = nil // what a client with no arguments may send: none
 	}
-	m := readMeta(req.Params)
+	m := metaOf(cp.Meta)
 	var res deck.CallResult
 	var err error
 	if id, ok := strings.CutPrefix(cp.RequestState, statePrefix); ok {
@@ -254,6 +258,7 @@ func (ep *endpoint) record(ctx context.Context, id string) (deck.Entry, error) {
 }
 
 type taskParams struct {
+	Meta           map[string]any             `json:"_meta"`
 	TaskID         string                     `json:"taskId"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
 }
@@ -261,10 +266,13 @@ type taskParams struct {
 // task answers tasks/get, tasks/update and tasks/cancel through the Deck.
 func (ep *endpoint) task(ctx context.Context, req *request) *response {
 	var tp taskParams
-	if err := json.Unmarshal(req.Params, &tp); err != nil || tp.TaskID == "" {
+	if err := json.Unmarshal(req.Params, &tp); err != nil {
+		return fail(req.ID, codeInvalidParams, req.Method+` params must be an object of "taskId" (a string) and "_meta" (an object)`)
+	}
+	if tp.TaskID == "" {
 		return fail(req.ID, codeInvalidParams, req.Method+` needs params with "taskId"`)
 	}
-	if !readMeta(req.Params).Tasks {
+	if !metaOf(tp.Meta).Tasks {
 		e := wire.ErrMissingCapability()
 		return &response{JSONRPC: "2.0", ID: req.ID, Error: &rpcError{Code: e.Code, Message: e.Message, Data: e.Data}}
 	}
