@@ -139,6 +139,12 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ep := &endpoint{p: p, cfg: cfg}
+	if req.Method == "tools/call" {
+		if bad := ep.checkParamHeaders(r.Context(), r.Header, req); bad != nil {
+			writeHTTP(w, http.StatusBadRequest, bad)
+			return
+		}
+	}
 	if ep.local(req.Method) {
 		sse := &sseWriter{w: w}
 		ctx := r.Context()
