@@ -3,13 +3,16 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/service"
 )
 
 // quietEngine keeps the engine's own polls (and push's safety polls) out
@@ -113,18 +116,43 @@ func TestTasksGetOfPolledTaskPollsOnceIntervalPassed(t *testing.T) {
 }
 
 // A poll the server does not answer within PollWait does not hold the
-// agent: it gets the record as it stands.
+// agent, nor fail its tasks/get: it gets the record as it stands. The
+// proxy reaches the engine through the owner's socket, as
+// `taskdeck proxy --stdio` does, where a late PollNow is an error.
 func TestTasksGetLatePollAnswersFromRecord(t *testing.T) {
 	srv := hostile.Start(t, demo.Options{Hold: true, NoPush: true, PollInterval: 50 * time.Millisecond})
-	r := startRigWith(t, srv, fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.URL), Options{PollWait: 200 * time.Millisecond}, quietEngine)
+	config := fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.URL)
+	r := startRigWith(t, srv, config, Options{}, quietEngine)
 	_, a := rpc(t, r.url, "tools/call", `{"name":"hold","arguments":{"steps":3},"_meta":`+metaJSON("a", true)+`}`, nil)
 	id := str(a.Result["taskId"])
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	if _, err := service.Serve(ctx, dir, r.eng, nil); err != nil {
+		t.Fatal(err)
+	}
+	remote, err := service.Dial(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { remote.Close() })
+	cfg, err := mcpconfig.ParseConfig("test.json", []byte(config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(Options{Deck: remote, Config: cfg, PollWait: 200 * time.Millisecond})
+	t.Cleanup(func() { p.Close() })
+	ts := httptest.NewServer(p.Handler())
+	t.Cleanup(ts.Close)
+	viaSocket := &rig{srv: srv, eng: r.eng, url: ts.URL + "/mcp/demo"}
+
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) })
 	srv.On("tasks/get", hostile.Stall(stop))
 	pastInterval(t, r, id)
 	start := time.Now()
-	a = agentGet(t, r, id)
+	a = agentGet(t, viaSocket, id)
 	took := time.Since(start)
 	if str(a.Result["status"]) != "working" || took > 5*time.Second {
 		t.Fatalf("with the server silent the agent got %v after %s", a.Result, took)
