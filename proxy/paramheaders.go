@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,25 +74,36 @@ func (ep *endpoint) paramHeadersOf(ctx context.Context, tool string) paramHeader
 	return byTool[tool]
 }
 
-// checkParamHeaders refuses, with the spec's error, a tools/call whose
-// Mcp-Param-* headers do not match its arguments. Agents older than
+// agentHeadersKey holds, in a request's context, the HTTP headers of an
+// agent's tools/call: only a call over HTTP has its Mcp-Param-* checked.
+type agentHeadersKey struct{}
+
+func withAgentHeaders(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, agentHeadersKey{}, h)
+}
+
+// checkParamHeaders refuses, with the spec's error, a tools/call over HTTP
+// whose Mcp-Param-* headers do not match its arguments. Agents older than
 // 2026-07-28 send no standard headers and are not checked, as go-sdk's
 // server does not check them.
-func (ep *endpoint) checkParamHeaders(ctx context.Context, h http.Header, req *request) *response {
-	if h.Get("Mcp-Protocol-Version") < wire.ProtocolVersion {
+func (ep *endpoint) checkParamHeaders(ctx context.Context, id json.RawMessage, tool string, arguments json.RawMessage) *response {
+	h, ok := ctx.Value(agentHeadersKey{}).(http.Header)
+	if !ok || h.Get("Mcp-Protocol-Version") < wire.ProtocolVersion {
 		return nil
 	}
-	var cp struct {
-		Name      string                     `json:"name"`
-		Arguments map[string]json.RawMessage `json:"arguments"`
+	ph := ep.paramHeadersOf(ctx, tool)
+	if len(ph) == 0 {
+		return nil
 	}
-	if json.Unmarshal(req.Params, &cp) != nil || cp.Name == "" {
-		return nil // call() words what is wrong with the params
-	}
-	for path, name := range ep.paramHeadersOf(ctx, cp.Name) {
-		if why := mismatch(h.Get("Mcp-Param-"+name), cp.Arguments, path); why != "" {
-			return fail(req.ID, wire.CodeHeaderMismatch, fmt.Sprintf(
-				"header mismatch: Mcp-Param-%s %s %q; send each x-mcp-header argument of %s as its Mcp-Param-* header, with the argument's value", name, why, path, cp.Name))
+	var args map[string]json.RawMessage
+	_ = json.Unmarshal(arguments, &args)                // not an object: every header is for an absent argument
+	for _, path := range slices.Sorted(maps.Keys(ph)) { // the same error for the same request
+		name := ph[path]
+		if why := mismatch(h.Get("Mcp-Param-"+name), args, path); why != "" {
+			res := fail(id, wire.CodeHeaderMismatch, fmt.Sprintf(
+				"header mismatch: Mcp-Param-%s %s %q; send each x-mcp-header argument of %s as its Mcp-Param-* header, with the argument's value", name, why, path, tool))
+			res.status = http.StatusBadRequest
+			return res
 		}
 	}
 	return nil

@@ -33,7 +33,8 @@ func TestParamHeadersChecked(t *testing.T) {
 		hdr        map[string]string
 		says       string
 	}{
-		{"no headers", both, nil, `Mcp-Param-Region is missing for the argument "region"`},
+		{"no headers", both, nil, `Mcp-Param-Priority is missing for the argument "priority"`},
+		{"region missing", both, map[string]string{"Mcp-Param-Priority": "3"}, `Mcp-Param-Region is missing for the argument "region"`},
 		{"priority missing", both, map[string]string{"Mcp-Param-Region": "eu-west-1"}, `Mcp-Param-Priority is missing`},
 		{"region differs", both, map[string]string{"Mcp-Param-Region": "us-east-1", "Mcp-Param-Priority": "3"}, `Mcp-Param-Region differs`},
 		{"priority differs", both, map[string]string{"Mcp-Param-Region": "eu-west-1", "Mcp-Param-Priority": "4"}, `Mcp-Param-Priority differs`},

@@ -46,6 +46,7 @@ type response struct {
 	ID      json.RawMessage `json:"id"`
 	Result  any             `json:"result,omitempty"`
 	Error   *rpcError       `json:"error,omitempty"`
+	status  int             // over HTTP, when not 200
 }
 
 func reply(id json.RawMessage, result any) *response {
@@ -139,15 +140,9 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ep := &endpoint{p: p, cfg: cfg}
-	if req.Method == "tools/call" {
-		if bad := ep.checkParamHeaders(r.Context(), r.Header, req); bad != nil {
-			writeHTTP(w, http.StatusBadRequest, bad)
-			return
-		}
-	}
 	if ep.local(req.Method) {
 		sse := &sseWriter{w: w}
-		ctx := r.Context()
+		ctx := withAgentHeaders(r.Context(), r.Header)
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			ctx = withNotifier(ctx, sse.notify)
 		}

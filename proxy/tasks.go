@@ -45,6 +45,9 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	if cp.Name == "" {
 		return fail(req.ID, codeInvalidParams, `tools/call needs params with the tool's "name"`)
 	}
+	if bad := ep.checkParamHeaders(ctx, req.ID, cp.Name, cp.Arguments); bad != nil {
+		return bad
+	}
 	if string(cp.Arguments) == "null" {
 		cp.Arguments = nil // what a client with no arguments may send: none
 	}
