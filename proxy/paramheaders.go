@@ -96,8 +96,10 @@ func (ep *endpoint) checkParamHeaders(ctx context.Context, id json.RawMessage, t
 		return nil
 	}
 	var args map[string]json.RawMessage
-	_ = json.Unmarshal(arguments, &args)                // not an object: every header is for an absent argument
-	for _, path := range slices.Sorted(maps.Keys(ph)) { // the same error for the same request
+	// Arguments that are not an object: every header is for an absent one.
+	_ = json.Unmarshal(arguments, &args)
+	// In order: the same request gets the same error.
+	for _, path := range slices.Sorted(maps.Keys(ph)) {
 		name := ph[path]
 		if why := mismatch(h.Get("Mcp-Param-"+name), args, path); why != "" {
 			res := fail(id, wire.CodeHeaderMismatch, fmt.Sprintf(
