@@ -44,18 +44,35 @@ func startRig(t testing.TB, dopts demo.Options, popts Options) *rig {
 	return startRigWith(t, srv, fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.URL), popts)
 }
 
-// startRigWith puts the engine and the proxy in front of srv, with config.
-func startRigWith(t testing.TB, srv *hostile.Server, config string, popts Options) *rig {
+// startRigWith puts the engine and the proxy in front of srv, with config;
+// tune, if given, changes the engine's options.
+func startRigWith(t testing.TB, srv *hostile.Server, config string, popts Options, tune ...func(*engine.Options)) *rig {
+	t.Helper()
+	r := startFront(t, config, popts, tune...)
+	r.srv = srv
+	return r
+}
+
+// startFront is the engine and the proxy for the servers of config.
+func startFront(t testing.TB, config string, popts Options, tune ...func(*engine.Options)) *rig {
 	t.Helper()
 	cfg, err := mcpconfig.ParseConfig("test.json", []byte(config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.Open(engine.Options{DataDir: t.TempDir(), Config: cfg, Policy: fastPolicy, RequestTimeout: 5 * time.Second})
+	eopts := engine.Options{DataDir: t.TempDir(), Config: cfg, Policy: fastPolicy, RequestTimeout: 5 * time.Second}
+	for _, f := range tune {
+		f(&eopts)
+	}
+	eng, err := engine.Open(eopts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
+	// The engine watches its tasks (polls, push) as under `taskdeck serve`.
+	if err := eng.PollNow(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
 	popts.Deck, popts.Config = eng, cfg
 	p := New(popts)
 	t.Cleanup(func() { p.Close() })
@@ -66,7 +83,7 @@ func startRigWith(t testing.TB, srv *hostile.Server, config string, popts Option
 	ts := &httptest.Server{Listener: l, Config: &http.Server{Handler: p.Handler()}}
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return &rig{srv: srv, eng: eng, proxy: p, url: ts.URL + "/mcp/demo", base: ts.URL}
+	return &rig{eng: eng, proxy: p, url: ts.URL + "/mcp/demo", base: ts.URL}
 }
 
 // goClient connects go-sdk's client (which has no tasks) to an endpoint.

@@ -9,9 +9,9 @@ import (
 )
 
 // hub follows the Deck's feed for the proxy's waiters: a held call waits
-// for its record to end, a tasks/get for the poll it asked for. One watch
-// serves them all; a waiter is woken on every event about its record and
-// reads the record again, so no event can slip between a read and a wait.
+// for its record to end. One watch serves them all; a waiter is woken on
+// every event about its record and reads the record again, so no event
+// can slip between a read and a wait.
 type hub struct {
 	deck deck.Deck
 	log  *slog.Logger

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -77,5 +78,5 @@ func (s *sseWriter) finish(res *response) {
 		s.notify(res.encode())
 		return
 	}
-	writeHTTP(s.w, http.StatusOK, res)
+	writeHTTP(s.w, cmp.Or(res.status, http.StatusOK), res)
 }

@@ -57,8 +57,9 @@ type Proxy struct {
 	log  *slog.Logger
 	hub  *hub
 
-	mu  sync.Mutex
-	ups map[string]*mcpclient.Upstream // by server name, made on first use
+	mu     sync.Mutex
+	ups    map[string]*mcpclient.Upstream // by server name, made on first use
+	htools map[string]*headerTools        // by server name, made on first use
 }
 
 // New makes a proxy over opts.Deck.
@@ -70,7 +71,8 @@ func New(opts Options) *Proxy {
 	if opts.Config == nil {
 		opts.Config = &config.Config{}
 	}
-	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger), ups: map[string]*mcpclient.Upstream{}}
+	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger),
+		ups: map[string]*mcpclient.Upstream{}, htools: map[string]*headerTools{}}
 }
 
 // Close stops the proxy's watch of the feed; calls still held end with it.
@@ -101,6 +103,18 @@ func (p *Proxy) upstream(cfg config.ServerConfig) (*mcpclient.Upstream, error) {
 	}
 	p.ups[cfg.Name] = u
 	return u, nil
+}
+
+// headerTools is the cache of a server's x-mcp-header arguments.
+func (p *Proxy) headerTools(server string) *headerTools {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ht := p.htools[server]
+	if ht == nil {
+		ht = &headerTools{}
+		p.htools[server] = ht
+	}
+	return ht
 }
 
 // CheckListen refuses, with a one-line error, an address the proxy must

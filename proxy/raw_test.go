@@ -217,6 +217,8 @@ func TestBadInput(t *testing.T) {
 		{"a call without an id", r.url, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"sleep","arguments":{"seconds":1}}}`, 400, -32600, "need an id"},
 		{"tasks/get without an id", r.url, `{"jsonrpc":"2.0","method":"tasks/get","params":{"taskId":"x"}}`, 400, -32600, "need an id"},
 		{"no tool name", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, 200, -32602, "name"},
+		{"_meta not an object", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":5}}`, 200, -32602, `"_meta" (an object)`},
+		{"tasks/get _meta not an object", r.url, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x","_meta":[]}}`, 200, -32602, `"_meta" (an object)`},
 	}
 	for _, c := range cases {
 		status, a := post(t, c.url, c.body, "tools/call", nil)

@@ -46,6 +46,7 @@ type response struct {
 	ID      json.RawMessage `json:"id"`
 	Result  any             `json:"result,omitempty"`
 	Error   *rpcError       `json:"error,omitempty"`
+	status  int             // over HTTP, when not 200
 }
 
 func reply(id json.RawMessage, result any) *response {
@@ -99,13 +100,11 @@ type meta struct {
 	Raw   map[string]any
 }
 
-func readMeta(params json.RawMessage) meta {
-	var p struct {
-		Meta map[string]any `json:"_meta"`
-	}
-	_ = json.Unmarshal(params, &p) // no _meta: an agent without a name or tasks
-	m := meta{Raw: p.Meta, Tasks: wire.DeclaresExtension(p.Meta)}
-	if info, ok := p.Meta[mcp.MetaKeyClientInfo].(map[string]any); ok {
+// metaOf reads a request's _meta, decoded with the params it is part of
+// (nil: an agent without a name or tasks).
+func metaOf(raw map[string]any) meta {
+	m := meta{Raw: raw, Tasks: wire.DeclaresExtension(raw)}
+	if info, ok := raw[mcp.MetaKeyClientInfo].(map[string]any); ok {
 		m.Agent, _ = info["name"].(string)
 	}
 	return m
@@ -143,7 +142,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	ep := &endpoint{p: p, cfg: cfg}
 	if ep.local(req.Method) {
 		sse := &sseWriter{w: w}
-		ctx := r.Context()
+		ctx := withAgentHeaders(r.Context(), r.Header)
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			ctx = withNotifier(ctx, sse.notify)
 		}

@@ -27,6 +27,7 @@ func (ep *endpoint) ref() model.ServerRef { return model.ServerRef{Name: ep.cfg.
 const statePrefix = "taskdeck:"
 
 type callParams struct {
+	Meta           map[string]any             `json:"_meta"`
 	Name           string                     `json:"name"`
 	Arguments      json.RawMessage            `json:"arguments,omitempty"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
@@ -38,13 +39,19 @@ type callParams struct {
 // the Deck has committed it; any other agent is held until the end.
 func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	var cp callParams
-	if err := json.Unmarshal(req.Params, &cp); err != nil || cp.Name == "" {
+	if err := json.Unmarshal(req.Params, &cp); err != nil {
+		return fail(req.ID, codeInvalidParams, `tools/call params must be an object of "name", "arguments" (an object) and "_meta" (an object)`)
+	}
+	if cp.Name == "" {
 		return fail(req.ID, codeInvalidParams, `tools/call needs params with the tool's "name"`)
+	}
+	if bad := ep.checkParamHeaders(ctx, req.ID, cp.Name, cp.Arguments); bad != nil {
+		return bad
 	}
 	if string(cp.Arguments) == "null" {
 		cp.Arguments = nil // what a client with no arguments may send: none
 	}
-	m := readMeta(req.Params)
+	m := metaOf(cp.Meta)
 	var res deck.CallResult
 	var err error
 	if id, ok := strings.CutPrefix(cp.RequestState, statePrefix); ok {
@@ -254,6 +261,7 @@ func (ep *endpoint) record(ctx context.Context, id string) (deck.Entry, error) {
 }
 
 type taskParams struct {
+	Meta           map[string]any             `json:"_meta"`
 	TaskID         string                     `json:"taskId"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
 }
@@ -261,10 +269,13 @@ type taskParams struct {
 // task answers tasks/get, tasks/update and tasks/cancel through the Deck.
 func (ep *endpoint) task(ctx context.Context, req *request) *response {
 	var tp taskParams
-	if err := json.Unmarshal(req.Params, &tp); err != nil || tp.TaskID == "" {
+	if err := json.Unmarshal(req.Params, &tp); err != nil {
+		return fail(req.ID, codeInvalidParams, req.Method+` params must be an object of "taskId" (a string) and "_meta" (an object)`)
+	}
+	if tp.TaskID == "" {
 		return fail(req.ID, codeInvalidParams, req.Method+` needs params with "taskId"`)
 	}
-	if !readMeta(req.Params).Tasks {
+	if !metaOf(tp.Meta).Tasks {
 		e := wire.ErrMissingCapability()
 		return &response{JSONRPC: "2.0", ID: req.ID, Error: &rpcError{Code: e.Code, Message: e.Message, Data: e.Data}}
 	}
@@ -296,31 +307,35 @@ func (ep *endpoint) task(ctx context.Context, req *request) *response {
 // pollIntervalMs (the spec suggests 1 s).
 const defaultPollInterval = time.Second
 
-// fresh is the record as fresh as the server allows: one polled less than
-// its pollIntervalMs ago is answered as it is; else the engine is asked to
-// poll now, and the answer waits for that poll (never sooner than the
-// server asked, as the engine's own polls wait the interval too).
+// fresh is the record as fresh as the server allows: a task the server
+// pushes is current in the record, and one polled less than its
+// pollIntervalMs ago is as fresh as the server lets it be; either is
+// answered as it is. Else the engine polls it now (never sooner than the
+// server asked, as the engine's own polls wait the interval too) and the
+// answer is the record that poll left.
 func (ep *endpoint) fresh(ctx context.Context, e deck.Entry) (*model.Task, error) {
 	rec := e.Task
 	interval := rec.ServerPollInterval()
 	if interval == 0 {
 		interval = defaultPollInterval
 	}
-	if !rec.Pollable() || time.Since(e.Poll.LastPolled) < interval {
+	if !rec.Pollable() || e.Poll.Pushed || time.Since(e.Poll.LastPolled) < interval {
 		return rec, nil
 	}
-	asked := e.Poll.LastPolled
-	ctx, cancel := context.WithTimeout(ctx, ep.p.opts.PollWait)
+	pctx, cancel := context.WithTimeout(ctx, ep.p.opts.PollWait)
 	defer cancel()
-	// A poll that ends before until watches is in the record it reads first.
-	if err := ep.p.opts.Deck.PollNow(ctx, []string{rec.ID}); err != nil {
+	// PollNow returns once the poll is in the record: no feed to wait on.
+	if err := ep.p.opts.Deck.PollNow(pctx, []string{rec.ID}); err != nil {
+		if ctx.Err() == nil && pctx.Err() != nil {
+			return rec, nil // the poll is late: the record as it stands
+		}
 		return rec, err
 	}
-	got, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return !e.Task.Pollable() || e.Poll.LastPolled.After(asked) }, nil, nil)
-	if err != nil && ctx.Err() != nil && got != nil {
-		return got, nil // the poll is late: the record as it stands
+	got, err := ep.p.opts.Deck.Get(ctx, rec.ID)
+	if err != nil {
+		return rec, err
 	}
-	return got, err
+	return got.Task, nil
 }
 
 // taskError words a Deck error on tasks/* as the spec's codes.
