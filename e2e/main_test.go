@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -161,9 +162,16 @@ type proc struct {
 // startTD starts the binary in the background; t.Cleanup kills and reaps it.
 func startTD(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	return startTDWithStdin(t, env, nil, args...)
+}
+
+// startTDWithStdin is startTD with the process reading stdin (nil: none).
+func startTDWithStdin(t *testing.T, env []string, stdin io.Reader, args ...string) *proc {
+	t.Helper()
 	p := &proc{Stdout: &clitest.SyncBuf{}, Stderr: &clitest.SyncBuf{}, done: make(chan struct{})}
 	p.cmd = exec.Command(tdBin, args...)
 	p.cmd.Env = env
+	p.cmd.Stdin = stdin
 	p.cmd.Stdout, p.cmd.Stderr = p.Stdout, p.Stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -95,4 +96,37 @@ func TestHeldAgentAnsweredFromAnotherShell(t *testing.T) {
 	if agent := string(rec.raw["agent"]); agent != `"e2e-agent"` {
 		t.Fatalf("get --json names agent %s, want \"e2e-agent\"", agent)
 	}
+}
+
+// TestStdioProxyWatchesOpenTasks: `taskdeck proxy --stdio` that owns the
+// store (no serve runs) watches every open task while the agent is
+// connected, as serve would: a task launched earlier by a plain `call`
+// (which polls nothing) reaches its end in the store without anyone
+// asking for it.
+func TestStdioProxyWatchesOpenTasks(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0", "--no-push")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}}}`, srv.url))
+	r := d.run("call", "--server", "build", "sleep", "--args", `{"seconds":1}`).Must(t, exitOK)
+	id := strings.Fields(r.Stdout)[0]
+
+	// The agent's end of the pipe stays open and silent for the test.
+	agentEnd, stdin, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); agentEnd.Close() })
+	px := startTDWithStdin(t, d.env, agentEnd, d.args([]string{"proxy", "--stdio", "build"})...)
+	clitest.WaitFor(t, "the proxy's engine to see the sleep end", func() bool {
+		if px.exited() {
+			t.Fatalf("the proxy exited (%d): %s", px.Code, px.Stderr)
+		}
+		for _, tk := range d.ls() { // ls polls nothing: what the proxy's engine wrote
+			if tk.ID == id {
+				return tk.Status == "completed"
+			}
+		}
+		return false
+	})
 }

@@ -54,6 +54,9 @@ the task ends. It works through the owner of the store when one runs.`,
 func proxyRun(opts *ProxyOptions) error {
 	f := opts.f
 	f.quiet = true // stdout is the agent's: warnings go to the log
+	// An agent's tasks are watched to their end while it runs, also when
+	// no serve does: a task the agent leaves behind is not left unpolled.
+	f.watchAll = true
 	dk, err := f.deck(opts.ctx)
 	if err != nil {
 		return err

@@ -66,6 +66,10 @@ type Factory struct {
 	requestTimeout      time.Duration // bounds one request to a server (--request-timeout)
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
 	quiet bool
+	// watchAll: a long-lived command that, when its process owns the
+	// store (at start, or after taking over from an owner that died),
+	// watches every open task, as serve does.
+	watchAll bool
 
 	cfg     *mcpconfig.Config
 	logFile *os.File
@@ -222,17 +226,29 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 	if err := f.openLog(); err != nil {
 		return nil, err
 	}
+	own := func() (deck.Deck, error) {
+		e, err := f.openEngine(cfg)
+		if err != nil {
+			return nil, err
+		}
+		if f.watchAll {
+			if err := e.PollNow(ctx, nil); err != nil {
+				e.Close()
+				return nil, err
+			}
+		}
+		return e, nil
+	}
 	if engine.IsPostgres(f.storeOf(cfg)) {
 		// A shared database has no single owner: every process runs its
 		// own engine on it, and no socket is served in the data dir.
-		e, err := f.openEngine(cfg)
+		e, err := own()
 		if err != nil {
 			return nil, err
 		}
 		f.dk = e
 		return e, nil
 	}
-	own := func() (deck.Deck, error) { return f.openEngine(cfg) }
 	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Config: f.configFile(), Logger: f.logger})
 	if err != nil {
 		return nil, err
