@@ -75,6 +75,11 @@ type Store struct {
 	pubMu     sync.Mutex
 	published uint64
 
+	// backends are the server pids of the pool's connections: their
+	// commits' notifications need no catch-up, since the writer has the
+	// hook hear its own commit (see committed).
+	backends sync.Map
+
 	stopListen context.CancelFunc
 	listenDone chan struct{}
 }
@@ -96,6 +101,12 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 	// A startup parameter outranks the server's, the database's and the
 	// role's defaults: every commit waits for its WAL flush.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	s := &Store{log: logger, listenDone: make(chan struct{})}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		s.backends.Store(c.PgConn().PID(), true)
+		return nil
+	}
+	cfg.BeforeClose = func(c *pgx.Conn) { s.backends.Delete(c.PgConn().PID()) }
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the PostgreSQL store: %s", oneLine(err))
@@ -108,7 +119,7 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 		pool.Close()
 		return nil, fmt.Errorf("cannot prepare the PostgreSQL store's tables: %s", oneLine(err))
 	}
-	s := &Store{pool: pool, log: logger, listenDone: make(chan struct{})}
+	s.pool = pool
 	var rev int64
 	if err := pool.QueryRow(ctx, `SELECT rev FROM taskdeck_meta`).Scan(&rev); err != nil {
 		pool.Close()
@@ -235,8 +246,11 @@ func (s *Store) noteRev(rev uint64) {
 
 // Write statements. Each write txn first increments the counter (taking its
 // row lock, held to commit): revisions are handed out in commit order, and a
-// txn that rolls back leaves no hole.
+// txn that rolls back leaves no hole. Creates and updates do all of it in
+// one statement, taskdeck_put (migrations/00003_put.sql, which notifies on
+// channel).
 const (
+	putSQL    = `SELECT taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	bumpSQL   = `UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev`
 	notifySQL = `SELECT pg_notify('` + channel + `', rev::text) FROM taskdeck_meta`
 	// dropTombsSQL drops the tombstones older than the last $1 revisions
@@ -245,6 +259,46 @@ const (
 		DELETE FROM taskdeck_tombstones WHERE rev <= (SELECT rev FROM taskdeck_meta) - $1 RETURNING rev)
 		UPDATE taskdeck_meta SET floor = (SELECT max(rev) FROM gone) WHERE EXISTS (SELECT 1 FROM gone)`
 )
+
+// staleCode is the SQLSTATE taskdeck_put raises when the record is no
+// longer at the revision the update read (or the claim no longer holds).
+const staleCode = "TD001"
+
+// put writes rec in one statement, one round trip, committed before it
+// returns: a new record when prev is 0, else the record still at revision
+// prev (and, with a claim, still held by it; else errStale). rec must be
+// the caller's own copy: the hook may receive it.
+func (s *Store) put(what string, rec *model.Task, prev uint64, c *Claim) error {
+	val, err := body(rec)
+	if err != nil {
+		return err
+	}
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	var prevRev *int64
+	if prev != 0 {
+		p := int64(prev)
+		prevRev = &p
+	}
+	var rev int64
+	err = s.reread(func() error {
+		return s.pool.QueryRow(ctx, putSQL, rec.ID, nullKey(rec.IdempotencyKey), string(rec.Status), rec.UpdatedAt,
+			val, rec.Server.Name, prevRev, c.fence(), c.owner()).Scan(&rev)
+	})
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == staleCode {
+		return errStale
+	}
+	if err != nil {
+		return dbError(what, err)
+	}
+	rec.Revision = uint64(rev)
+	s.committed(rec.Revision, &store.Change{Rev: rec.Revision, ID: rec.ID, Task: rec})
+	return nil
+}
 
 // write runs fn in one txn; fn queues its statements on b and returns
 // the check to run on their results. Nothing is kept unless it commits.
@@ -269,11 +323,19 @@ func (s *Store) write(what string, fn func(b *pgx.Batch) func() error) (uint64, 
 	if err != nil {
 		return 0, dbError(what, err)
 	}
-	s.noteRev(uint64(rev))
-	if err := s.catchUp(uint64(rev)); err != nil {
+	s.committed(uint64(rev), nil)
+	return uint64(rev), nil
+}
+
+// committed notes this process's commit of rev and has the hook hear it:
+// own, the change the commit made (nil: look it up), goes to the hook as
+// it is when the hook has heard every revision before it; otherwise a
+// catch-up reads it with whatever other processes committed in between.
+func (s *Store) committed(rev uint64, own *store.Change) {
+	s.noteRev(rev)
+	if err := s.catchUp(rev, own); err != nil {
 		s.log.Warn("PostgreSQL store: the change feed could not read a commit back; it will with the next", "err", err)
 	}
-	return uint64(rev), nil
 }
 
 // nullKey stores an empty idempotency key as NULL, which the unique
@@ -303,16 +365,8 @@ func (s *Store) Create(rec *model.Task) error {
 	if err := store.CheckRecord(rec); err != nil {
 		return err
 	}
-	val, err := body(rec)
-	if err != nil {
-		return err
-	}
-	rev, err := s.write("create task "+rec.ID, func(b *pgx.Batch) func() error {
-		b.Queue(`INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
-			VALUES ($1, $2, $3, (SELECT rev FROM taskdeck_meta), $4, $5, $6)`,
-			rec.ID, nullKey(rec.IdempotencyKey), string(rec.Status), rec.UpdatedAt, val, rec.Server.Name)
-		return func() error { return nil }
-	})
+	own := rec.Clone()
+	err := s.put("create task "+rec.ID, own, 0, nil)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		if pe.ConstraintName == "taskdeck_tasks_pkey" {
@@ -329,7 +383,7 @@ func (s *Store) Create(rec *model.Task) error {
 	if err != nil {
 		return err
 	}
-	rec.Revision = rev
+	rec.Revision = own.Revision
 	return nil
 }
 
@@ -373,23 +427,9 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if _, err := store.CheckUpdate(cur, next, dropKey); err != nil {
 			return nil, err
 		}
-		val, err := body(next)
-		if err != nil {
-			return nil, err
-		}
-		rev, err := s.write("update task "+id, func(b *pgx.Batch) func() error {
-			var n int64
-			b.Queue(`UPDATE taskdeck_tasks SET idem_key = $2, status = $3, updated_at = $4, body = $5,
-				revision = (SELECT rev FROM taskdeck_meta) WHERE id = $1 AND revision = $6`+fenceSQL,
-				id, nullKey(next.IdempotencyKey), string(next.Status), next.UpdatedAt, val, int64(cur.Revision), c.fence(), c.owner(),
-			).Exec(func(ct pgconn.CommandTag) error { n = ct.RowsAffected(); return nil })
-			return func() error {
-				if n == 0 {
-					return errStale
-				}
-				return nil
-			}
-		})
+		// The hook gets a copy of its own: next goes back to the caller.
+		own := next.Clone()
+		err = s.put("update task "+id, own, cur.Revision, c)
 		if errors.Is(err, errStale) {
 			if c != nil {
 				if err := s.checkClaim(id, c); err != nil {
@@ -401,7 +441,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, err
 		}
-		next.Revision = rev
+		next.Revision = own.Revision
 		return next, nil
 	}
 }
@@ -491,10 +531,7 @@ func (s *Store) pruneChunk(ids, terminal []string, before *time.Time, due string
 		return 0, dbError("prune", err)
 	}
 	if len(gone) > 0 {
-		s.noteRev(uint64(rev))
-		if err := s.catchUp(uint64(rev)); err != nil {
-			s.log.Warn("PostgreSQL store: the change feed could not read a commit back; it will with the next", "err", err)
-		}
+		s.committed(uint64(rev), nil)
 	}
 	return len(gone), nil
 }
@@ -568,8 +605,9 @@ func (s *Store) read(sql string, args ...any) ([]*model.Task, error) {
 	return out, err
 }
 
-// reread runs a read again when it met a connection the server had closed
-// (see inTx); reads change nothing.
+// reread runs fn again when it met a connection the server had closed
+// (see inTx). fn is a read, which changes nothing, or one statement (put),
+// whose implicit txn an error answer rolled back.
 func (s *Store) reread(fn func() error) error {
 	for try := int32(0); ; try++ {
 		err := fn()
@@ -784,8 +822,9 @@ func (s *Store) SetCommitHook(fn func([]store.Change)) {
 
 // catchUp publishes to the hook what was committed after the last
 // published revision, unless that reaches rev already (rev 0: always
-// look).
-func (s *Store) catchUp(rev uint64) error {
+// look). own, if not nil, is the change committed at rev by this process:
+// right after the published revision it needs no query.
+func (s *Store) catchUp(rev uint64, own *store.Change) error {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
 	if rev != 0 && s.published >= rev {
@@ -796,6 +835,11 @@ func (s *Store) catchUp(rev uint64) error {
 		// No one to tell: a notification still says how far the store is.
 		s.published = max(s.published, rev)
 		s.noteRev(rev)
+		return nil
+	}
+	if own != nil && s.published+1 == rev {
+		s.published = rev
+		(*fn)([]store.Change{*own})
 		return nil
 	}
 	changes, upTo, floor, err := s.changesSince(s.published)
@@ -851,7 +895,7 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected f
 	}
 	connected()
 	// Whatever was committed while no one listened.
-	if err := s.catchUp(0); err != nil {
+	if err := s.catchUp(0, nil); err != nil {
 		return err
 	}
 	for {
@@ -859,8 +903,13 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected f
 		if err != nil {
 			return err
 		}
+		if _, mine := s.backends.Load(n.PID); mine {
+			// Its writer has the hook hear it; a commit whose answer was
+			// lost is caught up with the next commit the hook hears.
+			continue
+		}
 		rev, _ := strconv.ParseUint(n.Payload, 10, 64)
-		if err := s.catchUp(rev); err != nil {
+		if err := s.catchUp(rev, nil); err != nil {
 			return err
 		}
 	}
