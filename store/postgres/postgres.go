@@ -80,6 +80,12 @@ type Store struct {
 	// hook hear its own commit (see committed).
 	backends sync.Map
 
+	// puts are the writes for the committer (commits), which ends when
+	// stopPuts is closed and then closes commitsDone.
+	puts        chan *putReq
+	stopPuts    chan struct{}
+	commitsDone chan struct{}
+
 	stopListen context.CancelFunc
 	listenDone chan struct{}
 }
@@ -101,7 +107,8 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 	// A startup parameter outranks the server's, the database's and the
 	// role's defaults: every commit waits for its WAL flush.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
-	s := &Store{log: logger, listenDone: make(chan struct{})}
+	s := &Store{log: logger, listenDone: make(chan struct{}),
+		puts: make(chan *putReq), stopPuts: make(chan struct{}), commitsDone: make(chan struct{})}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		s.backends.Store(c.PgConn().PID(), true)
 		return nil
@@ -130,6 +137,7 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 	lctx, cancel := context.WithCancel(context.Background())
 	s.stopListen = cancel
 	go s.listen(lctx, cfg.ConnConfig)
+	go s.commits()
 	return s, nil
 }
 
@@ -156,11 +164,14 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return err
 }
 
-// Close stops listening and closes the pool; later calls fail.
+// Close stops the committer (the writes it has taken are answered) and
+// listening, and closes the pool; later calls fail.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	close(s.stopPuts)
+	<-s.commitsDone
 	s.stopListen()
 	<-s.listenDone
 	s.pool.Close()
@@ -250,7 +261,7 @@ func (s *Store) noteRev(rev uint64) {
 // one statement, taskdeck_put (migrations/00003_put.sql, which notifies on
 // channel).
 const (
-	putSQL    = `SELECT taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	putSQL    = `SELECT o_rev, o_code, o_constraint FROM taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	bumpSQL   = `UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev`
 	notifySQL = `SELECT pg_notify('` + channel + `', rev::text) FROM taskdeck_meta`
 	// dropTombsSQL drops the tombstones older than the last $1 revisions
@@ -260,44 +271,144 @@ const (
 		UPDATE taskdeck_meta SET floor = (SELECT max(rev) FROM gone) WHERE EXISTS (SELECT 1 FROM gone)`
 )
 
-// staleCode is the SQLSTATE taskdeck_put raises when the record is no
-// longer at the revision the update read (or the claim no longer holds).
-const staleCode = "TD001"
+// The codes taskdeck_put answers a refused write with: the record is no
+// longer at the revision the update read (or the claim no longer holds),
+// or a unique constraint (the id's or the key's) refused it.
+const (
+	staleCode  = "TD001"
+	uniqueCode = "23505"
+)
 
-// put writes rec in one statement, one round trip, committed before it
-// returns: a new record when prev is 0, else the record still at revision
-// prev (and, with a claim, still held by it; else errStale). rec must be
-// the caller's own copy: the hook may receive it.
+// maxBatch bounds the writes one taskdeck_put commits.
+const maxBatch = 256
+
+// errDupID and errDupKey refuse a create whose id or idempotency key a
+// committed record has.
+var (
+	errDupID  = errors.New("the task id is taken")
+	errDupKey = errors.New("the idempotency key is taken")
+)
+
+// putReq is one write for the committer: rec (its JSON val) new when
+// prev is nil, else the record at revision *prev, fenced by claim c.
+type putReq struct {
+	rec  *model.Task
+	val  []byte
+	prev *int64
+	c    *Claim
+	done chan error
+}
+
+// put writes rec, committed before it returns: a new record when prev is
+// 0, else the record still at revision prev (and, with a claim, still
+// held by it; else errStale). The writes that wait meanwhile go in one
+// statement and one commit with it. rec must be the caller's own copy:
+// the hook may receive it.
 func (s *Store) put(what string, rec *model.Task, prev uint64, c *Claim) error {
 	val, err := body(rec)
 	if err != nil {
 		return err
 	}
-	ctx, cancel, err := s.ctx()
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	var prevRev *int64
+	req := &putReq{rec: rec, val: val, c: c, done: make(chan error, 1)}
 	if prev != 0 {
 		p := int64(prev)
-		prevRev = &p
+		req.prev = &p
 	}
-	var rev int64
-	err = s.reread(func() error {
-		return s.pool.QueryRow(ctx, putSQL, rec.ID, nullKey(rec.IdempotencyKey), string(rec.Status), rec.UpdatedAt,
-			val, rec.Server.Name, prevRev, c.fence(), c.owner()).Scan(&rev)
-	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == staleCode {
-		return errStale
+	select {
+	case s.puts <- req:
+	case <-s.stopPuts:
+		return errClosed
 	}
-	if err != nil {
+	err = <-req.done
+	if err != nil && !errors.Is(err, errStale) && !errors.Is(err, errDupID) && !errors.Is(err, errDupKey) {
 		return dbError(what, err)
 	}
-	rec.Revision = uint64(rev)
-	s.committed(rec.Revision, &store.Change{Rev: rec.Revision, ID: rec.ID, Task: rec})
-	return nil
+	return err
+}
+
+// commits is the committer: it takes the writes waiting, up to maxBatch,
+// and commits them in one statement, until Close.
+func (s *Store) commits() {
+	defer close(s.commitsDone)
+	for {
+		var batch []*putReq
+		select {
+		case r := <-s.puts:
+			batch = append(batch, r)
+		case <-s.stopPuts:
+			return
+		}
+	waiting:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.puts:
+				batch = append(batch, r)
+			default:
+				break waiting
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit writes batch in one taskdeck_put and answers each write; the hook
+// hears the commits in revision order before their writers return.
+func (s *Store) commit(batch []*putReq) {
+	n := len(batch)
+	ids, keys, statuses, servers := make([]string, n), make([]*string, n), make([]string, n), make([]string, n)
+	at, vals, prevs, fences, owners := make([]time.Time, n), make([][]byte, n), make([]*int64, n), make([]*int64, n), make([]*string, n)
+	for i, r := range batch {
+		ids[i], keys[i], statuses[i], servers[i] = r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.Server.Name
+		at[i], vals[i], prevs[i], fences[i], owners[i] = r.rec.UpdatedAt, r.val, r.prev, r.c.fence(), r.c.owner()
+	}
+	type result struct {
+		rev        *int64
+		code, cons *string
+	}
+	var res []result
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	err := s.reread(func() error {
+		rows, err := s.pool.Query(ctx, putSQL, ids, keys, statuses, at, vals, servers, prevs, fences, owners)
+		if err != nil {
+			return err
+		}
+		res, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (result, error) {
+			var r result
+			return r, row.Scan(&r.rev, &r.code, &r.cons)
+		})
+		return err
+	})
+	if err == nil && len(res) != n {
+		err = fmt.Errorf("taskdeck_put answered %d of %d writes", len(res), n)
+	}
+	var pe *pgconn.PgError
+	if err != nil && n > 1 && errors.As(err, &pe) {
+		// The server refused the batch for one write's sake (a value it
+		// cannot take): alone, each write gets its own answer.
+		for _, r := range batch {
+			s.commit([]*putReq{r})
+		}
+		return
+	}
+	for i, r := range batch {
+		switch {
+		case err != nil:
+			r.done <- err
+		case res[i].rev != nil:
+			r.rec.Revision = uint64(*res[i].rev)
+			s.committed(r.rec.Revision, &store.Change{Rev: r.rec.Revision, ID: r.rec.ID, Task: r.rec})
+			r.done <- nil
+		case *res[i].code == staleCode:
+			r.done <- errStale
+		case *res[i].cons == "taskdeck_tasks_pkey":
+			r.done <- errDupID
+		case *res[i].cons == "taskdeck_tasks_idem_key":
+			r.done <- errDupKey
+		default:
+			r.done <- fmt.Errorf("task %s: refused by constraint %s", r.rec.ID, *res[i].cons)
+		}
+	}
 }
 
 // write runs fn in one txn; fn queues its statements on b and returns
@@ -367,11 +478,10 @@ func (s *Store) Create(rec *model.Task) error {
 	}
 	own := rec.Clone()
 	err := s.put("create task "+rec.ID, own, 0, nil)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		if pe.ConstraintName == "taskdeck_tasks_pkey" {
-			return fmt.Errorf("task %s already exists", rec.ID)
-		}
+	switch {
+	case errors.Is(err, errDupID):
+		return fmt.Errorf("task %s already exists", rec.ID)
+	case errors.Is(err, errDupKey):
 		// Writers are serialized by the counter, so the record that holds
 		// the key is committed and visible now.
 		existing, gerr := s.ByKey(rec.IdempotencyKey)
@@ -379,8 +489,7 @@ func (s *Store) Create(rec *model.Task) error {
 			return dbError("read the record of a duplicate key", gerr)
 		}
 		return &store.DuplicateKeyError{Key: rec.IdempotencyKey, Existing: existing}
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
 	rec.Revision = own.Revision
@@ -606,8 +715,8 @@ func (s *Store) read(sql string, args ...any) ([]*model.Task, error) {
 }
 
 // reread runs fn again when it met a connection the server had closed
-// (see inTx). fn is a read, which changes nothing, or one statement (put),
-// whose implicit txn an error answer rolled back.
+// (see inTx). fn is a read, which changes nothing, or one statement (a
+// commit's taskdeck_put), whose implicit txn an error answer rolled back.
 func (s *Store) reread(fn func() error) error {
 	for try := int32(0); ; try++ {
 		err := fn()

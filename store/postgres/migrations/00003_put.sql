@@ -1,36 +1,58 @@
 -- +goose Up
--- taskdeck_put writes one record in the one statement that calls it, so a
--- durable write is one round trip (its implicit txn commits at the Sync).
--- It takes the next revision first (the counter's row lock, held to
--- commit, keeps revisions in commit order and gapless), then inserts the
--- record (p_prev NULL) or updates it if it is still at revision p_prev and,
--- with a fence, the claim still holds; then notifies. A stale update raises
--- SQLSTATE TD001, which rolls all of it back, the revision too.
+-- taskdeck_put writes a batch of records in the one statement that calls
+-- it, so that the concurrent writes of a process share one round trip and
+-- one commit (its implicit txn commits at the Sync). It takes the counter's
+-- row lock first (held to commit: revisions are in commit order), then
+-- inserts each record (p_prev NULL) or updates it if it is still at revision
+-- p_prev and, with a fence, the claim still holds. A write refused (its key
+-- or id taken, or stale) is undone alone and takes no revision; the others
+-- get the next revisions in turn, gapless, and one notification wakes the
+-- listeners. Each row of the result answers the write of the same place.
 -- +goose StatementBegin
-CREATE FUNCTION taskdeck_put(p_id text, p_key text, p_status text, p_updated_at timestamptz,
-    p_body bytea, p_server text, p_prev bigint, p_fence bigint, p_owner text) RETURNS bigint
+CREATE FUNCTION taskdeck_put(p_id text[], p_key text[], p_status text[], p_updated_at timestamptz[],
+    p_body bytea[], p_server text[], p_prev bigint[], p_fence bigint[], p_owner text[])
+RETURNS TABLE (o_rev bigint, o_code text, o_constraint text)
 LANGUAGE plpgsql AS $$
 DECLARE
-    r bigint;
+    base bigint;
+    done bigint := 0;
 BEGIN
-    UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev INTO r;
-    IF p_prev IS NULL THEN
-        INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
-        VALUES (p_id, p_key, p_status, r, p_updated_at, p_body, p_server);
-    ELSE
-        UPDATE taskdeck_tasks
-        SET idem_key = p_key, status = p_status, updated_at = p_updated_at, body = p_body, revision = r
-        WHERE id = p_id AND revision = p_prev
-            AND (p_fence IS NULL OR (fence = p_fence AND owner = p_owner AND lease_until >= now()));
-        IF NOT FOUND THEN
-            RAISE EXCEPTION 'task % changed meanwhile', p_id USING ERRCODE = 'TD001';
+    SELECT rev INTO base FROM taskdeck_meta FOR UPDATE;
+    FOR i IN 1 .. coalesce(array_length(p_id, 1), 0) LOOP
+        o_rev := base + done + 1;
+        o_code := NULL;
+        o_constraint := NULL;
+        BEGIN
+            IF p_prev[i] IS NULL THEN
+                INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
+                VALUES (p_id[i], p_key[i], p_status[i], o_rev, p_updated_at[i], p_body[i], p_server[i]);
+            ELSE
+                UPDATE taskdeck_tasks
+                SET idem_key = p_key[i], status = p_status[i], updated_at = p_updated_at[i], body = p_body[i], revision = o_rev
+                WHERE id = p_id[i] AND revision = p_prev[i]
+                    AND (p_fence[i] IS NULL OR (fence = p_fence[i] AND owner = p_owner[i] AND lease_until >= now()));
+                IF NOT FOUND THEN
+                    o_code := 'TD001';
+                END IF;
+            END IF;
+        EXCEPTION WHEN unique_violation THEN
+            GET STACKED DIAGNOSTICS o_constraint = CONSTRAINT_NAME;
+            o_code := '23505';
+        END;
+        IF o_code IS NULL THEN
+            done := done + 1;
+        ELSE
+            o_rev := NULL;
         END IF;
+        RETURN NEXT;
+    END LOOP;
+    IF done > 0 THEN
+        UPDATE taskdeck_meta SET rev = base + done;
+        PERFORM pg_notify('taskdeck_changes', (base + done)::text);
     END IF;
-    PERFORM pg_notify('taskdeck_changes', r::text);
-    RETURN r;
 END
 $$;
 -- +goose StatementEnd
 
 -- +goose Down
-DROP FUNCTION taskdeck_put(text, text, text, timestamptz, bytea, text, bigint, bigint, text);
+DROP FUNCTION taskdeck_put(text[], text[], text[], timestamptz[], bytea[], text[], bigint[], bigint[], text[]);
