@@ -80,11 +80,12 @@ type Store struct {
 	// hook hear its own commit (see committed).
 	backends sync.Map
 
-	// puts are the writes for the committer (commits), which ends when
-	// stopPuts is closed and then closes commitsDone.
-	puts        chan *putReq
-	stopPuts    chan struct{}
-	commitsDone chan struct{}
+	// qmu guards the writes queued for the next commit, and whether one
+	// of their writers leads it; writing counts the puts under way.
+	qmu     sync.Mutex
+	queue   []*putReq
+	leading bool
+	writing sync.WaitGroup
 
 	stopListen context.CancelFunc
 	listenDone chan struct{}
@@ -107,8 +108,7 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 	// A startup parameter outranks the server's, the database's and the
 	// role's defaults: every commit waits for its WAL flush.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
-	s := &Store{log: logger, listenDone: make(chan struct{}),
-		puts: make(chan *putReq), stopPuts: make(chan struct{}), commitsDone: make(chan struct{})}
+	s := &Store{log: logger, listenDone: make(chan struct{})}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		s.backends.Store(c.PgConn().PID(), true)
 		return nil
@@ -137,7 +137,6 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 	lctx, cancel := context.WithCancel(context.Background())
 	s.stopListen = cancel
 	go s.listen(lctx, cfg.ConnConfig)
-	go s.commits()
 	return s, nil
 }
 
@@ -164,14 +163,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return err
 }
 
-// Close stops the committer (the writes it has taken are answered) and
-// listening, and closes the pool; later calls fail.
+// Close lets the writes under way finish, stops listening and closes the
+// pool; later calls fail.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	s.qmu.Lock()
+	already := s.closed.Swap(true)
+	s.qmu.Unlock()
+	if already {
 		return nil
 	}
-	close(s.stopPuts)
-	<-s.commitsDone
+	s.writing.Wait()
 	s.stopListen()
 	<-s.listenDone
 	s.pool.Close()
@@ -289,66 +290,77 @@ var (
 	errDupKey = errors.New("the idempotency key is taken")
 )
 
-// putReq is one write for the committer: rec (its JSON val) new when
-// prev is nil, else the record at revision *prev, fenced by claim c.
+// putReq is one write: rec (its JSON val) new when prev is nil, else the
+// record at revision *prev, fenced by claim c. done gets its answer;
+// lead, the turn of its writer to commit the writes queued.
 type putReq struct {
 	rec  *model.Task
 	val  []byte
 	prev *int64
 	c    *Claim
 	done chan error
+	lead chan struct{}
 }
 
 // put writes rec, committed before it returns: a new record when prev is
 // 0, else the record still at revision prev (and, with a claim, still
-// held by it; else errStale). The writes that wait meanwhile go in one
-// statement and one commit with it. rec must be the caller's own copy:
-// the hook may receive it.
+// held by it; else errStale). rec must be the caller's own copy: the hook
+// may receive it. The writes queued while a commit is under way go in the
+// next one together, committed by one of their writers (the lead), so
+// that a write alone needs no other goroutine.
 func (s *Store) put(what string, rec *model.Task, prev uint64, c *Claim) error {
 	val, err := body(rec)
 	if err != nil {
 		return err
 	}
-	req := &putReq{rec: rec, val: val, c: c, done: make(chan error, 1)}
+	req := &putReq{rec: rec, val: val, c: c, done: make(chan error, 1), lead: make(chan struct{}, 1)}
 	if prev != 0 {
 		p := int64(prev)
 		req.prev = &p
 	}
-	select {
-	case s.puts <- req:
-	case <-s.stopPuts:
+	s.qmu.Lock()
+	if s.closed.Load() {
+		s.qmu.Unlock()
 		return errClosed
 	}
-	err = <-req.done
+	s.writing.Add(1)
+	defer s.writing.Done()
+	s.queue = append(s.queue, req)
+	lead := !s.leading
+	s.leading = true
+	s.qmu.Unlock()
+	if !lead {
+		select {
+		case err = <-req.done:
+		case <-req.lead:
+			lead = true
+		}
+	}
+	if lead {
+		s.lead()
+		err = <-req.done // it was the first queued
+	}
 	if err != nil && !errors.Is(err, errStale) && !errors.Is(err, errDupID) && !errors.Is(err, errDupKey) {
 		return dbError(what, err)
 	}
 	return err
 }
 
-// commits is the committer: it takes the writes waiting, up to maxBatch,
-// and commits them in one statement, until Close.
-func (s *Store) commits() {
-	defer close(s.commitsDone)
-	for {
-		var batch []*putReq
-		select {
-		case r := <-s.puts:
-			batch = append(batch, r)
-		case <-s.stopPuts:
-			return
-		}
-	waiting:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-s.puts:
-				batch = append(batch, r)
-			default:
-				break waiting
-			}
-		}
-		s.commit(batch)
+// lead commits the writes queued, up to maxBatch, then hands the lead to
+// the first write queued meanwhile, if any.
+func (s *Store) lead() {
+	s.qmu.Lock()
+	batch := slices.Clone(s.queue[:min(len(s.queue), maxBatch)])
+	s.queue = slices.Delete(s.queue, 0, len(batch))
+	s.qmu.Unlock()
+	s.commit(batch)
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if len(s.queue) == 0 {
+		s.leading = false
+		return
 	}
+	s.queue[0].lead <- struct{}{}
 }
 
 // commit writes batch in one taskdeck_put and answers each write; the hook
