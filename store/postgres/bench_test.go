@@ -59,12 +59,13 @@ func spread(xs []float64) (median, lo, hi float64) {
 	return s[len(s)/2], s[0], s[len(s)-1]
 }
 
-// BenchmarkWriteVsBare: each round (one iteration) times ops synced
-// Creates, ops changed Updates and ops bare single-row INSERT … COMMITs
-// of rows of the same shape and size on the same database, one at a time,
-// in an order that turns each round. It reports the medians over rounds
-// of the time per op, and of each durable write's ratio to the bare insert
-// of its round, with the ratios' ranges in the log.
+// BenchmarkWriteVsBare: each round (one iteration) makes ops synced
+// Creates, ops changed Updates and ops bare single-row INSERT … COMMITs of
+// rows of the same shape and size on the same database, one at a time and
+// interleaved op by op (create, update, bare, in an order that turns), so
+// that each kind meets the same load. Per round it takes each kind's
+// median time per op and each durable write's ratio to the bare insert;
+// it reports the medians of those over rounds, with ranges in the log.
 //
 //	go test -run '^$' -bench WriteVsBare -benchtime 9x ./store/postgres
 func BenchmarkWriteVsBare(b *testing.B) {
@@ -94,25 +95,30 @@ func BenchmarkWriteVsBare(b *testing.B) {
 		}},
 		{"bare", func(i int) error { n++; return bareInsert(pool, keyed(i), n) }},
 	}
-	per := map[string][]float64{}
+	per := map[string][]float64{} // each round's median µs an op, by kind
 	var rounds int
 	for b.Loop() {
-		for k := range kinds {
-			kind := kinds[(k+rounds)%len(kinds)]
-			start := time.Now()
-			for i := range ops {
+		took := map[string][]float64{}
+		for i := range ops {
+			for k := range kinds {
+				kind := kinds[(k+i+rounds)%len(kinds)]
+				start := time.Now()
 				if err := kind.op(i); err != nil {
 					b.Fatal(err)
 				}
+				took[kind.name] = append(took[kind.name], float64(time.Since(start).Microseconds()))
 			}
-			per[kind.name] = append(per[kind.name], float64(time.Since(start).Microseconds())/ops)
+		}
+		for name, ds := range took {
+			m, _, _ := spread(ds)
+			per[name] = append(per[name], m)
 		}
 		rounds++
 	}
 	for _, name := range []string{"create", "update", "bare"} {
 		m, lo, hi := spread(per[name])
 		b.ReportMetric(m, name+"-µs")
-		b.Logf("%s: median %.0f µs an op, range %.0f–%.0f µs, %d rounds", name, m, lo, hi, rounds)
+		b.Logf("%s: median %.0f µs an op (the rounds' medians %.0f–%.0f µs), %d rounds", name, m, lo, hi, rounds)
 	}
 	for _, name := range []string{"create", "update"} {
 		ratios := make([]float64, rounds)
@@ -131,9 +137,9 @@ func BenchmarkWriteVsBare(b *testing.B) {
 // share one pool of 64 connections. It reports the medians over rounds of
 // writes per second and of the store's rate over the bare one.
 //
-//	go test -run '^$' -bench Writers64 -benchtime 7x ./store/postgres
+//	go test -run '^$' -bench Writers64 -benchtime 15x ./store/postgres
 func BenchmarkWriters64(b *testing.B) {
-	const writers, each = 64, 20
+	const writers, each = 64, 10
 	s, pool := benchStore(b, writers)
 	var mu sync.Mutex
 	var n int64
