@@ -216,10 +216,12 @@ func TestConcurrentWritesShareACommit(t *testing.T) {
 			t.Fatalf("write %d: %v", i, err)
 		}
 	}
-	// The first write alone, then the others in at most a few batches
-	// (a goroutine may reach the queue only after the first batch left).
-	if got := r.turns.Load() - before; got > 4 {
-		t.Errorf("%d concurrent Creates behind one commit took %d round trips, want at most 4", n, got)
+	// The first write alone, then the others in a few batches (on a busy
+	// machine a goroutine may reach the queue only after a batch left, and
+	// the pool may ping a connection idle for a second): one at a time
+	// they take 63 or more.
+	if got := r.turns.Load() - before; got > 8 {
+		t.Errorf("%d concurrent Creates behind one commit took %d round trips, want at most 8", n, got)
 	}
 	all := heard.All()
 	if len(all) != n+3 {
