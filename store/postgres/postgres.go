@@ -1,12 +1,14 @@
 // Package postgres keeps taskdeck's task records in a PostgreSQL database
-// that a fleet of engines shares. It is a store.Backend: every write is one
-// transaction committed with synchronous_commit on; the idempotency key is
-// unique in the database; revisions come from a one-row counter that every
-// write transaction increments, so they are commit-ordered across hosts.
-// The commit hook hears this process's commits and every other's: a write
+// that a fleet of engines shares. It is a store.Backend: every write is
+// committed with synchronous_commit on before it returns (a create or an
+// update in one statement, the writes of a process that wait meanwhile in
+// the same commit); the idempotency key is unique in the database;
+// revisions come from a one-row counter that every write transaction
+// increments, so they are gapless and commit-ordered across hosts. The
+// commit hook hears this process's commits and every other's: a write
 // sends NOTIFY, and a catch-up query by revision (the truth) publishes what
-// is new, after this process's own commits, on every notification and after
-// every reconnect of the listener.
+// others committed, on every notification and after every reconnect of the
+// listener.
 package postgres
 
 import (
