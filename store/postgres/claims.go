@@ -22,10 +22,6 @@ type Claim struct {
 	Fence uint64
 }
 
-// fenceSQL ends an update's WHERE: without a claim ($7 NULL) it adds
-// nothing; with one the claim must hold.
-const fenceSQL = ` AND ($7::bigint IS NULL OR (fence = $7 AND owner = $8 AND lease_until >= now()))`
-
 func (c *Claim) fence() *int64 {
 	if c == nil {
 		return nil

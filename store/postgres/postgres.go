@@ -1,12 +1,14 @@
 // Package postgres keeps taskdeck's task records in a PostgreSQL database
-// that a fleet of engines shares. It is a store.Backend: every write is one
-// transaction committed with synchronous_commit on; the idempotency key is
-// unique in the database; revisions come from a one-row counter that every
-// write transaction increments, so they are commit-ordered across hosts.
-// The commit hook hears this process's commits and every other's: a write
+// that a fleet of engines shares. It is a store.Backend: every write is
+// committed with synchronous_commit on before it returns (a create or an
+// update in one statement, the writes of a process that wait meanwhile in
+// the same commit); the idempotency key is unique in the database;
+// revisions come from a one-row counter that every write transaction
+// increments, so they are gapless and commit-ordered across hosts. The
+// commit hook hears this process's commits and every other's: a write
 // sends NOTIFY, and a catch-up query by revision (the truth) publishes what
-// is new, after this process's own commits, on every notification and after
-// every reconnect of the listener.
+// others committed, on every notification and after every reconnect of the
+// listener.
 package postgres
 
 import (
@@ -75,6 +77,18 @@ type Store struct {
 	pubMu     sync.Mutex
 	published uint64
 
+	// backends are the server pids of the pool's connections: their
+	// commits' notifications need no catch-up, since the writer has the
+	// hook hear its own commit (see committed).
+	backends sync.Map
+
+	// qmu guards the writes queued for the next commit, and whether one
+	// of their writers leads it; writing counts the puts under way.
+	qmu     sync.Mutex
+	queue   []*putReq
+	leading bool
+	writing sync.WaitGroup
+
 	stopListen context.CancelFunc
 	listenDone chan struct{}
 	healthHook atomic.Pointer[func(error)] // see SetHealthHook
@@ -97,6 +111,12 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 	// A startup parameter outranks the server's, the database's and the
 	// role's defaults: every commit waits for its WAL flush.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	s := &Store{log: logger, listenDone: make(chan struct{})}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		s.backends.Store(c.PgConn().PID(), true)
+		return nil
+	}
+	cfg.BeforeClose = func(c *pgx.Conn) { s.backends.Delete(c.PgConn().PID()) }
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the PostgreSQL store: %s", oneLine(err))
@@ -109,7 +129,7 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 		pool.Close()
 		return nil, fmt.Errorf("cannot prepare the PostgreSQL store's tables: %s", oneLine(err))
 	}
-	s := &Store{pool: pool, log: logger, listenDone: make(chan struct{})}
+	s.pool = pool
 	var rev int64
 	if err := pool.QueryRow(ctx, `SELECT rev FROM taskdeck_meta`).Scan(&rev); err != nil {
 		pool.Close()
@@ -146,11 +166,16 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	return err
 }
 
-// Close stops listening and closes the pool; later calls fail.
+// Close lets the writes under way finish, stops listening and closes the
+// pool; later calls fail.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	s.qmu.Lock()
+	already := s.closed.Swap(true)
+	s.qmu.Unlock()
+	if already {
 		return nil
 	}
+	s.writing.Wait()
 	s.stopListen()
 	<-s.listenDone
 	s.pool.Close()
@@ -236,8 +261,11 @@ func (s *Store) noteRev(rev uint64) {
 
 // Write statements. Each write txn first increments the counter (taking its
 // row lock, held to commit): revisions are handed out in commit order, and a
-// txn that rolls back leaves no hole.
+// txn that rolls back leaves no hole. Creates and updates do all of it in
+// one statement, taskdeck_put (migrations/00003_put.sql, which notifies on
+// channel).
 const (
+	putSQL    = `SELECT o_rev, o_code, o_constraint FROM taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	bumpSQL   = `UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev`
 	notifySQL = `SELECT pg_notify('` + channel + `', rev::text) FROM taskdeck_meta`
 	// dropTombsSQL drops the tombstones older than the last $1 revisions
@@ -246,6 +274,157 @@ const (
 		DELETE FROM taskdeck_tombstones WHERE rev <= (SELECT rev FROM taskdeck_meta) - $1 RETURNING rev)
 		UPDATE taskdeck_meta SET floor = (SELECT max(rev) FROM gone) WHERE EXISTS (SELECT 1 FROM gone)`
 )
+
+// The codes taskdeck_put answers a refused write with: the record is no
+// longer at the revision the update read (or the claim no longer holds),
+// or a unique constraint (the id's or the key's) refused it.
+const (
+	staleCode  = "TD001"
+	uniqueCode = "23505"
+)
+
+// maxBatch bounds the writes one taskdeck_put commits.
+const maxBatch = 256
+
+// errDupID and errDupKey refuse a create whose id or idempotency key a
+// committed record has.
+var (
+	errDupID  = errors.New("the task id is taken")
+	errDupKey = errors.New("the idempotency key is taken")
+)
+
+// putReq is one write: rec (its JSON val) new when prev is nil, else the
+// record at revision *prev, fenced by claim c. done gets its answer;
+// lead, the turn of its writer to commit the writes queued.
+type putReq struct {
+	rec  *model.Task
+	val  []byte
+	prev *int64
+	c    *Claim
+	done chan error
+	lead chan struct{}
+}
+
+// put writes rec, committed before it returns: a new record when prev is
+// 0, else the record still at revision prev (and, with a claim, still
+// held by it; else errStale). rec must be the caller's own copy: the hook
+// may receive it. The writes queued while a commit is under way go in the
+// next one together, committed by one of their writers (the lead), so
+// that a write alone needs no other goroutine.
+func (s *Store) put(what string, rec *model.Task, prev uint64, c *Claim) error {
+	val, err := body(rec)
+	if err != nil {
+		return err
+	}
+	req := &putReq{rec: rec, val: val, c: c, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	if prev != 0 {
+		p := int64(prev)
+		req.prev = &p
+	}
+	s.qmu.Lock()
+	if s.closed.Load() {
+		s.qmu.Unlock()
+		return errClosed
+	}
+	s.writing.Add(1)
+	defer s.writing.Done()
+	s.queue = append(s.queue, req)
+	lead := !s.leading
+	s.leading = true
+	s.qmu.Unlock()
+	if !lead {
+		select {
+		case err = <-req.done:
+		case <-req.lead:
+			lead = true
+		}
+	}
+	if lead {
+		s.lead()
+		err = <-req.done // it was the first queued
+	}
+	if err != nil && !errors.Is(err, errStale) && !errors.Is(err, errDupID) && !errors.Is(err, errDupKey) {
+		return dbError(what, err)
+	}
+	return err
+}
+
+// lead commits the writes queued, up to maxBatch, then hands the lead to
+// the first write queued meanwhile, if any.
+func (s *Store) lead() {
+	s.qmu.Lock()
+	batch := slices.Clone(s.queue[:min(len(s.queue), maxBatch)])
+	s.queue = slices.Delete(s.queue, 0, len(batch))
+	s.qmu.Unlock()
+	s.commit(batch)
+	s.qmu.Lock()
+	defer s.qmu.Unlock()
+	if len(s.queue) == 0 {
+		s.leading = false
+		return
+	}
+	s.queue[0].lead <- struct{}{}
+}
+
+// commit writes batch in one taskdeck_put and answers each write; the hook
+// hears the commits in revision order before their writers return.
+func (s *Store) commit(batch []*putReq) {
+	n := len(batch)
+	ids, keys, statuses, servers := make([]string, n), make([]*string, n), make([]string, n), make([]string, n)
+	at, vals, prevs, fences, owners := make([]time.Time, n), make([][]byte, n), make([]*int64, n), make([]*int64, n), make([]*string, n)
+	for i, r := range batch {
+		ids[i], keys[i], statuses[i], servers[i] = r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.Server.Name
+		at[i], vals[i], prevs[i], fences[i], owners[i] = r.rec.UpdatedAt, r.val, r.prev, r.c.fence(), r.c.owner()
+	}
+	type result struct {
+		rev        *int64
+		code, cons *string
+	}
+	var res []result
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	err := s.reread(func() error {
+		rows, err := s.pool.Query(ctx, putSQL, ids, keys, statuses, at, vals, servers, prevs, fences, owners)
+		if err != nil {
+			return err
+		}
+		res, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (result, error) {
+			var r result
+			return r, row.Scan(&r.rev, &r.code, &r.cons)
+		})
+		return err
+	})
+	if err == nil && len(res) != n {
+		err = fmt.Errorf("taskdeck_put answered %d of %d writes", len(res), n)
+	}
+	var pe *pgconn.PgError
+	if err != nil && n > 1 && errors.As(err, &pe) {
+		// The server refused the batch for one write's sake (a value it
+		// cannot take): alone, each write gets its own answer.
+		for _, r := range batch {
+			s.commit([]*putReq{r})
+		}
+		return
+	}
+	for i, r := range batch {
+		switch {
+		case err != nil:
+			r.done <- err
+		case res[i].rev != nil:
+			r.rec.Revision = uint64(*res[i].rev)
+			s.committed(r.rec.Revision, &store.Change{Rev: r.rec.Revision, ID: r.rec.ID, Task: r.rec})
+			r.done <- nil
+		case *res[i].code == staleCode:
+			r.done <- errStale
+		case *res[i].cons == "taskdeck_tasks_pkey":
+			r.done <- errDupID
+		case *res[i].cons == "taskdeck_tasks_idem_key":
+			r.done <- errDupKey
+		default:
+			r.done <- fmt.Errorf("task %s: refused by constraint %s", r.rec.ID, *res[i].cons)
+		}
+	}
+}
 
 // write runs fn in one txn; fn queues its statements on b and returns
 // the check to run on their results. Nothing is kept unless it commits.
@@ -270,11 +449,19 @@ func (s *Store) write(what string, fn func(b *pgx.Batch) func() error) (uint64, 
 	if err != nil {
 		return 0, dbError(what, err)
 	}
-	s.noteRev(uint64(rev))
-	if err := s.catchUp(uint64(rev)); err != nil {
+	s.committed(uint64(rev), nil)
+	return uint64(rev), nil
+}
+
+// committed notes this process's commit of rev and has the hook hear it:
+// own, the change the commit made (nil: look it up), goes to the hook as
+// it is when the hook has heard every revision before it; otherwise a
+// catch-up reads it with whatever other processes committed in between.
+func (s *Store) committed(rev uint64, own *store.Change) {
+	s.noteRev(rev)
+	if err := s.catchUp(rev, own); err != nil {
 		s.log.Warn("PostgreSQL store: the change feed could not read a commit back; it will with the next", "err", err)
 	}
-	return uint64(rev), nil
 }
 
 // nullKey stores an empty idempotency key as NULL, which the unique
@@ -304,21 +491,12 @@ func (s *Store) Create(rec *model.Task) error {
 	if err := store.CheckRecord(rec); err != nil {
 		return err
 	}
-	val, err := body(rec)
-	if err != nil {
-		return err
-	}
-	rev, err := s.write("create task "+rec.ID, func(b *pgx.Batch) func() error {
-		b.Queue(`INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
-			VALUES ($1, $2, $3, (SELECT rev FROM taskdeck_meta), $4, $5, $6)`,
-			rec.ID, nullKey(rec.IdempotencyKey), string(rec.Status), rec.UpdatedAt, val, rec.Server.Name)
-		return func() error { return nil }
-	})
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" {
-		if pe.ConstraintName == "taskdeck_tasks_pkey" {
-			return fmt.Errorf("task %s already exists", rec.ID)
-		}
+	own := rec.Clone()
+	err := s.put("create task "+rec.ID, own, 0, nil)
+	switch {
+	case errors.Is(err, errDupID):
+		return fmt.Errorf("task %s already exists", rec.ID)
+	case errors.Is(err, errDupKey):
 		// Writers are serialized by the counter, so the record that holds
 		// the key is committed and visible now.
 		existing, gerr := s.ByKey(rec.IdempotencyKey)
@@ -326,11 +504,10 @@ func (s *Store) Create(rec *model.Task) error {
 			return dbError("read the record of a duplicate key", gerr)
 		}
 		return &store.DuplicateKeyError{Key: rec.IdempotencyKey, Existing: existing}
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
-	rec.Revision = rev
+	rec.Revision = own.Revision
 	return nil
 }
 
@@ -374,23 +551,9 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if _, err := store.CheckUpdate(cur, next, dropKey); err != nil {
 			return nil, err
 		}
-		val, err := body(next)
-		if err != nil {
-			return nil, err
-		}
-		rev, err := s.write("update task "+id, func(b *pgx.Batch) func() error {
-			var n int64
-			b.Queue(`UPDATE taskdeck_tasks SET idem_key = $2, status = $3, updated_at = $4, body = $5,
-				revision = (SELECT rev FROM taskdeck_meta) WHERE id = $1 AND revision = $6`+fenceSQL,
-				id, nullKey(next.IdempotencyKey), string(next.Status), next.UpdatedAt, val, int64(cur.Revision), c.fence(), c.owner(),
-			).Exec(func(ct pgconn.CommandTag) error { n = ct.RowsAffected(); return nil })
-			return func() error {
-				if n == 0 {
-					return errStale
-				}
-				return nil
-			}
-		})
+		// The hook gets a copy of its own: next goes back to the caller.
+		own := next.Clone()
+		err = s.put("update task "+id, own, cur.Revision, c)
 		if errors.Is(err, errStale) {
 			if c != nil {
 				if err := s.checkClaim(id, c); err != nil {
@@ -402,7 +565,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, err
 		}
-		next.Revision = rev
+		next.Revision = own.Revision
 		return next, nil
 	}
 }
@@ -492,10 +655,7 @@ func (s *Store) pruneChunk(ids, terminal []string, before *time.Time, due string
 		return 0, dbError("prune", err)
 	}
 	if len(gone) > 0 {
-		s.noteRev(uint64(rev))
-		if err := s.catchUp(uint64(rev)); err != nil {
-			s.log.Warn("PostgreSQL store: the change feed could not read a commit back; it will with the next", "err", err)
-		}
+		s.committed(uint64(rev), nil)
 	}
 	return len(gone), nil
 }
@@ -569,8 +729,9 @@ func (s *Store) read(sql string, args ...any) ([]*model.Task, error) {
 	return out, err
 }
 
-// reread runs a read again when it met a connection the server had closed
-// (see inTx); reads change nothing.
+// reread runs fn again when it met a connection the server had closed
+// (see inTx). fn is a read, which changes nothing, or one statement (a
+// commit's taskdeck_put), whose implicit txn an error answer rolled back.
 func (s *Store) reread(fn func() error) error {
 	for try := int32(0); ; try++ {
 		err := fn()
@@ -785,8 +946,9 @@ func (s *Store) SetCommitHook(fn func([]store.Change)) {
 
 // catchUp publishes to the hook what was committed after the last
 // published revision, unless that reaches rev already (rev 0: always
-// look).
-func (s *Store) catchUp(rev uint64) error {
+// look). own, if not nil, is the change committed at rev by this process:
+// right after the published revision it needs no query.
+func (s *Store) catchUp(rev uint64, own *store.Change) error {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
 	if rev != 0 && s.published >= rev {
@@ -797,6 +959,11 @@ func (s *Store) catchUp(rev uint64) error {
 		// No one to tell: a notification still says how far the store is.
 		s.published = max(s.published, rev)
 		s.noteRev(rev)
+		return nil
+	}
+	if own != nil && s.published+1 == rev {
+		s.published = rev
+		(*fn)([]store.Change{*own})
 		return nil
 	}
 	changes, upTo, floor, err := s.changesSince(s.published)
@@ -854,7 +1021,7 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected f
 	connected()
 	s.health(nil)
 	// Whatever was committed while no one listened.
-	if err := s.catchUp(0); err != nil {
+	if err := s.catchUp(0, nil); err != nil {
 		return err
 	}
 	for {
@@ -862,8 +1029,13 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected f
 		if err != nil {
 			return err
 		}
+		if _, mine := s.backends.Load(n.PID); mine {
+			// Its writer has the hook hear it; a commit whose answer was
+			// lost is caught up with the next commit the hook hears.
+			continue
+		}
 		rev, _ := strconv.ParseUint(n.Payload, 10, 64)
-		if err := s.catchUp(rev); err != nil {
+		if err := s.catchUp(rev, nil); err != nil {
 			return err
 		}
 	}
