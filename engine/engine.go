@@ -17,6 +17,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // Options configure an engine. Zero values select the defaults.
@@ -219,7 +220,13 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	if rec, err = e.tracker.Cancel(ctx, rec.ID); err != nil {
 		return rec, classify(err, idOf(rec))
 	}
+	if e.watchedElsewhere(rec) {
+		return rec, nil // its watcher's next poll records the outcome
+	}
 	res, err := e.tracker.Poll(ctx, rec.ID)
+	if errors.Is(err, postgres.ErrClaimLost) {
+		return rec, nil // claimed by another meanwhile: its polls record the outcome
+	}
 	if err != nil {
 		return rec, classify(err, rec.ID)
 	}
@@ -309,6 +316,9 @@ func (e *Engine) entry(rec *model.Task) deck.Entry {
 	}
 	if ps.LastError != nil {
 		p.LastError = ps.LastError.Error()
+	}
+	if e.claims != nil {
+		p.Watcher, p.NoEngine = e.claims.watch(rec)
 	}
 	return deck.Entry{Task: rec, Poll: p}
 }

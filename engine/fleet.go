@@ -21,11 +21,16 @@ import (
 )
 
 // The claims of an engine on a shared database: a lease of ClaimLease,
-// renewed every ClaimRenew (well inside it), so a dead engine's tasks are
-// claimed by another within the lease plus one renewal round.
+// renewed every ClaimRenew (three tries inside it). The others' rounds
+// also wake when the first of their leases runs out, so a dead engine's
+// tasks are claimed by another within the lease (≤ 8 s) of its last
+// renewal, not the lease plus a round.
 const (
-	DefaultClaimLease = 10 * time.Second
-	DefaultClaimRenew = 3 * time.Second
+	DefaultClaimLease = 8 * time.Second
+	DefaultClaimRenew = 2 * time.Second
+	// expiryMargin: a round woken by a lease's end runs this much after
+	// it, so that the database sees the lease over.
+	expiryMargin = 50 * time.Millisecond
 	// claimBatch bounds one ClaimTasks or RenewClaims: one write each.
 	claimBatch = 500
 )
@@ -82,21 +87,29 @@ func engineName() string {
 
 // claimer holds an engine's claims on tasks of a shared database.
 type claimer struct {
-	pg      *postgres.Store
-	name    string   // this engine, as the database names the claims' owner
-	servers []string // the configured servers: the only tasks it claims
-	lease   time.Duration
-	renew   time.Duration
-	wake    chan struct{} // a claim round at once (a call made a task)
+	pg    *postgres.Store
+	name  string // this engine, as the database names the claims' owner
+	lease time.Duration
+	renew time.Duration
+	wake  chan struct{} // a claim round at once (a call made a task)
 
-	mu   sync.Mutex
-	held map[string]postgres.Claim
+	mu sync.Mutex
+	// servers are the only tasks it claims: the configured names, and the
+	// URLs of ad-hoc calls this process made (a URL may mean another
+	// machine on another host: only the engine that called it claims it).
+	servers []string
+	held    map[string]postgres.Claim
 	// until is when each lease runs out by this engine's clock (from
 	// before the request that took or renewed it): a claim not renewed by
 	// then is not polled, before another engine may take it.
 	until   map[string]time.Time
-	waiting map[string]bool           // held, with nothing to poll yet
-	polling map[string]postgres.Claim // polls in flight: their writes carry the fence
+	waiting map[string]bool // held, with nothing to poll yet
+	// fleet is the last view of the others' claims and reach, and when it
+	// was read (zero: never).
+	fleet   postgres.Fleet
+	readAt  time.Time
+	triedAt time.Time // the last read, failed or not
+	rounds  bool      // the claim rounds run and keep fleet current
 }
 
 func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
@@ -109,7 +122,6 @@ func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 		held:    map[string]postgres.Claim{},
 		until:   map[string]time.Time{},
 		waiting: map[string]bool{},
-		polling: map[string]postgres.Claim{},
 	}
 	if c.lease == 0 {
 		c.lease = DefaultClaimLease
@@ -148,30 +160,109 @@ func (c *claimer) unwait(id string) {
 	c.mu.Unlock()
 }
 
-// poll marks a poll of id in flight, if this engine holds its claim; the
-// returned func ends it. ok is false when the claim is not held, or its
-// lease may have run out.
-func (c *claimer) poll(id string) (end func(), ok bool) {
+// claim is this engine's claim on id, if it holds one whose lease has not
+// run out by its clock: only then may it poll the task.
+func (c *claimer) claim(id string) (postgres.Claim, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl, ok := c.held[id]
 	if !ok || !time.Now().Before(c.until[id]) {
-		return func() {}, false
+		return postgres.Claim{}, false
 	}
-	c.polling[id] = cl
-	return func() {
-		c.mu.Lock()
-		delete(c.polling, id)
-		c.mu.Unlock()
-	}, true
+	return cl, true
 }
 
-// claimFor is the claim a write of a poll result of id carries, if any.
-func (c *claimer) claimFor(id string) (postgres.Claim, bool) {
+// reach adds an ad-hoc server this process called to those it claims.
+func (c *claimer) reach(ref model.ServerRef) {
+	if ref.Name != "" {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cl, ok := c.polling[id]
-	return cl, ok
+	if !slices.Contains(c.servers, ref.URL) {
+		c.servers = append(c.servers, ref.URL)
+	}
+}
+
+// claimable is a copy of the servers whose tasks this engine claims.
+func (c *claimer) claimable() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.servers)
+}
+
+// watch is who watches rec on the shared database: the engine holding its
+// claim, or none that can (no live engine has its server). A process
+// whose claim rounds do not run reads the fleet when its view is stale.
+func (c *claimer) watch(rec *model.Task) (watcher string, noEngine bool) {
+	if rec.Status.Terminal() || rec.Status == model.StatusOrphaned {
+		return "", false // nothing to watch
+	}
+	c.mu.Lock()
+	stale := !c.rounds && time.Since(c.triedAt) > c.renew
+	c.mu.Unlock()
+	if stale {
+		_, _ = c.read() // on failure the last view stands (the store says why elsewhere)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.readAt.IsZero() {
+		return "", false // not known yet
+	}
+	return c.fleet.Watchers[rec.ID], !c.fleet.Reachable[rec.Server.String()]
+}
+
+// read reads the fleet anew and returns the ids whose watcher changed
+// (all: nil with changed true, when the reachable servers changed).
+func (c *claimer) read() (ids []string, changed bool) {
+	f, err := c.pg.Fleet(c.name, c.claimable())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.triedAt = time.Now()
+	if err != nil {
+		return nil, false
+	}
+	first := c.readAt.IsZero()
+	old := c.fleet
+	c.fleet, c.readAt = f, time.Now()
+	if first || !maps.Equal(old.Reachable, f.Reachable) {
+		return nil, true
+	}
+	for id, w := range f.Watchers {
+		if old.Watchers[id] != w {
+			ids = append(ids, id)
+		}
+	}
+	for id := range old.Watchers {
+		if _, ok := f.Watchers[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, len(ids) > 0
+}
+
+// watchedElsewhere tells whether another live engine holds rec's claim:
+// this one then neither polls it nor writes what its server says.
+func (e *Engine) watchedElsewhere(rec *model.Task) bool {
+	c := e.claims
+	if c == nil || c.holds(rec.ID) {
+		return false
+	}
+	w, _ := c.watch(rec)
+	return w != "" && w != c.name
+}
+
+// next is when the next claim round is due after now: one renewal
+// interval, or sooner when another engine's lease on a task this one
+// could poll runs out (its engine may be dead).
+func (c *claimer) next(now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wait := c.renew
+	if at := c.fleet.NextExpiry; !at.IsZero() {
+		wait = min(wait, max(at.Sub(now)+expiryMargin, expiryMargin))
+	}
+	return wait
 }
 
 // poke asks for a claim round at once.
@@ -221,10 +312,14 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 		}
 	}
 	c.mu.Unlock()
-	if len(c.servers) == 0 {
+	servers := c.claimable()
+	if len(servers) == 0 {
 		return lost, nil, nil
 	}
-	engines, open, err := c.pg.Share(enginePrefix, c.servers)
+	if err := c.pg.Heartbeat(c.name, servers, c.lease); err != nil {
+		return lost, nil, err
+	}
+	engines, open, err := c.pg.Share(enginePrefix, servers)
 	if err != nil {
 		return lost, nil, err
 	}
@@ -235,7 +330,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	}
 	for want > 0 {
 		start := time.Now()
-		got, err := c.pg.ClaimTasks(c.name, c.servers, min(want, claimBatch), c.lease)
+		got, err := c.pg.ClaimTasks(c.name, servers, min(want, claimBatch), c.lease)
 		if err != nil {
 			return lost, claimed, err
 		}
@@ -267,19 +362,21 @@ func chunks[T any](s []T, n int) func(func([]T) bool) {
 	}
 }
 
-// fenced is the shared database as the tracker sees it: a write during a
-// poll this engine holds the claim of carries its fence, so that an
-// engine that lost the claim cannot overwrite the one that took it.
+// fenced is the shared database as the tracker sees it: a write of the
+// server's word on a task carries this engine's fence on it, so that an
+// engine that lost the claim cannot overwrite the one that took it; one
+// holding no claim writes only while no engine holds one.
 type fenced struct {
 	store.Backend
 	c *claimer
 }
 
-func (f *fenced) Update(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
-	if cl, ok := f.c.claimFor(id); ok {
-		return f.c.pg.UpdateClaimed(cl, fn)
+func (f *fenced) UpdatePolled(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+	cl, ok := f.c.claim(id)
+	if !ok {
+		cl = postgres.Claim{ID: id, Owner: f.c.name} // fence 0
 	}
-	return f.Backend.Update(id, fn)
+	return f.c.pg.UpdateClaimed(cl, fn)
 }
 
 // orphanClaimed turns a crash's intent this engine has claimed into
@@ -291,11 +388,10 @@ func (l *loop) orphanClaimed(id string) {
 	l.polls.Add(1)
 	go func() {
 		defer l.polls.Done()
-		if end, ok := c.poll(id); ok {
+		if _, ok := c.claim(id); ok {
 			if _, err := l.e.tracker.Orphan(id); err != nil {
 				l.e.log.Warn("a crash's intent could not be marked orphaned", "task", id, "err", err)
 			}
-			end()
 		}
 		c.release(id)
 	}()
@@ -307,13 +403,24 @@ func (l *loop) orphanClaimed(id string) {
 func (l *loop) claims(ctx context.Context) {
 	defer l.e.ops.Done()
 	c := l.e.claims
-	t := time.NewTicker(c.renew)
+	c.mu.Lock()
+	c.rounds = true
+	c.mu.Unlock()
+	defer func() {
+		if err := c.pg.Leave(c.name); err != nil {
+			l.e.log.Warn("this engine could not take itself off the live ones; its entry runs out with its lease", "err", err)
+		}
+	}()
+	t := time.NewTimer(0)
 	defer t.Stop()
 	poked := false
 	for {
 		lost, claimed, err := c.round(poked)
 		if err != nil {
 			l.e.log.Warn("claims could not be renewed or taken", "err", err)
+		}
+		if moved, ok := c.read(); ok {
+			l.e.watchersMoved(moved)
 		}
 		ids := append(claimed, c.waitingIDs()...)
 		var recs []*model.Task
@@ -330,6 +437,7 @@ func (l *loop) claims(ctx context.Context) {
 		} else if len(lost) > 0 || len(ids) > 0 {
 			l.send(func() { l.claimed(lost, ids, recs) })
 		}
+		t.Reset(c.next(time.Now()))
 		select {
 		case <-ctx.Done():
 			return
@@ -337,6 +445,32 @@ func (l *loop) claims(ctx context.Context) {
 			poked = false
 		case <-c.wake:
 			poked = true
+		}
+	}
+}
+
+// watchersMoved tells the feed of the open tasks whose watcher changed
+// (ids nil: all, as the engines' reach changed), so that every dashboard
+// on the database shows who watches each. One read.
+func (e *Engine) watchersMoved(ids []string) {
+	var recs []*model.Task
+	var err error
+	if ids == nil || len(ids) > trickle {
+		recs, err = e.store.OpenTasks()
+	} else {
+		recs, err = e.reread(ids)
+	}
+	if err != nil {
+		e.log.Warn("tasks whose watcher changed could not be read", "err", err)
+		return
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	for _, rec := range recs {
+		if ids == nil || want[rec.ID] {
+			e.feeds.poll(e.entry(rec))
 		}
 	}
 }

@@ -15,7 +15,9 @@ import (
 var ErrClaimLost = errors.New("this engine's claim on the task was lost (its lease ran out); another engine polls it now, and nothing was written")
 
 // Claim is an engine's lease on polling one task. Fence grows with every
-// claim of the task, so a write carrying an older one is refused.
+// claim of the task (from 1), so a write carrying an older one is refused.
+// Fence 0 is no claim: a write carrying it is refused while any engine
+// holds a live claim on the task.
 type Claim struct {
 	ID    string
 	Owner string
@@ -23,8 +25,15 @@ type Claim struct {
 }
 
 // fenceSQL ends an update's WHERE: without a claim ($7 NULL) it adds
-// nothing; with one the claim must hold.
-const fenceSQL = ` AND ($7::bigint IS NULL OR (fence = $7 AND owner = $8 AND lease_until >= now()))`
+// nothing; with one the claim must hold; with fence 0 no claim may.
+var fenceSQL = ` AND ($7::bigint IS NULL OR ` + holdsSQL("$7", "$8") + `)`
+
+// holdsSQL: the claim of the fence and owner parameters holds (or, for
+// fence 0, no engine's does).
+func holdsSQL(fence, owner string) string {
+	return `(CASE WHEN ` + fence + `::bigint = 0 THEN lease_until IS NULL OR lease_until < now()
+		ELSE fence = ` + fence + ` AND owner IS NOT DISTINCT FROM ` + owner + `::text AND lease_until >= now() END)`
+}
 
 func (c *Claim) fence() *int64 {
 	if c == nil {
@@ -145,8 +154,8 @@ func (s *Store) checkClaim(id string, c *Claim) error {
 	defer cancel()
 	var holds bool
 	err = s.reread(func() error {
-		return s.pool.QueryRow(ctx, `SELECT fence = $2 AND owner IS NOT DISTINCT FROM $3 AND lease_until >= now()
-			FROM taskdeck_tasks WHERE id = $1`, id, int64(c.Fence), c.Owner).Scan(&holds)
+		return s.pool.QueryRow(ctx, `SELECT `+holdsSQL("$2", "$3")+` FROM taskdeck_tasks WHERE id = $1`,
+			id, int64(c.Fence), c.Owner).Scan(&holds)
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -157,4 +166,112 @@ func (s *Store) checkClaim(id string, c *Claim) error {
 		return fmt.Errorf("task %s: %w", id, ErrClaimLost)
 	}
 	return nil
+}
+
+// Fleet is what an engine knows of the others on the database, read in
+// one round per claim round: no write per task.
+type Fleet struct {
+	// Watchers names the engine holding a live claim on each open task.
+	Watchers map[string]string
+	// Reachable holds the servers (names and ad-hoc URLs) that some live
+	// engine can poll: a task of any other has no one to watch it.
+	Reachable map[string]bool
+	// NextExpiry is when the first live claim of another engine on an
+	// open task of the servers asked about runs out (zero: none).
+	NextExpiry time.Time
+}
+
+// Heartbeat records engine as alive until lease from now, able to poll
+// servers, and forgets the engines whose time ran out: one write.
+func (s *Store) Heartbeat(engine string, servers []string, lease time.Duration) error {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO taskdeck_engines (name, servers, alive_until)
+			VALUES ($1, $2, now() + $3::interval)
+			ON CONFLICT (name) DO UPDATE SET servers = EXCLUDED.servers, alive_until = EXCLUDED.alive_until`,
+			engine, servers, lease); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM taskdeck_engines WHERE alive_until < now()`)
+		return err
+	})
+	if err != nil {
+		return dbError("record this engine as alive", err)
+	}
+	return nil
+}
+
+// Leave takes engine off the live ones: it is closing.
+func (s *Store) Leave(engine string) error {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if _, err = s.pool.Exec(ctx, `DELETE FROM taskdeck_engines WHERE name = $1`, engine); err != nil {
+		return dbError("take this engine off the live ones", err)
+	}
+	return nil
+}
+
+// Fleet reads the fleet as engine me sees it; servers are those it claims.
+func (s *Store) Fleet(me string, servers []string) (Fleet, error) {
+	var open []string
+	for _, st := range model.AllStatuses {
+		if !st.Terminal() {
+			open = append(open, string(st))
+		}
+	}
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return Fleet{}, err
+	}
+	defer cancel()
+	mine := make(map[string]bool, len(servers))
+	for _, name := range servers {
+		mine[name] = true
+	}
+	f := Fleet{Watchers: map[string]string{}, Reachable: map[string]bool{}}
+	err = s.reread(func() error {
+		clear(f.Watchers)
+		f.NextExpiry = time.Time{}
+		rows, err := s.pool.Query(ctx, `SELECT id, owner, lease_until, server FROM taskdeck_tasks
+			WHERE owner IS NOT NULL AND lease_until >= now() AND status = ANY($1)`, open)
+		if err != nil {
+			return err
+		}
+		var id, owner, server string
+		var until time.Time
+		_, err = pgx.ForEachRow(rows, []any{&id, &owner, &until, &server}, func() error {
+			f.Watchers[id] = owner
+			if owner != me && mine[server] && (f.NextExpiry.IsZero() || until.Before(f.NextExpiry)) {
+				f.NextExpiry = until
+			}
+			return nil
+		})
+		return err
+	})
+	if err == nil {
+		err = s.reread(func() error {
+			clear(f.Reachable)
+			rows, err := s.pool.Query(ctx, `SELECT DISTINCT unnest(servers) FROM taskdeck_engines WHERE alive_until >= now()`)
+			if err != nil {
+				return err
+			}
+			var server string
+			_, err = pgx.ForEachRow(rows, []any{&server}, func() error {
+				f.Reachable[server] = true
+				return nil
+			})
+			return err
+		})
+	}
+	if err != nil {
+		return Fleet{}, dbError("read the fleet's claims", err)
+	}
+	return f, nil
 }

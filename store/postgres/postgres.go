@@ -310,7 +310,7 @@ func (s *Store) Create(rec *model.Task) error {
 	rev, err := s.write("create task "+rec.ID, func(b *pgx.Batch) func() error {
 		b.Queue(`INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
 			VALUES ($1, $2, $3, (SELECT rev FROM taskdeck_meta), $4, $5, $6)`,
-			rec.ID, nullKey(rec.IdempotencyKey), string(rec.Status), rec.UpdatedAt, val, rec.Server.Name)
+			rec.ID, nullKey(rec.IdempotencyKey), string(rec.Status), rec.UpdatedAt, val, rec.Server.String())
 		return func() error { return nil }
 	})
 	var pe *pgconn.PgError
