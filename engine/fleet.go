@@ -241,15 +241,20 @@ func (c *claimer) read() (ids []string, changed bool) {
 	return ids, len(ids) > 0
 }
 
-// watchedElsewhere tells whether another live engine holds rec's claim:
-// this one then neither polls it nor writes what its server says.
+// watchedElsewhere tells whether another live engine holds rec's claim,
+// as the database says now (this engine's view may be a round old): this
+// one then neither polls it nor writes what its server says.
 func (e *Engine) watchedElsewhere(rec *model.Task) bool {
 	c := e.claims
-	if c == nil || c.holds(rec.ID) {
+	if c == nil {
 		return false
 	}
-	w, _ := c.watch(rec)
-	return w != "" && w != c.name
+	if _, ok := c.claim(rec.ID); ok {
+		return false
+	}
+	w, err := c.pg.Watcher(rec.ID)
+	// Unknown (the database failed): the poll goes out, its write fenced.
+	return err == nil && w != "" && w != c.name
 }
 
 // next is when the next claim round is due after now: one renewal

@@ -275,3 +275,23 @@ func (s *Store) Fleet(me string, servers []string) (Fleet, error) {
 	}
 	return f, nil
 }
+
+// Watcher names the engine holding a live claim on task id ("" if none).
+func (s *Store) Watcher(id string) (string, error) {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return "", err
+	}
+	defer cancel()
+	var owner *string
+	err = s.reread(func() error {
+		return s.pool.QueryRow(ctx, `SELECT owner FROM taskdeck_tasks WHERE id = $1 AND lease_until >= now()`, id).Scan(&owner)
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), err == nil && owner == nil:
+		return "", nil
+	case err != nil:
+		return "", dbError("read a task's claim", err)
+	}
+	return *owner, nil
+}
