@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -23,10 +22,10 @@ import (
 // The claims of an engine on a shared database: a lease of ClaimLease,
 // renewed every ClaimRenew (three tries inside it). The others' rounds
 // also wake when the first of their leases runs out, so a dead engine's
-// tasks are claimed by another within the lease (≤ 8 s) of its last
-// renewal, not the lease plus a round.
+// tasks are claimed by another within the lease (≤ 7 s) of its last
+// renewal, not the lease plus a round: with the first polls, ≤ 10 s.
 const (
-	DefaultClaimLease = 8 * time.Second
+	DefaultClaimLease = 7 * time.Second
 	DefaultClaimRenew = 2 * time.Second
 	// expiryMargin: a round woken by a lease's end runs this much after
 	// it, so that the database sees the lease over.
@@ -429,11 +428,8 @@ func (l *loop) claims(ctx context.Context) {
 		}
 		ids := append(claimed, c.waitingIDs()...)
 		var recs []*model.Task
-		switch {
-		case len(claimed) > 0:
-			recs, err = l.e.store.OpenTasks() // one read for a batch
-		case len(ids) > 0:
-			recs, err = l.e.reread(ids) // a few still waiting
+		if len(ids) > 0 {
+			recs, err = c.pg.Tasks(ids) // one read, of those only: a takeover's first polls wait for it
 		}
 		if err != nil {
 			// Kept, unscheduled: the next round reads them again.
@@ -460,10 +456,10 @@ func (l *loop) claims(ctx context.Context) {
 func (e *Engine) watchersMoved(ids []string) {
 	var recs []*model.Task
 	var err error
-	if ids == nil || len(ids) > trickle {
+	if ids == nil {
 		recs, err = e.store.OpenTasks()
 	} else {
-		recs, err = e.reread(ids)
+		recs, err = e.claims.pg.Tasks(ids)
 	}
 	if err != nil {
 		e.log.Warn("tasks whose watcher changed could not be read", "err", err)
@@ -478,22 +474,6 @@ func (e *Engine) watchersMoved(ids []string) {
 			e.feeds.poll(e.entry(rec))
 		}
 	}
-}
-
-// reread reads the records of ids; a forgotten one is left out.
-func (e *Engine) reread(ids []string) ([]*model.Task, error) {
-	var out []*model.Task
-	for _, id := range ids {
-		rec, err := e.store.Get(id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return nil, err
-		default:
-			out = append(out, rec)
-		}
-	}
-	return out, nil
 }
 
 // waitingIDs are the claims held whose tasks had nothing to poll yet (a
