@@ -110,7 +110,12 @@ func (m *Model) detailText(t *model.Task) string {
 	switch {
 	case !t.Pollable():
 		b.WriteString("  not polled: " + string(t.Status) + "\n")
+	case ps.NoEngine:
+		b.WriteString("  " + m.styles.Error.Render("not polled: "+present.Watch(ps)) + " (start taskdeck where its server is configured)\n")
 	default:
+		if w := present.Watch(ps); w != "" {
+			b.WriteString("  watched by " + w + "\n")
+		}
 		if !ps.LastPolled.IsZero() {
 			b.WriteString("  last poll " + present.Age(m.now.Sub(ps.LastPolled)) + " ago")
 		}
