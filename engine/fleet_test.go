@@ -17,7 +17,7 @@ import (
 )
 
 // The fleet tests' leases are short, so that a takeover is quick to see;
-// the renewal is well inside, as by default (10 s, every 3 s).
+// the renewal is well inside, as by default (7 s, every 2 s).
 const (
 	testLease = 2 * time.Second
 	testRenew = 500 * time.Millisecond
