@@ -103,6 +103,9 @@ type claimer struct {
 	// then is not polled, before another engine may take it.
 	until   map[string]time.Time
 	waiting map[string]bool // held, with nothing to poll yet
+	// cancels are the held tasks cancelled by another engine, polled at
+	// once when heard of (once each: their later writes carry the flag too).
+	cancels map[string]bool
 	// fleet is the last view of the others' claims and reach, and when it
 	// was read (zero: never).
 	fleet   postgres.Fleet
@@ -121,6 +124,7 @@ func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 		held:    map[string]postgres.Claim{},
 		until:   map[string]time.Time{},
 		waiting: map[string]bool{},
+		cancels: map[string]bool{},
 	}
 	if c.lease == 0 {
 		c.lease = DefaultClaimLease
@@ -149,7 +153,42 @@ func (c *claimer) release(id string) {
 	delete(c.held, id)
 	delete(c.until, id)
 	delete(c.waiting, id)
+	delete(c.cancels, id)
 	c.mu.Unlock()
+}
+
+// cancelHeard tells whether id is a held task whose cancel this engine
+// has just heard of for the first time.
+func (c *claimer) cancelHeard(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.held[id]; !ok || c.cancels[id] {
+		return false
+	}
+	c.cancels[id] = true
+	return true
+}
+
+// cancelsHeard polls at once the tasks this engine watches that another
+// engine cancelled (that one leaves the poll to the watcher), so that the
+// outcome shows as soon as the cancel's own poll would have shown it. It
+// runs on the store's listener: it never waits for the loop.
+func (e *Engine) cancelsHeard(changes []change) {
+	l := e.running()
+	if l == nil {
+		return
+	}
+	for _, ch := range changes {
+		t := ch.Task
+		if t == nil || !t.CancelRequested || !t.Pollable() || !e.claims.cancelHeard(t.ID) {
+			continue
+		}
+		id, server := t.ID, t.Server
+		select {
+		case l.inbox <- func() { l.pollSoon(server, id, time.Now()) }:
+		default: // the loop is busy: the task's next poll comes all the same
+		}
+	}
 }
 
 // unwait ends a claim's wait: its task has something to poll.

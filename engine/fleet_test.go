@@ -492,3 +492,46 @@ func TestFleetTaskNoEngineCanReach(t *testing.T) {
 		t.Errorf("the task of a server no engine has: %+v, %v; want it out of reach, unwatched", en.Poll, err)
 	}
 }
+
+// TestFleetCancelElsewhereShowsAtOnce: a cancel made on an engine that
+// does not watch the task (it leaves the poll to the watcher) shows as
+// cancelled on it within a second, though the server asks for polls only
+// every 5 s: the watcher hears of the cancel and polls at once.
+func TestFleetCancelElsewhereShowsAtOnce(t *testing.T) {
+	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 5 * time.Second, NoPush: true})
+	_, es := fleet(t, srv, 2, testLease, testRenew)
+	res, err := es[0].Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Task.ID
+	var elsewhere *Engine
+	waitFor(t, 10*time.Second, "an engine claims the task", func() bool {
+		for i, e := range es {
+			if e.claims.holds(id) {
+				elsewhere = es[1-i]
+				return true
+			}
+		}
+		return false
+	})
+	// Past the first poll (at the server's 5 s), so none is due soon.
+	waitFor(t, 10*time.Second, "the task's first poll", func() bool { return gets(srv) > 0 })
+	feed, err := elsewhere.Watch(ctxT(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := elsewhere.Cancel(ctxT(t), id); err != nil {
+		t.Fatal(err)
+	}
+	next(t, feed, time.Second, "the cancel's outcome on the engine that made it", func(ev deck.Event) bool {
+		for _, en := range ev.Entries {
+			if en.Task.ID == id && en.Task.Status == model.StatusCancelled {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("cancelled on the other engine after %v", time.Since(start).Round(time.Millisecond))
+}
