@@ -103,9 +103,9 @@ type claimer struct {
 	// then is not polled, before another engine may take it.
 	until   map[string]time.Time
 	waiting map[string]bool // held, with nothing to poll yet
-	// cancels are the held tasks cancelled by another engine, polled at
-	// once when heard of (once each: their later writes carry the flag too).
-	cancels map[string]bool
+	// heard is, per held task, the last operator's act (a cancel, answers)
+	// heard of in the database's feed: each new one is polled at once.
+	heard map[string]acted
 	// fleet is the last view of the others' claims and reach, and when it
 	// was read (zero: never).
 	fleet   postgres.Fleet
@@ -124,7 +124,7 @@ func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 		held:    map[string]postgres.Claim{},
 		until:   map[string]time.Time{},
 		waiting: map[string]bool{},
-		cancels: map[string]bool{},
+		heard:   map[string]acted{},
 	}
 	if c.lease == 0 {
 		c.lease = DefaultClaimLease
@@ -153,41 +153,65 @@ func (c *claimer) release(id string) {
 	delete(c.held, id)
 	delete(c.until, id)
 	delete(c.waiting, id)
-	delete(c.cancels, id)
+	delete(c.heard, id)
 	c.mu.Unlock()
 }
 
-// cancelHeard tells whether id is a held task whose cancel this engine
-// has just heard of for the first time.
-func (c *claimer) cancelHeard(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.held[id]; !ok || c.cancels[id] {
-		return false
-	}
-	c.cancels[id] = true
-	return true
+// acted is what an operator did to a task, as its record says: asked to
+// cancel it, and how many of its input requests are answered.
+type acted struct {
+	cancel   bool
+	answered int
 }
 
-// cancelsHeard polls at once the tasks this engine watches that another
-// engine cancelled (that one leaves the poll to the watcher), so that the
-// outcome shows as soon as the cancel's own poll would have shown it. It
-// runs on the store's listener: it never waits for the loop.
-func (e *Engine) cancelsHeard(changes []change) {
+// heardNew tells whether rec is a held task with an operator's act this
+// engine has not heard of yet (a later write keeps the same act); answers
+// count once delivered.
+func (c *claimer) heardNew(rec *model.Task) bool {
+	if len(rec.PendingAnswers) > 0 {
+		return false // being sent: a poll now would send them again
+	}
+	a := acted{cancel: rec.CancelRequested, answered: len(rec.AnsweredKeys)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.held[rec.ID]; !ok || c.heard[rec.ID] == a {
+		return false
+	}
+	c.heard[rec.ID] = a
+	return a != acted{}
+}
+
+// actsHeard polls at once the tasks this engine watches that an operator
+// cancelled or answered on another engine (which leaves the poll to the
+// watcher), so that the outcome shows as soon as that engine's own poll
+// would have shown it. It runs on the store's listener: it never waits
+// for the loop.
+func (e *Engine) actsHeard(changes []change) {
 	l := e.running()
 	if l == nil {
 		return
 	}
 	for _, ch := range changes {
 		t := ch.Task
-		if t == nil || !t.CancelRequested || !t.Pollable() || !e.claims.cancelHeard(t.ID) {
+		if t == nil || !t.Pollable() || !e.claims.heardNew(t) {
 			continue
 		}
-		id, server := t.ID, t.Server
+		id, server, taskID := t.ID, t.Server, t.TaskID
 		select {
-		case l.inbox <- func() { l.pollSoon(server, id, time.Now()) }:
+		case l.inbox <- func() { l.pollHeld(id, server, taskID) }:
 		default: // the loop is busy: the task's next poll comes all the same
 		}
+	}
+}
+
+// pollHeld polls a task this engine holds at once: one scheduled now, or
+// one just claimed that the claim round has not scheduled yet.
+func (l *loop) pollHeld(id string, server model.ServerRef, taskID string) {
+	now := time.Now()
+	if _, _, scheduled := l.sched.Due(id); scheduled {
+		l.pollSoon(server, id, now)
+	} else if l.e.claims.holds(id) {
+		l.track(id, server, taskID, now)
 	}
 }
 

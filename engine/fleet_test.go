@@ -493,45 +493,60 @@ func TestFleetTaskNoEngineCanReach(t *testing.T) {
 	}
 }
 
-// TestFleetCancelElsewhereShowsAtOnce: a cancel made on an engine that
-// does not watch the task (it leaves the poll to the watcher) shows as
-// cancelled on it within a second, though the server asks for polls only
-// every 5 s: the watcher hears of the cancel and polls at once.
-func TestFleetCancelElsewhereShowsAtOnce(t *testing.T) {
+// TestFleetActsElsewhereShowAtOnce: a cancel or an answer made on an
+// engine that does not watch the task (it leaves the polls to the
+// watcher) shows its outcome on it within a second, though the server
+// asks for polls only every 5 s: the watcher hears of the act in the
+// database's feed and polls at once.
+func TestFleetActsElsewhereShowAtOnce(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 5 * time.Second, NoPush: true})
 	_, es := fleet(t, srv, 2, testLease, testRenew)
-	res, err := es[0].Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.Task.ID
-	var elsewhere *Engine
-	waitFor(t, 10*time.Second, "an engine claims the task", func() bool {
-		for i, e := range es {
-			if e.claims.holds(id) {
-				elsewhere = es[1-i]
-				return true
-			}
+	launch := func(tool, args string) (string, *Engine) {
+		res, err := es[0].Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: tool, Args: json.RawMessage(args)})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return false
-	})
-	// Past the first poll (at the server's 5 s), so none is due soon.
-	waitFor(t, 10*time.Second, "the task's first poll", func() bool { return gets(srv) > 0 })
-	feed, err := elsewhere.Watch(ctxT(t), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	if _, err := elsewhere.Cancel(ctxT(t), id); err != nil {
-		t.Fatal(err)
-	}
-	next(t, feed, time.Second, "the cancel's outcome on the engine that made it", func(ev deck.Event) bool {
-		for _, en := range ev.Entries {
-			if en.Task.ID == id && en.Task.Status == model.StatusCancelled {
-				return true
+		var elsewhere *Engine
+		waitFor(t, 10*time.Second, "an engine claims the task", func() bool {
+			for i, e := range es {
+				if e.claims.holds(res.Task.ID) {
+					elsewhere = es[1-i]
+					return true
+				}
 			}
+			return false
+		})
+		return res.Task.ID, elsewhere
+	}
+	outcome := func(e *Engine, id string, act func() error, want model.Status) {
+		t.Helper()
+		feed, err := e.Watch(ctxT(t), 0)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return false
+		start := time.Now()
+		if err := act(); err != nil {
+			t.Fatal(err)
+		}
+		next(t, feed, time.Second, fmt.Sprintf("the task %s on the engine that acted", want), func(ev deck.Event) bool {
+			for _, en := range ev.Entries {
+				if en.Task.ID == id && en.Task.Status == want {
+					return true
+				}
+			}
+			return false
+		})
+		t.Logf("%s on the other engine after %v", want, time.Since(start).Round(time.Millisecond))
+	}
+
+	id, elsewhere := launch("sleep", `{"seconds":60}`)
+	outcome(elsewhere, id, func() error { _, err := elsewhere.Cancel(ctxT(t), id); return err }, model.StatusCancelled)
+
+	id, elsewhere = launch("approve", `{"action":"deploy"}`)
+	waitFor(t, 10*time.Second, "the approval asks for input", func() bool {
+		en, err := elsewhere.Get(ctxT(t), id)
+		return err == nil && en.Task.Status == model.StatusInputRequired
 	})
-	t.Logf("cancelled on the other engine after %v", time.Since(start).Round(time.Millisecond))
+	answer := map[string]json.RawMessage{"approve-1": json.RawMessage(`{"action":"accept","content":{"approve":true,"reason":"ok"}}`)}
+	outcome(elsewhere, id, func() error { _, err := elsewhere.Answer(ctxT(t), id, answer); return err }, model.StatusCompleted)
 }

@@ -9,7 +9,8 @@ import (
 type change = store.Change
 
 // watchStore feeds every synced commit to the hub, in revision order; on
-// a shared store the engine also hears there of cancels made elsewhere.
+// a shared store the engine also hears there of cancels and answers made
+// elsewhere.
 func (e *Engine) watchStore() {
 	e.feeds.rev = e.store.Revision()
 	if e.claims == nil {
@@ -18,7 +19,7 @@ func (e *Engine) watchStore() {
 	}
 	e.store.SetCommitHook(func(changes []change) {
 		e.feeds.committed(changes)
-		e.cancelsHeard(changes)
+		e.actsHeard(changes)
 	})
 }
 
