@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -515,7 +516,7 @@ func (l *loop) claims(ctx context.Context) {
 
 // watchersMoved tells the feed of the open tasks whose watcher changed
 // (ids nil: all, as the engines' reach changed), so that every dashboard
-// on the database shows who watches each. One read.
+// on the database shows who watches each. One read, one event.
 func (e *Engine) watchersMoved(ids []string) {
 	var recs []*model.Task
 	var err error
@@ -528,14 +529,12 @@ func (e *Engine) watchersMoved(ids []string) {
 		e.log.Warn("tasks whose watcher changed could not be read", "err", err)
 		return
 	}
-	want := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		want[id] = true
-	}
+	var entries []deck.Entry // one event: a takeover moves hundreds
 	for _, rec := range recs {
-		if ids == nil || want[rec.ID] {
-			e.feeds.poll(e.entry(rec))
-		}
+		entries = append(entries, e.entry(rec))
+	}
+	if len(entries) > 0 {
+		e.feeds.poll(entries...)
 	}
 }
 
