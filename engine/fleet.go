@@ -346,10 +346,11 @@ func (c *claimer) poke() {
 // otherwise wait for ever behind a share counted over all engines.
 const trickle = 8
 
-// round renews the claims held (one write per batch) and takes new ones
-// up to this engine's share of the open tasks (one write per batch): it
-// returns the lost and the new claims' ids. A poked round (a call made a
-// task) claims nothing beyond the share: the other engines' rounds will.
+// round renews the claims held (one write per batch), takes every task
+// whose claim ran out, and new ones up to this engine's share of the open
+// tasks (one write per batch): it returns the lost and the new claims'
+// ids. A poked round (a call made a task) claims nothing beyond the
+// share: the other engines' rounds will.
 func (c *claimer) round(poked bool) (lost []string, claimed []string, err error) {
 	c.mu.Lock()
 	var held []postgres.Claim
@@ -387,34 +388,64 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	if err := c.pg.Heartbeat(c.name, servers, c.lease); err != nil {
 		return lost, nil, err
 	}
+	// First the tasks whose claim ran out, beyond the share: their engine
+	// died or stalled and no one watches them; new tasks even the share out.
+	taken, err := c.take(&claimed, takeAll, func(n int) ([]postgres.Claim, error) {
+		return c.pg.ClaimExpired(c.name, servers, n, c.lease)
+	})
+	if err != nil {
+		return lost, claimed, err
+	}
 	engines, open, err := c.pg.Share(enginePrefix, servers)
 	if err != nil {
-		return lost, nil, err
+		return lost, claimed, err
 	}
 	engines = max(engines, 1) // this one, whatever the view says
-	want := (open+engines-1)/engines - len(held) + len(lost)
+	want := (open+engines-1)/engines - len(held) + len(lost) - taken
 	if !poked {
 		want = max(want, trickle)
 	}
-	for want > 0 {
+	if want > 0 {
+		_, err = c.take(&claimed, want, func(n int) ([]postgres.Claim, error) {
+			return c.pg.ClaimTasks(c.name, servers, n, c.lease)
+		})
+	}
+	return lost, claimed, err
+}
+
+// takeAll asks take for every task there is.
+const takeAll = -1
+
+// take claims up to want tasks (takeAll: all there are) with claim, in
+// batches, adds their ids to claimed and returns how many it took.
+func (c *claimer) take(claimed *[]string, want int, claim func(n int) ([]postgres.Claim, error)) (int, error) {
+	taken := 0
+	for want != 0 {
+		n := claimBatch
+		if want > 0 {
+			n = min(want, claimBatch)
+		}
 		start := time.Now()
-		got, err := c.pg.ClaimTasks(c.name, servers, min(want, claimBatch), c.lease)
+		got, err := claim(n)
 		if err != nil {
-			return lost, claimed, err
+			return taken, err
 		}
 		c.mu.Lock()
 		for _, cl := range got {
 			c.held[cl.ID] = cl
 			c.until[cl.ID] = start.Add(c.lease)
-			claimed = append(claimed, cl.ID)
+			*claimed = append(*claimed, cl.ID)
 		}
 		c.mu.Unlock()
-		if len(got) < min(want, claimBatch) {
-			return lost, claimed, nil
+		taken += len(got)
+		if len(got) < n {
+			break
 		}
-		want -= len(got)
+		if want > 0 {
+			want -= len(got)
+		}
 	}
-	return lost, claimed, nil
+	return taken, nil
 }
 
 // chunks yields s in slices of at most n.

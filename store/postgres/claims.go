@@ -57,6 +57,17 @@ func (c *Claim) owner() *string {
 // two. A claim changes no record and no revision. Orphaned records are
 // not claimed: they wait for the operator, with nothing to poll.
 func (s *Store) ClaimTasks(engine string, servers []string, limit int, lease time.Duration) ([]Claim, error) {
+	return s.claimTasks(engine, servers, limit, lease, `lease_until IS NULL OR lease_until < now()`)
+}
+
+// ClaimExpired is ClaimTasks of only the tasks whose claim ran out: their
+// engine died or stalled, and they have no one to watch them.
+func (s *Store) ClaimExpired(engine string, servers []string, limit int, lease time.Duration) ([]Claim, error) {
+	return s.claimTasks(engine, servers, limit, lease, `lease_until < now()`)
+}
+
+// claimTasks claims the open tasks of servers that claimable admits.
+func (s *Store) claimTasks(engine string, servers []string, limit int, lease time.Duration, claimable string) ([]Claim, error) {
 	var open []string
 	for _, st := range model.AllStatuses {
 		if !st.Terminal() && st != model.StatusOrphaned {
@@ -73,7 +84,7 @@ func (s *Store) ClaimTasks(engine string, servers []string, limit int, lease tim
 		rows, err := tx.Query(ctx, `UPDATE taskdeck_tasks t
 			SET owner = $1, lease_until = now() + $2::interval, fence = t.fence + 1
 			FROM (SELECT id FROM taskdeck_tasks
-				WHERE status = ANY($3) AND server = ANY($4) AND (lease_until IS NULL OR lease_until < now())
+				WHERE status = ANY($3) AND server = ANY($4) AND (`+claimable+`)
 				ORDER BY id LIMIT $5 FOR UPDATE SKIP LOCKED) c
 			WHERE t.id = c.id RETURNING t.id, t.fence`, engine, lease, open, servers, limit)
 		if err != nil {

@@ -175,3 +175,29 @@ func TestFleetView(t *testing.T) {
 		t.Errorf("reachable %v after every engine left or ran out, want none", f.Reachable)
 	}
 }
+
+// ClaimExpired takes only tasks whose claim ran out, never one no engine
+// has claimed yet (those go by the share) nor one whose claim holds.
+func TestClaimExpiredTakesOnlyRunOutClaims(t *testing.T) {
+	conn := pgtest.DB(t)
+	a, b := open(t, conn), open(t, conn)
+	ran := storetest.Create(t, a, "", model.StatusWorking, storetest.T0)
+	ca, err := a.ClaimTasks("engine-a", []string{"demo"}, 1, 200*time.Millisecond)
+	storetest.Must(t, err)
+	held := storetest.Create(t, a, "", model.StatusWorking, storetest.T0)
+	_, err = a.ClaimTasks("engine-a", []string{"demo"}, 1, time.Minute)
+	storetest.Must(t, err)
+	fresh := storetest.Create(t, a, "", model.StatusWorking, storetest.T0)
+	if len(ca) != 1 || ca[0].ID != ran.ID {
+		t.Fatalf("engine a claimed %v, want %s", ca, ran.ID)
+	}
+	var got []postgres.Claim
+	storetest.WaitFor(t, func() bool {
+		got, err = b.ClaimExpired("engine-b", []string{"demo"}, 10, time.Minute)
+		storetest.Must(t, err)
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0].ID != ran.ID {
+		t.Fatalf("engine b took %v, want only %s (not %s, held, nor %s, never claimed)", got, ran.ID, held.ID, fresh.ID)
+	}
+}
