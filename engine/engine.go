@@ -88,6 +88,9 @@ func Open(opts Options) (*Engine, error) {
 		RequestTimeout: opts.RequestTimeout,
 	})
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
+	if claims != nil {
+		tr.polled = claims.update // every server word on a task carries the claim
+	}
 	var orphans []*model.Task
 	if claims == nil {
 		if orphans, err = tr.OrphanStale(); err != nil {

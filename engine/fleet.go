@@ -69,8 +69,7 @@ func openBackend(opts Options) (store.Backend, *claimer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c := newClaimer(pg, name, opts)
-	return &fenced{Backend: pg, c: c}, c, nil
+	return pg, newClaimer(pg, name, opts), nil
 }
 
 // enginePrefix begins the application name of an engine's connections.
@@ -461,21 +460,16 @@ func chunks[T any](s []T, n int) func(func([]T) bool) {
 	}
 }
 
-// fenced is the shared database as the tracker sees it: a write of the
-// server's word on a task carries this engine's fence on it, so that an
-// engine that lost the claim cannot overwrite the one that took it; one
-// holding no claim writes only while no engine holds one.
-type fenced struct {
-	store.Backend
-	c *claimer
-}
-
-func (f *fenced) UpdatePolled(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
-	cl, ok := f.c.claim(id)
+// update is the tracker's write of a server's word on a task on the
+// shared database: it carries this engine's fence, so that an engine that
+// lost the claim cannot overwrite the one that took it; one holding no
+// claim writes only while no engine holds one.
+func (c *claimer) update(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+	cl, ok := c.claim(id)
 	if !ok {
-		cl = postgres.Claim{ID: id, Owner: f.c.name} // fence 0
+		cl = postgres.Claim{ID: id, Owner: c.name} // fence 0
 	}
-	return f.c.pg.UpdateClaimed(cl, fn)
+	return c.pg.UpdateClaimed(cl, fn)
 }
 
 // orphanClaimed turns a crash's intent this engine has claimed into

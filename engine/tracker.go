@@ -31,6 +31,10 @@ type Tracker struct {
 	log            *slog.Logger
 	requestTimeout time.Duration
 
+	// polled, on a shared store, writes the server's word on a task under
+	// this engine's claim (nil: store.Update).
+	polled func(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error)
+
 	mu    sync.Mutex
 	polls map[string]*pollState
 	tasks taskLocks
@@ -449,19 +453,13 @@ func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rp
 	})
 }
 
-// polledWriter is a store shared by engines: a write of the server's word
-// on a task (a poll's, a push's) is refused with postgres.ErrClaimLost
-// unless this engine holds the task's claim, or no engine does.
-type polledWriter interface {
-	UpdatePolled(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error)
-}
-
 // polledWrite writes the server's word on a task, fenced on a shared
-// store: an engine that lost the claim cannot overwrite the one that
-// took it, whichever path (poll, push, cancel, answer) brought the word.
+// store (t.polled): an engine that lost the claim cannot overwrite the one
+// that took it, whichever path (poll, push, cancel, answer) brought the
+// word; that write is refused with postgres.ErrClaimLost.
 func (t *Tracker) polledWrite(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
-	if pw, ok := t.store.(polledWriter); ok {
-		return pw.UpdatePolled(id, fn)
+	if t.polled != nil {
+		return t.polled(id, fn)
 	}
 	return t.store.Update(id, fn)
 }
