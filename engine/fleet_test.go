@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -449,10 +450,10 @@ func TestFleetShowsWhichEngineWatches(t *testing.T) {
 // TestFleetTaskNoEngineCanReach: a task whose server is in no live
 // engine's config, or an ad-hoc URL no live engine called, shows as out
 // of every engine's reach; an ad-hoc call is claimed, polled to its end
-// and shown as watched by the engine that made it.
+// and shown as watched by the engine that made it, and by no other.
 func TestFleetTaskNoEngineCanReach(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
-	db, es := fleet(t, srv, 1, testLease, testRenew)
+	db, es := fleet(t, srv, 2, testLease, testRenew)
 	e := es[0]
 	st, err := postgres.Open(ctxT(t), db, nil)
 	if err != nil {
@@ -488,6 +489,9 @@ func TestFleetTaskNoEngineCanReach(t *testing.T) {
 		en, err := e.Get(ctxT(t), call.Task.ID)
 		return err == nil && en.Task.Status == model.StatusCompleted
 	})
+	if slices.Contains(es[1].claims.claimable(), srv.URL) {
+		t.Errorf("the other engine, which never called %s, claims its tasks", srv.URL)
+	}
 	if en, err := e.Get(ctxT(t), elsewhere.ID); err != nil || !en.Poll.NoEngine || en.Poll.Watcher != "" {
 		t.Errorf("the task of a server no engine has: %+v, %v; want it out of reach, unwatched", en.Poll, err)
 	}
