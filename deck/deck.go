@@ -114,6 +114,14 @@ type PollState struct {
 	// Pushed: the server pushes this task's changes (its polls are a
 	// slow safety net); false: it is polled.
 	Pushed bool `json:"pushed,omitempty"`
+	// Watcher names the engine that polls this open task on a shared
+	// store (host/pid/random, from its claim in the database); empty with
+	// Badger (this process polls every task) or while none holds it.
+	Watcher string `json:"watcher,omitempty"`
+	// NoEngine: on a shared store, no live engine can poll this open task
+	// (its server is in none's config, or it is an ad-hoc URL no live
+	// engine called): nobody watches it until one that can starts.
+	NoEngine bool `json:"noEngine,omitempty"`
 }
 
 // Filter selects records for List. Zero fields admit everything.

@@ -23,7 +23,8 @@ const (
 	// as committed (with its poll state), or Deleted names it.
 	EventChange EventKind = "change"
 	// EventPoll: only a task's poll state moved (polled, nothing changed,
-	// or a poll failed); nothing was committed, Rev is the last revision.
+	// or a poll failed; on a shared store also its watcher, for many
+	// tasks in one event); nothing was committed, Rev is the last revision.
 	EventPoll EventKind = "poll"
 	// EventReconcile: progress of the start-up reconcile.
 	EventReconcile EventKind = "reconcile"

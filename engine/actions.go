@@ -13,6 +13,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // KeyConflictError: an idempotency key already names another call.
@@ -153,7 +154,10 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 		// Refused: ask for the task's state, which also tells a task
 		// gone (-32602 on both) from an answer refused.
 		res, perr := t.poll(ctx, id)
-		if perr != nil {
+		switch {
+		case errors.Is(perr, postgres.ErrClaimLost):
+			return sent, err // another engine watches it and records its state
+		case perr != nil:
 			return sent, perr
 		}
 		if res.Task.Status == model.StatusUnknown {
@@ -249,6 +253,8 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 		// Nothing left to stop, if tasks/get agrees that it is gone.
 		res, perr := t.poll(ctx, id)
 		switch {
+		case errors.Is(perr, postgres.ErrClaimLost):
+			return rec, fmt.Errorf("the server refused the cancel (%w); another engine watches this task and records what became of it", err)
 		case perr != nil || !res.Task.Status.Pollable():
 			return res.Task, perr
 		case res.Err != nil:

@@ -17,6 +17,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // Options configure an engine. Zero values select the defaults.
@@ -93,6 +94,9 @@ func Open(opts Options) (*Engine, error) {
 		RequestTimeout: opts.RequestTimeout,
 	})
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
+	if claims != nil {
+		tr.polled = claims.update // every server word on a task carries the claim
+	}
 	var orphans []*model.Task
 	if claims == nil {
 		if orphans, err = tr.OrphanStale(); err != nil {
@@ -224,7 +228,13 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	if rec, err = e.tracker.Cancel(ctx, rec.ID); err != nil {
 		return rec, classify(err, idOf(rec))
 	}
+	if e.watchedElsewhere(rec) {
+		return rec, nil // its watcher's next poll records the outcome
+	}
 	res, err := e.tracker.Poll(ctx, rec.ID)
+	if errors.Is(err, postgres.ErrClaimLost) {
+		return rec, nil // claimed by another meanwhile: its polls record the outcome
+	}
 	if err != nil {
 		return rec, classify(err, rec.ID)
 	}
@@ -314,6 +324,9 @@ func (e *Engine) entry(rec *model.Task) deck.Entry {
 	}
 	if ps.LastError != nil {
 		p.LastError = ps.LastError.Error()
+	}
+	if e.claims != nil {
+		p.Watcher, p.NoEngine = e.claims.watch(rec)
 	}
 	return deck.Entry{Task: rec, Poll: p}
 }

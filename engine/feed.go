@@ -68,10 +68,10 @@ func (h *hub) committed(changes []change) {
 }
 
 // poll publishes a task's poll state.
-func (h *hub) poll(entry deck.Entry) {
+func (h *hub) poll(entries ...deck.Entry) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.publish(deck.Event{Kind: deck.EventPoll, Rev: h.rev, Entries: []deck.Entry{entry}})
+	h.publish(deck.Event{Kind: deck.EventPoll, Rev: h.rev, Entries: entries})
 }
 
 // reconciled publishes the start-up reconcile's progress.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -21,11 +21,16 @@ import (
 )
 
 // The claims of an engine on a shared database: a lease of ClaimLease,
-// renewed every ClaimRenew (well inside it), so a dead engine's tasks are
-// claimed by another within the lease plus one renewal round.
+// renewed every ClaimRenew (three tries inside it). The others' rounds
+// also wake when the first of their leases runs out, so a dead engine's
+// tasks are claimed by another within the lease (≤ 7 s) of its last
+// renewal, not the lease plus a round: with the first polls, ≤ 10 s.
 const (
-	DefaultClaimLease = 10 * time.Second
-	DefaultClaimRenew = 3 * time.Second
+	DefaultClaimLease = 7 * time.Second
+	DefaultClaimRenew = 2 * time.Second
+	// expiryMargin: a round woken by a lease's end runs this much after
+	// it, so that the database sees the lease over.
+	expiryMargin = 50 * time.Millisecond
 	// claimBatch bounds one ClaimTasks or RenewClaims: one write each.
 	claimBatch = 500
 )
@@ -64,8 +69,7 @@ func openBackend(opts Options) (store.Backend, *claimer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c := newClaimer(pg, name, opts)
-	return &fenced{Backend: pg, c: c}, c, nil
+	return pg, newClaimer(pg, name, opts), nil
 }
 
 // enginePrefix begins the application name of an engine's connections.
@@ -82,21 +86,32 @@ func engineName() string {
 
 // claimer holds an engine's claims on tasks of a shared database.
 type claimer struct {
-	pg      *postgres.Store
-	name    string   // this engine, as the database names the claims' owner
-	servers []string // the configured servers: the only tasks it claims
-	lease   time.Duration
-	renew   time.Duration
-	wake    chan struct{} // a claim round at once (a call made a task)
+	pg    *postgres.Store
+	name  string // this engine, as the database names the claims' owner
+	lease time.Duration
+	renew time.Duration
+	wake  chan struct{} // a claim round at once (a call made a task)
 
-	mu   sync.Mutex
-	held map[string]postgres.Claim
+	mu sync.Mutex
+	// servers are the only tasks it claims: the configured names, and the
+	// URLs of ad-hoc calls this process made (a URL may mean another
+	// machine on another host: only the engine that called it claims it).
+	servers []string
+	held    map[string]postgres.Claim
 	// until is when each lease runs out by this engine's clock (from
 	// before the request that took or renewed it): a claim not renewed by
 	// then is not polled, before another engine may take it.
 	until   map[string]time.Time
-	waiting map[string]bool           // held, with nothing to poll yet
-	polling map[string]postgres.Claim // polls in flight: their writes carry the fence
+	waiting map[string]bool // held, with nothing to poll yet
+	// heard is, per held task, the last operator's act (a cancel, answers)
+	// heard of in the database's feed: each new one is polled at once.
+	heard map[string]acted
+	// fleet is the last view of the others' claims and reach, and when it
+	// was read (zero: never).
+	fleet   postgres.Fleet
+	readAt  time.Time
+	triedAt time.Time // the last read, failed or not
+	rounds  bool      // the claim rounds run and keep fleet current
 }
 
 func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
@@ -109,7 +124,7 @@ func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 		held:    map[string]postgres.Claim{},
 		until:   map[string]time.Time{},
 		waiting: map[string]bool{},
-		polling: map[string]postgres.Claim{},
+		heard:   map[string]acted{},
 	}
 	if c.lease == 0 {
 		c.lease = DefaultClaimLease
@@ -138,7 +153,66 @@ func (c *claimer) release(id string) {
 	delete(c.held, id)
 	delete(c.until, id)
 	delete(c.waiting, id)
+	delete(c.heard, id)
 	c.mu.Unlock()
+}
+
+// acted is what an operator did to a task, as its record says: asked to
+// cancel it, and how many of its input requests are answered.
+type acted struct {
+	cancel   bool
+	answered int
+}
+
+// heardNew tells whether rec is a held task with an operator's act this
+// engine has not heard of yet (a later write keeps the same act); answers
+// count once delivered.
+func (c *claimer) heardNew(rec *model.Task) bool {
+	if len(rec.PendingAnswers) > 0 {
+		return false // being sent: a poll now would send them again
+	}
+	a := acted{cancel: rec.CancelRequested, answered: len(rec.AnsweredKeys)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.held[rec.ID]; !ok || c.heard[rec.ID] == a {
+		return false
+	}
+	c.heard[rec.ID] = a
+	return a != acted{}
+}
+
+// actsHeard polls at once the tasks this engine watches that an operator
+// cancelled or answered on another engine (which leaves the poll to the
+// watcher), so that the outcome shows as soon as that engine's own poll
+// would have shown it. It runs on the store's listener: it never waits
+// for the loop.
+func (e *Engine) actsHeard(changes []change) {
+	l := e.running()
+	if l == nil {
+		return
+	}
+	for _, ch := range changes {
+		t := ch.Task
+		if t == nil || !t.Pollable() || !e.claims.heardNew(t) {
+			continue
+		}
+		id, server, taskID := t.ID, t.Server, t.TaskID
+		select {
+		case l.inbox <- func() { l.pollHeld(id, server, taskID) }:
+		default: // the loop is busy: the task's next poll comes all the same
+		}
+	}
+}
+
+// pollHeld polls a task this engine holds at once: one scheduled now, or
+// one just claimed that the claim round has not scheduled yet.
+func (l *loop) pollHeld(id string, server model.ServerRef, taskID string) {
+	now := time.Now()
+	if _, _, scheduled := l.sched.Due(id); scheduled {
+		l.pollSoon(server, id, now)
+	} else if l.e.claims.holds(id) {
+		l.track(id, server, taskID, now)
+	}
 }
 
 // unwait ends a claim's wait: its task has something to poll.
@@ -148,30 +222,114 @@ func (c *claimer) unwait(id string) {
 	c.mu.Unlock()
 }
 
-// poll marks a poll of id in flight, if this engine holds its claim; the
-// returned func ends it. ok is false when the claim is not held, or its
-// lease may have run out.
-func (c *claimer) poll(id string) (end func(), ok bool) {
+// claim is this engine's claim on id, if it holds one whose lease has not
+// run out by its clock: only then may it poll the task.
+func (c *claimer) claim(id string) (postgres.Claim, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl, ok := c.held[id]
 	if !ok || !time.Now().Before(c.until[id]) {
-		return func() {}, false
+		return postgres.Claim{}, false
 	}
-	c.polling[id] = cl
-	return func() {
-		c.mu.Lock()
-		delete(c.polling, id)
-		c.mu.Unlock()
-	}, true
+	return cl, true
 }
 
-// claimFor is the claim a write of a poll result of id carries, if any.
-func (c *claimer) claimFor(id string) (postgres.Claim, bool) {
+// reach adds an ad-hoc server this process called to those it claims.
+func (c *claimer) reach(ref model.ServerRef) {
+	if ref.Name != "" {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cl, ok := c.polling[id]
-	return cl, ok
+	if !slices.Contains(c.servers, ref.URL) {
+		c.servers = append(c.servers, ref.URL)
+	}
+}
+
+// claimable is a copy of the servers whose tasks this engine claims.
+func (c *claimer) claimable() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.servers)
+}
+
+// watch is who watches rec on the shared database: the engine holding its
+// claim, or none that can (no live engine has its server). A process
+// whose claim rounds do not run reads the fleet when its view is stale.
+func (c *claimer) watch(rec *model.Task) (watcher string, noEngine bool) {
+	if rec.Status.Terminal() || rec.Status == model.StatusOrphaned {
+		return "", false // nothing to watch
+	}
+	c.mu.Lock()
+	stale := !c.rounds && time.Since(c.triedAt) > c.renew
+	c.mu.Unlock()
+	if stale {
+		_, _ = c.read() // on failure the last view stands (the store says why elsewhere)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.readAt.IsZero() {
+		return "", false // not known yet
+	}
+	return c.fleet.Watchers[rec.ID], !c.fleet.Reachable[rec.Server.String()]
+}
+
+// read reads the fleet anew and returns the ids whose watcher changed
+// (all: nil with changed true, when the reachable servers changed).
+func (c *claimer) read() (ids []string, changed bool) {
+	f, err := c.pg.Fleet(c.name, c.claimable())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.triedAt = time.Now()
+	if err != nil {
+		return nil, false
+	}
+	first := c.readAt.IsZero()
+	old := c.fleet
+	c.fleet, c.readAt = f, time.Now()
+	if first || !maps.Equal(old.Reachable, f.Reachable) {
+		return nil, true
+	}
+	for id, w := range f.Watchers {
+		if old.Watchers[id] != w {
+			ids = append(ids, id)
+		}
+	}
+	for id := range old.Watchers {
+		if _, ok := f.Watchers[id]; !ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, len(ids) > 0
+}
+
+// watchedElsewhere tells whether another live engine holds rec's claim,
+// as the database says now (this engine's view may be a round old): this
+// one then neither polls it nor writes what its server says.
+func (e *Engine) watchedElsewhere(rec *model.Task) bool {
+	c := e.claims
+	if c == nil {
+		return false
+	}
+	if _, ok := c.claim(rec.ID); ok {
+		return false
+	}
+	w, err := c.pg.Watcher(rec.ID)
+	// Unknown (the database failed): the poll goes out, its write fenced.
+	return err == nil && w != "" && w != c.name
+}
+
+// next is when the next claim round is due after now: one renewal
+// interval, or sooner when another engine's lease on a task this one
+// could poll runs out (its engine may be dead).
+func (c *claimer) next(now time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	wait := c.renew
+	if at := c.fleet.NextExpiry; !at.IsZero() {
+		wait = min(wait, max(at.Sub(now)+expiryMargin, expiryMargin))
+	}
+	return wait
 }
 
 // poke asks for a claim round at once.
@@ -187,10 +345,11 @@ func (c *claimer) poke() {
 // otherwise wait for ever behind a share counted over all engines.
 const trickle = 8
 
-// round renews the claims held (one write per batch) and takes new ones
-// up to this engine's share of the open tasks (one write per batch): it
-// returns the lost and the new claims' ids. A poked round (a call made a
-// task) claims nothing beyond the share: the other engines' rounds will.
+// round renews the claims held (one write per batch), takes every task
+// whose claim ran out, and new ones up to this engine's share of the open
+// tasks (one write per batch): it returns the lost and the new claims'
+// ids. A poked round (a call made a task) claims nothing beyond the
+// share: the other engines' rounds will.
 func (c *claimer) round(poked bool) (lost []string, claimed []string, err error) {
 	c.mu.Lock()
 	var held []postgres.Claim
@@ -221,37 +380,71 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 		}
 	}
 	c.mu.Unlock()
-	if len(c.servers) == 0 {
+	servers := c.claimable()
+	if len(servers) == 0 {
 		return lost, nil, nil
 	}
-	engines, open, err := c.pg.Share(enginePrefix, c.servers)
-	if err != nil {
+	if err := c.pg.Heartbeat(c.name, servers, c.lease); err != nil {
 		return lost, nil, err
 	}
+	// First the tasks whose claim ran out, beyond the share: their engine
+	// died or stalled and no one watches them; new tasks even the share out.
+	taken, err := c.take(&claimed, takeAll, func(n int) ([]postgres.Claim, error) {
+		return c.pg.ClaimExpired(c.name, servers, n, c.lease)
+	})
+	if err != nil {
+		return lost, claimed, err
+	}
+	engines, open, err := c.pg.Share(enginePrefix, servers)
+	if err != nil {
+		return lost, claimed, err
+	}
 	engines = max(engines, 1) // this one, whatever the view says
-	want := (open+engines-1)/engines - len(held) + len(lost)
+	want := (open+engines-1)/engines - len(held) + len(lost) - taken
 	if !poked {
 		want = max(want, trickle)
 	}
-	for want > 0 {
+	if want > 0 {
+		_, err = c.take(&claimed, want, func(n int) ([]postgres.Claim, error) {
+			return c.pg.ClaimTasks(c.name, servers, n, c.lease)
+		})
+	}
+	return lost, claimed, err
+}
+
+// takeAll asks take for every task there is.
+const takeAll = -1
+
+// take claims up to want tasks (takeAll: all there are) with claim, in
+// batches, adds their ids to claimed and returns how many it took.
+func (c *claimer) take(claimed *[]string, want int, claim func(n int) ([]postgres.Claim, error)) (int, error) {
+	taken := 0
+	for want != 0 {
+		n := claimBatch
+		if want > 0 {
+			n = min(want, claimBatch)
+		}
 		start := time.Now()
-		got, err := c.pg.ClaimTasks(c.name, c.servers, min(want, claimBatch), c.lease)
+		got, err := claim(n)
 		if err != nil {
-			return lost, claimed, err
+			return taken, err
 		}
 		c.mu.Lock()
 		for _, cl := range got {
 			c.held[cl.ID] = cl
 			c.until[cl.ID] = start.Add(c.lease)
-			claimed = append(claimed, cl.ID)
+			*claimed = append(*claimed, cl.ID)
 		}
 		c.mu.Unlock()
-		if len(got) < min(want, claimBatch) {
-			return lost, claimed, nil
+		taken += len(got)
+		if len(got) < n {
+			break
 		}
-		want -= len(got)
+		if want > 0 {
+			want -= len(got)
+		}
 	}
-	return lost, claimed, nil
+	return taken, nil
 }
 
 // chunks yields s in slices of at most n.
@@ -267,19 +460,16 @@ func chunks[T any](s []T, n int) func(func([]T) bool) {
 	}
 }
 
-// fenced is the shared database as the tracker sees it: a write during a
-// poll this engine holds the claim of carries its fence, so that an
-// engine that lost the claim cannot overwrite the one that took it.
-type fenced struct {
-	store.Backend
-	c *claimer
-}
-
-func (f *fenced) Update(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
-	if cl, ok := f.c.claimFor(id); ok {
-		return f.c.pg.UpdateClaimed(cl, fn)
+// update is the tracker's write of a server's word on a task on the
+// shared database: it carries this engine's fence, so that an engine that
+// lost the claim cannot overwrite the one that took it; one holding no
+// claim writes only while no engine holds one.
+func (c *claimer) update(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+	cl, ok := c.claim(id)
+	if !ok {
+		cl = postgres.Claim{ID: id, Owner: c.name} // fence 0
 	}
-	return f.Backend.Update(id, fn)
+	return c.pg.UpdateClaimed(cl, fn)
 }
 
 // orphanClaimed turns a crash's intent this engine has claimed into
@@ -291,11 +481,10 @@ func (l *loop) orphanClaimed(id string) {
 	l.polls.Add(1)
 	go func() {
 		defer l.polls.Done()
-		if end, ok := c.poll(id); ok {
+		if _, ok := c.claim(id); ok {
 			if _, err := l.e.tracker.Orphan(id); err != nil {
 				l.e.log.Warn("a crash's intent could not be marked orphaned", "task", id, "err", err)
 			}
-			end()
 		}
 		c.release(id)
 	}()
@@ -307,7 +496,15 @@ func (l *loop) orphanClaimed(id string) {
 func (l *loop) claims(ctx context.Context) {
 	defer l.e.ops.Done()
 	c := l.e.claims
-	t := time.NewTicker(c.renew)
+	c.mu.Lock()
+	c.rounds = true
+	c.mu.Unlock()
+	defer func() {
+		if err := c.pg.Leave(c.name); err != nil {
+			l.e.log.Warn("this engine could not take itself off the live ones; its entry runs out with its lease", "err", err)
+		}
+	}()
+	t := time.NewTimer(0)
 	defer t.Stop()
 	poked := false
 	for {
@@ -316,13 +513,13 @@ func (l *loop) claims(ctx context.Context) {
 			l.e.log.Warn("claims could not be renewed or taken", "err", err)
 			l.e.health.note(err)
 		}
+		if moved, ok := c.read(); ok {
+			l.e.watchersMoved(moved)
+		}
 		ids := append(claimed, c.waitingIDs()...)
 		var recs []*model.Task
-		switch {
-		case len(claimed) > 0:
-			recs, err = l.e.store.OpenTasks() // one read for a batch
-		case len(ids) > 0:
-			recs, err = l.e.reread(ids) // a few still waiting
+		if len(ids) > 0 {
+			recs, err = c.pg.Tasks(ids) // one read, of those only: a takeover's first polls wait for it
 		}
 		if err != nil {
 			// Kept, unscheduled: the next round reads them again.
@@ -331,6 +528,7 @@ func (l *loop) claims(ctx context.Context) {
 		} else if len(lost) > 0 || len(ids) > 0 {
 			l.send(func() { l.claimed(lost, ids, recs) })
 		}
+		t.Reset(c.next(time.Now()))
 		select {
 		case <-ctx.Done():
 			return
@@ -342,20 +540,28 @@ func (l *loop) claims(ctx context.Context) {
 	}
 }
 
-// reread reads the records of ids; a forgotten one is left out.
-func (e *Engine) reread(ids []string) ([]*model.Task, error) {
-	var out []*model.Task
-	for _, id := range ids {
-		rec, err := e.store.Get(id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return nil, err
-		default:
-			out = append(out, rec)
-		}
+// watchersMoved tells the feed of the open tasks whose watcher changed
+// (ids nil: all, as the engines' reach changed), so that every dashboard
+// on the database shows who watches each. One read, one event.
+func (e *Engine) watchersMoved(ids []string) {
+	var recs []*model.Task
+	var err error
+	if ids == nil {
+		recs, err = e.store.OpenTasks()
+	} else {
+		recs, err = e.claims.pg.Tasks(ids)
 	}
-	return out, nil
+	if err != nil {
+		e.log.Warn("tasks whose watcher changed could not be read", "err", err)
+		return
+	}
+	var entries []deck.Entry // one event: a takeover moves hundreds
+	for _, rec := range recs {
+		entries = append(entries, e.entry(rec))
+	}
+	if len(entries) > 0 {
+		e.feeds.poll(entries...)
+	}
 }
 
 // waitingIDs are the claims held whose tasks had nothing to poll yet (a

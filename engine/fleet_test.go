@@ -2,7 +2,9 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 )
 
 // The fleet tests' leases are short, so that a takeover is quick to see;
-// the renewal is well inside, as by default (10 s, every 3 s).
+// the renewal is well inside, as by default (7 s, every 2 s).
 const (
 	testLease = 2 * time.Second
 	testRenew = 500 * time.Millisecond
@@ -102,7 +104,7 @@ func TestFleetThreeEnginesShareTheTasks(t *testing.T) {
 
 // TestFleetDeadEngineTasksTakenOver: an engine that stops without a word
 // leaves its claims to run out; the others poll its tasks within the lease
-// (plus one renewal round) and see them to the end.
+// and see them to the end.
 func TestFleetDeadEngineTasksTakenOver(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	polls := srv.RecordPolls("tasks/get", 0)
@@ -127,7 +129,10 @@ func TestFleetDeadEngineTasksTakenOver(t *testing.T) {
 	if err := dead.Close(); err != nil {
 		t.Fatal(err)
 	}
-	within := testLease + testRenew + time.Second
+	// The others' rounds wake when the dead engine's leases run out: its
+	// tasks are claimed within the lease of its last renewal, plus a
+	// second for a poll to go out on a loaded machine under -race.
+	within := testLease + time.Second
 	for _, rec := range tasks {
 		if !orphaned[rec.ID] {
 			continue
@@ -299,4 +304,253 @@ func TestFleetCrashedIntentBecomesOrphaned(t *testing.T) {
 	if n := srv.Calls("sleep"); n != 0 {
 		t.Fatalf("%d tools/call of the crashed intent's tool: an orphan is never re-sent", n)
 	}
+}
+
+// fleetCfg names the demo server "demo" for engine i, the URL's query
+// telling the engines apart on the server side.
+func fleetCfg(t *testing.T, srv *hostile.Server, i int) *mcpconfig.Config {
+	t.Helper()
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, fmt.Sprintf("%s?engine=%d", srv.URL, i)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestFleetLostClaimCannotOverwrite: an engine that lost its claim on a
+// task (its lease ran out and another engine took it) cannot write what
+// it hears about the task by any path: a pushed state, a poll made
+// outside its schedule (Cancel's, Answer's), and its Cancel leaves the
+// polling to the engine that watches the task.
+func TestFleetLostClaimCannotOverwrite(t *testing.T) {
+	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
+	polls := srv.RecordPolls("tasks/get", 0)
+	db := pgtest.DB(t)
+	// The slow engine takes its claim at once and then renews too late.
+	slow := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 0), ClaimLease: time.Second, ClaimRenew: time.Minute})
+	if err := slow.PollNow(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := slow.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":30}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, taskID := res.Task.ID, res.Task.TaskID
+	waitFor(t, 5*time.Second, "the slow engine polls its task", func() bool { return len(polls.Of(taskID)) > 0 })
+	other := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: 200 * time.Millisecond})
+	if err := other.PollNow(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the other engine takes the task over", func() bool { return other.claims.holds(id) })
+
+	// A pushed state, as the slow engine's stream would apply it.
+	const stale = "a stale word pushed to the engine that lost the claim"
+	_, err = slow.tracker.Pushed(id, model.Snapshot{TaskID: taskID, Status: model.StatusWorking, StatusMessage: stale})
+	if !errors.Is(err, postgres.ErrClaimLost) {
+		t.Fatalf("the slow engine's pushed state: %v, want it refused (claim lost)", err)
+	}
+	if after, err := other.store.Get(id); err != nil || after.StatusMessage == stale {
+		t.Fatalf("the record after the refused push: %q, %v", after.StatusMessage, err)
+	}
+
+	// A poll outside the schedule (the one Cancel and Answer make): the
+	// task's progress changes every second, so within a few polls one
+	// has something to write, and that write is refused.
+	waitFor(t, 5*time.Second, "a poll by the slow engine with something to write", func() bool {
+		res, err := slow.tracker.Poll(ctxT(t), id)
+		switch {
+		case errors.Is(err, postgres.ErrClaimLost):
+			return true
+		case err != nil:
+			t.Fatalf("the slow engine's poll: %v", err)
+		case res.Changed:
+			t.Fatalf("the slow engine, which lost the claim, wrote its poll of the task: %q", res.Task.StatusMessage)
+		}
+		return false
+	})
+
+	// Its Cancel goes to the server; the engine that watches the task
+	// records the outcome, and the slow one sends no tasks/get for it.
+	asked := time.Now()
+	rec, err := slow.Cancel(ctxT(t), id)
+	if err != nil {
+		t.Fatalf("cancel from the engine that lost the claim: %v", err)
+	}
+	if !rec.CancelRequested {
+		t.Errorf("the cancel's record: %+v, want cancel requested", rec)
+	}
+	waitFor(t, 10*time.Second, "the watching engine records the cancel", func() bool {
+		rec, err := other.store.Get(id)
+		return err == nil && rec.Status == model.StatusCancelled
+	})
+	for _, p := range polls.Of(taskID) {
+		if p.From == "engine=0" && p.At.After(asked) {
+			t.Errorf("the slow engine polled the task at %v, after its cancel: two engines polled one task", p.At.Sub(asked).Round(time.Millisecond))
+		}
+	}
+}
+
+// TestFleetShowsWhichEngineWatches: every engine on the database, also
+// one whose loop does not run (a one-shot command), names the engine
+// that watches a task, and the name moves, in the feed too, when that
+// engine dies and another takes the task.
+func TestFleetShowsWhichEngineWatches(t *testing.T) {
+	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
+	db, es := fleet(t, srv, 2, testLease, testRenew)
+	oneShot := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 9), ClaimLease: testLease, ClaimRenew: testRenew})
+	res, err := es[0].Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":30}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Task.ID
+	watcherIn := func(e *Engine) string {
+		en, err := e.Get(ctxT(t), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if en.Poll.NoEngine {
+			t.Errorf("the task shows as out of every engine's reach, while two have its server")
+		}
+		return en.Poll.Watcher
+	}
+	var watching, surviving *Engine
+	waitFor(t, 10*time.Second, "an engine claims the task", func() bool {
+		for i, e := range es {
+			if e.claims.holds(id) {
+				watching, surviving = e, es[1-i]
+				return true
+			}
+		}
+		return false
+	})
+	name := watching.claims.name
+	waitFor(t, 5*time.Second, "every engine names the watching one", func() bool {
+		return watcherIn(es[0]) == name && watcherIn(es[1]) == name && watcherIn(oneShot) == name
+	})
+	feed, err := surviving.Watch(ctxT(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	died := time.Now()
+	if err := watching.Close(); err != nil { // its claim stays, as after a SIGKILL
+		t.Fatal(err)
+	}
+	next(t, feed, testLease+3*time.Second, "the feed naming the engine that took the task over", func(ev deck.Event) bool {
+		for _, en := range ev.Entries {
+			if en.Task.ID == id && en.Poll.Watcher == surviving.claims.name {
+				return true
+			}
+		}
+		return false
+	})
+	t.Logf("the watcher moved in the feed %v after the first engine died", time.Since(died).Round(time.Millisecond))
+	waitFor(t, 5*time.Second, "the one-shot engine names the new watcher", func() bool { return watcherIn(oneShot) == surviving.claims.name })
+}
+
+// TestFleetTaskNoEngineCanReach: a task whose server is in no live
+// engine's config, or an ad-hoc URL no live engine called, shows as out
+// of every engine's reach; an ad-hoc call is claimed, polled to its end
+// and shown as watched by the engine that made it, and by no other.
+func TestFleetTaskNoEngineCanReach(t *testing.T) {
+	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
+	db, es := fleet(t, srv, 2, testLease, testRenew)
+	e := es[0]
+	st, err := postgres.Open(ctxT(t), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	elsewhere := model.NewIntent(model.ServerRef{Name: "elsewhere"}, "sleep", json.RawMessage(`{}`), "", now)
+	adhoc := model.NewIntent(model.ServerRef{URL: "http://127.0.0.1:9/mcp"}, "sleep", json.RawMessage(`{}`), "", now)
+	for _, rec := range []*model.Task{elsewhere, adhoc} {
+		if err := rec.MoveTo(model.StatusWorking, "", now); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Create(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "both shown out of every engine's reach", func() bool {
+		a, err1 := e.Get(ctxT(t), elsewhere.ID)
+		b, err2 := e.Get(ctxT(t), adhoc.ID)
+		return err1 == nil && err2 == nil && a.Poll.NoEngine && b.Poll.NoEngine
+	})
+
+	call, err := e.Call(ctxT(t), deck.CallRequest{Server: model.ServerRef{URL: srv.URL}, Tool: "sleep", Args: json.RawMessage(`{"seconds":2}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the ad-hoc call watched by the engine that made it", func() bool {
+		en, err := e.Get(ctxT(t), call.Task.ID)
+		return err == nil && en.Poll.Watcher == e.claims.name && !en.Poll.NoEngine
+	})
+	waitFor(t, 15*time.Second, "the ad-hoc call polled to its end", func() bool {
+		en, err := e.Get(ctxT(t), call.Task.ID)
+		return err == nil && en.Task.Status == model.StatusCompleted
+	})
+	if slices.Contains(es[1].claims.claimable(), srv.URL) {
+		t.Errorf("the other engine, which never called %s, claims its tasks", srv.URL)
+	}
+	if en, err := e.Get(ctxT(t), elsewhere.ID); err != nil || !en.Poll.NoEngine || en.Poll.Watcher != "" {
+		t.Errorf("the task of a server no engine has: %+v, %v; want it out of reach, unwatched", en.Poll, err)
+	}
+}
+
+// TestFleetActsElsewhereShowAtOnce: a cancel or an answer made on an
+// engine that does not watch the task (it leaves the polls to the
+// watcher) shows its outcome on it within a second, though the server
+// asks for polls only every 5 s: the watcher hears of the act in the
+// database's feed and polls at once.
+func TestFleetActsElsewhereShowAtOnce(t *testing.T) {
+	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 5 * time.Second, NoPush: true})
+	_, es := fleet(t, srv, 2, testLease, testRenew)
+	launch := func(tool, args string) (string, *Engine) {
+		res, err := es[0].Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: tool, Args: json.RawMessage(args)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var elsewhere *Engine
+		waitFor(t, 10*time.Second, "an engine claims the task", func() bool {
+			for i, e := range es {
+				if e.claims.holds(res.Task.ID) {
+					elsewhere = es[1-i]
+					return true
+				}
+			}
+			return false
+		})
+		return res.Task.ID, elsewhere
+	}
+	outcome := func(e *Engine, id string, act func() error, want model.Status) {
+		t.Helper()
+		feed, err := e.Watch(ctxT(t), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := act(); err != nil {
+			t.Fatal(err)
+		}
+		next(t, feed, time.Second, fmt.Sprintf("the task %s on the engine that acted", want), func(ev deck.Event) bool {
+			for _, en := range ev.Entries {
+				if en.Task.ID == id && en.Task.Status == want {
+					return true
+				}
+			}
+			return false
+		})
+		t.Logf("%s on the other engine after %v", want, time.Since(start).Round(time.Millisecond))
+	}
+
+	id, elsewhere := launch("sleep", `{"seconds":60}`)
+	outcome(elsewhere, id, func() error { _, err := elsewhere.Cancel(ctxT(t), id); return err }, model.StatusCancelled)
+
+	id, elsewhere = launch("approve", `{"action":"deploy"}`)
+	waitFor(t, 10*time.Second, "the approval asks for input", func() bool {
+		en, err := elsewhere.Get(ctxT(t), id)
+		return err == nil && en.Task.Status == model.StatusInputRequired
+	})
+	answer := map[string]json.RawMessage{"approve-1": json.RawMessage(`{"action":"accept","content":{"approve":true,"reason":"ok"}}`)}
+	outcome(elsewhere, id, func() error { _, err := elsewhere.Answer(ctxT(t), id, answer); return err }, model.StatusCompleted)
 }

@@ -93,7 +93,8 @@ func (e *Engine) due(rec *model.Task, soon bool) {
 		return
 	}
 	if e.claims != nil && !e.claims.holds(rec.ID) {
-		e.claims.poke() // whichever engine claims it polls it
+		e.claims.reach(rec.Server) // an ad-hoc URL this process called: it may claim its tasks
+		e.claims.poke()            // whichever engine claims it polls it
 		return
 	}
 	at := time.Now()
@@ -169,7 +170,7 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 		if err != nil {
 			return err
 		}
-		if rec.Pollable() {
+		if rec.Pollable() && !e.watchedElsewhere(rec) { // its watcher polls it: one poller per task
 			recs = append(recs, rec)
 		}
 	}
@@ -183,11 +184,14 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 			defer wg.Done()
 			defer func() { <-slots }()
 			res, err := e.tracker.Poll(ctx, rec.ID)
-			if err != nil {
+			switch {
+			case errors.Is(err, postgres.ErrClaimLost):
+				// Claimed by another meanwhile: its poll is the refresh.
+			case err != nil:
 				errs[i] = classify(err, rec.ID)
-				return
+			default:
+				e.polled(rec.ID, res)
 			}
-			e.polled(rec.ID, res)
 		}()
 	}
 	wg.Wait()
@@ -242,9 +246,8 @@ func (l *loop) poll(ctx context.Context, id string) {
 	err := postgres.ErrClaimLost
 	if c := l.e.claims; c == nil {
 		res, err = l.e.tracker.Poll(ctx, id)
-	} else if end, ok := c.poll(id); ok {
+	} else if _, ok := c.claim(id); ok {
 		res, err = l.e.tracker.Poll(ctx, id)
-		end()
 	}
 	select {
 	case l.results <- polled{id, res, err}:

@@ -25,9 +25,10 @@ func (t *Tracker) OrphanStale() ([]*model.Task, error) {
 
 // Orphan turns a `calling` intent whose process died into `orphaned`: its
 // call may be running, and it is never re-sent. A record that has moved
-// on meanwhile is left as it is.
+// on meanwhile is left as it is. On a shared store it is written under
+// the claim of the engine that found it.
 func (t *Tracker) Orphan(id string) (*model.Task, error) {
-	return t.store.Update(id, func(r *model.Task) (bool, error) {
+	return t.polledWrite(id, func(r *model.Task) (bool, error) {
 		if r.Status != model.StatusCalling {
 			return false, nil
 		}

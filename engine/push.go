@@ -13,6 +13,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
@@ -356,8 +357,8 @@ func (l *loop) applied(st *stream, p polled) {
 	}
 	now := time.Now()
 	switch {
-	case errors.Is(p.err, store.ErrNotFound):
-		l.drop(p.id)
+	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, postgres.ErrClaimLost):
+		l.drop(p.id) // forgotten meanwhile, or another engine watches it now
 	case p.err != nil:
 		l.e.log.Warn("push could not be recorded", "task", p.id, "err", p.err)
 	case p.res.Next == 0:

@@ -8,10 +8,19 @@ import (
 // change is one committed change, as the store's commit hook reports it.
 type change = store.Change
 
-// watchStore feeds every synced commit to the hub, in revision order.
+// watchStore feeds every synced commit to the hub, in revision order; on
+// a shared store the engine also hears there of cancels and answers made
+// elsewhere.
 func (e *Engine) watchStore() {
 	e.feeds.rev = e.store.Revision()
-	e.store.SetCommitHook(e.feeds.committed)
+	if e.claims == nil {
+		e.store.SetCommitHook(e.feeds.committed)
+		return
+	}
+	e.store.SetCommitHook(func(changes []change) {
+		e.feeds.committed(changes)
+		e.actsHeard(changes)
+	})
 }
 
 func (e *Engine) snapshot() (uint64, []*model.Task, error) { return e.store.Snapshot() }

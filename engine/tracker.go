@@ -17,6 +17,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // Tracker joins the MCP client and the store: every handle is on disk
@@ -29,6 +30,10 @@ type Tracker struct {
 	now            func() time.Time
 	log            *slog.Logger
 	requestTimeout time.Duration
+
+	// polled, on a shared store, writes the server's word on a task under
+	// this engine's claim (nil: store.Update).
+	polled func(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error)
 
 	mu    sync.Mutex
 	polls map[string]*pollState
@@ -360,6 +365,9 @@ func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*
 		return nil, handleLost(id, snap.TaskID, err)
 	}
 	res, err := t.Poll(ctx, id) // on failure the record stays open, for the next poll
+	if errors.Is(err, postgres.ErrClaimLost) {
+		return t.store.Get(id) // another engine claimed it meanwhile: it fetches the outcome
+	}
 	return res.Task, err
 }
 
@@ -452,7 +460,19 @@ func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rp
 	})
 }
 
-// apply folds a snapshot into the stored record, writing only on change.
+// polledWrite writes the server's word on a task, fenced on a shared
+// store (t.polled): an engine that lost the claim cannot overwrite the one
+// that took it, whichever path (poll, push, cancel, answer) brought the
+// word; that write is refused with postgres.ErrClaimLost.
+func (t *Tracker) polledWrite(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+	if t.polled != nil {
+		return t.polled(id, fn)
+	}
+	return t.store.Update(id, fn)
+}
+
+// apply folds a snapshot into the stored record, writing only on change:
+// a call's own handle, which no poll can have written before.
 func (t *Tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
 		return r.Apply(snap, t.now())
@@ -556,7 +576,9 @@ func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr 
 	}
 	updated := rec
 	if changed {
-		updated, err = t.apply(id, snap)
+		updated, err = t.polledWrite(id, func(r *model.Task) (bool, error) {
+			return r.Apply(snap, t.now())
+		})
 		var te *model.TransitionError
 		if errors.As(err, &te) {
 			// The stored record moved meanwhile (the operator cancelled,
@@ -585,7 +607,7 @@ const (
 // markUnknown ends a task its server cannot tell about any more.
 func (t *Tracker) markUnknown(id, why string) (*model.Task, error) {
 	t.forgetPoll(id)
-	return t.store.Update(id, func(r *model.Task) (bool, error) {
+	return t.polledWrite(id, func(r *model.Task) (bool, error) {
 		if r.Status.Terminal() {
 			return false, nil
 		}

@@ -110,14 +110,22 @@ func (m *Model) detailText(t *model.Task) string {
 	switch {
 	case !t.Pollable():
 		b.WriteString("  not polled: " + string(t.Status) + "\n")
+	case ps.NoEngine:
+		b.WriteString("  " + m.styles.Error.Render("not polled: "+present.Watch(ps)) + " (start an engine that has this server)\n")
 	default:
+		if w := present.Watch(ps); w != "" {
+			b.WriteString("  watched by " + w + "\n")
+		}
+		var when []string // none for a task another engine polls
 		if !ps.LastPolled.IsZero() {
-			b.WriteString("  last poll " + present.Age(m.now.Sub(ps.LastPolled)) + " ago")
+			when = append(when, "last poll "+present.Age(m.now.Sub(ps.LastPolled))+" ago")
 		}
 		if next := m.nextPoll(t); next != "" {
-			b.WriteString(", next in " + next)
+			when = append(when, "next in "+next)
 		}
-		b.WriteString("\n")
+		if len(when) > 0 {
+			b.WriteString("  " + strings.Join(when, ", ") + "\n")
+		}
 		if ps.LastError != "" {
 			b.WriteString("  " + m.styles.Error.Render(fmt.Sprintf("last error (%d in a row): %s", ps.Errors, termtext.Line(ps.LastError))) + "\n")
 		}

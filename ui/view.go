@@ -184,11 +184,15 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 // nextPoll says when the engine polls a task next: a countdown, "now"
 // once it is due (or in flight), "push" for a task its server pushes
 // (whose next poll is only the slow safety poll), nothing for tasks that
-// are not polled.
+// are not polled, "none" for a task no engine on a shared store can reach.
 func (m *Model) nextPoll(t *model.Task) string {
 	at := m.polls[t.ID].Next
 	switch {
-	case !t.Pollable() || at.IsZero():
+	case !t.Pollable():
+		return ""
+	case m.polls[t.ID].NoEngine:
+		return "none"
+	case at.IsZero():
 		return ""
 	case m.polls[t.ID].Pushed:
 		return "push"

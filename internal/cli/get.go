@@ -51,13 +51,13 @@ func getRun(opts *GetOptions) error {
 		}
 	}
 	if opts.JSON {
-		return printJSON(f.stdout, e.Task)
+		return printEntryJSON(f.stdout, e)
 	}
 	var pollErr string
 	if e.Poll.Errors > 0 {
 		pollErr = e.Poll.LastError
 	}
-	printDetail(f.stdout, e.Task, pollErr)
+	printDetail(f.stdout, e, pollErr)
 	return nil
 }
 

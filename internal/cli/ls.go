@@ -74,20 +74,20 @@ func lsRun(opts *LsOptions) error {
 		return err
 	}
 	q := search.Parse(opts.Search)
-	var tasks []*model.Task
+	var shown []deck.Entry
 	for _, e := range slices.Backward(entries) { // newest last
 		if x := search.Of(e.Task, e.Task.StatusMessage); q.Match(&x) {
-			tasks = append(tasks, e.Task)
+			shown = append(shown, e)
 		}
 	}
 	if opts.JSON {
-		for _, t := range tasks {
-			if err := printJSON(f.stdout, t); err != nil {
+		for _, e := range shown {
+			if err := printEntryJSON(f.stdout, e); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	printTable(f.stdout, tasks, time.Now())
+	printTable(f.stdout, shown, time.Now())
 	return nil
 }

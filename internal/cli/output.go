@@ -45,6 +45,10 @@ type taskJSON struct {
 	WaitingSince time.Time `json:"waitingSince,omitzero"`
 	// ExpiresAt is when its server drops it (createdAt + ttl), where the server set a TTL.
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// Watcher is the engine (host/pid/random) that polls it on a shared
+	// store; NoEngine: no live engine there can reach its server.
+	Watcher  string `json:"watcher,omitempty"`
+	NoEngine bool   `json:"noEngine,omitempty"`
 }
 
 func toJSON(t *model.Task) taskJSON {
@@ -69,8 +73,17 @@ func waitingSince(t *model.Task) time.Time {
 // printJSON writes one task as one line of JSON. encoding/json escapes
 // C0 controls (ESC, BEL, NUL…); inertJSON escapes what it leaves raw, so
 // hostile text stays inert on a terminal and the line valid.
-func printJSON(w io.Writer, t *model.Task) error {
-	b, err := json.Marshal(toJSON(t))
+func printJSON(w io.Writer, t *model.Task) error { return writeJSON(w, toJSON(t)) }
+
+// printEntryJSON is printJSON with the engine that watches the task.
+func printEntryJSON(w io.Writer, e deck.Entry) error {
+	j := toJSON(e.Task)
+	j.Watcher, j.NoEngine = e.Poll.Watcher, e.Poll.NoEngine
+	return writeJSON(w, j)
+}
+
+func writeJSON(w io.Writer, j taskJSON) error {
+	b, err := json.Marshal(j)
 	if err != nil {
 		return err
 	}
@@ -188,22 +201,36 @@ func printInputs(w io.Writer, t *model.Task, pad string) {
 }
 
 // printTable lists tasks, newest last, one line each.
-func printTable(w io.Writer, tasks []*model.Task, now time.Time) {
-	if len(tasks) == 0 {
+// printTable lists tasks; on a shared store (some open task has a
+// watcher, or none can reach it) a WATCHER column names the host of the
+// engine that polls each.
+func printTable(w io.Writer, entries []deck.Entry, now time.Time) {
+	if len(entries) == 0 {
 		fmt.Fprintln(w, "no tasks")
 		return
 	}
+	shared := slices.ContainsFunc(entries, func(e deck.Entry) bool { return e.Poll.Watcher != "" || e.Poll.NoEngine })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tSERVER\tTOOL\tAGE\tMESSAGE")
-	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, present.StatusText(t), termtext.OneLine(termtext.Line(t.Server.String()), 24),
-			termtext.OneLine(termtext.Line(t.Tool), 20), present.Age(now.Sub(t.CreatedAt)), termtext.OneLine(termtext.Line(t.StatusMessage), 50))
+	head := "ID\tSTATUS\tSERVER\tTOOL\tAGE\t"
+	if shared {
+		head += "WATCHER\t"
+	}
+	fmt.Fprintln(tw, head+"MESSAGE")
+	for _, e := range entries {
+		t := e.Task
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", t.ID, present.StatusText(t), termtext.OneLine(termtext.Line(t.Server.String()), 24),
+			termtext.OneLine(termtext.Line(t.Tool), 20), present.Age(now.Sub(t.CreatedAt)))
+		if shared {
+			fmt.Fprintf(tw, "%s\t", present.WatchShort(e.Poll))
+		}
+		fmt.Fprintf(tw, "%s\n", termtext.OneLine(termtext.Line(t.StatusMessage), 50))
 	}
 	tw.Flush()
 }
 
 // printDetail shows everything about one task.
-func printDetail(w io.Writer, t *model.Task, pollErr string) {
+func printDetail(w io.Writer, e deck.Entry, pollErr string) {
+	t := e.Task
 	line := func(label, value string) {
 		if value != "" {
 			fmt.Fprintf(w, "%-14s %s\n", label+":", value)
@@ -220,6 +247,7 @@ func printDetail(w io.Writer, t *model.Task, pollErr string) {
 	line("created", t.CreatedAt.Local().Format(time.DateTime))
 	line("updated", t.UpdatedAt.Local().Format(time.DateTime))
 	line("poll error", termtext.Line(pollErr))
+	line("watched by", present.Watch(e.Poll))
 	if t.Status == model.StatusInputRequired {
 		fmt.Fprintln(w, "waiting for input:")
 		printInputs(w, t, "  ")

@@ -1,14 +1,22 @@
 package cli
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // withPassword puts a password into a connection string: the test
@@ -73,4 +81,79 @@ func TestStoreFlagBadDatabase(t *testing.T) {
 	}
 	r = c.run("--store", "mysql://x/y", "ls")
 	clitest.OneErrorLine(t, r, "postgres://", "--store")
+}
+
+// TestSharedStoreShowsWatcher: on a shared database, `get`, `get --json`
+// and `ls` on any host name the engine that watches a task (here one
+// running in this test process, so its pid), and a task of a server no
+// live engine has is shown as out of every engine's reach.
+func TestSharedStoreShowsWatcher(t *testing.T) {
+	db := pgtest.DB(t)
+	url := demoURL(t)
+	a := newInproc(t)
+	a.writeConfig(fmt.Sprintf(`{"store":%q,"mcpServers":{"demo":{"url":%q}}}`, db, url))
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(engine.Options{Store: db, DataDir: t.TempDir(), Config: cfg, RequestTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.PollNow(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	r := a.run("call", "--server", "demo", "sleep", "--args", `{"seconds":600}`).Must(t, exitOK)
+	id := clitest.OnlyID(t, r)
+	// The call's own process may hold the claim until its lease runs out.
+	pid := fmt.Sprintf(", pid %d\n", os.Getpid())
+	waitfor.Within(t, 15*time.Second, "get names this process's engine as the watcher", func() bool {
+		return strings.Contains(a.run("get", id).Must(t, exitOK).Stdout, pid)
+	})
+	var got struct {
+		Watcher  string `json:"watcher"`
+		NoEngine bool   `json:"noEngine"`
+	}
+	if err := json.Unmarshal([]byte(a.run("get", id, "--json").Must(t, exitOK).Stdout), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(got.Watcher, fmt.Sprintf("/%d/", os.Getpid())) || got.NoEngine {
+		t.Errorf("get --json: watcher %q, noEngine %v; want this process's engine", got.Watcher, got.NoEngine)
+	}
+
+	st, err := postgres.Open(context.Background(), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	now := time.Now()
+	far := model.NewIntent(model.ServerRef{Name: "elsewhere"}, "sleep", json.RawMessage(`{}`), "", now)
+	if err := far.MoveTo(model.StatusWorking, "", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Create(far); err != nil {
+		t.Fatal(err)
+	}
+	detail := a.run("get", far.ID).Must(t, exitOK).Stdout
+	if !strings.Contains(detail, "watched by:    no engine can reach its server\n") {
+		t.Errorf("get of a task no engine can reach:\n%s", detail)
+	}
+	if js := a.run("get", far.ID, "--json").Must(t, exitOK).Stdout; !strings.Contains(js, `"noEngine":true`) {
+		t.Errorf("get --json of a task no engine can reach: %s", js)
+	}
+	ls := a.run("ls").Must(t, exitOK).Stdout
+	host, _ := os.Hostname()
+	lines := strings.Split(ls, "\n")
+	if !strings.Contains(lines[0], "WATCHER") {
+		t.Fatalf("ls on a shared store has no WATCHER column:\n%s", ls)
+	}
+	for _, l := range lines[1:] {
+		switch {
+		case strings.HasPrefix(l, id) && !strings.Contains(l, " "+host+" "):
+			t.Errorf("ls does not name the watcher's host %s:\n%s", host, l)
+		case strings.HasPrefix(l, far.ID) && !strings.Contains(l, " none "):
+			t.Errorf("ls does not say no engine watches the far task:\n%s", l)
+		}
+	}
 }

@@ -15,11 +15,20 @@ import (
 var ErrClaimLost = errors.New("this engine's claim on the task was lost (its lease ran out); another engine polls it now, and nothing was written")
 
 // Claim is an engine's lease on polling one task. Fence grows with every
-// claim of the task, so a write carrying an older one is refused.
+// claim of the task (from 1), so a write carrying an older one is refused.
+// Fence 0 is no claim: a write carrying it is refused while any engine
+// holds a live claim on the task.
 type Claim struct {
 	ID    string
 	Owner string
 	Fence uint64
+}
+
+// holdsSQL: the claim of the fence and owner parameters holds (or, for
+// fence 0, no engine's does).
+func holdsSQL(fence, owner string) string {
+	return `(CASE WHEN ` + fence + `::bigint = 0 THEN lease_until IS NULL OR lease_until < now()
+		ELSE fence = ` + fence + ` AND owner IS NOT DISTINCT FROM ` + owner + `::text AND lease_until >= now() END)`
 }
 
 func (c *Claim) fence() *int64 {
@@ -44,6 +53,17 @@ func (c *Claim) owner() *string {
 // two. A claim changes no record and no revision. Orphaned records are
 // not claimed: they wait for the operator, with nothing to poll.
 func (s *Store) ClaimTasks(engine string, servers []string, limit int, lease time.Duration) ([]Claim, error) {
+	return s.claimTasks(engine, servers, limit, lease, `lease_until IS NULL OR lease_until < now()`)
+}
+
+// ClaimExpired is ClaimTasks of only the tasks whose claim ran out: their
+// engine died or stalled, and they have no one to watch them.
+func (s *Store) ClaimExpired(engine string, servers []string, limit int, lease time.Duration) ([]Claim, error) {
+	return s.claimTasks(engine, servers, limit, lease, `lease_until < now()`)
+}
+
+// claimTasks claims the open tasks of servers that claimable admits.
+func (s *Store) claimTasks(engine string, servers []string, limit int, lease time.Duration, claimable string) ([]Claim, error) {
 	var open []string
 	for _, st := range model.AllStatuses {
 		if !st.Terminal() && st != model.StatusOrphaned {
@@ -60,7 +80,7 @@ func (s *Store) ClaimTasks(engine string, servers []string, limit int, lease tim
 		rows, err := tx.Query(ctx, `UPDATE taskdeck_tasks t
 			SET owner = $1, lease_until = now() + $2::interval, fence = t.fence + 1
 			FROM (SELECT id FROM taskdeck_tasks
-				WHERE status = ANY($3) AND server = ANY($4) AND (lease_until IS NULL OR lease_until < now())
+				WHERE status = ANY($3) AND server = ANY($4) AND (`+claimable+`)
 				ORDER BY id LIMIT $5 FOR UPDATE SKIP LOCKED) c
 			WHERE t.id = c.id RETURNING t.id, t.fence`, engine, lease, open, servers, limit)
 		if err != nil {
@@ -141,8 +161,8 @@ func (s *Store) checkClaim(id string, c *Claim) error {
 	defer cancel()
 	var holds bool
 	err = s.reread(func() error {
-		return s.pool.QueryRow(ctx, `SELECT fence = $2 AND owner IS NOT DISTINCT FROM $3 AND lease_until >= now()
-			FROM taskdeck_tasks WHERE id = $1`, id, int64(c.Fence), c.Owner).Scan(&holds)
+		return s.pool.QueryRow(ctx, `SELECT `+holdsSQL("$2", "$3")+` FROM taskdeck_tasks WHERE id = $1`,
+			id, int64(c.Fence), c.Owner).Scan(&holds)
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -153,4 +173,138 @@ func (s *Store) checkClaim(id string, c *Claim) error {
 		return fmt.Errorf("task %s: %w", id, ErrClaimLost)
 	}
 	return nil
+}
+
+// Fleet is what an engine knows of the others on the database, read in
+// one round per claim round: no write per task.
+type Fleet struct {
+	// Watchers names the engine holding a live claim on each open task.
+	Watchers map[string]string
+	// Reachable holds the servers (names and ad-hoc URLs) that some live
+	// engine can poll: a task of any other has no one to watch it.
+	Reachable map[string]bool
+	// NextExpiry is when the first live claim of another engine on an
+	// open task of the servers asked about runs out (zero: none).
+	NextExpiry time.Time
+}
+
+// Heartbeat records engine as alive until lease from now, able to poll
+// servers, and forgets the engines whose time ran out: one write.
+func (s *Store) Heartbeat(engine string, servers []string, lease time.Duration) error {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	err = s.inTx(ctx, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `INSERT INTO taskdeck_engines (name, servers, alive_until)
+			VALUES ($1, $2, now() + $3::interval)
+			ON CONFLICT (name) DO UPDATE SET servers = EXCLUDED.servers, alive_until = EXCLUDED.alive_until`,
+			engine, servers, lease); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM taskdeck_engines WHERE alive_until < now()`)
+		return err
+	})
+	if err != nil {
+		return dbError("record this engine as alive", err)
+	}
+	return nil
+}
+
+// Leave takes engine off the live ones: it is closing.
+func (s *Store) Leave(engine string) error {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if _, err = s.pool.Exec(ctx, `DELETE FROM taskdeck_engines WHERE name = $1`, engine); err != nil {
+		return dbError("take this engine off the live ones", err)
+	}
+	return nil
+}
+
+// Fleet reads the fleet as engine me sees it; servers are those it claims.
+func (s *Store) Fleet(me string, servers []string) (Fleet, error) {
+	var open []string
+	for _, st := range model.AllStatuses {
+		if !st.Terminal() {
+			open = append(open, string(st))
+		}
+	}
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return Fleet{}, err
+	}
+	defer cancel()
+	mine := make(map[string]bool, len(servers))
+	for _, name := range servers {
+		mine[name] = true
+	}
+	f := Fleet{Watchers: map[string]string{}, Reachable: map[string]bool{}}
+	err = s.reread(func() error {
+		clear(f.Watchers)
+		f.NextExpiry = time.Time{}
+		rows, err := s.pool.Query(ctx, `SELECT id, owner, lease_until, server FROM taskdeck_tasks
+			WHERE owner IS NOT NULL AND lease_until >= now() AND status = ANY($1)`, open)
+		if err != nil {
+			return err
+		}
+		var id, owner, server string
+		var until time.Time
+		_, err = pgx.ForEachRow(rows, []any{&id, &owner, &until, &server}, func() error {
+			f.Watchers[id] = owner
+			if owner != me && mine[server] && (f.NextExpiry.IsZero() || until.Before(f.NextExpiry)) {
+				f.NextExpiry = until
+			}
+			return nil
+		})
+		return err
+	})
+	if err == nil {
+		err = s.reread(func() error {
+			clear(f.Reachable)
+			rows, err := s.pool.Query(ctx, `SELECT DISTINCT unnest(servers) FROM taskdeck_engines WHERE alive_until >= now()`)
+			if err != nil {
+				return err
+			}
+			var server string
+			_, err = pgx.ForEachRow(rows, []any{&server}, func() error {
+				f.Reachable[server] = true
+				return nil
+			})
+			return err
+		})
+	}
+	if err != nil {
+		return Fleet{}, dbError("read the fleet's claims", err)
+	}
+	return f, nil
+}
+
+// Watcher names the engine holding a live claim on task id ("" if none).
+func (s *Store) Watcher(id string) (string, error) {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return "", err
+	}
+	defer cancel()
+	var owner *string
+	err = s.reread(func() error {
+		return s.pool.QueryRow(ctx, `SELECT owner FROM taskdeck_tasks WHERE id = $1 AND lease_until >= now()`, id).Scan(&owner)
+	})
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), err == nil && owner == nil:
+		return "", nil
+	case err != nil:
+		return "", dbError("read a task's claim", err)
+	}
+	return *owner, nil
+}
+
+// Tasks reads the records of ids in one query (a claim round's new
+// claims); a forgotten one is left out.
+func (s *Store) Tasks(ids []string) ([]*model.Task, error) {
+	return s.read(`WHERE id = ANY($1)`, ids)
 }

@@ -373,7 +373,7 @@ func (s *Store) commit(batch []*putReq) {
 	ids, keys, statuses, servers := make([]string, n), make([]*string, n), make([]string, n), make([]string, n)
 	at, vals, prevs, fences, owners := make([]time.Time, n), make([][]byte, n), make([]*int64, n), make([]*int64, n), make([]*string, n)
 	for i, r := range batch {
-		ids[i], keys[i], statuses[i], servers[i] = r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.Server.Name
+		ids[i], keys[i], statuses[i], servers[i] = r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.Server.String()
 		at[i], vals[i], prevs[i], fences[i], owners[i] = r.rec.UpdatedAt, r.val, r.prev, r.c.fence(), r.c.owner()
 	}
 	type result struct {

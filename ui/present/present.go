@@ -186,3 +186,39 @@ func Reconciled(r deck.Reconcile) string {
 	return fmt.Sprintf("reconciled: %d re-attached · %d finished meanwhile · %d unknown · %d orphaned · %d unreachable",
 		r.Reattached, r.Finished, r.Unknown, r.Orphaned, r.Unreachable)
 }
+
+// Watch words which engine watches a task on a shared store: "no engine
+// can reach its server", or the watcher as "host, pid N"; "" with one
+// store per host, or for a task nothing watches (it ended). The name is
+// another host's word: made inert.
+func Watch(p deck.PollState) string {
+	if p.NoEngine {
+		return "no engine can reach its server"
+	}
+	host, pid, ok := splitEngine(p.Watcher)
+	if !ok {
+		return termtext.OneLine(termtext.Line(p.Watcher), 80)
+	}
+	return fmt.Sprintf("%s, pid %s", host, pid)
+}
+
+// WatchShort is Watch for a column: the watcher's host, or "none" when
+// no engine can reach the task's server.
+func WatchShort(p deck.PollState) string {
+	if p.NoEngine {
+		return "none"
+	}
+	host, _, _ := splitEngine(p.Watcher)
+	return host
+}
+
+// splitEngine reads an engine's name, host/pid/random, with the host
+// made inert and cut to fit a column.
+func splitEngine(name string) (host, pid string, ok bool) {
+	parts := strings.Split(name, "/")
+	host = termtext.OneLine(termtext.Line(parts[0]), 24)
+	if len(parts) != 3 {
+		return host, "", false
+	}
+	return host, termtext.OneLine(termtext.Line(parts[1]), 12), true
+}

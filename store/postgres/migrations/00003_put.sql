@@ -4,7 +4,7 @@
 -- one commit (its implicit txn commits at the Sync). It takes the counter's
 -- row lock first (held to commit: revisions are in commit order), then
 -- inserts each record (p_prev NULL) or updates it if it is still at revision
--- p_prev and, with a fence, the claim still holds. A write refused (its key
+-- p_prev and, with a fence, the claim still holds (fence 0: no claim does). A write refused (its key
 -- or id taken, or stale) writes nothing and takes no revision; the others
 -- get the next revisions in turn, gapless, and one notification wakes the
 -- listeners. Each row of the result answers the write of the same place.
@@ -40,7 +40,9 @@ BEGIN
             UPDATE taskdeck_tasks
             SET idem_key = p_key[i], status = p_status[i], updated_at = p_updated_at[i], body = p_body[i], revision = o_rev
             WHERE id = p_id[i] AND revision = p_prev[i]
-                AND (p_fence[i] IS NULL OR (fence = p_fence[i] AND owner = p_owner[i] AND lease_until >= now()));
+                -- Fence 0 is no claim: it writes only while no engine holds one.
+                AND (p_fence[i] IS NULL OR CASE WHEN p_fence[i] = 0 THEN lease_until IS NULL OR lease_until < now()
+                    ELSE fence = p_fence[i] AND owner IS NOT DISTINCT FROM p_owner[i] AND lease_until >= now() END);
             IF NOT FOUND THEN
                 o_code := 'TD001';
             END IF;
