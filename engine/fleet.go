@@ -103,6 +103,10 @@ type claimer struct {
 	// then is not polled, before another engine may take it.
 	until   map[string]time.Time
 	waiting map[string]bool // held, with nothing to poll yet
+	// tookOver holds the claims taken from an engine whose lease ran out,
+	// until they are scheduled: those tasks have gone unwatched for a
+	// lease at least, so they are due before a backlog of others.
+	tookOver map[string]bool
 	// heard is, per held task, the last operator's act (a cancel, answers)
 	// heard of in the database's feed: each new one is polled at once.
 	heard map[string]acted
@@ -116,15 +120,16 @@ type claimer struct {
 
 func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 	c := &claimer{
-		pg:      pg,
-		name:    name,
-		lease:   opts.ClaimLease,
-		renew:   opts.ClaimRenew,
-		wake:    make(chan struct{}, 1),
-		held:    map[string]postgres.Claim{},
-		until:   map[string]time.Time{},
-		waiting: map[string]bool{},
-		heard:   map[string]acted{},
+		pg:       pg,
+		name:     name,
+		lease:    opts.ClaimLease,
+		renew:    opts.ClaimRenew,
+		wake:     make(chan struct{}, 1),
+		held:     map[string]postgres.Claim{},
+		until:    map[string]time.Time{},
+		waiting:  map[string]bool{},
+		tookOver: map[string]bool{},
+		heard:    map[string]acted{},
 	}
 	if c.lease == 0 {
 		c.lease = DefaultClaimLease
@@ -150,11 +155,17 @@ func (c *claimer) holds(id string) bool {
 // claim was lost); the lease runs out by itself.
 func (c *claimer) release(id string) {
 	c.mu.Lock()
+	c.forget(id)
+	c.mu.Unlock()
+}
+
+// forget drops all this engine knows of its claim on id; c.mu is held.
+func (c *claimer) forget(id string) {
 	delete(c.held, id)
 	delete(c.until, id)
 	delete(c.waiting, id)
 	delete(c.heard, id)
-	c.mu.Unlock()
+	delete(c.tookOver, id)
 }
 
 // acted is what an operator did to a task, as its record says: asked to
@@ -220,6 +231,16 @@ func (c *claimer) unwait(id string) {
 	c.mu.Lock()
 	delete(c.waiting, id)
 	c.mu.Unlock()
+}
+
+// takenOver tells, once, whether the claim on id was taken from an engine
+// whose lease ran out.
+func (c *claimer) takenOver(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := c.tookOver[id]
+	delete(c.tookOver, id)
+	return was
 }
 
 // claim is this engine's claim on id, if it holds one whose lease has not
@@ -371,9 +392,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	c.mu.Lock()
 	for _, cl := range held {
 		if !kept[cl.ID] {
-			delete(c.held, cl.ID)
-			delete(c.until, cl.ID)
-			delete(c.waiting, cl.ID)
+			c.forget(cl.ID)
 			lost = append(lost, cl.ID)
 		} else if _, ok := c.held[cl.ID]; ok {
 			c.until[cl.ID] = start.Add(c.lease)
@@ -390,7 +409,13 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	// First the tasks whose claim ran out, beyond the share: their engine
 	// died or stalled and no one watches them; new tasks even the share out.
 	taken, err := c.take(&claimed, takeAll, func(n int) ([]postgres.Claim, error) {
-		return c.pg.ClaimExpired(c.name, servers, n, c.lease)
+		got, err := c.pg.ClaimExpired(c.name, servers, n, c.lease)
+		c.mu.Lock()
+		for _, cl := range got {
+			c.tookOver[cl.ID] = true
+		}
+		c.mu.Unlock()
+		return got, err
 	})
 	if err != nil {
 		return lost, claimed, err
@@ -614,7 +639,12 @@ func (l *loop) claimed(lost, ids []string, recs []*model.Task) {
 				continue
 			}
 			at := now
-			if first := t.CreatedAt.Add(l.e.firstPoll(t)); first.After(now) {
+			switch first := t.CreatedAt.Add(l.e.firstPoll(t)); {
+			case c.takenOver(id):
+				// Due since its dead watcher's lease ran out: ahead of
+				// this engine's own overdue polls on a busy machine.
+				at = now.Add(-c.lease)
+			case first.After(now):
 				at = first // a fresh call's first poll is at the server's interval
 			}
 			l.track(t.ID, t.Server, t.TaskID, at)
