@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,20 +110,28 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 		}
 		return false
 	})
-	// The target is 10 s (2.8 to 7 s here); the bound is twice that, as
+	// The target is 10 s (4.3 to 10.5 s here at load 10 to 12); the bound is twice that, as
 	// seven engineers share two cores: it still fails a silent minute.
 	limit := 20 * time.Second
 	if raceEnabled {
 		limit *= 2
 	}
-	h.within("2,000 rows cancelled", limit, func(m *Model) bool { return m.list.counts[model.StatusCancelled] == n && m.bulk == nil })
+	// The report as the job ends: the start-up reconcile's may follow it.
+	var report string
+	var acked time.Duration
+	h.within("2,000 rows cancelled", limit, func(m *Model) bool {
+		if m.bulk == nil && report == "" {
+			report, acked = m.flash, time.Since(start)
+		}
+		return m.list.counts[model.StatusCancelled] == n && m.bulk == nil
+	})
 	took := time.Since(start)
-	t.Logf("cancel of %d: %v; a progress line: %q", n, took, strings.TrimSpace(progress))
+	t.Logf("cancel of %d: %v (the last acknowledged at %v); a progress line: %q", n, took, acked, strings.TrimSpace(progress))
 	if s := h.screen(); strings.Contains(s, "cancelling…") {
 		t.Fatalf("rows still say cancelling… after the cancel:\n%s", s)
 	}
-	if !strings.Contains(h.m.flash, fmt.Sprintf("cancel sent to %d tasks", n)) {
-		t.Fatalf("the report says %q", h.m.flash)
+	if !strings.Contains(report, fmt.Sprintf("cancel sent to %d tasks", n)) {
+		t.Fatalf("the report says %q", report)
 	}
 	if got := h.demo.Stats().Cancels; got != n {
 		t.Fatalf("the server got %d tasks/cancel, want %d", got, n)
@@ -135,11 +144,13 @@ type failingDeck struct {
 	refuse string
 }
 
-func (d failingDeck) Cancel(ctx context.Context, id string) (*model.Task, error) {
-	if id == d.refuse {
-		return nil, fmt.Errorf("refused by the test")
+func (d failingDeck) CancelMany(ctx context.Context, ids []string) []error {
+	i := slices.Index(ids, d.refuse)
+	if i < 0 {
+		return d.Deck.CancelMany(ctx, ids)
 	}
-	return d.Deck.Cancel(ctx, id)
+	errs := d.Deck.CancelMany(ctx, slices.Delete(slices.Clone(ids), i, i+1))
+	return slices.Insert(errs, i, error(fmt.Errorf("refused by the test")))
 }
 
 // A bulk action that fails on some tasks says how many and the first.
