@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -54,4 +55,73 @@ func TestGroupsOneKeyEach(t *testing.T) {
 	}
 	shows("3 esc", echo, sleep, ask, failed)
 	shows("3 0", echo, sleep, ask, failed)
+}
+
+// A group key reads the group's own rows, kept as rows change: after
+// single changes, a large batch, removals, a small reload, failing
+// polls and a new order, each group (and each with a search) shows
+// exactly the rows a pass over every row admits, in the order it shows.
+func TestGroupRowsFollowEveryChange(t *testing.T) {
+	l := newTaskList()
+	tasks := benchTasks(300)
+	l.Replace(tasks)
+	statuses := []model.Status{model.StatusWorking, model.StatusFailed, model.StatusCompleted, model.StatusInputRequired, model.StatusUnknown}
+	changed := func(i int, st model.Status) *model.Task {
+		c := tasks[i].Clone()
+		c.Status = st
+		if st != model.StatusInputRequired {
+			c.InputRequests = nil
+		}
+		return c
+	}
+	check := func(step string) {
+		t.Helper()
+		for gi := -1; gi < len(deck.Groups); gi++ {
+			var g *deck.Group
+			if gi >= 0 {
+				g = &deck.Groups[gi]
+			}
+			for _, text := range []string{"", "tool:tool-1"} {
+				l.SetFilter(text, "")
+				l.setGroup(g)
+				var want []string
+				var rows []*row
+				for _, r := range l.all {
+					if (g == nil || g.Holds(r.status, r.waits, r.status.Pollable() && l.failing[r.task.ID])) && l.query.Match(&r.text) {
+						rows = append(rows, r)
+					}
+				}
+				slices.SortFunc(rows, l.visCmp)
+				for _, r := range rows {
+					want = append(want, r.task.ID)
+				}
+				var got []string
+				for _, r := range l.visible {
+					got = append(got, r.task.ID)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: group %d, search %q shows %d rows, a pass over every row %d", step, gi+1, text, len(got), len(want))
+				}
+			}
+		}
+	}
+	check("loaded")
+	for i := range 10 {
+		l.Apply([]*model.Task{changed(i*7, statuses[i%len(statuses)])}, nil)
+	}
+	check("single changes")
+	var batch []*model.Task
+	for i := range 40 {
+		batch = append(batch, changed(100+i, statuses[i%len(statuses)]))
+	}
+	l.Apply(batch, []string{tasks[5].ID, tasks[6].ID})
+	check("a batch")
+	l.Apply(nil, []string{tasks[7].ID, tasks[8].ID})
+	check("removals")
+	l.failing[tasks[3].ID], l.failing[tasks[11].ID] = true, true // working ones
+	check("failing polls")
+	l.CycleOrder()
+	check("another order")
+	l.Replace(tasks[:5])
+	check("a small reload")
 }

@@ -25,6 +25,10 @@ type row struct {
 	status               model.Status // the task's, here so a filter pass reads only rows
 	waits                bool         // input_required with questions not yet answered
 	waitingSince         time.Time    // when it began to wait for the operator (the inbox's clock)
+	// groups has bit i set when deck.Groups[i] holds the row by its status
+	// alone (failing polls are the list's to know): a group key reads
+	// the group's own rows, not every row.
+	groups uint8
 }
 
 // newRow makes a task's row; server is its server's name as shown.
@@ -56,6 +60,11 @@ func newRow(t *model.Task, server string) *row {
 		r.isErrRnk = 1
 	}
 	r.text = search.Of(t, r.msg)
+	for i, g := range deck.Groups {
+		if g.Holds(r.status, r.waits, false) {
+			r.groups |= 1 << i
+		}
+	}
 	return r
 }
 
@@ -88,6 +97,9 @@ type taskList struct {
 	byID    map[string]*row
 	all     []*row // sorted by order
 	visible []*row // the rows of all that pass the filter, same order
+	// byGroup[i] are the rows of all that deck.Groups[i] holds by status
+	// (row.groups), in the order the group shows them.
+	byGroup [][]*row
 	order   int
 	query   search.Query // the filter's search
 	status  model.Status // status filter; "" for all
@@ -109,7 +121,7 @@ type taskList struct {
 }
 
 func newTaskList() *taskList {
-	return &taskList{byID: map[string]*row{}, counts: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
+	return &taskList{byID: map[string]*row{}, byGroup: make([][]*row, len(deck.Groups)), counts: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
 }
 
 func (l *taskList) cmp(a, b *row) int { return sortOrders[l.order].cmp(a, b) }
@@ -148,6 +160,9 @@ func (l *taskList) Replace(tasks []*model.Task) {
 	l.byID = make(map[string]*row, len(tasks))
 	l.all = make([]*row, 0, len(tasks))
 	l.visible = l.visible[:0]
+	for i := range l.byGroup {
+		l.byGroup[i] = l.byGroup[i][:0]
+	}
 	clear(l.counts)
 	clear(l.servers)
 	clear(l.open)
@@ -216,6 +231,11 @@ func (l *taskList) Upsert(t *model.Task) {
 	l.byID[t.ID] = r
 	l.count(r, 1)
 	l.all = insertSorted(l.all, r, l.cmp)
+	for i := range l.byGroup {
+		if r.groups&(1<<i) != 0 {
+			l.byGroup[i] = insertSorted(l.byGroup[i], r, l.groupCmp(i))
+		}
+	}
 	if l.matches(r) {
 		l.visible = insertSorted(l.visible, r, l.visCmp)
 	}
@@ -246,7 +266,21 @@ func (l *taskList) count(r *row, d int) {
 func (l *taskList) drop(r *row) {
 	l.count(r, -1)
 	l.all = removeSorted(l.all, r, l.cmp)
+	for i := range l.byGroup {
+		if r.groups&(1<<i) != 0 {
+			l.byGroup[i] = removeSorted(l.byGroup[i], r, l.groupCmp(i))
+		}
+	}
 	l.visible = removeSorted(l.visible, r, l.visCmp)
+}
+
+// groupCmp is the order deck.Groups[i] shows its rows in: the inbox by
+// how long each waited, the others as every row.
+func (l *taskList) groupCmp(i int) func(a, b *row) int {
+	if deck.Groups[i].Waiting {
+		return inboxOrder
+	}
+	return l.cmp
 }
 
 // Get returns a task by id.
@@ -293,19 +327,66 @@ func (l *taskList) OrderName() string {
 func (l *taskList) resort() {
 	l.reorders++
 	slices.SortFunc(l.all, l.cmp)
+	for i := range l.byGroup {
+		l.byGroup[i] = l.byGroup[i][:0]
+		for _, r := range l.all {
+			if r.groups&(1<<i) != 0 {
+				l.byGroup[i] = append(l.byGroup[i], r)
+			}
+		}
+		if deck.Groups[i].Waiting {
+			slices.SortFunc(l.byGroup[i], inboxOrder)
+		}
+	}
 	l.refilter()
 }
 
+// refilter makes the visible rows again from the rows that can pass: a
+// group's own rows (with those its failing polls admit), else every row.
+// A group and no other filter is a copy of the group's rows.
 func (l *taskList) refilter() {
+	from := l.all
+	if l.group != nil {
+		i := slices.IndexFunc(deck.Groups, func(g deck.Group) bool { return g.Name == l.group.Name })
+		from = l.withFailing(l.byGroup[i], l.groupCmp(i))
+	}
+	if l.status == "" && l.server == "" && len(l.query) == 0 {
+		l.visible = append(l.visible[:0], from...)
+		return
+	}
 	l.visible = l.visible[:0]
-	for _, r := range l.all {
+	for _, r := range from {
 		if l.matches(r) {
 			l.visible = append(l.visible, r)
 		}
 	}
-	if l.group != nil && l.group.Waiting {
-		slices.SortFunc(l.visible, inboxOrder)
+}
+
+// withFailing adds to a group's rows, in its order, those whose failing
+// polls it admits (the problems group).
+func (l *taskList) withFailing(rows []*row, order func(a, b *row) int) []*row {
+	if !l.group.PollsFailing || len(l.failing) == 0 {
+		return rows
 	}
+	var extra []*row
+	for id := range l.failing {
+		if r, ok := l.byID[id]; ok && r.status.Pollable() && !l.group.Holds(r.status, r.waits, false) {
+			extra = append(extra, r)
+		}
+	}
+	if len(extra) == 0 {
+		return rows
+	}
+	slices.SortFunc(extra, order)
+	merged := make([]*row, 0, len(rows)+len(extra))
+	for len(rows) > 0 && len(extra) > 0 {
+		if order(rows[0], extra[0]) <= 0 {
+			merged, rows = append(merged, rows[0]), rows[1:]
+		} else {
+			merged, extra = append(merged, extra[0]), extra[1:]
+		}
+	}
+	return append(append(merged, rows...), extra...)
 }
 
 // Len is the number of tasks, filtered or not.
