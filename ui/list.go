@@ -29,6 +29,8 @@ type row struct {
 	// alone (failing polls are the list's to know): a group key reads
 	// the group's own rows, not every row.
 	groups uint8
+	// keys are the row's values of memoFields, as the list numbers them.
+	keys [len(memoFields)]int32
 }
 
 // newRow makes a task's row; server is its server's name as shown.
@@ -102,9 +104,17 @@ type taskList struct {
 	byGroup [][]*row
 	order   int
 	query   search.Query // the filter's search
-	status  model.Status // status filter; "" for all
-	group   *deck.Group  // group view (groups.go); nil for all
-	server  string       // server view: a server's shown name; "" for all
+	// memo decides the search's terms on each of memoFields once per
+	// value (vals numbers the values); rest are its other terms.
+	memo [len(memoFields)]fieldMemo
+	vals [len(memoFields)]values
+	rest search.Query
+	// shown is what the visible rows were last filtered by, beside the
+	// search: a narrower search may look among them only if it holds.
+	shown  shownBy
+	status model.Status // status filter; "" for all
+	group  *deck.Group  // group view (groups.go); nil for all
+	server string       // server view: a server's shown name; "" for all
 	// failing are the open tasks whose last poll failed (the problems group).
 	failing map[string]bool
 	// names shows a server's name (servers.go); nil: as recorded.
@@ -136,10 +146,68 @@ func (l *taskList) visCmp(a, b *row) int {
 }
 
 func (l *taskList) newRow(t *model.Task) *row {
+	var r *row
 	if l.names != nil {
-		return newRow(t, l.names(t.Server))
+		r = newRow(t, l.names(t.Server))
+	} else {
+		r = newRow(t, termtext.Line(t.Server.String()))
 	}
-	return newRow(t, termtext.Line(t.Server.String()))
+	for i, f := range memoFields {
+		r.keys[i] = l.vals[i].key(r.text.Field(f))
+	}
+	return r
+}
+
+type shownBy struct {
+	group  *deck.Group
+	server string
+	status model.Status
+}
+
+func (l *taskList) shownNow() shownBy { return shownBy{l.group, l.server, l.status} }
+
+// memoFields are the fields of few values: a search decides its terms on
+// them once per value, not once per row.
+var memoFields = [...]string{"tool", "server", "status"}
+
+// values numbers the values a field takes.
+type values struct {
+	keys map[string]int32
+	all  []string
+}
+
+func (v *values) key(s string) int32 {
+	k, ok := v.keys[s]
+	if !ok {
+		if v.keys == nil {
+			v.keys = map[string]int32{}
+		}
+		k = int32(len(v.all))
+		v.keys[s], v.all = k, append(v.all, s)
+	}
+	return k
+}
+
+// fieldMemo is what the search's terms on one field say of each value.
+type fieldMemo struct {
+	q    search.Query
+	said []int8 // per value key: 0 not yet asked, 1 holds, -1 does not
+}
+
+func (f *fieldMemo) holds(k int32, vals *values) bool {
+	if len(f.q) == 0 {
+		return true
+	}
+	for int(k) >= len(f.said) {
+		f.said = append(f.said, 0)
+	}
+	if f.said[k] == 0 {
+		f.said[k] = -1
+		if f.q.MatchValue(vals.all[k]) {
+			f.said[k] = 1
+		}
+	}
+	return f.said[k] == 1
 }
 
 func (l *taskList) matches(r *row) bool {
@@ -152,7 +220,12 @@ func (l *taskList) matches(r *row) bool {
 	if l.server != "" && r.server != l.server {
 		return false
 	}
-	return l.query.Match(&r.text)
+	for i := range l.memo {
+		if !l.memo[i].holds(r.keys[i], &l.vals[i]) {
+			return false
+		}
+	}
+	return l.rest.Match(&r.text)
 }
 
 // Replace loads a whole set of tasks.
@@ -305,9 +378,22 @@ func (l *taskList) IndexOf(id string) int {
 	return i
 }
 
-// SetFilter changes the filter text and status.
+// SetFilter changes the filter text and status. A search that narrows
+// the last (a letter typed at its end) looks only among the rows shown.
 func (l *taskList) SetFilter(text string, status model.Status) {
-	l.query, l.status = search.Parse(text), status
+	q := search.Parse(text)
+	narrows := q.Narrows(l.query)
+	l.query, l.status = q, status
+	narrows = narrows && l.shown == l.shownNow()
+	l.rest = q
+	for i, f := range memoFields {
+		l.memo[i].q, l.rest = l.rest.Split(f)
+		l.memo[i].said = l.memo[i].said[:0]
+	}
+	if narrows {
+		l.visible = slices.DeleteFunc(l.visible, func(r *row) bool { return !l.matches(r) })
+		return
+	}
 	l.refilter()
 }
 
@@ -345,6 +431,7 @@ func (l *taskList) resort() {
 // group's own rows (with those its failing polls admit), else every row.
 // A group and no other filter is a copy of the group's rows.
 func (l *taskList) refilter() {
+	l.shown = l.shownNow()
 	from := l.all
 	if l.group != nil {
 		i := slices.IndexFunc(deck.Groups, func(g deck.Group) bool { return g.Name == l.group.Name })
