@@ -8,33 +8,45 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 )
 
-// CancelMany crosses the socket: one outcome per id in order, a miss
-// keeping its kind and id, and the tasks cancelled by the owner.
-func TestCancelManyOverTheSocket(t *testing.T) {
-	mcp := startDemo(t)
-	_, e, _, r := serveEngine(t, mcp)
+// CancelMany through Open's Client, as the dashboard calls it: from a
+// client of the owner (over the socket) and from the owner itself, one
+// outcome per id in order, a miss keeping its kind and message, and the
+// tasks cancelled.
+func TestCancelManyThroughOpen(t *testing.T) {
 	ctx := t.Context()
+	dir, mcp := t.TempDir(), startDemo(t)
+	owner := open(t, dir, own(t, dir, mcp.URL))
+	client := open(t, dir, own(t, dir, mcp.URL))
+	if !owner.Owner() || client.Owner() {
+		t.Fatal("want one owner and one client of it")
+	}
 	var ids []string
-	for range 3 {
-		res, err := r.Call(ctx, sleepCall(""))
+	for range 4 {
+		res, err := client.Call(ctx, sleepCall(""))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, res.Task.ID)
 	}
-	errs := r.CancelMany(ctx, []string{ids[0], "zzzzzzzz", ids[1], ids[2]})
-	if len(errs) != 4 || errs[0] != nil || errs[2] != nil || errs[3] != nil {
-		t.Fatalf("CancelMany over the socket: %v", errs)
+	for _, c := range []struct {
+		who string
+		d   *Client
+		ids []string
+	}{{"the client", client, ids[:2]}, {"the owner", owner, ids[2:]}} {
+		errs := c.d.CancelMany(ctx, []string{c.ids[0], "zzzzzzzz", c.ids[1]})
+		if len(errs) != 3 || errs[0] != nil || errs[2] != nil {
+			t.Fatalf("CancelMany from %s: %v", c.who, errs)
+		}
+		if de := wantKind(t, "a cancel of an unknown id from "+c.who, errs[1], deck.KindNotFound); de.Message == "" {
+			t.Fatalf("the miss lost its message from %s", c.who)
+		}
 	}
-	if de := wantKind(t, "a cancel of an unknown id", errs[1], deck.KindNotFound); de.Message == "" {
-		t.Fatal("the miss lost its message on the way")
+	if got := len(mcp.Requests("tasks/cancel")); got != len(ids) {
+		t.Fatalf("the server got %d tasks/cancel, want %d", got, len(ids))
 	}
-	if got := len(mcp.Requests("tasks/cancel")); got != 3 {
-		t.Fatalf("the server got %d tasks/cancel, want 3", got)
-	}
-	waitFor(t, "the three cancelled", 5*time.Second, func() bool {
+	waitFor(t, "the four cancelled", 5*time.Second, func() bool {
 		for _, id := range ids {
-			if got, err := e.Get(ctx, id); err != nil || got.Task.Status != model.StatusCancelled {
+			if got, err := owner.Get(ctx, id); err != nil || got.Task.Status != model.StatusCancelled {
 				return false
 			}
 		}
