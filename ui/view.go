@@ -7,7 +7,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -49,7 +48,9 @@ func (m *Model) View() tea.View {
 	default:
 		body = m.viewTable()
 	}
-	screen := lipgloss.JoinVertical(lipgloss.Left, m.viewCounts(), m.viewGroupsAndServers(), body)
+	// Joined as they are: padding every line to the widest (JoinVertical)
+	// measured each line's width again, a third of a frame.
+	screen := strings.Join([]string{m.viewCounts(), m.viewGroupsAndServers(), body}, "\n")
 	screen = fitHeight(screen, m.height-footerLines) + "\n" + m.viewFooter()
 	v := tea.NewView(screen)
 	v.AltScreen = true
