@@ -62,7 +62,7 @@ func benchSizes(b *testing.B, op func(m *Model, tasks []*model.Task, i int)) {
 }
 
 // cpuTime is the CPU time the process has used.
-func cpuTime(b *testing.B) time.Duration {
+func cpuTime(b testing.TB) time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		b.Fatal(err)
