@@ -195,9 +195,6 @@ type fieldMemo struct {
 }
 
 func (f *fieldMemo) holds(k int32, vals *values) bool {
-	if len(f.q) == 0 {
-		return true
-	}
 	for int(k) >= len(f.said) {
 		f.said = append(f.said, 0)
 	}
@@ -221,7 +218,7 @@ func (l *taskList) matches(r *row) bool {
 		return false
 	}
 	for i := range l.memo {
-		if !l.memo[i].holds(r.keys[i], &l.vals[i]) {
+		if len(l.memo[i].q) > 0 && !l.memo[i].holds(r.keys[i], &l.vals[i]) {
 			return false
 		}
 	}
