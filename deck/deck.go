@@ -34,6 +34,11 @@ type Deck interface {
 	Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error)
 	// Cancel asks the server to stop a task and polls it once at once.
 	Cancel(ctx context.Context, id string) (*model.Task, error)
+	// CancelMany asks the servers to stop several tasks, a bounded number
+	// at a time per server, and has each polled soon after (the outcomes
+	// come on the feed). It returns one error per id, in the order given:
+	// nil where the server acknowledged the cancel.
+	CancelMany(ctx context.Context, ids []string) []error
 	// Forget deletes a record without telling its server.
 	Forget(ctx context.Context, id string) error
 	// Prune deletes finished records not changed for olderThan (0: all).

@@ -64,6 +64,7 @@ type Engine struct {
 	closed bool
 	ops    sync.WaitGroup // requests in progress, and the loop
 	loop   *loop          // nil until the first Watch or PollNow
+	bulk   bulkSlots      // CancelMany's requests in flight per server
 }
 
 var _ deck.Deck = (*Engine)(nil)

@@ -182,6 +182,35 @@ func (r *remote) Cancel(ctx context.Context, id string) (t *model.Task, err erro
 	return t, r.do(ctx, http.MethodPost, pathCancel, idReq{id}, &t)
 }
 
+func (r *remote) CancelMany(ctx context.Context, ids []string) []error {
+	errs, err := r.cancelMany(ctx, ids)
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+// cancelMany is CancelMany with a failure of the whole request apart
+// (the owner went), which Client acts on.
+func (r *remote) cancelMany(ctx context.Context, ids []string) ([]error, error) {
+	var resp cancelManyResp
+	errs := make([]error, len(ids))
+	if err := r.do(ctx, http.MethodPost, pathCancelMany, idsReq{ids}, &resp); err != nil {
+		return errs, err
+	}
+	if len(resp.Errors) != len(ids) {
+		return errs, deck.Errorf(deck.KindFailed, "the taskdeck owner answered %d outcomes for %d cancels", len(resp.Errors), len(ids))
+	}
+	for i, e := range resp.Errors {
+		if e != nil {
+			errs[i] = e
+		}
+	}
+	return errs, nil
+}
+
 func (r *remote) Forget(ctx context.Context, id string) error {
 	return r.do(ctx, http.MethodPost, pathForget, idReq{id}, &empty{})
 }

@@ -224,6 +224,22 @@ func (c *Client) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	return do(ctx, c, changing, func(d deck.Deck) (*model.Task, error) { return d.Cancel(ctx, id) })
 }
 
+func (c *Client) CancelMany(ctx context.Context, ids []string) []error {
+	errs, err := do(ctx, c, changing, func(d deck.Deck) ([]error, error) {
+		if r, ok := d.(*remote); ok {
+			return r.cancelMany(ctx, ids)
+		}
+		return d.CancelMany(ctx, ids), nil
+	})
+	if err != nil {
+		errs = make([]error, len(ids))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
 func (c *Client) Forget(ctx context.Context, id string) error {
 	_, err := do(ctx, c, changing, func(d deck.Deck) (empty, error) { return empty{}, d.Forget(ctx, id) })
 	return err

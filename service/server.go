@@ -270,6 +270,16 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 	handle(mux, pathCancel, func(ctx context.Context, r idReq) (*model.Task, error) {
 		return d.Cancel(ctx, r.ID)
 	})
+	handle(mux, pathCancelMany, func(ctx context.Context, r idsReq) (cancelManyResp, error) {
+		errs := d.CancelMany(ctx, r.IDs)
+		resp := cancelManyResp{Errors: make([]*deck.Error, len(errs))}
+		for i, err := range errs {
+			if err != nil {
+				resp.Errors[i] = wireError(err)
+			}
+		}
+		return resp, nil
+	})
 	handle(mux, pathForget, func(ctx context.Context, r idReq) (empty, error) {
 		return empty{}, d.Forget(ctx, r.ID)
 	})

@@ -38,6 +38,13 @@ type (
 	pollNowReq struct {
 		IDs []string `json:"ids"`
 	}
+	idsReq struct {
+		IDs []string `json:"ids"`
+	}
+	// cancelManyResp has one entry per id asked: nil where it went well.
+	cancelManyResp struct {
+		Errors []*deck.Error `json:"errors"`
+	}
 	toolsReq struct {
 		Server  model.ServerRef `json:"server"`
 		Refresh bool            `json:"refresh"`
@@ -64,20 +71,21 @@ type frame struct {
 
 // The paths of the methods, one per Deck method.
 const (
-	pathPing      = "/v1/ping"
-	pathCall      = "/v1/call"
-	pathContinue  = "/v1/continue"
-	pathAnswer    = "/v1/answer"
-	pathCancel    = "/v1/cancel"
-	pathForget    = "/v1/forget"
-	pathPrune     = "/v1/prune"
-	pathPollNow   = "/v1/pollNow"
-	pathGet       = "/v1/get"
-	pathList      = "/v1/list"
-	pathServers   = "/v1/servers"
-	pathTools     = "/v1/tools"
-	pathCheckCall = "/v1/checkCall"
-	pathWatch     = "/v1/watch"
+	pathPing       = "/v1/ping"
+	pathCall       = "/v1/call"
+	pathContinue   = "/v1/continue"
+	pathAnswer     = "/v1/answer"
+	pathCancel     = "/v1/cancel"
+	pathCancelMany = "/v1/cancelMany"
+	pathForget     = "/v1/forget"
+	pathPrune      = "/v1/prune"
+	pathPollNow    = "/v1/pollNow"
+	pathGet        = "/v1/get"
+	pathList       = "/v1/list"
+	pathServers    = "/v1/servers"
+	pathTools      = "/v1/tools"
+	pathCheckCall  = "/v1/checkCall"
+	pathWatch      = "/v1/watch"
 )
 
 // statusOf gives each kind an HTTP status, for anyone reading the socket

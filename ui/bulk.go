@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,8 +14,12 @@ import (
 )
 
 // bulkWorkers bounds the Deck commands a bulk action has in flight: 2,000
-// cancels go out 16 at a time, not 2,000 at once nor one by one.
+// forgets go 16 at a time, not 2,000 at once nor one by one.
 const bulkWorkers = 16
+
+// cancelChunk is how many ids one CancelMany takes: the Deck bounds the
+// cancels in flight per server, and the progress line moves per chunk.
+const cancelChunk = 25
 
 // bulkEvery is how often a running bulk action's progress line moves.
 const bulkEvery = 100 * time.Millisecond
@@ -27,8 +32,10 @@ type bulkJob struct {
 	done  string // "cancel sent to", as the report says it
 	total int
 	ids   []string
-	each  func(ctx context.Context, id string) error
-	then  func(m *Model) // after the report, on the Update loop; may be nil
+	chunk int // ids per call of each
+	// each does the work on a chunk of ids: one error per id.
+	each func(ctx context.Context, ids []string) []error
+	then func(m *Model) // after the report, on the Update loop; may be nil
 
 	finished, failed atomic.Int64
 	mu               sync.Mutex
@@ -47,27 +54,29 @@ type (
 // run does the job's work, bulkWorkers at a time; it is a command's
 // body, so it runs on a goroutine of its own.
 func (j *bulkJob) run(ctx context.Context) tea.Msg {
-	next := make(chan string)
+	next := make(chan []string)
 	var wg sync.WaitGroup
 	for range min(bulkWorkers, len(j.ids)) {
 		wg.Go(func() {
-			for id := range next {
-				err := j.each(ctx, id)
+			for ids := range next {
+				errs := j.each(ctx, ids)
 				j.mu.Lock()
-				delete(j.open, id)
-				if err != nil {
-					j.failed.Add(1)
-					if j.firstErr == nil {
-						j.firstID, j.firstErr = id, err
+				for i, id := range ids {
+					delete(j.open, id)
+					if errs[i] != nil {
+						j.failed.Add(1)
+						if j.firstErr == nil {
+							j.firstID, j.firstErr = id, errs[i]
+						}
 					}
 				}
 				j.mu.Unlock()
-				j.finished.Add(1)
+				j.finished.Add(int64(len(ids)))
 			}
 		})
 	}
-	for _, id := range j.ids {
-		next <- id
+	for ids := range slices.Chunk(j.ids, j.chunk) {
+		next <- ids
 	}
 	close(next)
 	wg.Wait()
@@ -80,12 +89,12 @@ func bulkTick(j *bulkJob) tea.Cmd {
 
 // startBulk runs each on every id, unless another bulk action still
 // runs: one progress line at a time.
-func (m *Model) startBulk(verb, done string, ids []string, each func(ctx context.Context, id string) error, then func(*Model)) tea.Cmd {
+func (m *Model) startBulk(verb, done string, ids []string, chunk int, each func(ctx context.Context, ids []string) []error, then func(*Model)) tea.Cmd {
 	if m.bulk != nil {
 		m.say(fmt.Sprintf("wait: %s still runs (%s)", m.bulk.verb, m.bulkProgress()))
 		return nil
 	}
-	j := &bulkJob{verb: verb, done: done, total: len(ids), ids: ids, each: each, then: then, open: make(map[string]bool, len(ids))}
+	j := &bulkJob{verb: verb, done: done, total: len(ids), ids: ids, chunk: chunk, each: each, then: then, open: make(map[string]bool, len(ids))}
 	for _, id := range ids {
 		j.open[id] = true
 	}
@@ -145,20 +154,26 @@ func (m *Model) bulkProgress() string {
 	return s
 }
 
-// cancelTasks sends tasks/cancel to each task (the Deck polls it once
-// after), bulkWorkers at a time; the rows follow from the feed.
+// cancelTasks sends tasks/cancel to each task through CancelMany, a
+// chunk at a time (the Deck polls each soon after); the rows follow from
+// the feed.
 func (m *Model) cancelTasks(ids []string) tea.Cmd {
 	d := m.deck
-	return m.startBulk("cancelling", "cancel sent to", ids, func(ctx context.Context, id string) error {
-		_, err := d.Cancel(ctx, id)
-		return err
-	}, nil)
+	return m.startBulk("cancelling", "cancel sent to", ids, cancelChunk, d.CancelMany, nil)
 }
 
 // forget deletes the records; their servers are not told.
 func (m *Model) forget(ids []string) tea.Cmd {
-	d := m.deck
-	return m.startBulk("forgetting", "forgot", ids, func(ctx context.Context, id string) error {
-		return d.Forget(ctx, id)
-	}, nil)
+	return m.startBulk("forgetting", "forgot", ids, 1, oneByOne(m.deck.Forget), nil)
+}
+
+// oneByOne makes a one-id command the work on a chunk of ids.
+func oneByOne(fn func(ctx context.Context, id string) error) func(context.Context, []string) []error {
+	return func(ctx context.Context, ids []string) []error {
+		errs := make([]error, len(ids))
+		for i, id := range ids {
+			errs[i] = fn(ctx, id)
+		}
+		return errs
+	}
 }

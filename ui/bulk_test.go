@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -76,13 +78,17 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 	if raceEnabled {
 		n = 500
 	}
-	h := newHarness(t, func(h *harness) {
+	// At the real speed each sleep reports once a second, as a long tool
+	// would: at the harness's 20× speed 2,000 of them made 40,000 changes
+	// a second, whose polls, writes and JSON (the demo server runs in this
+	// process) took most of the two cores, and the cancels waited for them.
+	h := newHarnessWith(t, demo.Options{Speed: 1}, func(h *harness) {
 		var wg sync.WaitGroup
 		next := make(chan int)
 		for range 16 {
 			wg.Go(func() {
 				for range next {
-					h.call("sleep", `{"seconds":3000}`) // 150 s at the harness's speed
+					h.call("sleep", `{"seconds":150}`)
 				}
 			})
 		}
@@ -99,7 +105,7 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 	if !strings.Contains(s, fmt.Sprintf("Cancel %d tasks on the server?", n)) || !strings.Contains(s, fmt.Sprintf("… and %d more", n-maxTargets)) {
 		t.Fatalf("the question:\n%s", s)
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime(t)
 	h.key("y")
 	var progress string
 	h.until("the progress line", func(m *Model) bool {
@@ -109,20 +115,28 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 		}
 		return false
 	})
-	// The target is 10 s (2.8 to 7 s here); the bound is twice that, as
+	// The target is 10 s (2.0 to 3.9 s here at load 8 to 10); the bound is twice that, as
 	// seven engineers share two cores: it still fails a silent minute.
 	limit := 20 * time.Second
 	if raceEnabled {
 		limit *= 2
 	}
-	h.within("2,000 rows cancelled", limit, func(m *Model) bool { return m.list.counts[model.StatusCancelled] == n && m.bulk == nil })
-	took := time.Since(start)
-	t.Logf("cancel of %d: %v; a progress line: %q", n, took, strings.TrimSpace(progress))
+	// The report as the job ends: the start-up reconcile's may follow it.
+	var report string
+	var acked time.Duration
+	h.within("2,000 rows cancelled", limit, func(m *Model) bool {
+		if m.bulk == nil && report == "" {
+			report, acked = m.flash, time.Since(start)
+		}
+		return m.list.counts[model.StatusCancelled] == n && m.bulk == nil
+	})
+	took, cpu := time.Since(start), cpuTime(t)-cpu0
+	t.Logf("cancel of %d: %v (the last acknowledged at %v), CPU %v (the demo server's included); a progress line: %q", n, took, acked, cpu, strings.TrimSpace(progress))
 	if s := h.screen(); strings.Contains(s, "cancelling…") {
 		t.Fatalf("rows still say cancelling… after the cancel:\n%s", s)
 	}
-	if !strings.Contains(h.m.flash, fmt.Sprintf("cancel sent to %d tasks", n)) {
-		t.Fatalf("the report says %q", h.m.flash)
+	if !strings.Contains(report, fmt.Sprintf("cancel sent to %d tasks", n)) {
+		t.Fatalf("the report says %q", report)
 	}
 	if got := h.demo.Stats().Cancels; got != n {
 		t.Fatalf("the server got %d tasks/cancel, want %d", got, n)
@@ -135,11 +149,13 @@ type failingDeck struct {
 	refuse string
 }
 
-func (d failingDeck) Cancel(ctx context.Context, id string) (*model.Task, error) {
-	if id == d.refuse {
-		return nil, fmt.Errorf("refused by the test")
+func (d failingDeck) CancelMany(ctx context.Context, ids []string) []error {
+	i := slices.Index(ids, d.refuse)
+	if i < 0 {
+		return d.Deck.CancelMany(ctx, ids)
 	}
-	return d.Deck.Cancel(ctx, id)
+	errs := d.Deck.CancelMany(ctx, slices.Delete(slices.Clone(ids), i, i+1))
+	return slices.Insert(errs, i, error(fmt.Errorf("refused by the test")))
 }
 
 // A bulk action that fails on some tasks says how many and the first.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -55,3 +56,76 @@ func TestGroupsOneKeyEach(t *testing.T) {
 	shows("3 esc", echo, sleep, ask, failed)
 	shows("3 0", echo, sleep, ask, failed)
 }
+
+// A group key reads the group's own rows, kept as rows change: after
+// single changes, a large batch, removals, a small reload, failing
+// polls and a new order, each group (and each with a search) shows
+// exactly the rows a pass over every row admits, in the order it shows.
+func TestGroupRowsFollowEveryChange(t *testing.T) {
+	l := newTaskList()
+	tasks := benchTasks(300)
+	l.Replace(tasks)
+	statuses := []model.Status{model.StatusWorking, model.StatusFailed, model.StatusCompleted, model.StatusInputRequired, model.StatusUnknown}
+	changed := func(i int, st model.Status) *model.Task {
+		c := tasks[i].Clone()
+		c.Status = st
+		if st != model.StatusInputRequired {
+			c.InputRequests = nil
+		}
+		return c
+	}
+	check := func(step string) {
+		t.Helper()
+		for gi := -1; gi < len(deck.Groups); gi++ {
+			var g *deck.Group
+			if gi >= 0 {
+				g = &deck.Groups[gi]
+			}
+			for _, text := range []string{"", "tool:tool-1"} {
+				l.SetFilter(text, "")
+				l.setGroup(g)
+				if got, want := len(l.visible), len(rowsByAPass(l)); !sameAsAPass(l) {
+					t.Fatalf("%s: group %d, search %q shows %d rows, a pass over every row %d", step, gi+1, text, got, want)
+				}
+			}
+		}
+	}
+	check("loaded")
+	for i := range 10 {
+		l.Apply([]*model.Task{changed(i*7, statuses[i%len(statuses)])}, nil)
+	}
+	check("single changes")
+	var batch []*model.Task
+	for i := range 40 {
+		batch = append(batch, changed(100+i, statuses[i%len(statuses)]))
+	}
+	l.Apply(batch, []string{tasks[5].ID, tasks[6].ID})
+	check("a batch")
+	l.Apply(nil, []string{tasks[7].ID, tasks[8].ID})
+	check("removals")
+	l.failing[tasks[3].ID], l.failing[tasks[11].ID] = true, true // working ones
+	check("failing polls")
+	l.CycleOrder()
+	check("another order")
+	l.Replace(tasks[:5])
+	check("a small reload")
+}
+
+// rowsByAPass are the rows the list's filter admits, found by a pass
+// over every row, in the order the list shows them.
+func rowsByAPass(l *taskList) []*row {
+	var rows []*row
+	for _, r := range l.all {
+		if g := l.group; g != nil && !g.Holds(r.status, r.waits, r.status.Pollable() && l.failing[r.task.ID]) {
+			continue
+		}
+		if (l.status == "" || r.status == l.status) && (l.server == "" || r.server == l.server) && l.query.Match(&r.text) {
+			rows = append(rows, r)
+		}
+	}
+	slices.SortFunc(rows, l.visCmp)
+	return rows
+}
+
+// sameAsAPass tells whether the list shows what rowsByAPass finds.
+func sameAsAPass(l *taskList) bool { return slices.Equal(l.visible, rowsByAPass(l)) }

@@ -25,6 +25,12 @@ type row struct {
 	status               model.Status // the task's, here so a filter pass reads only rows
 	waits                bool         // input_required with questions not yet answered
 	waitingSince         time.Time    // when it began to wait for the operator (the inbox's clock)
+	// groups has bit i set when deck.Groups[i] holds the row by its status
+	// alone (failing polls are the list's to know): a group key reads
+	// the group's own rows, not every row.
+	groups uint8
+	// keys are the row's values of memoFields, as the list numbers them.
+	keys [len(memoFields)]int32
 }
 
 // newRow makes a task's row; server is its server's name as shown.
@@ -56,6 +62,11 @@ func newRow(t *model.Task, server string) *row {
 		r.isErrRnk = 1
 	}
 	r.text = search.Of(t, r.msg)
+	for i, g := range deck.Groups {
+		if g.Holds(r.status, r.waits, false) {
+			r.groups |= 1 << i
+		}
+	}
 	return r
 }
 
@@ -88,11 +99,22 @@ type taskList struct {
 	byID    map[string]*row
 	all     []*row // sorted by order
 	visible []*row // the rows of all that pass the filter, same order
+	// byGroup[i] are the rows of all that deck.Groups[i] holds by status
+	// (row.groups), in the order the group shows them.
+	byGroup [][]*row
 	order   int
 	query   search.Query // the filter's search
-	status  model.Status // status filter; "" for all
-	group   *deck.Group  // group view (groups.go); nil for all
-	server  string       // server view: a server's shown name; "" for all
+	// memo decides the search's terms on each of memoFields once per
+	// value (vals numbers the values); rest are its other terms.
+	memo [len(memoFields)]fieldMemo
+	vals [len(memoFields)]values
+	rest search.Query
+	// shown is what the visible rows were last filtered by, beside the
+	// search: a narrower search may look among them only if it holds.
+	shown  shownBy
+	status model.Status // status filter; "" for all
+	group  *deck.Group  // group view (groups.go); nil for all
+	server string       // server view: a server's shown name; "" for all
 	// failing are the open tasks whose last poll failed (the problems group).
 	failing map[string]bool
 	// names shows a server's name (servers.go); nil: as recorded.
@@ -109,7 +131,7 @@ type taskList struct {
 }
 
 func newTaskList() *taskList {
-	return &taskList{byID: map[string]*row{}, counts: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
+	return &taskList{byID: map[string]*row{}, byGroup: make([][]*row, len(deck.Groups)), counts: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
 }
 
 func (l *taskList) cmp(a, b *row) int { return sortOrders[l.order].cmp(a, b) }
@@ -124,10 +146,65 @@ func (l *taskList) visCmp(a, b *row) int {
 }
 
 func (l *taskList) newRow(t *model.Task) *row {
+	var r *row
 	if l.names != nil {
-		return newRow(t, l.names(t.Server))
+		r = newRow(t, l.names(t.Server))
+	} else {
+		r = newRow(t, termtext.Line(t.Server.String()))
 	}
-	return newRow(t, termtext.Line(t.Server.String()))
+	for i, f := range memoFields {
+		r.keys[i] = l.vals[i].key(r.text.Field(f))
+	}
+	return r
+}
+
+type shownBy struct {
+	group  *deck.Group
+	server string
+	status model.Status
+}
+
+func (l *taskList) shownNow() shownBy { return shownBy{l.group, l.server, l.status} }
+
+// memoFields are the fields of few values: a search decides its terms on
+// them once per value, not once per row.
+var memoFields = [...]string{"tool", "server", "status"}
+
+// values numbers the values a field takes.
+type values struct {
+	keys map[string]int32
+	all  []string
+}
+
+func (v *values) key(s string) int32 {
+	k, ok := v.keys[s]
+	if !ok {
+		if v.keys == nil {
+			v.keys = map[string]int32{}
+		}
+		k = int32(len(v.all))
+		v.keys[s], v.all = k, append(v.all, s)
+	}
+	return k
+}
+
+// fieldMemo is what the search's terms on one field say of each value.
+type fieldMemo struct {
+	q    search.Query
+	said []int8 // per value key: 0 not yet asked, 1 holds, -1 does not
+}
+
+func (f *fieldMemo) holds(k int32, vals *values) bool {
+	for int(k) >= len(f.said) {
+		f.said = append(f.said, 0)
+	}
+	if f.said[k] == 0 {
+		f.said[k] = -1
+		if f.q.MatchValue(vals.all[k]) {
+			f.said[k] = 1
+		}
+	}
+	return f.said[k] == 1
 }
 
 func (l *taskList) matches(r *row) bool {
@@ -140,7 +217,12 @@ func (l *taskList) matches(r *row) bool {
 	if l.server != "" && r.server != l.server {
 		return false
 	}
-	return l.query.Match(&r.text)
+	for i := range l.memo {
+		if len(l.memo[i].q) > 0 && !l.memo[i].holds(r.keys[i], &l.vals[i]) {
+			return false
+		}
+	}
+	return l.rest.Match(&r.text)
 }
 
 // Replace loads a whole set of tasks.
@@ -148,6 +230,9 @@ func (l *taskList) Replace(tasks []*model.Task) {
 	l.byID = make(map[string]*row, len(tasks))
 	l.all = make([]*row, 0, len(tasks))
 	l.visible = l.visible[:0]
+	for i := range l.byGroup {
+		l.byGroup[i] = l.byGroup[i][:0]
+	}
 	clear(l.counts)
 	clear(l.servers)
 	clear(l.open)
@@ -216,6 +301,11 @@ func (l *taskList) Upsert(t *model.Task) {
 	l.byID[t.ID] = r
 	l.count(r, 1)
 	l.all = insertSorted(l.all, r, l.cmp)
+	for i := range l.byGroup {
+		if r.groups&(1<<i) != 0 {
+			l.byGroup[i] = insertSorted(l.byGroup[i], r, l.groupCmp(i))
+		}
+	}
 	if l.matches(r) {
 		l.visible = insertSorted(l.visible, r, l.visCmp)
 	}
@@ -246,7 +336,21 @@ func (l *taskList) count(r *row, d int) {
 func (l *taskList) drop(r *row) {
 	l.count(r, -1)
 	l.all = removeSorted(l.all, r, l.cmp)
+	for i := range l.byGroup {
+		if r.groups&(1<<i) != 0 {
+			l.byGroup[i] = removeSorted(l.byGroup[i], r, l.groupCmp(i))
+		}
+	}
 	l.visible = removeSorted(l.visible, r, l.visCmp)
+}
+
+// groupCmp is the order deck.Groups[i] shows its rows in: the inbox by
+// how long each waited, the others as every row.
+func (l *taskList) groupCmp(i int) func(a, b *row) int {
+	if deck.Groups[i].Waiting {
+		return inboxOrder
+	}
+	return l.cmp
 }
 
 // Get returns a task by id.
@@ -271,9 +375,22 @@ func (l *taskList) IndexOf(id string) int {
 	return i
 }
 
-// SetFilter changes the filter text and status.
+// SetFilter changes the filter text and status. A search that narrows
+// the last (a letter typed at its end) looks only among the rows shown.
 func (l *taskList) SetFilter(text string, status model.Status) {
-	l.query, l.status = search.Parse(text), status
+	q := search.Parse(text)
+	narrows := q.Narrows(l.query)
+	l.query, l.status = q, status
+	narrows = narrows && l.shown == l.shownNow()
+	l.rest = q
+	for i, f := range memoFields {
+		l.memo[i].q, l.rest = l.rest.Split(f)
+		l.memo[i].said = l.memo[i].said[:0]
+	}
+	if narrows {
+		l.visible = slices.DeleteFunc(l.visible, func(r *row) bool { return !l.matches(r) })
+		return
+	}
 	l.refilter()
 }
 
@@ -293,19 +410,67 @@ func (l *taskList) OrderName() string {
 func (l *taskList) resort() {
 	l.reorders++
 	slices.SortFunc(l.all, l.cmp)
+	for i := range l.byGroup {
+		l.byGroup[i] = l.byGroup[i][:0]
+		for _, r := range l.all {
+			if r.groups&(1<<i) != 0 {
+				l.byGroup[i] = append(l.byGroup[i], r)
+			}
+		}
+		if deck.Groups[i].Waiting {
+			slices.SortFunc(l.byGroup[i], inboxOrder)
+		}
+	}
 	l.refilter()
 }
 
+// refilter makes the visible rows again from the rows that can pass: a
+// group's own rows (with those its failing polls admit), else every row.
+// A group and no other filter is a copy of the group's rows.
 func (l *taskList) refilter() {
+	l.shown = l.shownNow()
+	from := l.all
+	if l.group != nil {
+		i := slices.IndexFunc(deck.Groups, func(g deck.Group) bool { return g.Name == l.group.Name })
+		from = l.withFailing(l.byGroup[i], l.groupCmp(i))
+	}
+	if l.status == "" && l.server == "" && len(l.query) == 0 {
+		l.visible = append(l.visible[:0], from...)
+		return
+	}
 	l.visible = l.visible[:0]
-	for _, r := range l.all {
+	for _, r := range from {
 		if l.matches(r) {
 			l.visible = append(l.visible, r)
 		}
 	}
-	if l.group != nil && l.group.Waiting {
-		slices.SortFunc(l.visible, inboxOrder)
+}
+
+// withFailing adds to a group's rows, in its order, those whose failing
+// polls it admits (the problems group).
+func (l *taskList) withFailing(rows []*row, order func(a, b *row) int) []*row {
+	if !l.group.PollsFailing || len(l.failing) == 0 {
+		return rows
 	}
+	var extra []*row
+	for id := range l.failing {
+		if r, ok := l.byID[id]; ok && r.status.Pollable() && !l.group.Holds(r.status, r.waits, false) {
+			extra = append(extra, r)
+		}
+	}
+	if len(extra) == 0 {
+		return rows
+	}
+	slices.SortFunc(extra, order)
+	merged := make([]*row, 0, len(rows)+len(extra))
+	for len(rows) > 0 && len(extra) > 0 {
+		if order(rows[0], extra[0]) <= 0 {
+			merged, rows = append(merged, rows[0]), rows[1:]
+		} else {
+			merged, extra = append(merged, extra[0]), extra[1:]
+		}
+	}
+	return append(append(merged, rows...), extra...)
 }
 
 // Len is the number of tasks, filtered or not.

@@ -43,7 +43,7 @@ func (m *Model) rerun(ids []string) tea.Cmd {
 	d := m.deck
 	var mu sync.Mutex
 	var made []string
-	return m.startBulk("re-running", "re-ran", ids, func(ctx context.Context, id string) error {
+	return m.startBulk("re-running", "re-ran", ids, 1, oneByOne(func(ctx context.Context, id string) error {
 		req, ok := reqs[id]
 		if !ok {
 			return fmt.Errorf("its record is gone")
@@ -55,7 +55,7 @@ func (m *Model) rerun(ids []string) tea.Cmd {
 			mu.Unlock()
 		}
 		return err
-	}, func(m *Model) {
+	}), func(m *Model) {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(made) == 1 { // one re-run: the cursor follows it, as after a new call

@@ -100,3 +100,59 @@ func TestSearchHistoryIsKeptAcrossRuns(t *testing.T) {
 		t.Fatalf("the search from the history shows %v", ids)
 	}
 }
+
+// A search typed letter by letter looks among the rows shown (it only
+// narrows), yet always shows what a pass over every row finds: with rows
+// changing between the letters, a letter taken back, a group key and a
+// status filter between them, and a - word typed (which widens).
+func TestSearchAsTypedShowsWhatAPassFinds(t *testing.T) {
+	tasks := benchTasks(400)
+	m := loaded(t, tasks, 120, 30)
+	check := func(step string) {
+		t.Helper()
+		if !sameAsAPass(m.list) {
+			t.Fatalf("%s (search %q): %d rows shown, a pass over every row finds %d", step, m.filter.Value(), len(m.list.visible), len(rowsByAPass(m.list)))
+		}
+	}
+	poll := func(i int, st model.Status) {
+		c := tasks[i].Clone()
+		c.Status, c.InputRequests = st, nil
+		c.StatusMessage = "moved on"
+		m.list.Apply([]*model.Task{c}, nil)
+	}
+	press(m, "/")
+	for i, k := range []string{"t", "o", "o", "l", ":", "t", "o", "o", "l", "-", "1"} {
+		press(m, k)
+		check("typed " + k)
+		poll(i*13+1, model.StatusWorking) // a tool-1 row among them in turn
+		check("a row changed")
+	}
+	press(m, "backspace")
+	check("a letter taken back")
+	for _, k := range []string{" ", "-", "s", "t", "e", "p"} {
+		press(m, k)
+		check("typed " + k)
+	}
+	press(m, "backspace") // -ste: shows more than -step did
+	check("a - word made shorter")
+	press(m, "enter")
+	press(m, "3")
+	check("the finished group")
+	press(m, "/")
+	press(m, "x")
+	check("a letter in the group")
+	press(m, "enter")
+	press(m, "s")
+	check("a status filter")
+	press(m, "/")
+	press(m, "backspace")
+	check("a letter taken back under the status filter")
+	press(m, "enter")
+	press(m, "2")
+	check("the inbox")
+	press(m, "esc") // every task again, no search
+	check("esc")
+	press(m, "2")
+	press(m, "esc") // the same empty search, the group gone
+	check("esc with no search")
+}

@@ -7,7 +7,6 @@ import (
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -49,7 +48,9 @@ func (m *Model) View() tea.View {
 	default:
 		body = m.viewTable()
 	}
-	screen := lipgloss.JoinVertical(lipgloss.Left, m.viewCounts(), m.viewGroupsAndServers(), body)
+	// Joined as they are: padding every line to the widest (JoinVertical)
+	// measured each line's width again, a third of a frame.
+	screen := strings.Join([]string{m.viewCounts(), m.viewGroupsAndServers(), body}, "\n")
 	screen = fitHeight(screen, m.height-footerLines) + "\n" + m.viewFooter()
 	v := tea.NewView(screen)
 	v.AltScreen = true
@@ -272,11 +273,26 @@ func ifWide(w int, wide, narrow string) string {
 
 // fit truncates or pads plain text to exactly w cells.
 func fit(s string, w int) string {
+	if w > 0 && printableASCII(s) { // most cells: a byte a column, no grapheme walk
+		if len(s) > w {
+			return s[:w-1] + "…"
+		}
+		return s + strings.Repeat(" ", w-len(s))
+	}
 	s = ansi.Truncate(s, w, "…")
 	if pad := w - ansi.StringWidth(s); pad > 0 {
 		s += strings.Repeat(" ", pad)
 	}
 	return s
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // fitHeight pads or cuts a block to exactly h lines.

@@ -103,3 +103,52 @@ func (q Query) Match(x *Text) bool {
 	}
 	return true
 }
+
+// Field is the text of one of Fields as the search sees it ("": every
+// field).
+func (x *Text) Field(name string) string { return x.field(name) }
+
+// Split parts the terms on field from the others: a caller with many
+// texts that share a few values of field decides on each value once.
+func (q Query) Split(field string) (on, rest Query) {
+	for _, t := range q {
+		if t.field == field {
+			on = append(on, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	return on, rest
+}
+
+// MatchValue tells whether a field's value (as Text.Field gives it)
+// holds every term of q; q's terms are all on that field (Split).
+func (q Query) MatchValue(value string) bool {
+	for _, t := range q {
+		if strings.Contains(value, t.text) == t.not {
+			return false
+		}
+	}
+	return true
+}
+
+// Narrows tells whether every text q matches also matches prev, so that
+// q's matches may be sought among prev's alone (a letter typed at the end
+// of a search): each term of prev is implied by a term of q on the same
+// field, a longer word that holds it, or for a - term a shorter one.
+func (q Query) Narrows(prev Query) bool {
+	for _, p := range prev {
+		if !slices.ContainsFunc(q, func(t term) bool {
+			if t.field != p.field || t.not != p.not {
+				return false
+			}
+			if t.not {
+				return strings.Contains(p.text, t.text)
+			}
+			return strings.Contains(t.text, p.text)
+		}) {
+			return false
+		}
+	}
+	return true
+}
