@@ -89,21 +89,20 @@ func (e *Engine) CancelMany(ctx context.Context, ids []string) []error {
 	return errs
 }
 
-// cancelSoon sends one tasks/cancel and has the task polled soon: by the
-// loop when it runs, else at once (as Cancel does).
+// cancelSoon sends one tasks/cancel and has the task polled soon: by its
+// watcher on another engine, by the loop when it runs, else at once (as
+// Cancel does).
 func (e *Engine) cancelSoon(ctx context.Context, id string) error {
 	rec, err := e.tracker.Cancel(ctx, id)
-	if err != nil {
+	switch {
+	case err != nil:
 		return classify(err, idOf(rec))
-	}
-	if e.running() != nil {
+	case e.watchedElsewhere(rec):
+		return nil
+	case e.running() != nil:
 		e.due(rec, true)
 		return nil
 	}
-	res, err := e.tracker.Poll(ctx, id)
-	if err != nil {
-		return classify(err, id)
-	}
-	e.polled(id, res)
-	return nil
+	_, err = e.pollCancelled(ctx, rec)
+	return err
 }

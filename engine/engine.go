@@ -232,6 +232,12 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	if e.watchedElsewhere(rec) {
 		return rec, nil // its watcher's next poll records the outcome
 	}
+	return e.pollCancelled(ctx, rec)
+}
+
+// pollCancelled polls a task just cancelled, so that its outcome is on
+// record when the cancel returns.
+func (e *Engine) pollCancelled(ctx context.Context, rec *model.Task) (*model.Task, error) {
 	res, err := e.tracker.Poll(ctx, rec.ID)
 	if errors.Is(err, postgres.ErrClaimLost) {
 		return rec, nil // claimed by another meanwhile: its polls record the outcome
