@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -285,7 +286,7 @@ func (c *claimer) watch(rec *model.Task) (watcher string, noEngine bool) {
 	stale := !c.rounds && time.Since(c.triedAt) > c.renew
 	c.mu.Unlock()
 	if stale {
-		_, _ = c.read() // on failure the last view stands (the store says why elsewhere)
+		_, _, _ = c.read() // on failure the last view stands (the store says why elsewhere)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -296,20 +297,24 @@ func (c *claimer) watch(rec *model.Task) (watcher string, noEngine bool) {
 }
 
 // read reads the fleet anew and returns the ids whose watcher changed
-// (all: nil with changed true, when the reachable servers changed).
-func (c *claimer) read() (ids []string, changed bool) {
+// (all: nil with changed true, when the reachable servers changed). A
+// failed read keeps the last view but not its next expiry, which would
+// have the rounds run at once, again and again, while the database is
+// away.
+func (c *claimer) read() (ids []string, changed bool, err error) {
 	f, err := c.pg.Fleet(c.name, c.claimable())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.triedAt = time.Now()
 	if err != nil {
-		return nil, false
+		c.fleet.NextExpiry = time.Time{}
+		return nil, false, err
 	}
 	first := c.readAt.IsZero()
 	old := c.fleet
 	c.fleet, c.readAt = f, time.Now()
 	if first || !maps.Equal(old.Reachable, f.Reachable) {
-		return nil, true
+		return nil, true, nil
 	}
 	for id, w := range f.Watchers {
 		if old.Watchers[id] != w {
@@ -321,7 +326,7 @@ func (c *claimer) read() (ids []string, changed bool) {
 			ids = append(ids, id)
 		}
 	}
-	return ids, len(ids) > 0
+	return ids, len(ids) > 0, nil
 }
 
 // watchedElsewhere tells whether another live engine holds rec's claim,
@@ -536,21 +541,27 @@ func (l *loop) claims(ctx context.Context) {
 		lost, claimed, err := c.round(poked)
 		if err != nil {
 			l.e.log.Warn("claims could not be renewed or taken", "err", err)
-			l.e.health.note(err)
 		}
-		if moved, ok := c.read(); ok {
+		moved, ok, readErr := c.read()
+		if ok {
 			l.e.watchersMoved(moved)
 		}
+		// The read always asks the database: with the round it tells the
+		// store's health, lost or back, even when no write came to say so.
+		l.e.health.note(errors.Join(err, readErr))
 		ids := append(claimed, c.waitingIDs()...)
 		var recs []*model.Task
+		var readRecsErr error
 		if len(ids) > 0 {
-			recs, err = c.pg.Tasks(ids) // one read, of those only: a takeover's first polls wait for it
+			recs, readRecsErr = c.pg.Tasks(ids) // one read, of those only: a takeover's first polls wait for it
 		}
-		if err != nil {
+		if readRecsErr != nil {
 			// Kept, unscheduled: the next round reads them again.
-			l.e.log.Warn("claimed tasks could not be read", "err", err)
+			l.e.log.Warn("claimed tasks could not be read", "err", readRecsErr)
 			c.wait(claimed)
-		} else if len(lost) > 0 || len(ids) > 0 {
+			ids = nil
+		}
+		if len(lost) > 0 || len(ids) > 0 {
 			l.send(func() { l.claimed(lost, ids, recs) })
 		}
 		t.Reset(c.next(time.Now()))

@@ -183,7 +183,7 @@ type Fleet struct {
 	// Reachable holds the servers (names and ad-hoc URLs) that some live
 	// engine can poll: a task of any other has no one to watch it.
 	Reachable map[string]bool
-	// NextExpiry is when the first live claim of another engine on an
+	// NextExpiry is when, by this host's clock, the first live claim of another engine on an
 	// open task of the servers asked about runs out (zero: none).
 	NextExpiry time.Time
 }
@@ -246,15 +246,19 @@ func (s *Store) Fleet(me string, servers []string) (Fleet, error) {
 	err = s.reread(func() error {
 		clear(f.Watchers)
 		f.NextExpiry = time.Time{}
-		rows, err := s.pool.Query(ctx, `SELECT id, owner, lease_until, server FROM taskdeck_tasks
-			WHERE owner IS NOT NULL AND lease_until >= now() AND status = ANY($1)`, open)
+		// The time left on each lease, by the database's clock, is put on
+		// this host's: the two clocks may differ.
+		asked := time.Now()
+		rows, err := s.pool.Query(ctx, `SELECT id, owner, extract(epoch FROM lease_until - now())::float8, server
+			FROM taskdeck_tasks WHERE owner IS NOT NULL AND lease_until >= now() AND status = ANY($1)`, open)
 		if err != nil {
 			return err
 		}
 		var id, owner, server string
-		var until time.Time
-		_, err = pgx.ForEachRow(rows, []any{&id, &owner, &until, &server}, func() error {
+		var left float64
+		_, err = pgx.ForEachRow(rows, []any{&id, &owner, &left, &server}, func() error {
 			f.Watchers[id] = owner
+			until := asked.Add(time.Duration(left * float64(time.Second)))
 			if owner != me && mine[server] && (f.NextExpiry.IsZero() || until.Before(f.NextExpiry)) {
 				f.NextExpiry = until
 			}
