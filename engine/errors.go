@@ -54,10 +54,10 @@ func kindOf(err error) deck.Kind {
 		return deck.KindCanceled
 	case errors.As(err, &te) && te.Answered():
 		return deck.KindRefused
+	case postgres.Lost(err): // before a deadline: a database that timed out
+		return deck.KindStoreDown
 	case errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded):
 		return deck.KindUnreachable
-	case postgres.Lost(err):
-		return deck.KindStoreDown
 	case errors.As(err, &key):
 		return deck.KindConflict
 	case errors.As(err, &state):

@@ -517,7 +517,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	}
 	sess, err := t.session(ctx, rec.Server)
 	if err != nil {
-		return t.pollFailed(rec, nil, err), nil
+		return t.requestFailed(ctx, rec, nil, err)
 	}
 	// A re-send that fails does not stop the poll: the task's state is
 	// asked for all the same (an answer refused is dropped by now).
@@ -539,7 +539,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 		rec, err := t.markUnknown(id, whyNoTasks)
 		return PollResult{Task: rec, Changed: true}, err
 	case err != nil:
-		return t.pollFailed(rec, sess, err), nil
+		return t.requestFailed(ctx, rec, sess, err)
 	}
 	return t.fold(id, rec, *snap, sendErr, sent)
 }
@@ -614,6 +614,16 @@ func (t *Tracker) markUnknown(id, why string) (*model.Task, error) {
 		r.StatusMessage = why
 		return true, r.MarkUnknown(why, t.now())
 	})
+}
+
+// requestFailed files a poll whose request failed. One cut off by its
+// caller (an agent that hung up on the proxy, an engine closing) is no
+// poll: the task keeps its schedule and shows no error.
+func (t *Tracker) requestFailed(ctx context.Context, rec *model.Task, sess *mcpclient.Session, err error) (PollResult, error) {
+	if ctx.Err() != nil {
+		return PollResult{Task: rec}, ctx.Err()
+	}
+	return t.pollFailed(rec, sess, err), nil
 }
 
 func (t *Tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error) PollResult {

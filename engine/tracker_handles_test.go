@@ -335,3 +335,26 @@ func TestOlderServerIsNamedByItsVersion(t *testing.T) {
 		t.Fatalf("connecting to an older server: %v; want one line saying which protocol taskdeck needs", err)
 	}
 }
+
+// A poll its caller cuts off (an agent that hung up on the proxy while its
+// tasks/get waited for the server) is no failed poll: the task shows no
+// error and keeps its schedule.
+func TestPollCutOffByItsCallerIsNoFailure(t *testing.T) {
+	e, h := newHostileEnv(t)
+	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	h.On("tasks/get", hostile.Stall(release))
+	// The server never answers: the caller's deadline cuts the poll off.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := e.tracker.Poll(ctx, rec.ID); !errors.Is(err, context.DeadlineExceeded) || len(h.Requests("tasks/get")) == 0 {
+		t.Fatalf("a poll cut off by its caller: %v after %d tasks/get, want the deadline after one", err, len(h.Requests("tasks/get")))
+	}
+	if ps := e.tracker.PollStatus(rec.ID); ps.Errors != 0 || ps.LastError != nil {
+		t.Fatalf("a poll cut off by its caller counted as failed: %d errors, %v", ps.Errors, ps.LastError)
+	}
+}

@@ -15,7 +15,7 @@ import (
 // Sanitize strips escape sequences and control characters. Newlines and
 // tabs survive when multiline is true; otherwise they become spaces.
 func Sanitize(s string, multiline bool) string {
-	if printableASCII(s) {
+	if PrintableASCII(s) {
 		return s // most text; the dashboard sanitizes every row at start-up
 	}
 	s = ansi.Strip(s)
@@ -40,9 +40,9 @@ func Sanitize(s string, multiline bool) string {
 	return b.String()
 }
 
-// printableASCII reports whether s is all printable ASCII, which holds no
-// escape, control or bidi character.
-func printableASCII(s string) bool {
+// PrintableASCII reports whether s is all printable ASCII, which holds no
+// escape, control or bidi character, and is one column a byte.
+func PrintableASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] > 0x7e {
 			return false

@@ -273,7 +273,7 @@ func ifWide(w int, wide, narrow string) string {
 
 // fit truncates or pads plain text to exactly w cells.
 func fit(s string, w int) string {
-	if w > 0 && printableASCII(s) { // most cells: a byte a column, no grapheme walk
+	if w > 0 && termtext.PrintableASCII(s) { // most cells: a byte a column, no grapheme walk
 		if len(s) > w {
 			return s[:w-1] + "…"
 		}
@@ -286,14 +286,6 @@ func fit(s string, w int) string {
 	return s
 }
 
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
 
 // fitHeight pads or cuts a block to exactly h lines.
 func fitHeight(s string, h int) string {
