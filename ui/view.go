@@ -286,7 +286,6 @@ func fit(s string, w int) string {
 	return s
 }
 
-
 // fitHeight pads or cuts a block to exactly h lines.
 func fitHeight(s string, h int) string {
 	lines := strings.Split(s, "\n")
