@@ -661,7 +661,7 @@ func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error, asked t
 		Previous:   ps.base,
 		ServerHint: rec.ServerPollInterval(),
 		Changed:    changed,
-		Now:        now,
+		Now:        asked, // the delay counts from the request: so does the time left
 		Deadline:   rec.Deadline(),
 		Age:        now.Sub(rec.CreatedAt),
 	}
