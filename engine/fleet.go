@@ -409,7 +409,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	if len(servers) == 0 {
 		return lost, nil, nil
 	}
-	if err := c.pg.Heartbeat(c.name, servers, c.lease); err != nil {
+	if err := c.beat(); err != nil {
 		return lost, nil, err
 	}
 	// First the tasks whose claim ran out, beyond the share: their engine
@@ -488,7 +488,18 @@ func (c *claimer) crashed(t *model.Task, now time.Time, stale time.Duration, rec
 	if t.Engine != "" && t.Engine != c.name && c.readAt.After(recsAt) && !c.fleet.Alive[t.Engine] {
 		return true
 	}
-	return now.Sub(t.CreatedAt) > stale
+	return now.Sub(callingSince(t)) > stale
+}
+
+// callingSince is when t last went calling: a call continued with its
+// answers is as young as its last tools/call, not its first.
+func callingSince(t *model.Task) time.Time {
+	for _, tr := range slices.Backward(t.History) {
+		if tr.To == model.StatusCalling {
+			return tr.At
+		}
+	}
+	return t.CreatedAt
 }
 
 // chunks yields s in slices of at most n.

@@ -688,3 +688,62 @@ func TestFleetLiveEnginesSlowCallNotOrphaned(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetContinuedCallAgesFromItsLastCall: a call that waited for input
+// and is continued (on another, live engine) is calling again as young as
+// its new tools/call, however old its record: another engine that claims
+// it while the server takes 3 s to answer leaves it to finish.
+func TestFleetContinuedCallAgesFromItsLastCall(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	db := pgtest.DB(t)
+	first := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: testRenew})
+	res, err := first.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "confirm_first"})
+	if err != nil || !res.NeedsInput {
+		t.Fatalf("Call = %+v, %v: want a call that needs input", res, err)
+	}
+	id := res.Task.ID
+	// The record was made two hours ago, by an engine gone since.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.Open(ctxT(t), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Update(id, func(r *model.Task) (bool, error) {
+		r.CreatedAt = r.CreatedAt.Add(-2 * time.Hour)
+		for i := range r.History {
+			r.History[i].At = r.History[i].At.Add(-2 * time.Hour)
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A call is 2 × 2 s + the lease old at most: 6 s, beyond the 3 s stall.
+	other := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 2 * time.Second})
+	if err := other.PollNow(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	srv.CountInFlight("tools/call", 3*time.Second)
+	maker := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 2), ClaimLease: testLease, ClaimRenew: testRenew})
+	done := make(chan error, 1)
+	go func() {
+		_, err := maker.Continue(ctxT(t), id, confirmYes)
+		done <- err
+	}()
+	waitFor(t, 10*time.Second, "the other engine to claim the continued call", func() bool {
+		en, err := other.Get(ctxT(t), id)
+		return err == nil && en.Task.Status == model.StatusCalling && en.Poll.Watcher == other.claims.name
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("the continued call: %v", err)
+	}
+	en, err := other.Get(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en.Task.TaskID == "" || slices.ContainsFunc(en.Task.History, func(tr model.Transition) bool { return tr.To == model.StatusOrphaned }) {
+		t.Fatalf("the continued call of a live engine: %s, task %q, history %+v: want its handle, never orphaned", en.Task.Status, en.Task.TaskID, en.Task.History)
+	}
+}
