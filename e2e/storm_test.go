@@ -570,16 +570,15 @@ func openStore(d *deck, conn string) (store.Backend, error) {
 
 // orphanIntents is the start-up reconcile of a shared database, where no
 // process may take a dead one's intents at start (another host may be
-// calling): an engine orphans an intent it claims once it is older than
-// a call can take, 2 × the request timeout + the lease. A `serve` with a
-// 1 s request timeout does it to every intent the storm left `calling`
-// within a few claim rounds, once the dead processes' leases ran out.
+// calling): an engine orphans an intent it claims at once when the engine
+// that made it is no longer alive, its heartbeat run out a lease after
+// the kill. A `serve` does it to every intent the storm left `calling`
+// within a lease and two claim rounds, not after the age of a call.
 func orphanIntents(t *testing.T, d *deck) {
 	t.Helper()
-	const requestTimeout = time.Second
-	p := d.start("serve", "--request-timeout", requestTimeout.String())
+	p := d.start("serve")
 	began := time.Now()
-	bound := 2*requestTimeout + 2*engine.DefaultClaimLease + 2*engine.DefaultClaimRenew
+	bound := engine.DefaultClaimLease + 2*engine.DefaultClaimRenew
 	waitfor.Within(t, bound, "every intent the storm left `calling` to be orphaned", func() bool {
 		return !slices.ContainsFunc(d.ls(), func(tk task) bool { return tk.Status == "calling" })
 	})

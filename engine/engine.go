@@ -97,6 +97,7 @@ func Open(opts Options) (*Engine, error) {
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
 	if claims != nil {
 		tr.polled = claims.update // every server word on a task carries the claim
+		tr.maker = e.maker        // every intent names its engine, alive by then
 	}
 	var orphans []*model.Task
 	if claims == nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/url"
 	"os"
@@ -117,6 +118,11 @@ type claimer struct {
 	readAt  time.Time
 	triedAt time.Time // the last read, failed or not
 	rounds  bool      // the claim rounds run and keep fleet current
+
+	// beating: this engine's heartbeats run (from before its first
+	// intent until it closes); aliveMu orders the first one.
+	aliveMu sync.Mutex
+	beating bool
 }
 
 func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
@@ -408,7 +414,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	if len(servers) == 0 {
 		return lost, nil, nil
 	}
-	if err := c.pg.Heartbeat(c.name, servers, c.lease); err != nil {
+	if err := c.beat(); err != nil {
 		return lost, nil, err
 	}
 	// First the tasks whose claim ran out, beyond the share: their engine
@@ -477,6 +483,30 @@ func (c *claimer) take(claimed *[]string, want int, claim func(n int) ([]postgre
 	return taken, nil
 }
 
+// crashed tells a call's intent (read at recsAt) whose process died: its
+// maker, another engine, is not alive in a view of the fleet read after
+// it; or it is older than a call can take (stale), as its maker, alive or
+// unnamed, may still be calling until then.
+func (c *claimer) crashed(t *model.Task, now time.Time, stale time.Duration, recsAt time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.Engine != "" && t.Engine != c.name && c.readAt.After(recsAt) && !c.fleet.Alive[t.Engine] {
+		return true
+	}
+	return now.Sub(callingSince(t)) > stale
+}
+
+// callingSince is when t last went calling: a call continued with its
+// answers is as young as its last tools/call, not its first.
+func callingSince(t *model.Task) time.Time {
+	for _, tr := range slices.Backward(t.History) {
+		if tr.To == model.StatusCalling {
+			return tr.At
+		}
+	}
+	return t.CreatedAt
+}
+
 // chunks yields s in slices of at most n.
 func chunks[T any](s []T, n int) func(func([]T) bool) {
 	return func(yield func([]T) bool) {
@@ -520,6 +550,66 @@ func (l *loop) orphanClaimed(id string) {
 	}()
 }
 
+// maker names this engine on the intents it makes, once the database
+// lists it alive: another engine orphans at once an intent whose maker is
+// not, so the first heartbeat is committed before the first intent and
+// they go on, claim rounds or not (a call from a process without a loop),
+// until the engine closes.
+func (e *Engine) maker() (string, error) {
+	c := e.claims
+	c.aliveMu.Lock()
+	defer c.aliveMu.Unlock()
+	if !c.beating {
+		if err := c.beat(); err != nil {
+			return "", err
+		}
+		c.beating = true
+		e.ops.Add(1) // inside a request: Close waits for this too
+		go e.keepAlive()
+	}
+	return c.name, nil
+}
+
+// keepAlive renews this engine's heartbeat until it closes, then takes it
+// off the live ones.
+func (e *Engine) keepAlive() {
+	defer e.ops.Done()
+	c := e.claims
+	defer c.leave(e.log)
+	t := time.NewTicker(c.renew)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := c.beat(); err != nil {
+			e.log.Warn("this engine could not record itself alive; its calls in flight may be orphaned by another", "err", err)
+		}
+	}
+}
+
+// beat records this engine alive for a lease: with the servers it claims
+// while its claim rounds run, else none (it polls nothing).
+func (c *claimer) beat() error {
+	c.mu.Lock()
+	rounds := c.rounds
+	c.mu.Unlock()
+	servers := []string{}
+	if rounds {
+		servers = c.claimable()
+	}
+	return c.pg.Heartbeat(c.name, servers, c.lease)
+}
+
+// leave takes this engine off the live ones: it is closing.
+func (c *claimer) leave(log *slog.Logger) {
+	if err := c.pg.Leave(c.name); err != nil {
+		log.Warn("this engine could not take itself off the live ones; its entry runs out with its lease", "err", err)
+	}
+}
+
 // claims runs the claim rounds while the loop lives: each hands the loop
 // the tasks lost (dropped from the schedule) and the records of the tasks
 // claimed and of those claimed earlier that had nothing to poll yet.
@@ -529,11 +619,7 @@ func (l *loop) claims(ctx context.Context) {
 	c.mu.Lock()
 	c.rounds = true
 	c.mu.Unlock()
-	defer func() {
-		if err := c.pg.Leave(c.name); err != nil {
-			l.e.log.Warn("this engine could not take itself off the live ones; its entry runs out with its lease", "err", err)
-		}
-	}()
+	defer c.leave(l.e.log)
 	t := time.NewTimer(0)
 	defer t.Stop()
 	poked := false
@@ -542,6 +628,15 @@ func (l *loop) claims(ctx context.Context) {
 		if err != nil {
 			l.e.log.Warn("claims could not be renewed or taken", "err", err)
 		}
+		ids := append(claimed, c.waitingIDs()...)
+		var recs []*model.Task
+		var readRecsErr error
+		recsAt := time.Now()
+		if len(ids) > 0 {
+			recs, readRecsErr = c.pg.Tasks(ids) // one read, of those only: a takeover's first polls wait for it
+		}
+		// The fleet after the records: an intent read has its maker's
+		// first heartbeat in this view, if its maker lives.
 		moved, ok, readErr := c.read()
 		if ok {
 			l.e.watchersMoved(moved)
@@ -549,12 +644,6 @@ func (l *loop) claims(ctx context.Context) {
 		// The read always asks the database: with the round it tells the
 		// store's health, lost or back, even when no write came to say so.
 		l.e.health.note(errors.Join(err, readErr))
-		ids := append(claimed, c.waitingIDs()...)
-		var recs []*model.Task
-		var readRecsErr error
-		if len(ids) > 0 {
-			recs, readRecsErr = c.pg.Tasks(ids) // one read, of those only: a takeover's first polls wait for it
-		}
 		if readRecsErr != nil {
 			// Kept, unscheduled: the next round reads them again.
 			l.e.log.Warn("claimed tasks could not be read", "err", readRecsErr)
@@ -562,7 +651,7 @@ func (l *loop) claims(ctx context.Context) {
 			ids = nil
 		}
 		if len(lost) > 0 || len(ids) > 0 {
-			l.send(func() { l.claimed(lost, ids, recs) })
+			l.send(func() { l.claimed(lost, ids, recs, recsAt) })
 		}
 		t.Reset(c.next(time.Now()))
 		select {
@@ -622,9 +711,9 @@ func (c *claimer) wait(ids []string) {
 // claimed files a claim round on the loop: lost tasks leave the schedule;
 // claimed ones (ids, with their records in recs) join it when their first
 // poll is due, wait while they have nothing to poll, and are released
-// once ended or forgotten. A call's intent older than a call can take is
-// a crash's: it is marked orphaned, then released.
-func (l *loop) claimed(lost, ids []string, recs []*model.Task) {
+// once ended or forgotten. A call's intent whose process died (see
+// crashed; the records read at recsAt) is marked orphaned, then released.
+func (l *loop) claimed(lost, ids []string, recs []*model.Task, recsAt time.Time) {
 	c := l.e.claims
 	for _, id := range lost {
 		l.drop(id)
@@ -640,7 +729,7 @@ func (l *loop) claimed(lost, ids []string, recs []*model.Task) {
 		switch {
 		case !ok || t.Status.Terminal() || t.Status == model.StatusOrphaned:
 			c.release(id)
-		case t.Status == model.StatusCalling && now.Sub(t.CreatedAt) > stale:
+		case t.Status == model.StatusCalling && c.crashed(t, now, stale, recsAt):
 			l.orphanClaimed(id)
 		case !t.Pollable():
 			c.wait([]string{id})

@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -337,7 +341,11 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	}
 	id, taskID := res.Task.ID, res.Task.TaskID
 	waitFor(t, 5*time.Second, "the slow engine polls its task", func() bool { return len(polls.Of(taskID)) > 0 })
-	other := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: 200 * time.Millisecond})
+	// The other engine polls once as it takes the task over, then not for
+	// 5 s: a poll of its own amid the slow engine's would leave that one
+	// nothing to write (the record already says it), not a write refused.
+	rare := model.PollPolicy{Default: 5 * time.Second, Floor: 5 * time.Second, Cap: 5 * time.Second, Growth: 1}
+	other := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: 200 * time.Millisecond, Policy: rare})
 	if err := other.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -553,4 +561,189 @@ func TestFleetActsElsewhereShowAtOnce(t *testing.T) {
 	})
 	answer := map[string]json.RawMessage{"approve-1": json.RawMessage(`{"action":"accept","content":{"approve":true,"reason":"ok"}}`)}
 	outcome(elsewhere, id, func() error { _, err := elsewhere.Answer(ctxT(t), id, answer); return err }, model.StatusCompleted)
+}
+
+// dyingEngineEnv, set in the test binary's environment, makes
+// TestFleetDyingEngineProcess an engine's process that calls sleep and
+// blocks in the call until it is killed: a host that dies mid-call. Its
+// value is "<database> <server URL>" (neither has a space).
+const dyingEngineEnv = "TASKDECK_TEST_DYING_ENGINE"
+
+// TestFleetDyingEngineProcess is the dying engine's process (see
+// dyingEngineEnv); in a normal run it does nothing.
+func TestFleetDyingEngineProcess(t *testing.T) {
+	db, url, ok := strings.Cut(os.Getenv(dyingEngineEnv), " ")
+	if !ok {
+		t.Skip("only run as the dying engine's process")
+	}
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No loop (a one-off `call`): only the call path keeps it alive.
+	e, err := Open(Options{DataDir: t.TempDir(), Store: db, Config: cfg, ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Call(context.Background(), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`)})
+	t.Fatalf("the call returned (%v): it was to block until the process is killed", err)
+}
+
+// TestFleetDeadEnginesIntentOrphanedAtOnce: an engine's process killed
+// while its tools/call is in flight leaves the intent `calling`; another
+// engine orphans it within a claim round of the dead engine's heartbeat
+// running out (≤ lease + 2 s of the kill), not after the age of a call
+// (2 × the request timeout + the lease, over a minute here), and sends
+// nothing again.
+func TestFleetDeadEnginesIntentOrphanedAtOnce(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	srv.Hold("tools/call") // never answered: the call is in flight when the process dies
+	db := pgtest.DB(t)
+	survivor := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 30 * time.Second})
+	if err := survivor.PollNow(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetDyingEngineProcess$")
+	cmd.Env = append(os.Environ(), dyingEngineEnv+"="+db+" "+srv.URL)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	kill := func() {
+		if !killed {
+			killed = true
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	t.Cleanup(kill)
+
+	var intent *model.Task
+	waitFor(t, 20*time.Second, "the dying engine's tools/call at the server, its intent on record", func() bool {
+		if srv.Calls("sleep") == 0 {
+			return false
+		}
+		es, err := survivor.List(ctxT(t), deck.Filter{})
+		if err != nil || len(es) != 1 {
+			return false
+		}
+		intent = es[0].Task
+		return true
+	})
+	if intent.Status != model.StatusCalling || intent.Engine == "" || intent.Engine == survivor.claims.name {
+		t.Fatalf("the dying engine's intent is %s, made by %q: want calling, made by the dying engine\n%s", intent.Status, intent.Engine, out.String())
+	}
+	kill()
+	killedAt := time.Now()
+	waitFor(t, testLease+2*time.Second, "the dead engine's intent orphaned", func() bool {
+		en, err := survivor.Get(ctxT(t), intent.ID)
+		return err == nil && en.Task.Status == model.StatusOrphaned
+	})
+	t.Logf("orphaned %s after the kill (lease %s)", time.Since(killedAt).Round(10*time.Millisecond), testLease)
+	if n := srv.Calls("sleep"); n != 1 {
+		t.Fatalf("%d tools/call of sleep: an orphan is never re-sent", n)
+	}
+}
+
+// TestFleetLiveEnginesSlowCallNotOrphaned: a call in flight on a live
+// engine (the server takes 3 s to answer tools/call, longer than the
+// lease) is not orphaned by another engine that claims its intent: the
+// maker's heartbeats go on while it calls, even without its loop.
+func TestFleetLiveEnginesSlowCallNotOrphaned(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	srv.CountInFlight("tools/call", 3*time.Second)
+	db := pgtest.DB(t)
+	other := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew})
+	if err := other.PollNow(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	// The maker runs no loop (a one-off `call`).
+	maker := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: testRenew})
+	done := make(chan deck.CallResult, 1)
+	go func() {
+		res, err := maker.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":0.5}`)})
+		if err != nil {
+			t.Errorf("the slow call: %v", err)
+		}
+		done <- res
+	}()
+	waitFor(t, 10*time.Second, "the other engine to claim the slow call's intent", func() bool {
+		es, err := other.List(ctxT(t), deck.Filter{})
+		return err == nil && len(es) == 1 && es[0].Task.Status == model.StatusCalling && es[0].Poll.Watcher == other.claims.name
+	})
+	res := <-done
+	if res.Task == nil || res.Task.TaskID == "" {
+		t.Fatalf("the slow call came back without its handle: %+v", res.Task)
+	}
+	waitFor(t, 10*time.Second, "the slow call's task completed", func() bool {
+		en, err := other.Get(ctxT(t), res.Task.ID)
+		return err == nil && en.Task.Status == model.StatusCompleted
+	})
+	en, _ := other.Get(ctxT(t), res.Task.ID)
+	for _, tr := range en.Task.History {
+		if tr.To == model.StatusOrphaned {
+			t.Fatalf("the live engine's slow call was orphaned: %+v", en.Task.History)
+		}
+	}
+}
+
+// TestFleetContinuedCallAgesFromItsLastCall: a call that waited for input
+// and is continued (on another, live engine) is calling again as young as
+// its new tools/call, however old its record: another engine that claims
+// it while the server takes 3 s to answer leaves it to finish.
+func TestFleetContinuedCallAgesFromItsLastCall(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	db := pgtest.DB(t)
+	first := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: testRenew})
+	res, err := first.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "confirm_first"})
+	if err != nil || !res.NeedsInput {
+		t.Fatalf("Call = %+v, %v: want a call that needs input", res, err)
+	}
+	id := res.Task.ID
+	// The record was made two hours ago, by an engine gone since.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.Open(ctxT(t), db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Update(id, func(r *model.Task) (bool, error) {
+		r.CreatedAt = r.CreatedAt.Add(-2 * time.Hour)
+		for i := range r.History {
+			r.History[i].At = r.History[i].At.Add(-2 * time.Hour)
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A call is 2 × 2 s + the lease old at most: 6 s, beyond the 3 s stall.
+	other := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 2 * time.Second})
+	if err := other.PollNow(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	srv.CountInFlight("tools/call", 3*time.Second)
+	maker := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 2), ClaimLease: testLease, ClaimRenew: testRenew})
+	done := make(chan error, 1)
+	go func() {
+		_, err := maker.Continue(ctxT(t), id, confirmYes)
+		done <- err
+	}()
+	waitFor(t, 10*time.Second, "the other engine to claim the continued call", func() bool {
+		en, err := other.Get(ctxT(t), id)
+		return err == nil && en.Task.Status == model.StatusCalling && en.Poll.Watcher == other.claims.name
+	})
+	if err := <-done; err != nil {
+		t.Fatalf("the continued call: %v", err)
+	}
+	en, err := other.Get(ctxT(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en.Task.TaskID == "" || slices.ContainsFunc(en.Task.History, func(tr model.Transition) bool { return tr.To == model.StatusOrphaned }) {
+		t.Fatalf("the continued call of a live engine: %s, task %q, history %+v: want its handle, never orphaned", en.Task.Status, en.Task.TaskID, en.Task.History)
+	}
 }

@@ -34,6 +34,9 @@ type Tracker struct {
 	// polled, on a shared store, writes the server's word on a task under
 	// this engine's claim (nil: store.Update).
 	polled func(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error)
+	// maker, on a shared store, names this engine on the intents it
+	// makes, once the database lists it alive (nil: no name).
+	maker func() (string, error)
 
 	mu    sync.Mutex
 	polls map[string]*pollState
@@ -159,6 +162,9 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 	}
 	rec := model.NewIntent(req.Server, req.Tool, args, req.Key, t.now())
 	rec.Agent, rec.Repeats = req.Agent, req.Repeats
+	if rec.Engine, err = t.intentMaker(); err != nil {
+		return CallOutcome{}, err // nothing was sent, nothing is written
+	}
 	if err := t.store.Create(rec); err != nil {
 		var dup *store.DuplicateKeyError
 		switch {
@@ -327,10 +333,15 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 	}
 	send, state := rec.PendingAnswers, rec.RequestState
 	round := rec.InputRounds()
+	maker, err := t.intentMaker()
+	if err != nil {
+		return CallOutcome{Task: rec, NeedsInput: true}, err // the answers stay, for another Continue
+	}
 	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
 		if err := r.MoveTo(model.StatusCalling, "answers sent with the call", t.now()); err != nil {
 			return false, err
 		}
+		r.Engine = maker // calling again, from this engine
 		r.StatusMessage = ""
 		r.InputRequests, r.AnsweredKeys, r.PendingAnswers, r.RequestState = nil, nil, nil, ""
 		return true, nil
@@ -458,6 +469,14 @@ func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rp
 		r.Error = rpcErr
 		return true, nil
 	})
+}
+
+// intentMaker names the engine about to make an intent ("" on Badger).
+func (t *Tracker) intentMaker() (string, error) {
+	if t.maker == nil {
+		return "", nil
+	}
+	return t.maker()
 }
 
 // polledWrite writes the server's word on a task, fenced on a shared

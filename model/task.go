@@ -69,6 +69,10 @@ type Task struct {
 	// Agent names who made the call (an agent behind the proxy); empty
 	// for taskdeck's own frontends.
 	Agent string `json:"agent,omitempty"`
+	// Engine names the engine that made the intent on a shared database
+	// (empty on Badger, the sole owner's): another engine orphans the
+	// intent at once when its maker is no longer alive there.
+	Engine string `json:"engine,omitempty"`
 	// Repeats is the id of the record this one runs again (a re-run).
 	Repeats string `json:"repeats,omitempty"`
 

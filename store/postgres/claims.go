@@ -183,6 +183,9 @@ type Fleet struct {
 	// Reachable holds the servers (names and ad-hoc URLs) that some live
 	// engine can poll: a task of any other has no one to watch it.
 	Reachable map[string]bool
+	// Alive holds the names of the engines alive on the database: an
+	// intent whose maker is not among them is a dead process's.
+	Alive map[string]bool
 	// NextExpiry is when, by this host's clock, the first live claim of another engine on an
 	// open task of the servers asked about runs out (zero: none).
 	NextExpiry time.Time
@@ -242,7 +245,7 @@ func (s *Store) Fleet(me string, servers []string) (Fleet, error) {
 	for _, name := range servers {
 		mine[name] = true
 	}
-	f := Fleet{Watchers: map[string]string{}, Reachable: map[string]bool{}}
+	f := Fleet{Watchers: map[string]string{}, Reachable: map[string]bool{}, Alive: map[string]bool{}}
 	err = s.reread(func() error {
 		clear(f.Watchers)
 		f.NextExpiry = time.Time{}
@@ -269,13 +272,18 @@ func (s *Store) Fleet(me string, servers []string) (Fleet, error) {
 	if err == nil {
 		err = s.reread(func() error {
 			clear(f.Reachable)
-			rows, err := s.pool.Query(ctx, `SELECT DISTINCT unnest(servers) FROM taskdeck_engines WHERE alive_until >= now()`)
+			clear(f.Alive)
+			rows, err := s.pool.Query(ctx, `SELECT name, servers FROM taskdeck_engines WHERE alive_until >= now()`)
 			if err != nil {
 				return err
 			}
-			var server string
-			_, err = pgx.ForEachRow(rows, []any{&server}, func() error {
-				f.Reachable[server] = true
+			var name string
+			var servers []string
+			_, err = pgx.ForEachRow(rows, []any{&name, &servers}, func() error {
+				f.Alive[name] = true
+				for _, server := range servers {
+					f.Reachable[server] = true
+				}
 				return nil
 			})
 			return err
