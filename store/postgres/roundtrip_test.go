@@ -339,3 +339,42 @@ func TestRefusedLoneWriteTakesNoRevision(t *testing.T) {
 		t.Fatalf("the next write is at revision %d and the hook heard %+v; want revision 2, the second change heard", next.Revision, all)
 	}
 }
+
+// A lone write's statement is planned once per connection and then run
+// from its generic plan: a plan for each write (as a statement whose plan
+// depends on its arguments gets) costs more than the write.
+func TestLoneWritesArePlannedOnce(t *testing.T) {
+	s := open(t, pgtest.DB(t)+"&pool_max_conns=1")
+	const n = 20
+	var recs []*model.Task
+	for range n {
+		rec := storetest.Intent("", storetest.T0)
+		storetest.Must(t, s.Create(rec))
+		recs = append(recs, rec)
+	}
+	for _, rec := range recs {
+		_, err := s.Update(rec.ID, func(t *model.Task) (bool, error) { t.StatusMessage = "next"; return true, nil })
+		storetest.Must(t, err)
+	}
+	// One connection: the pool's statements are this session's.
+	rows, err := postgres.Pool(s).Query(context.Background(), `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
+		WHERE statement LIKE 'WITH m AS (%UPDATE taskdeck_meta SET rev = rev + 1%'`)
+	storetest.Must(t, err)
+	type plans struct {
+		sql             string
+		generic, custom int64
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (p plans, err error) {
+		return p, r.Scan(&p.sql, &p.generic, &p.custom)
+	})
+	storetest.Must(t, err)
+	if len(got) != 2 {
+		t.Fatalf("%d prepared write statements, want 2 (create, update): %+v", len(got), got)
+	}
+	for _, p := range got {
+		if p.custom > 5 || p.generic < n-5 {
+			t.Errorf("a write statement ran %d times from a plan of its own and %d from the generic one, want at most 5 and at least %d: %.60q",
+				p.custom, p.generic, n-5, p.sql)
+		}
+	}
+}
