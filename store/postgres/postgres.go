@@ -262,8 +262,8 @@ func (s *Store) noteRev(rev uint64) {
 // Write statements. Each write txn first increments the counter (taking its
 // row lock, held to commit): revisions are handed out in commit order, and a
 // txn that rolls back leaves no hole. Creates and updates do all of it in
-// one statement that also notifies on channel: a lone write putOneSQL, a
-// batch taskdeck_put (migrations/00003_put.sql).
+// one statement that also notifies on channel: a lone write createSQL or
+// updateSQL, a batch taskdeck_put (migrations/00003_put.sql).
 const (
 	// createSQL and updateSQL write one record, at the revision they
 	// take; a write refused is an error (a unique violation, or TD001 for
@@ -788,7 +788,7 @@ func (s *Store) read(sql string, args ...any) ([]*model.Task, error) {
 
 // reread runs fn again when it met a connection the server had closed
 // (see inTx). fn is a read, which changes nothing, or one statement (a
-// commit's taskdeck_put), whose implicit txn an error answer rolled back.
+// commit's write), whose implicit txn an error answer rolled back.
 func (s *Store) reread(fn func() error) error {
 	for try := int32(0); ; try++ {
 		err := fn()

@@ -20,8 +20,8 @@ END
 $$;
 -- +goose StatementEnd
 
--- taskdeck_put writes a batch of two or more records in the one statement that calls
--- it, so that the concurrent writes of a process share one round trip and
+-- taskdeck_put writes a batch of two or more records (a lone write is one
+-- plain statement of the store's) in the one statement that calls it, so that the concurrent writes of a process share one round trip and
 -- one commit (its implicit txn commits at the Sync). It takes the counter's
 -- row lock first (held to commit: revisions are in commit order), then
 -- inserts each record (p_prev NULL) or updates it if it is still at revision
