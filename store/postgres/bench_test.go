@@ -138,8 +138,15 @@ func BenchmarkWriteVsBare(b *testing.B) {
 // writes per second and of the store's rate over the bare one.
 //
 //	go test -run '^$' -bench Writers64 -benchtime 15x ./store/postgres
-func BenchmarkWriters64(b *testing.B) {
-	const writers, each = 64, 10
+func BenchmarkWriters64(b *testing.B) { writersVsBare(b, 64, 10) }
+
+// BenchmarkWriters4 is BenchmarkWriters64 with 4 writers of 50 records
+// each: the store's commits are small batches (and lone writes).
+//
+//	go test -run '^$' -bench Writers4 -benchtime 15x ./store/postgres
+func BenchmarkWriters4(b *testing.B) { writersVsBare(b, 4, 50) }
+
+func writersVsBare(b *testing.B, writers, each int) {
 	s, pool := benchStore(b, writers)
 	var mu sync.Mutex
 	var n int64
@@ -174,7 +181,7 @@ func BenchmarkWriters64(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			rate[phase.name] = append(rate[phase.name], writers*each/time.Since(start).Seconds())
+			rate[phase.name] = append(rate[phase.name], float64(writers*each)/time.Since(start).Seconds())
 		}
 		rounds++
 	}

@@ -262,10 +262,30 @@ func (s *Store) noteRev(rev uint64) {
 // Write statements. Each write txn first increments the counter (taking its
 // row lock, held to commit): revisions are handed out in commit order, and a
 // txn that rolls back leaves no hole. Creates and updates do all of it in
-// one statement, taskdeck_put (migrations/00003_put.sql, which notifies on
-// channel).
+// one statement that also notifies on channel: a lone write createSQL or
+// updateSQL, a batch taskdeck_put (migrations/00003_put.sql).
 const (
-	putSQL    = `SELECT o_rev, o_code, o_constraint FROM taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	// createSQL and updateSQL write one record, at the revision they
+	// take; a write refused is an error (a unique violation, or TD001 for
+	// an update whose record moved on or whose claim no longer holds),
+	// which rolls the revision back. Plain SQL with scalar arguments, each
+	// planned once per connection. The update's checks see the record as
+	// it is once the counter is held (READ COMMITTED rechecks a row that
+	// changed meanwhile).
+	createSQL = `WITH m AS (
+		UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev),
+	ins AS (
+		INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
+		SELECT $1, $2, $3, rev, $4, $5, $6 FROM m)
+	SELECT rev, pg_notify('` + channel + `', rev::text) FROM m`
+	updateSQL = `WITH m AS (
+		UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev),
+	upd AS (
+		UPDATE taskdeck_tasks t SET idem_key = $2, status = $3, updated_at = $4, body = $5, revision = m.rev FROM m
+		WHERE t.id = $1 AND t.revision = $6 AND taskdeck_holds(t.fence, t.owner, t.lease_until, $7, $8)
+		RETURNING 1)
+	SELECT CASE WHEN EXISTS (SELECT FROM upd) THEN rev ELSE taskdeck_stale() END, pg_notify('` + channel + `', rev::text) FROM m`
+	putSQL    = `SELECT o_rev, coalesce(o_code, ''), coalesce(o_constraint, '') FROM taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	bumpSQL   = `UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev`
 	notifySQL = `SELECT pg_notify('` + channel + `', rev::text) FROM taskdeck_meta`
 	// dropTombsSQL drops the tombstones older than the last $1 revisions
@@ -275,7 +295,7 @@ const (
 		UPDATE taskdeck_meta SET floor = (SELECT max(rev) FROM gone) WHERE EXISTS (SELECT 1 FROM gone)`
 )
 
-// The codes taskdeck_put answers a refused write with: the record is no
+// The codes a refused write is answered with: the record is no
 // longer at the revision the update read (or the claim no longer holds),
 // or a unique constraint (the id's or the key's) refused it.
 const (
@@ -366,10 +386,14 @@ func (s *Store) lead() {
 	s.queue[0].lead <- struct{}{}
 }
 
-// commit writes batch in one taskdeck_put and answers each write; the hook
+// commit writes batch in one statement and answers each write; the hook
 // hears the commits in revision order before their writers return.
 func (s *Store) commit(batch []*putReq) {
 	n := len(batch)
+	if n == 1 {
+		s.commitOne(batch[0])
+		return
+	}
 	ids, keys, statuses, servers := make([]string, n), make([]*string, n), make([]string, n), make([]string, n)
 	at, vals, prevs, fences, owners := make([]time.Time, n), make([][]byte, n), make([]*int64, n), make([]*int64, n), make([]*string, n)
 	for i, r := range batch {
@@ -378,7 +402,7 @@ func (s *Store) commit(batch []*putReq) {
 	}
 	type result struct {
 		rev        *int64
-		code, cons *string
+		code, cons string
 	}
 	var res []result
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
@@ -398,7 +422,7 @@ func (s *Store) commit(batch []*putReq) {
 		err = fmt.Errorf("taskdeck_put answered %d of %d writes", len(res), n)
 	}
 	var pe *pgconn.PgError
-	if err != nil && n > 1 && errors.As(err, &pe) {
+	if err != nil && errors.As(err, &pe) {
 		// The server refused the batch for one write's sake (a value it
 		// cannot take): alone, each write gets its own answer.
 		for _, r := range batch {
@@ -411,19 +435,52 @@ func (s *Store) commit(batch []*putReq) {
 		case err != nil:
 			r.done <- err
 		case res[i].rev != nil:
-			r.rec.Revision = uint64(*res[i].rev)
-			s.committed(r.rec.Revision, &store.Change{Rev: r.rec.Revision, ID: r.rec.ID, Task: r.rec})
-			r.done <- nil
-		case *res[i].code == staleCode:
-			r.done <- errStale
-		case *res[i].cons == "taskdeck_tasks_pkey":
-			r.done <- errDupID
-		case *res[i].cons == "taskdeck_tasks_idem_key":
-			r.done <- errDupKey
+			s.answer(r, *res[i].rev)
 		default:
-			r.done <- fmt.Errorf("task %s: refused by constraint %s", r.rec.ID, *res[i].cons)
+			r.done <- refusal(r, res[i].code, res[i].cons)
 		}
 	}
+}
+
+// commitOne writes r alone, in createSQL or updateSQL.
+func (s *Store) commitOne(r *putReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	sql, args := createSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, r.rec.Server.String()}
+	if r.prev != nil {
+		sql, args = updateSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, *r.prev, r.c.fence(), r.c.owner()}
+	}
+	var rev int64
+	err := s.reread(func() error { return s.pool.QueryRow(ctx, sql, args...).Scan(&rev, nil) })
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		s.answer(r, rev)
+	case errors.As(err, &pe) && (pe.Code == staleCode || pe.Code == uniqueCode):
+		r.done <- refusal(r, pe.Code, pe.ConstraintName)
+	default:
+		r.done <- err
+	}
+}
+
+// answer tells r's writer its record committed at rev, once the hook has.
+func (s *Store) answer(r *putReq, rev int64) {
+	r.rec.Revision = uint64(rev)
+	s.committed(r.rec.Revision, &store.Change{Rev: r.rec.Revision, ID: r.rec.ID, Task: r.rec})
+	r.done <- nil
+}
+
+// refusal is the error of a write refused with code (and constraint).
+func refusal(r *putReq, code, constraint string) error {
+	switch {
+	case code == staleCode:
+		return errStale
+	case constraint == "taskdeck_tasks_pkey":
+		return errDupID
+	case constraint == "taskdeck_tasks_idem_key":
+		return errDupKey
+	}
+	return fmt.Errorf("task %s: refused by constraint %s", r.rec.ID, constraint)
 }
 
 // write runs fn in one txn; fn queues its statements on b and returns
@@ -731,7 +788,7 @@ func (s *Store) read(sql string, args ...any) ([]*model.Task, error) {
 
 // reread runs fn again when it met a connection the server had closed
 // (see inTx). fn is a read, which changes nothing, or one statement (a
-// commit's taskdeck_put), whose implicit txn an error answer rolled back.
+// commit's write), whose implicit txn an error answer rolled back.
 func (s *Store) reread(fn func() error) error {
 	for try := int32(0); ; try++ {
 		err := fn()

@@ -284,3 +284,97 @@ func TestRefusedWriteInASharedCommitFailsAlone(t *testing.T) {
 		t.Fatalf("the two updates beside the refused writes left %+v (%v)", got, err)
 	}
 }
+
+// A lone write refused (a taken key, a taken id, a fenced update whose
+// claim moved on) takes no revision: the database's counter and the
+// store's stay put, the hook hears nothing, and the next write takes the
+// next revision.
+func TestRefusedLoneWriteTakesNoRevision(t *testing.T) {
+	conn := pgtest.DB(t)
+	s := open(t, conn)
+	var heard storetest.HookLog
+	s.SetCommitHook(heard.Hook)
+	taken := storetest.Intent("taken", storetest.T0)
+	storetest.Must(t, s.Create(taken))
+	claims, err := s.ClaimTasks("engine-a", []string{"demo"}, 1, time.Minute)
+	storetest.Must(t, err)
+	if len(claims) != 1 {
+		t.Fatalf("claimed %v, want the one task", claims)
+	}
+	stale := claims[0]
+	stale.Fence++ // a claim some other engine has since taken over
+	sameID := storetest.Intent("another key", storetest.T0)
+	sameID.ID = taken.ID
+	counter := func() (rev uint64) {
+		storetest.Must(t, postgres.Pool(s).QueryRow(context.Background(), `SELECT rev FROM taskdeck_meta`).Scan(&rev))
+		return rev
+	}
+	refused := []struct {
+		what  string
+		write func() error
+		want  func(error) bool
+	}{
+		{"a create with a taken key", func() error { return s.Create(storetest.Intent("taken", storetest.T0)) },
+			func(err error) bool { var dup *store.DuplicateKeyError; return errors.As(err, &dup) }},
+		{"a create with a taken id", func() error { return s.Create(sameID) },
+			func(err error) bool { return err != nil && strings.Contains(err.Error(), "already exists") }},
+		{"an update whose claim moved on", func() error {
+			_, err := s.UpdateClaimed(stale, func(t *model.Task) (bool, error) { t.StatusMessage = "late"; return true, nil })
+			return err
+		}, func(err error) bool { return errors.Is(err, postgres.ErrClaimLost) }},
+	}
+	for _, r := range refused {
+		err := r.write()
+		if !r.want(err) {
+			t.Fatalf("%s answered %v", r.what, err)
+		}
+		if got := counter(); got != 1 || s.Revision() != 1 {
+			t.Fatalf("after %s (%v) the database's counter is at %d, the store's at %d; want both at 1", r.what, err, got, s.Revision())
+		}
+	}
+	next := storetest.Intent("", storetest.T0)
+	storetest.Must(t, s.Create(next))
+	all := heard.All()
+	if next.Revision != 2 || len(all) != 2 || all[1].Rev != 2 {
+		t.Fatalf("the next write is at revision %d and the hook heard %+v; want revision 2, the second change heard", next.Revision, all)
+	}
+}
+
+// A lone write's statement is planned once per connection and then run
+// from its generic plan: a plan for each write (as a statement whose plan
+// depends on its arguments gets) costs more than the write.
+func TestLoneWritesArePlannedOnce(t *testing.T) {
+	s := open(t, pgtest.DB(t)+"&pool_max_conns=1")
+	const n = 20
+	var recs []*model.Task
+	for range n {
+		rec := storetest.Intent("", storetest.T0)
+		storetest.Must(t, s.Create(rec))
+		recs = append(recs, rec)
+	}
+	for _, rec := range recs {
+		_, err := s.Update(rec.ID, func(t *model.Task) (bool, error) { t.StatusMessage = "next"; return true, nil })
+		storetest.Must(t, err)
+	}
+	// One connection: the pool's statements are this session's.
+	rows, err := postgres.Pool(s).Query(context.Background(), `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements
+		WHERE statement LIKE 'WITH m AS (%UPDATE taskdeck_meta SET rev = rev + 1%'`)
+	storetest.Must(t, err)
+	type plans struct {
+		sql             string
+		generic, custom int64
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (p plans, err error) {
+		return p, r.Scan(&p.sql, &p.generic, &p.custom)
+	})
+	storetest.Must(t, err)
+	if len(got) != 2 {
+		t.Fatalf("%d prepared write statements, want 2 (create, update): %+v", len(got), got)
+	}
+	for _, p := range got {
+		if p.custom > 5 || p.generic < n-5 {
+			t.Errorf("a write statement ran %d times from a plan of its own and %d from the generic one, want at most 5 and at least %d: %.60q",
+				p.custom, p.generic, n-5, p.sql)
+		}
+	}
+}

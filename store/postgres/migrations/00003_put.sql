@@ -1,6 +1,27 @@
 -- +goose Up
--- taskdeck_put writes a batch of records in the one statement that calls
--- it, so that the concurrent writes of a process share one round trip and
+-- taskdeck_holds says whether a write fenced by p_fence for p_owner may
+-- change a record whose claim columns these are: unfenced (NULL) always;
+-- fence 0 is no claim, which writes only while no engine holds one.
+-- +goose StatementBegin
+CREATE FUNCTION taskdeck_holds(fence bigint, owner text, lease_until timestamptz, p_fence bigint, p_owner text)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT p_fence IS NULL OR CASE WHEN p_fence = 0 THEN lease_until IS NULL OR lease_until < now()
+        ELSE fence = p_fence AND owner IS NOT DISTINCT FROM p_owner AND lease_until >= now() END
+$$;
+-- +goose StatementEnd
+
+-- taskdeck_stale refuses a lone write's update (the store's updateSQL)
+-- with TD001: the error rolls back the revision its statement took.
+-- +goose StatementBegin
+CREATE FUNCTION taskdeck_stale() RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the record is no longer at the revision read, or its claim no longer holds' USING ERRCODE = 'TD001';
+END
+$$;
+-- +goose StatementEnd
+
+-- taskdeck_put writes a batch of two or more records (a lone write is one
+-- plain statement of the store's) in the one statement that calls it, so that the concurrent writes of a process share one round trip and
 -- one commit (its implicit txn commits at the Sync). It takes the counter's
 -- row lock first (held to commit: revisions are in commit order), then
 -- inserts each record (p_prev NULL) or updates it if it is still at revision
@@ -39,10 +60,7 @@ BEGIN
             -- unique constraint can refuse it.
             UPDATE taskdeck_tasks
             SET idem_key = p_key[i], status = p_status[i], updated_at = p_updated_at[i], body = p_body[i], revision = o_rev
-            WHERE id = p_id[i] AND revision = p_prev[i]
-                -- Fence 0 is no claim: it writes only while no engine holds one.
-                AND (p_fence[i] IS NULL OR CASE WHEN p_fence[i] = 0 THEN lease_until IS NULL OR lease_until < now()
-                    ELSE fence = p_fence[i] AND owner IS NOT DISTINCT FROM p_owner[i] AND lease_until >= now() END);
+            WHERE id = p_id[i] AND revision = p_prev[i] AND taskdeck_holds(fence, owner, lease_until, p_fence[i], p_owner[i]);
             IF NOT FOUND THEN
                 o_code := 'TD001';
             END IF;
@@ -66,3 +84,5 @@ $$;
 
 -- +goose Down
 DROP FUNCTION taskdeck_put(text[], text[], text[], timestamptz[], bytea[], text[], bigint[], bigint[], text[]);
+DROP FUNCTION taskdeck_stale();
+DROP FUNCTION taskdeck_holds(bigint, text, timestamptz, bigint, text);
