@@ -24,13 +24,6 @@ type Claim struct {
 	Fence uint64
 }
 
-// holdsSQL: the claim of the fence and owner parameters holds (or, for
-// fence 0, no engine's does).
-func holdsSQL(fence, owner string) string {
-	return `(CASE WHEN ` + fence + `::bigint = 0 THEN lease_until IS NULL OR lease_until < now()
-		ELSE fence = ` + fence + ` AND owner IS NOT DISTINCT FROM ` + owner + `::text AND lease_until >= now() END)`
-}
-
 func (c *Claim) fence() *int64 {
 	if c == nil {
 		return nil
@@ -161,7 +154,7 @@ func (s *Store) checkClaim(id string, c *Claim) error {
 	defer cancel()
 	var holds bool
 	err = s.reread(func() error {
-		return s.pool.QueryRow(ctx, `SELECT `+holdsSQL("$2", "$3")+` FROM taskdeck_tasks WHERE id = $1`,
+		return s.pool.QueryRow(ctx, `SELECT taskdeck_holds(fence, owner, lease_until, $2, $3) FROM taskdeck_tasks WHERE id = $1`,
 			id, int64(c.Fence), c.Owner).Scan(&holds)
 	})
 	switch {
