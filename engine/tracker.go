@@ -541,7 +541,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	// A re-send that fails does not stop the poll: the task's state is
 	// asked for all the same (an answer refused is dropped by now).
 	var sendErr error
-	if len(rec.PendingAnswers) > 0 {
+	if len(rec.PendingAnswers) > 0 && !t.mayBeSending(rec) {
 		if rec, sendErr = t.flushAnswers(ctx, sess, rec); rec == nil {
 			return PollResult{}, sendErr // the store failed
 		}
@@ -633,6 +633,25 @@ func (t *Tracker) markUnknown(id, why string) (*model.Task, error) {
 		r.StatusMessage = why
 		return true, r.MarkUnknown(why, t.now())
 	})
+}
+
+// mayBeSending tells whether rec's pending answers may be on their way
+// from another engine on a shared store (one that took them from its
+// operator and has not heard back yet): re-sent now, they would reach the
+// server twice. Past two request timeouts that send is over either way,
+// and the poll re-sends what is still pending. With one owner its task
+// lock already keeps a poll from overlapping its own send.
+func (t *Tracker) mayBeSending(rec *model.Task) bool {
+	if t.polled == nil {
+		return false
+	}
+	cutoff := t.now().Add(-2 * t.requestTimeout)
+	for _, a := range rec.Answers {
+		if _, pending := rec.PendingAnswers[a.Key]; pending && a.At.After(cutoff) {
+			return true
+		}
+	}
+	return false
 }
 
 // requestFailed files a poll whose request failed. One cut off by its
