@@ -240,8 +240,10 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 // record when the cancel returns.
 func (e *Engine) pollCancelled(ctx context.Context, rec *model.Task) (*model.Task, error) {
 	res, err := e.tracker.Poll(ctx, rec.ID)
-	if errors.Is(err, postgres.ErrClaimLost) {
-		return rec, nil // claimed by another meanwhile: its polls record the outcome
+	if errors.Is(err, postgres.ErrClaimLost) || (err != nil && ctx.Err() != nil) {
+		// Claimed by another meanwhile, or the caller left: the cancel is
+		// acknowledged, and the next poll records the outcome.
+		return rec, nil
 	}
 	if err != nil {
 		return rec, classify(err, rec.ID)

@@ -376,8 +376,11 @@ func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*
 		return nil, handleLost(id, snap.TaskID, err)
 	}
 	res, err := t.Poll(ctx, id) // on failure the record stays open, for the next poll
-	if errors.Is(err, postgres.ErrClaimLost) {
-		return t.store.Get(id) // another engine claimed it meanwhile: it fetches the outcome
+	if errors.Is(err, postgres.ErrClaimLost) || (err != nil && ctx.Err() != nil) {
+		// Another engine claimed it meanwhile, or the caller left: the
+		// handle is committed all the same, and the next poll fetches the
+		// outcome.
+		return t.store.Get(id)
 	}
 	return res.Task, err
 }
