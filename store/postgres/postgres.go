@@ -1057,6 +1057,11 @@ func (s *Store) listen(ctx context.Context, cfg *pgx.ConnConfig) {
 		}
 		s.log.Warn("PostgreSQL store: listening for changes failed; reconnecting", "err", err, "in", backoff)
 		s.health(err)
+		// The server may have restarted and may give other hosts' new
+		// backends the pids of this pool's dead connections: forget them
+		// all before listening again (connections made from now on are
+		// noted again; one not noted is only caught up with, at no loss).
+		s.backends.Clear()
 		select {
 		case <-ctx.Done():
 			return
@@ -1072,11 +1077,6 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, connected f
 		return err
 	}
 	defer conn.Close(context.Background())
-	// A server that restarted may give other hosts' new backends the pids
-	// of this pool's dead connections: forget them all, before any
-	// notification is heard (connections made from now on are noted again;
-	// one not noted is only caught up with, at no loss).
-	s.backends.Clear()
 	if _, err := conn.Exec(ctx, "LISTEN "+channel); err != nil {
 		return err
 	}
