@@ -292,6 +292,7 @@ func (e *Engine) Get(ctx context.Context, id string) (deck.Entry, error) {
 	if err != nil {
 		return deck.Entry{}, err
 	}
+	e.refreshFleet()
 	return e.entry(rec), nil
 }
 
@@ -348,6 +349,7 @@ func (e *Engine) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) 
 		return nil, err
 	}
 	defer done()
+	e.refreshFleet()
 	groups, reads, err := groupsOf(f)
 	if err != nil {
 		return nil, err

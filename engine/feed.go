@@ -228,6 +228,7 @@ func (f *feed) runLater(ctx context.Context, from uint64) {
 // replay reads what a feed starts with: the changes after from, or every
 // record when from is 0 or older than what the store keeps.
 func (e *Engine) replay(from uint64) ([]deck.Event, uint64, error) {
+	e.refreshFleet()
 	var first []deck.Event
 	if from > 0 {
 		changes, upTo, ok, err := e.changesSince(from)

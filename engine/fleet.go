@@ -281,18 +281,12 @@ func (c *claimer) claimable() []string {
 	return slices.Clone(c.servers)
 }
 
-// watch is who watches rec on the shared database: the engine holding its
-// claim, or none that can (no live engine has its server). A process
-// whose claim rounds do not run reads the fleet when its view is stale.
+// watch is who watches rec on the shared database, in the last view read:
+// the engine holding its claim, or none that can (no live engine has its
+// server). It reads nothing: it runs in the commit hook too.
 func (c *claimer) watch(rec *model.Task) (watcher string, noEngine bool) {
 	if rec.Status.Terminal() || rec.Status == model.StatusOrphaned {
 		return "", false // nothing to watch
-	}
-	c.mu.Lock()
-	stale := !c.rounds && time.Since(c.triedAt) > c.renew
-	c.mu.Unlock()
-	if stale {
-		_, _, _ = c.read() // on failure the last view stands (the store says why elsewhere)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -300,6 +294,22 @@ func (c *claimer) watch(rec *model.Task) (watcher string, noEngine bool) {
 		return "", false // not known yet
 	}
 	return c.fleet.Watchers[rec.ID], !c.fleet.Reachable[rec.Server.String()]
+}
+
+// refreshFleet reads the fleet anew where no claim rounds keep the view
+// current (a one-shot command) and it is a renewal old: Get, List and a
+// feed's replay call it before they name watchers.
+func (e *Engine) refreshFleet() {
+	c := e.claims
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	stale := !c.rounds && time.Since(c.triedAt) > c.renew
+	c.mu.Unlock()
+	if stale {
+		_, _, _ = c.read() // on failure the last view stands (the store says why elsewhere)
+	}
 }
 
 // read reads the fleet anew and returns the ids whose watcher changed

@@ -95,16 +95,25 @@ func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.
 	}, true)
 }
 
-// CheckUpdate checks a record changed by an Update's fn against the one
-// it was read as: the id never changes, the idempotency key only by
-// being dropped where dropKey allows it (keyDropped), and the record must
-// pass CheckRecord. Every backend's Update runs it.
-func CheckUpdate(cur, next *model.Task, dropKey bool) (keyDropped bool, err error) {
+// ApplyUpdate runs an Update's fn on a copy of cur, the record as read,
+// and checks what it made: the id never changes, the idempotency key only
+// by being dropped where dropKey allows it (keyDropped), and the record
+// must pass CheckRecord. next is nil when fn changed nothing. Every
+// backend's Update runs it.
+func ApplyUpdate(cur *model.Task, fn func(t *model.Task) (changed bool, err error), dropKey bool) (next *model.Task, keyDropped bool, err error) {
+	next = cur.Clone()
+	changed, err := fn(next)
+	if err != nil || !changed {
+		return nil, false, err
+	}
 	keyDropped = dropKey && next.IdempotencyKey == "" && cur.IdempotencyKey != ""
 	if next.ID != cur.ID || next.IdempotencyKey != cur.IdempotencyKey && !keyDropped {
-		return false, fmt.Errorf("task %s: update may not change the id or the idempotency key", cur.ID)
+		return nil, false, fmt.Errorf("task %s: update may not change the id or the idempotency key", cur.ID)
 	}
-	return keyDropped, CheckRecord(next)
+	if err := CheckRecord(next); err != nil {
+		return nil, false, err
+	}
+	return next, keyDropped, nil
 }
 
 // update is Update; with dropKey, fn may also clear the idempotency key,
@@ -121,17 +130,12 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, err
 		}
-		next := cur.Clone()
-		changed, err := fn(next)
+		next, keyDropped, err := ApplyUpdate(cur, fn, dropKey)
 		if err != nil {
 			return nil, err
 		}
-		if !changed {
+		if next == nil {
 			return cur, nil
-		}
-		keyDropped, err := CheckUpdate(cur, next, dropKey)
-		if err != nil {
-			return nil, err
 		}
 		stored := next.Clone() // the commit hook's
 		stored.Revision = 0

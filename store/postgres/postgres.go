@@ -597,16 +597,12 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, err
 		}
-		next := cur.Clone()
-		changed, err := fn(next)
+		next, _, err := store.ApplyUpdate(cur, fn, dropKey)
 		if err != nil {
 			return nil, err
 		}
-		if !changed {
+		if next == nil {
 			return cur, nil
-		}
-		if _, err := store.CheckUpdate(cur, next, dropKey); err != nil {
-			return nil, err
 		}
 		// The hook gets a copy of its own: next goes back to the caller.
 		own := next.Clone()
