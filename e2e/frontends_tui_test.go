@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // feedBound is how soon after a commit the dashboard shows it: the issue
@@ -24,17 +25,11 @@ func feedBound() time.Duration {
 // long after from that screen was captured.
 func (tm *tuiTerm) timeTo(what string, from time.Time, cond func(s string) bool) time.Duration {
 	tm.t.Helper()
-	deadline := from.Add(tuiTimeout)
-	for {
-		s := tm.screen()
-		if cond(s) {
-			return time.Since(from)
-		}
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("gave up after %s waiting for %s; screen:\n%s", tuiTimeout, what, s)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var s string
+	if !waitfor.Until(time.Until(from.Add(tuiTimeout)), 20*time.Millisecond, func() bool { s = tm.screen(); return cond(s) }) {
+		tm.t.Fatalf("gave up after %s waiting for %s; screen:\n%s", tuiTimeout, what, s)
 	}
+	return time.Since(from)
 }
 
 // printed starts a command and returns its first line of output, the
@@ -44,17 +39,15 @@ func (d *deck) printed(args ...string) (line string, started, at time.Time) {
 	d.t.Helper()
 	started = time.Now()
 	p := d.start(args...)
-	deadline := started.Add(clitest.CmdTimeout)
-	for !strings.Contains(p.Stdout.String(), "\n") {
-		if p.exited() && !strings.Contains(p.Stdout.String(), "\n") {
-			d.t.Fatalf("taskdeck %s exited %d without output: %s", strings.Join(args, " "), p.Code, p.Stderr.String())
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("taskdeck %s printed nothing within %s", strings.Join(args, " "), clitest.CmdTimeout)
-		}
-		time.Sleep(time.Millisecond)
+	// A fine step: the moment of the line is what is measured.
+	printed := func() bool { return strings.Contains(p.Stdout.String(), "\n") }
+	if !waitfor.Until(clitest.CmdTimeout, time.Millisecond, func() bool { return printed() || p.exited() }) {
+		d.t.Fatalf("taskdeck %s printed nothing within %s", strings.Join(args, " "), clitest.CmdTimeout)
 	}
 	at = time.Now()
+	if !printed() {
+		d.t.Fatalf("taskdeck %s exited %d without output: %s", strings.Join(args, " "), p.Code, p.Stderr.String())
+	}
 	line, _, _ = strings.Cut(p.Stdout.String(), "\n")
 	clitest.WaitFor(d.t, "the command to exit", p.exited)
 	if p.Code != exitOK {

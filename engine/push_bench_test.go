@@ -12,6 +12,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
@@ -142,11 +143,8 @@ func runTrial(b *testing.B, push bool) trial {
 	}
 	// Measured with the stream up: the first listen waits for the calls'
 	// lull, and a task that joins after it for the next.
-	for push && !allPushed(ctx, e, tasks) {
-		if ctx.Err() != nil {
-			b.Fatal("the tasks were never all pushed")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if push {
+		waitfor.Within(b, time.Minute, "every task pushed", func() bool { return allPushed(ctx, e, tasks) })
 	}
 	var wg sync.WaitGroup
 	for _, tk := range tasks {
@@ -159,33 +157,29 @@ func runTrial(b *testing.B, push bool) trial {
 					b.Error(err)
 					return
 				}
-				for {
-					at, m := changes.last(tk.rec.TaskID)
-					if m > n {
-						tk.changed = append(tk.changed, at)
-						break
-					}
-					time.Sleep(time.Millisecond)
+				// The change's moment is the server's: how soon it is seen
+				// here does not matter.
+				var at time.Time
+				if !waitfor.Until(10*time.Second, time.Millisecond, func() bool {
+					var m int
+					at, m = changes.last(tk.rec.TaskID)
+					return m > n
+				}) {
+					b.Error("the server did not step the task")
+					return
 				}
+				tk.changed = append(tk.changed, at)
 			}
 		})
 	}
 	wg.Wait()
-	deadline := time.Now().Add(30 * time.Second)
 	var out trial
 	for _, tk := range tasks {
-		for {
+		waitfor.Within(b, 30*time.Second, fmt.Sprintf("every step of task %s committed", tk.rec.ID), func() bool {
 			mu.Lock()
-			got := len(seen[tk.rec.TaskID])
-			mu.Unlock()
-			if got > benchSteps {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("task %s: steps committed %d of %d", tk.rec.ID, got-1, benchSteps)
-			}
-			time.Sleep(time.Millisecond)
-		}
+			defer mu.Unlock()
+			return len(seen[tk.rec.TaskID]) > benchSteps
+		})
 		mu.Lock()
 		commits := seen[tk.rec.TaskID]
 		mu.Unlock()
