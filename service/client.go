@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,9 +108,22 @@ func (r *remote) transportError(ctx context.Context, err error) error {
 			Message: fmt.Sprintf("no taskdeck owner answers on %s (%v); nothing was sent", r.path, de.err),
 			Err:     ErrNoOwner}
 	}
+	if closedIdle(err) {
+		return &deck.Error{Kind: deck.KindOwnerGone,
+			Message: fmt.Sprintf("the taskdeck owner on %s had closed the connection; nothing was sent", r.path),
+			Err:     ErrNoOwner}
+	}
 	return &deck.Error{Kind: deck.KindOwnerGone,
 		Message: "the taskdeck owner went away during the request; the record is whatever was committed (see `taskdeck ls`)",
 		Err:     fmt.Errorf("%w: %v", errCutOff, err)}
+}
+
+// closedIdle tells net/http's "server closed idle connection": the owner
+// had closed the kept-alive connection (it died) before the request could
+// reach it, which net/http retries only for idempotent requests. The error
+// is not exported, so its text is what tells it.
+func closedIdle(err error) bool {
+	return strings.Contains(err.Error(), "http: server closed idle connection")
 }
 
 // send makes one request and returns the answer's body when it is 200.
