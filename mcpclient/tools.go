@@ -15,6 +15,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/taskdeck/taskdeck/internal/nearest"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 )
 
@@ -206,17 +208,12 @@ func parseSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 
 // unknown names a tool that is not in the list, with the names close to it.
 func (l *ToolList) unknown(tool string) string {
-	var names, close []string
+	names := make([]string, 0, len(l.byName))
 	for name := range l.byName {
 		names = append(names, name)
-		if d := distance(strings.ToLower(tool), strings.ToLower(name)); d <= max(2, len(tool)/3) ||
-			strings.Contains(strings.ToLower(name), strings.ToLower(tool)) {
-			close = append(close, name)
-		}
 	}
 	slices.Sort(names)
-	slices.Sort(close)
-	switch {
+	switch close := nearest.Names(tool, names); {
 	case len(close) > 0:
 		return fmt.Sprintf("the server has no tool %q; did you mean %s?", tool, strings.Join(close, ", "))
 	case len(names) == 0:
@@ -226,27 +223,6 @@ func (l *ToolList) unknown(tool string) string {
 		names = append(names[:10], "…")
 	}
 	return fmt.Sprintf("the server has no tool %q; it has %s", tool, strings.Join(names, ", "))
-}
-
-// distance is the Levenshtein distance between a and b (bytes).
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 var (

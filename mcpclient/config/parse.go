@@ -13,9 +13,12 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/taskdeck/taskdeck/internal/nearest"
 )
 
 // ServerConfig is one entry of mcpServers. Exactly one of Command or URL is set.
@@ -140,6 +143,49 @@ func fileKind(m fs.FileMode) string {
 // keep their servers (VS Code: "servers", Zed: "context_servers").
 var otherClientsKeys = []string{"servers", "context_servers"}
 
+// topKeys are the top-level keys taskdeck reads. Any other key is refused,
+// except those other clients keep in a shared file (foreignTopKeys): a
+// misspelt key would otherwise be a setting silently not applied.
+var (
+	topKeys        = []string{"mcpServers", "store"}
+	foreignTopKeys = append([]string{"$schema", "inputs", "globalShortcut", "preferences"}, otherClientsKeys...)
+)
+
+// serverKeys are the keys of an mcpServers entry taskdeck reads, and
+// foreignServerKeys those other clients write there, which it ignores.
+var (
+	serverKeys        = []string{"command", "args", "env", "url", "headers", "forwardAgentCredentials"}
+	foreignServerKeys = []string{"type", "disabled", "cwd", "timeout", "envFile", "description", "alwaysAllow", "autoApprove"}
+)
+
+// unknownKey refuses the first key (in sorted order) that is neither read
+// nor another client's, naming the keys it is close to.
+func unknownKey(fields map[string]json.RawMessage, known, foreign []string) (string, string) {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if slices.Contains(known, k) || slices.Contains(foreign, k) {
+			continue
+		}
+		if close := nearest.Names(k, known); len(close) > 0 {
+			return k, fmt.Sprintf("unknown key %q; did you mean %q?", k, close[0])
+		}
+		return k, fmt.Sprintf("unknown key %q; the keys here are %s", k, quoteAll(known))
+	}
+	return "", ""
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
 // ParseConfig parses the contents of a config file; path is used in messages.
 func ParseConfig(path string, data []byte) (*Config, error) {
 	cfg := &Config{Servers: map[string]ServerConfig{}, path: path}
@@ -160,6 +206,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 				Msg: fmt.Sprintf("invalid JSON (%v); fix the syntax there (comments and trailing commas are not allowed)", se)}
 		}
 		return nil, fail("", "want a JSON object like {\"mcpServers\": {...}}, got %s", jsonKind(data))
+	}
+	if k, msg := unknownKey(top, topKeys, foreignTopKeys); k != "" {
+		return nil, fail(k, "%s", msg)
 	}
 	if raw, ok := top["store"]; ok && !isJSONNull(raw) {
 		if err := json.Unmarshal(raw, &cfg.Store); err != nil {
@@ -211,7 +260,9 @@ func parseServer(path, name string, raw json.RawMessage) (ServerConfig, error) {
 	if err := json.Unmarshal(raw, &fields); err != nil || isJSONNull(raw) {
 		return s, fail("", "want an object with \"command\" (a local stdio server) or \"url\" (streamable HTTP), got %s", jsonKind(raw))
 	}
-	// Other clients' keys ("type", "disabled", "cwd", ...) are ignored.
+	if k, msg := unknownKey(fields, serverKeys, foreignServerKeys); k != "" {
+		return s, fail("."+k, "%s", msg)
+	}
 	decode := func(key string, dst any, want string) error {
 		v, ok := fields[key]
 		if !ok || isJSONNull(v) {

@@ -71,7 +71,7 @@ func TestConfigParseValid(t *testing.T) {
     "min": {"command": "x", "args": null, "env": null, "disabled": false, "cwd": "/tmp"}
   },
   "globalShortcut": "Ctrl+Space",
-  "otherClient": {"anything": [1, 2, 3]}
+  "inputs": [{"id": "token"}]
 }`)
 	if got, want := cfg.Names(), []string{"build", "local", "min", "remote"}; !slices.Equal(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
@@ -87,6 +87,24 @@ func TestConfigParseValid(t *testing.T) {
 	}
 	if min, _ := cfg.Server("min"); min.Args != nil || min.Env != nil || min.Command != "x" {
 		t.Fatalf("Server(min) = %+v", min)
+	}
+}
+
+// A misspelt key is refused, naming it and the key it is close to: ignored,
+// it would be a setting (a token in "header") silently never applied.
+func TestConfigUnknownKeys(t *testing.T) {
+	for _, c := range []struct {
+		src   string
+		parts []string
+	}{
+		{`{"mcpServers": {"b": {"url": "https://x.example/mcp", "header": {"A": "b"}}}}`,
+			[]string{`mcpServers.b.header`, `unknown key "header"`, `did you mean "headers"?`}},
+		{`{"mcpServers": {}, "stroe": "postgres://x"}`, []string{`stroe: unknown key "stroe"`, `did you mean "store"?`}},
+		{`{"mcpServers": {}, "dashbaord": {}}`, []string{`unknown key "dashbaord"`, `the keys here are "mcpServers", "store"`}},
+		{`{"mcpservers": {}}`, []string{`did you mean "mcpServers"?`}},
+	} {
+		_, msg := parseErr(t, c.src)
+		wantIn(t, msg, c.parts...)
 	}
 }
 
