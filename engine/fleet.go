@@ -54,12 +54,12 @@ func openBackend(opts Options) (store.Backend, *claimer, error) {
 		st, err := store.Open(opts.DataDir, opts.Logger)
 		return st, nil, err
 	case !IsPostgres(opts.Store):
-		return nil, nil, fmt.Errorf("store %q is neither empty (Badger in the data directory) nor a postgres:// connection string; fix --store or \"store\" in the config", RedactStore(opts.Store))
+		return nil, nil, deck.Errorf(deck.KindUsage, "store %q is neither empty (Badger in the data directory) nor a postgres:// connection string; fix --store or \"store\" in the config", RedactStore(opts.Store))
 	}
 	name := engineName()
 	conn, err := url.Parse(opts.Store)
 	if err != nil {
-		return nil, nil, fmt.Errorf("store %s is not a valid connection URL; fix --store or \"store\" in the config", RedactStore(opts.Store))
+		return nil, nil, deck.Errorf(deck.KindUsage, "store %s is not a valid connection URL; fix --store or \"store\" in the config", RedactStore(opts.Store))
 	}
 	// The engines of a fleet count each other by their connections' name.
 	q := conn.Query()

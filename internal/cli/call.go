@@ -46,6 +46,11 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			opts.ctx, opts.Tool = cmd.Context(), pos[0]
+			// Checked here, not with cobra's flag groups, whose errors are
+			// neither a usage exit nor in taskdeck's words.
+			if (server == "") == (url == "") {
+				return usageErr("name the server once: call --server NAME TOOL, or call --url URL TOOL")
+			}
 			var err error
 			if opts.Server, err = serverRef(server, url); err != nil {
 				return err
@@ -72,8 +77,6 @@ it; on a terminal, taskdeck asks for what --input does not cover.`,
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "answer input KEY with RESPONSE_JSON (repeatable)")
 	cmd.Flags().BoolVar(&opts.Wait, "wait", false, "follow the task to its end, printing each change")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON objects")
-	cmd.MarkFlagsMutuallyExclusive("server", "url")
-	cmd.MarkFlagsOneRequired("server", "url")
 	cmd.RegisterFlagCompletionFunc("server", f.completeServers)
 	return cmd
 }

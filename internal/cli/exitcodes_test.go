@@ -78,6 +78,17 @@ func TestExitCodes(t *testing.T) {
 		{name: "watch timed out", setup: func(t *testing.T, c *inproc) {
 			c.run("call", "--url", url, "sleep", "--args", `{"seconds":600}`).Must(t, exitOK)
 		}, args: []string{"watch", "--timeout", "300ms"}, code: exitTimedOut, want: []string{"ran out", "1 task still open"}},
+		// A timeout that runs out before the feed's first event is still a timeout.
+		{name: "watch timed out at once", setup: func(t *testing.T, c *inproc) {
+			c.run("call", "--url", url, "sleep", "--args", `{"seconds":600}`).Must(t, exitOK)
+		}, args: []string{"watch", "--timeout", "1ms"}, code: exitTimedOut, want: []string{"ran out", "1 task still open"}},
+		{name: "call names no server", args: []string{"call", "sleep"}, code: exitUsage, want: []string{"--server NAME", "--url URL"}},
+		{name: "call names two servers", args: []string{"call", "--server", "a", "--url", url, "sleep"}, code: exitUsage, want: []string{"name the server once"}},
+		{name: "completion for an unknown shell", args: []string{"completion", "tcsh"}, code: exitUsage, want: []string{`unknown shell "tcsh"`, "bash"}},
+		{name: "a store of no known kind", args: []string{"--store", "postgre://x", "ls"}, code: exitUsage, want: []string{"postgre://x", "postgres://"}},
+		{name: "a misspelt config key", setup: func(t *testing.T, c *inproc) {
+			c.writeConfig(`{"mcpServers": {"b": {"url": "https://x.example/mcp", "header": {"A": "b"}}}}`)
+		}, args: []string{"servers"}, code: exitUsage, want: []string{`unknown key "header"`, `did you mean "headers"?`}},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -171,6 +172,7 @@ crashes, restarts and servers that ask for input.
 		newCmdServe(f, nil),
 		newCmdProxy(f, nil),
 	)
+	strictCompletion(root)
 	usageArgs(root)
 	return root
 }
@@ -188,6 +190,28 @@ func usageArgs(cmd *cobra.Command) {
 	}
 	for _, sub := range cmd.Commands() {
 		usageArgs(sub)
+	}
+}
+
+// strictCompletion makes `completion` with no shell, or one cobra has no
+// script for, a usage error (cobra's own prints its help and exits 0).
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, sub := range c.Commands() {
+			shells = append(shells, sub.Name())
+		}
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr("unknown shell %q; one of %s", args[0], strings.Join(shells, ", "))
+			}
+			return usageErr("name a shell: completion %s", strings.Join(shells, "|"))
+		}
 	}
 }
 

@@ -112,7 +112,9 @@ func serveRun(opts *ServeOptions) error {
 				srv.Shutdown(context.Background())
 			}
 			e.Close()
-			return &exitError{code: exitUsage, err: err}
+			// The address was checked above: what is left (a port in use) is
+			// no usage error.
+			return &exitError{code: exitTaskBad, err: err}
 		}
 		px = proxy.New(proxy.Options{Deck: e, Config: cfg, Logger: f.logger.With("component", "proxy"), Token: opts.Token})
 		// No write timeout: a held call stays open until its task ends.

@@ -61,30 +61,53 @@ func watchRun(opts *WatchOptions) error {
 	if err != nil {
 		return err
 	}
+	// The timeout ends the watch wherever it is, even before the feed's
+	// first event: that is a timeout (7), not an interruption (130).
+	timedOut := func() bool { return errors.Is(ctx.Err(), context.DeadlineExceeded) && opts.ctx.Err() == nil }
+	w := &watcher{p: f.printer(opts.JSON), current: map[string]deck.Entry{}}
 	feed, err := dk.Watch(ctx, 0)
 	if err != nil {
+		if timedOut() {
+			return w.timedOut(opts, dk)
+		}
 		return err
 	}
-	p := f.printer(opts.JSON)
-	w := &watcher{p: p, current: map[string]deck.Entry{}}
 	for ev := range feed.Events() {
 		if w.event(ev) {
 			return w.lost()
 		}
 	}
 	switch {
+	case timedOut():
+		return w.timedOut(opts, dk)
 	case feed.Err() != nil:
 		return feed.Err()
-	case errors.Is(ctx.Err(), context.DeadlineExceeded) && opts.ctx.Err() == nil:
-		n := 0
+	}
+	return ctx.Err()
+}
+
+// timedOut is the exit of a watch whose --timeout ran out. Open tasks are
+// counted from the feed once its snapshot came, else asked for.
+func (w *watcher) timedOut(opts *WatchOptions, dk deck.Deck) error {
+	n := 0
+	if w.sawSnapshot {
 		for _, e := range w.current {
 			if e.Task.Pollable() && !e.Task.WaitsForInput() {
 				n++
 			}
 		}
-		return &exitError{code: exitTimedOut, err: fmt.Errorf("--timeout %s ran out with %s still open; `taskdeck watch` picks them up again", opts.Timeout, present.Count(n, "task"))}
+	} else {
+		open, err := dk.List(opts.ctx, deck.Filter{Statuses: []model.Status{model.StatusWorking, model.StatusInputRequired}})
+		if err != nil {
+			return err
+		}
+		for _, e := range open {
+			if e.Task.Pollable() && !e.Task.WaitsForInput() {
+				n++
+			}
+		}
 	}
-	return ctx.Err()
+	return &exitError{code: exitTimedOut, err: fmt.Errorf("--timeout %s ran out with %s still open; `taskdeck watch` picks them up again", opts.Timeout, present.Count(n, "task"))}
 }
 
 // watcher follows the tasks open at start through the feed: after the
@@ -96,6 +119,8 @@ type watcher struct {
 	current map[string]deck.Entry // every record, as last heard
 	atStart []string              // the tasks open when the watch began, and the orphans
 	follow  map[string]bool       // nil until the reconcile is over
+
+	sawSnapshot bool
 }
 
 // event takes one event; it reports whether the watch is over.
@@ -103,6 +128,9 @@ func (w *watcher) event(ev deck.Event) bool {
 	for _, id := range ev.Deleted {
 		delete(w.current, id)
 		delete(w.follow, id)
+	}
+	if ev.Kind == deck.EventSnapshot {
+		w.sawSnapshot = true
 	}
 	for _, e := range ev.Entries {
 		w.current[e.Task.ID] = e
