@@ -268,7 +268,7 @@ func (f *Form) Update(msg tea.Msg) (*Form, tea.Cmd) {
 	m, cmd := f.form.Update(msg)
 	f.form = m.(*huh.Form) // huh v2: Update returns huh.Model, not tea.Model
 	if f.form.State != huh.StateCompleted {
-		return f, cmd
+		return f, tea.Batch(cmd, f.refocus(msg))
 	}
 	r, err := f.submit()
 	if err != nil {
@@ -279,6 +279,20 @@ func (f *Form) Update(msg tea.Msg) (*Form, tea.Cmd) {
 	}
 	f.result = &r
 	return f, nil
+}
+
+// refocus gives the focus back to a field that huh left blurred. Keys
+// typed faster than huh's own focus messages come back (a yes/no field's
+// "y" and enter, sent together) move the focus twice: the second move
+// leaves the last field, finds it invalid, and stays with no field
+// focused, so that what is typed next goes nowhere.
+func (f *Form) refocus(msg tea.Msg) tea.Cmd {
+	if msg != tea.Msg(huh.NextField()) || len(f.form.Errors()) == 0 {
+		return nil
+	}
+	cmd := f.form.GetFocusedField().Focus()
+	f.form.Update(nil) // redraw the group with its field focused
+	return cmd
 }
 
 // View renders the form.

@@ -460,3 +460,22 @@ func TestRefusedSubmitKeepsFormOpen(t *testing.T) {
 		t.Fatalf("content %#v", r.Content)
 	}
 }
+
+// Keys typed faster than the form's own focus messages come back (y and
+// enter sent together) still land in the field that has the focus: the
+// reason typed next is not lost.
+func TestKeysTypedTogether(t *testing.T) {
+	f := input(t, approveSchema)
+	var pending []tea.Msg
+	for _, k := range append(keys("y"), enter) {
+		var cmd tea.Cmd
+		f, cmd = f.Update(k) // the commands' messages come back later, as in a busy program
+		pending = append(pending, run(cmd)...)
+	}
+	send(t, f, pending...)
+	send(t, f, append(keys("ok"), enter)...)
+	r := done(t, f, Accept)
+	if want := map[string]any{"approve": true, "reason": "ok"}; !reflect.DeepEqual(r.Content, want) {
+		t.Fatalf("content %v, want %v; view:\n%s", r.Content, want, view(f))
+	}
+}
