@@ -132,6 +132,7 @@ func runTD(t *testing.T, env []string, args ...string) clitest.Result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tdBin, args...)
 	cmd.Env = env
+	cmd.SysProcAttr = dieWithTests()
 	cmd.Stdin = nil // not a terminal: taskdeck never prompts
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -149,6 +150,13 @@ func runTD(t *testing.T, env []string, args ...string) clitest.Result {
 		res.Code = ee.ExitCode()
 	}
 	return res
+}
+
+// dieWithTests makes a child die with the test binary: a run that times
+// out ends in a panic that runs no cleanup, and must leave no taskdeck
+// (nor its demo servers, which end with its pipes) behind.
+func dieWithTests() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
 // proc is a taskdeck process running in the background.
@@ -171,6 +179,7 @@ func startTDWithStdin(t *testing.T, env []string, stdin io.Reader, args ...strin
 	p := &proc{Stdout: &clitest.SyncBuf{}, Stderr: &clitest.SyncBuf{}, done: make(chan struct{})}
 	p.cmd = exec.Command(tdBin, args...)
 	p.cmd.Env = env
+	p.cmd.SysProcAttr = dieWithTests()
 	p.cmd.Stdin = stdin
 	p.cmd.Stdout, p.cmd.Stderr = p.Stdout, p.Stderr
 	if err := p.cmd.Start(); err != nil {

@@ -151,7 +151,9 @@ func serve() error {
 	defer log.Close()
 	cmd := exec.Command(filepath.Join(srv.bin, "postgres"), "-D", srv.data, "-p", strconv.Itoa(srv.port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+srv.dir, "-c", "max_connections=200")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: srv.cred, Setpgid: true}
+	// Pdeathsig: a test binary that times out (a panic, no cleanup) takes
+	// its postgres with it; the backends follow their postmaster.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: srv.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
