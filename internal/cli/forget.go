@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/model"
 )
 
 // ForgetOptions is `taskdeck forget`, validated.
@@ -12,38 +13,51 @@ type ForgetOptions struct {
 	f   *Factory
 	ctx context.Context
 
-	ID string // an id, or a unique prefix of one
+	IDs []string // ids or unique prefixes; "-" reads them from stdin
+	bulk
 }
 
 func newCmdForget(f *Factory, runF func(*ForgetOptions) error) *cobra.Command {
 	opts := &ForgetOptions{f: f}
-	return &cobra.Command{
-		Use:               "forget ID",
-		Short:             "Delete a task's local record without telling its server",
-		Args:              cobra.ExactArgs(1),
+	cmd := &cobra.Command{
+		Use:               "forget (ID... | - | --status S --search Q [--yes])",
+		Short:             "Delete tasks' local records without telling their server",
+		Example:           `  taskdeck forget --status orphaned --yes`,
 		ValidArgsFunction: f.completeIDs,
 		RunE: func(cmd *cobra.Command, pos []string) error {
-			opts.ctx, opts.ID = cmd.Context(), pos[0]
+			opts.ctx, opts.IDs = cmd.Context(), pos
+			if err := opts.check(pos, "forget"); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(opts)
 			}
 			return forgetRun(opts)
 		},
 	}
+	opts.bulk.flags(cmd)
+	return cmd
 }
 
 func forgetRun(opts *ForgetOptions) error {
-	dk, err := opts.f.deck(opts.ctx)
+	f, ctx := opts.f, opts.ctx
+	dk, err := f.deck(ctx)
 	if err != nil {
 		return err
 	}
-	e, err := dk.Get(opts.ctx, opts.ID) // the whole id, to say which task went
+	ids, err := opts.ids(ctx, f, dk, opts.IDs, "forget", func(*model.Task) bool { return true })
 	if err != nil {
 		return err
 	}
-	if err := dk.Forget(opts.ctx, e.Task.ID); err != nil {
-		return err
-	}
-	fmt.Fprintf(opts.f.stdout, "forgot task %s\n", e.Task.ID)
-	return nil
+	return eachID(f, ids, func(_ int, id string) error {
+		e, err := dk.Get(ctx, id) // the whole id, to say which task went
+		if err != nil {
+			return err
+		}
+		if err := dk.Forget(ctx, e.Task.ID); err != nil {
+			return err
+		}
+		fmt.Fprintf(f.stdout, "forgot task %s\n", e.Task.ID)
+		return nil
+	})
 }

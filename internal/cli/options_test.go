@@ -26,7 +26,9 @@ func TestUsageErrorsOpenNothing(t *testing.T) {
 		{"tools", "one", "two", "three"},
 		{"prune", "--older-than", "3 days"},
 		{"get"},
-		{"forget", "a", "b"},
+		{"forget"},
+		{"cancel", "someid", "--status", "open"},
+		{"rerun", "--status", "bogus"},
 		{"bogus-command"},
 	} {
 		c := newInproc(t)
