@@ -21,11 +21,12 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // tuiTimeout bounds one wait on the screen. Generous: a loaded 2-core CI
 // machine runs these tests in parallel with the rest of the suite.
-const tuiTimeout = 20 * time.Second
+var tuiTimeout = waitfor.Scale(20 * time.Second)
 
 // tuiTerm is a taskdeck process running in a tmux pane of its own tmux
 // server.

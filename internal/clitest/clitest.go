@@ -15,11 +15,14 @@ import (
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
-// Generous deadlines: they bound a hang, they do not measure speed.
-const (
-	CmdTimeout  = 60 * time.Second
-	WaitTimeout = 20 * time.Second
+// Generous deadlines, under waitfor.Slowdown: they bound a hang, they do
+// not measure speed.
+var (
+	CmdTimeout  = waitfor.Scale(60 * time.Second)
+	WaitTimeout = waitfor.Scale(waitBase)
 )
+
+const waitBase = 20 * time.Second
 
 // Result is what one finished command left behind.
 type Result struct {
@@ -93,7 +96,7 @@ func MustContain(t *testing.T, r Result, in string, want ...string) {
 // WaitFor polls cond until it holds, failing the test after WaitTimeout.
 func WaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	waitfor.Within(t, WaitTimeout, what, cond)
+	waitfor.Within(t, waitBase, what, cond) // Within scales it
 }
 
 // ClosedPort returns a loopback address nothing listens on.
