@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -79,4 +80,37 @@ func TestBulkCommands(t *testing.T) {
 	// Ids and a filter together, or nothing at all, are usage errors.
 	clitest.OneErrorLine(t, c.run("cancel", sleeps[2], "--status", "open").Must(t, exitUsage), "not both")
 	clitest.OneErrorLine(t, c.run("forget").Must(t, exitUsage), "name the tasks to forget")
+}
+
+// TestServersReport: `servers` says per server how many tasks are open and
+// how many wait for input, in a table and as JSON.
+func TestServersReport(t *testing.T) {
+	t.Parallel()
+	c := newInproc(t)
+	c.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q},"idle":{"url":%q}}}`, demoURL(t), demoURL(t)))
+	c.run("call", "--server", "demo", "sleep", "--args", `{"seconds":600}`).Must(t, exitOK)
+	c.run("call", "--server", "demo", "approve", "--args", `{"action":"deploy"}`, "--wait").Must(t, exitWaiting)
+
+	r := c.run("servers").Must(t, exitOK)
+	clitest.MustContain(t, r, r.Stdout, "NAME", "OPEN", "WAITING", "PUSH")
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if f := strings.Fields(l); len(f) >= 4 && f[0] == "demo" && (f[2] != "2" || f[3] != "1") {
+			t.Fatalf("demo's row does not count 2 open, 1 waiting:\n%s", r.Stdout)
+		}
+	}
+	type row struct {
+		Name          string `json:"name"`
+		Open, Waiting int
+	}
+	var rows []row
+	for l := range strings.Lines(c.run("servers", "--json").Must(t, exitOK).Stdout) {
+		var row row
+		if err := json.Unmarshal([]byte(l), &row); err != nil {
+			t.Fatalf("servers --json: %v in %q", err, l)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) != 2 || rows[0].Name != "demo" || rows[0].Open != 2 || rows[0].Waiting != 1 || rows[1].Name != "idle" || rows[1].Open != 0 {
+		t.Fatalf("servers --json: %+v", rows)
+	}
 }
