@@ -57,10 +57,16 @@ func (m *Model) waitedText(t *model.Task) string {
 	return present.Age(m.now.Sub(since)) + " (since " + since.Local().Format(time.DateTime) + ")"
 }
 
-// ageTitle is the AGE column's title: WAITED in the inbox.
+// ageTitle is the AGE column's title: WAITED in the inbox; with t (clock
+// times) the column holds when the task started, or began to wait.
 func (m *Model) ageTitle(w int) string {
-	if m.inInbox() {
+	switch {
+	case m.inInbox() && m.absTimes:
+		return "SINCE"
+	case m.inInbox():
 		return ifWide(w, "WAITED", "WAIT")
+	case m.absTimes:
+		return "START"
 	}
 	return "AGE"
 }

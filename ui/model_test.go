@@ -20,6 +20,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -201,9 +202,11 @@ func (h *harness) until(what string, cond func(m *Model) bool) {
 	h.within(what, 20*time.Second, cond)
 }
 
-// within processes messages until cond holds, failing after d.
+// within processes messages until cond holds, failing after d (scaled by
+// waitfor.Slowdown).
 func (h *harness) within(what string, d time.Duration, cond func(m *Model) bool) {
 	h.t.Helper()
+	d = waitfor.Scale(d)
 	deadline := time.After(d)
 	for !cond(h.m) {
 		select {

@@ -192,7 +192,10 @@ func (m *Model) health() []*serverHealth {
 	get := func(name string) *serverHealth {
 		h := by[name]
 		if h == nil {
-			h = &serverHealth{name: name, open: m.list.open[name], behind: m.behind[name], pushed: m.pushed[name]}
+			// behind and pushed are counted on the tick, open as rows come
+			// and go: between two ticks tasks may have ended.
+			open := m.list.open[name]
+			h = &serverHealth{name: name, open: open, behind: min(m.behind[name], open), pushed: min(m.pushed[name], open)}
 			by[name] = h
 		}
 		return h
@@ -306,7 +309,7 @@ func (h *serverHealth) pushText() string {
 	default:
 		parts = append(parts, fmt.Sprintf("push %d/%d", h.pushed, h.open))
 	}
-	if h.push == deck.PushDown {
+	if h.push == deck.PushDown && h.open > 0 { // with nothing open, no stream is needed
 		p := "push " + h.push
 		if h.pushErr != "" {
 			p += ": " + h.pushErr
