@@ -200,8 +200,7 @@ func printInputs(w io.Writer, t *model.Task, pad string) {
 	}
 }
 
-// printTable lists tasks, newest last, one line each.
-// printTable lists tasks; on a shared store (some open task has a
+// printTable lists tasks one line each, in the order given; on a shared store (some open task has a
 // watcher, or none can reach it) a WATCHER column names the host of the
 // engine that polls each.
 func printTable(w io.Writer, entries []deck.Entry, now time.Time) {
