@@ -98,6 +98,7 @@ func Open(opts Options) (*Engine, error) {
 	if claims != nil {
 		tr.polled = claims.update // every server word on a task carries the claim
 		tr.maker = e.maker        // every intent names its engine, alive by then
+		tr.name = claims.name
 	}
 	var orphans []*model.Task
 	if claims == nil {

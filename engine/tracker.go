@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -37,6 +36,9 @@ type Tracker struct {
 	// maker, on a shared store, names this engine on the intents it
 	// makes, once the database lists it alive (nil: no name).
 	maker func() (string, error)
+	// name is this engine's on a shared store ("" on Badger), kept with
+	// the answers it sends.
+	name string
 
 	mu    sync.Mutex
 	polls map[string]*pollState
@@ -313,14 +315,7 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 		return CallOutcome{Task: rec}, err
 	}
 	if len(answers) > 0 {
-		if rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
-			r.PendingAnswers = orEmpty(r.PendingAnswers)
-			for k, v := range answers {
-				r.PendingAnswers[k] = wire.Compact(v)
-			}
-			r.MarkAnswered(slices.Sorted(maps.Keys(answers)), t.now())
-			return true, nil
-		}); err != nil {
+		if rec, err = t.store.Update(id, t.claimAnswers(ctx, answers)); err != nil {
 			return CallOutcome{}, err
 		}
 	}

@@ -114,10 +114,15 @@ func (t *Task) MarkUnknown(why string, now time.Time) error {
 // MarkAnswered records input keys as answered, once each, and what was
 // answered (their pending answers) in the audit trail.
 func (t *Task) MarkAnswered(keys []string, now time.Time) {
+	t.MarkAnsweredBy(keys, now, AnsweredInput{})
+}
+
+// MarkAnsweredBy is MarkAnswered naming who answered (by's By and Engine).
+func (t *Task) MarkAnsweredBy(keys []string, now time.Time, by AnsweredInput) {
 	for _, k := range keys {
 		if !t.Answered(k) {
 			t.AnsweredKeys = append(t.AnsweredKeys, k)
-			t.Answers = append(t.Answers, AnsweredInput{Key: k, At: now, Response: slices.Clone(t.PendingAnswers[k])})
+			t.Answers = append(t.Answers, AnsweredInput{Key: k, At: now, Response: slices.Clone(t.PendingAnswers[k]), By: by.By, Engine: by.Engine})
 		}
 	}
 	t.UpdatedAt = now
