@@ -488,11 +488,12 @@ func (t *Tracker) polledWrite(id string, fn func(t *model.Task) (bool, error)) (
 	return t.store.Update(id, fn)
 }
 
-// apply folds a snapshot into the stored record, writing only on change:
-// a call's own handle, which no poll can have written before.
+// apply folds a call's own answer into its stored intent, which no poll
+// can have written before, though another engine may have orphaned it
+// meanwhile (see model.Task.ApplyCallAnswer).
 func (t *Tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
-		return r.Apply(snap, t.now())
+		return r.ApplyCallAnswer(snap, t.now())
 	})
 }
 
