@@ -10,10 +10,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store/postgres"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // KeyConflictError: an idempotency key already names another call.
@@ -67,12 +69,22 @@ func (e *StateError) Error() string {
 type InputKeyError struct {
 	TaskID, Key string
 	Answered    bool
-	Pending     []string
+	// Winner is the answer that was taken, when Answered.
+	Winner  *model.AnsweredInput
+	Pending []string
 }
 
 func (e *InputKeyError) Error() string {
 	if e.Answered {
-		return fmt.Sprintf("task %s: input %q was already answered; each input is answered once", e.TaskID, e.Key)
+		var won string
+		if w := e.Winner; w != nil {
+			won = " with " + termtext.OneLine(string(w.Response), 200)
+			if who := w.Who(); who != "" {
+				won += " by " + who
+			}
+			won += " at " + w.At.UTC().Format(time.RFC3339)
+		}
+		return fmt.Sprintf("task %s: input %q was already answered%s; each input is answered once, and this answer was not sent", e.TaskID, e.Key, won)
 	}
 	if len(e.Pending) == 0 {
 		return fmt.Sprintf("task %s did not ask for input %q and asks for nothing now", e.TaskID, e.Key)
@@ -128,16 +140,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 	if err := checkAnswers(rec, answers); err != nil {
 		return nil, err
 	}
-	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
-		if r.PendingAnswers == nil {
-			r.PendingAnswers = map[string]json.RawMessage{}
-		}
-		for k, v := range answers {
-			r.PendingAnswers[k] = wire.Compact(v)
-		}
-		r.MarkAnswered(slices.Sorted(maps.Keys(answers)), t.now())
-		return true, nil
-	})
+	rec, err = t.store.Update(id, t.claimAnswers(ctx, answers))
 	if err != nil {
 		return nil, err
 	}
@@ -170,12 +173,39 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 	return sent, nil
 }
 
+// claimAnswers is the write that claims input keys for answers: each key
+// is marked answered, its answer pending (to be sent), by whoever asks.
+// The check runs again on the record as stored, and the store runs it
+// again on a record changed meanwhile (its write is conditional on the
+// revision read): of two engines answering one key at once, one commits
+// and sends; the other is refused, naming the answer taken, and sends
+// nothing.
+func (t *Tracker) claimAnswers(ctx context.Context, answers map[string]json.RawMessage) func(r *model.Task) (bool, error) {
+	by := model.AnsweredInput{Engine: t.name}
+	by.By, _ = deck.ActorFrom(ctx)
+	return func(r *model.Task) (bool, error) {
+		if err := checkAnswers(r, answers); err != nil {
+			return false, err
+		}
+		r.PendingAnswers = orEmpty(r.PendingAnswers)
+		for k, v := range answers {
+			r.PendingAnswers[k] = wire.Compact(v)
+		}
+		r.MarkAnsweredBy(slices.Sorted(maps.Keys(answers)), t.now(), by)
+		return true, nil
+	}
+}
+
 // checkAnswers refuses an answer to a key the record did not ask for or
 // already answered, and one that does not fit its request.
 func checkAnswers(rec *model.Task, answers map[string]json.RawMessage) error {
 	for _, key := range slices.Sorted(maps.Keys(answers)) {
 		if rec.Answered(key) {
-			return &InputKeyError{TaskID: rec.ID, Key: key, Answered: true}
+			e := &InputKeyError{TaskID: rec.ID, Key: key, Answered: true}
+			if w, ok := rec.LastAnswer(key); ok {
+				e.Winner = &w
+			}
+			return e
 		}
 		req, ok := rec.InputRequests[key]
 		if !ok {

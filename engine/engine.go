@@ -39,6 +39,10 @@ type Options struct {
 	// PushSafety is how often a task the server pushes is polled all the
 	// same; 0: twenty times the policy's cap (10 min by default).
 	PushSafety time.Duration
+	// Now is the clock of the timestamps this engine writes in records
+	// (time.Now when nil). Nothing on a fleet compares them with another
+	// engine's clock; tests make one skewed.
+	Now func() time.Time
 }
 
 // Engine is the Deck in process: the owner of the store, its run loop and
@@ -94,10 +98,11 @@ func Open(opts Options) (*Engine, error) {
 		Warn:           opts.Warn,
 		RequestTimeout: opts.RequestTimeout,
 	})
-	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
+	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
 	if claims != nil {
 		tr.polled = claims.update // every server word on a task carries the claim
 		tr.maker = e.maker        // every intent names its engine, alive by then
+		tr.name = claims.name
 	}
 	var orphans []*model.Task
 	if claims == nil {

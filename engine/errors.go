@@ -54,7 +54,7 @@ func kindOf(err error) deck.Kind {
 		return deck.KindCanceled
 	case errors.As(err, &te) && te.Answered():
 		return deck.KindRefused
-	case postgres.Lost(err): // before a deadline: a database that timed out
+	case postgres.Lost(err), postgres.RefusesWrites(err): // before a deadline: a database that timed out
 		return deck.KindStoreDown
 	case errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded):
 		return deck.KindUnreachable

@@ -496,25 +496,38 @@ func (c *claimer) take(claimed *[]string, want int, claim func(n int) ([]postgre
 // crashed tells a call's intent (read at recsAt) whose process died: its
 // maker, another engine, is not alive in a view of the fleet read after
 // it; or it is older than a call can take (stale), as its maker, alive or
-// unnamed, may still be calling until then.
-func (c *claimer) crashed(t *model.Task, now time.Time, stale time.Duration, recsAt time.Time) bool {
+// unnamed, may still be calling until then. Its age is the database's
+// (see postgres.Store.Ages; unknown: not judged by age), since another
+// engine's clock may be minutes off: its record last written while it
+// went calling, no later write makes it older.
+func (c *claimer) crashed(t *model.Task, ages map[string]time.Duration, stale time.Duration, recsAt time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t.Engine != "" && t.Engine != c.name && c.readAt.After(recsAt) && !c.fleet.Alive[t.Engine] {
 		return true
 	}
-	return now.Sub(callingSince(t)) > stale
+	age, aged := ages[t.ID]
+	return aged && age > stale
 }
 
-// callingSince is when t last went calling: a call continued with its
-// answers is as young as its last tools/call, not its first.
-func callingSince(t *model.Task) time.Time {
-	for _, tr := range slices.Backward(t.History) {
-		if tr.To == model.StatusCalling {
-			return tr.At
+// callingAges are the database's ages of the records among recs that are
+// calling (nil when none is, or they cannot be read: then none is judged
+// by age, and the next round asks again).
+func (c *claimer) callingAges(recs []*model.Task, log *slog.Logger) map[string]time.Duration {
+	var ids []string
+	for _, t := range recs {
+		if t.Status == model.StatusCalling {
+			ids = append(ids, t.ID)
 		}
 	}
-	return t.CreatedAt
+	if len(ids) == 0 {
+		return nil
+	}
+	ages, err := c.pg.Ages(ids)
+	if err != nil {
+		log.Warn("the ages of intents claimed could not be read; none is orphaned by age this round", "err", err)
+	}
+	return ages
 }
 
 // chunks yields s in slices of at most n.
@@ -642,8 +655,10 @@ func (l *loop) claims(ctx context.Context) {
 		var recs []*model.Task
 		var readRecsErr error
 		recsAt := time.Now()
+		var ages map[string]time.Duration
 		if len(ids) > 0 {
 			recs, readRecsErr = c.pg.Tasks(ids) // one read, of those only: a takeover's first polls wait for it
+			ages = c.callingAges(recs, l.e.log)
 		}
 		// The fleet after the records: an intent read has its maker's
 		// first heartbeat in this view, if its maker lives.
@@ -661,7 +676,7 @@ func (l *loop) claims(ctx context.Context) {
 			ids = nil
 		}
 		if len(lost) > 0 || len(ids) > 0 {
-			l.send(func() { l.claimed(lost, ids, recs, recsAt) })
+			l.send(func() { l.claimed(lost, ids, recs, ages, recsAt) })
 		}
 		t.Reset(c.next(time.Now()))
 		select {
@@ -722,8 +737,9 @@ func (c *claimer) wait(ids []string) {
 // claimed ones (ids, with their records in recs) join it when their first
 // poll is due, wait while they have nothing to poll, and are released
 // once ended or forgotten. A call's intent whose process died (see
-// crashed; the records read at recsAt) is marked orphaned, then released.
-func (l *loop) claimed(lost, ids []string, recs []*model.Task, recsAt time.Time) {
+// crashed; the records read at recsAt, the intents' ages) is marked
+// orphaned, then released.
+func (l *loop) claimed(lost, ids []string, recs []*model.Task, ages map[string]time.Duration, recsAt time.Time) {
 	c := l.e.claims
 	for _, id := range lost {
 		l.drop(id)
@@ -739,7 +755,7 @@ func (l *loop) claimed(lost, ids []string, recs []*model.Task, recsAt time.Time)
 		switch {
 		case !ok || t.Status.Terminal() || t.Status == model.StatusOrphaned:
 			c.release(id)
-		case t.Status == model.StatusCalling && c.crashed(t, now, stale, recsAt):
+		case t.Status == model.StatusCalling && c.crashed(t, ages, stale, recsAt):
 			l.orphanClaimed(id)
 		case !t.Pollable():
 			c.wait([]string{id})

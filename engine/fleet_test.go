@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
@@ -299,6 +301,15 @@ func TestFleetCrashedIntentBecomesOrphaned(t *testing.T) {
 	defer st.Close()
 	intent := model.NewIntent(demoRef, "sleep", json.RawMessage(`{"seconds":1}`), "", time.Now().Add(-2*time.Hour))
 	if err := st.Create(intent); err != nil {
+		t.Fatal(err)
+	}
+	// Written two hours ago by the database's clock, the one ages are judged on.
+	conn, err := pgx.Connect(ctxT(t), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctxT(t), `UPDATE taskdeck_tasks SET written_at = now() - interval '2 hours' WHERE id = $1`, intent.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the crashed intent orphaned", func() bool {

@@ -177,7 +177,7 @@ type HandleLostError struct {
 }
 
 func (e *HandleLostError) Error() string {
-	return fmt.Sprintf("the server made task %s, but the database was lost before its handle was recorded: record %s stays calling "+
+	return fmt.Sprintf("the server made task %s, but the database was lost or refused the write before its handle was recorded: record %s stays calling "+
 		"(an engine marks it orphaned once the database is back and the call's time is over); the server's task id %s is only here (%v)", e.TaskID, e.ID, e.TaskID, e.Err)
 }
 
@@ -186,7 +186,7 @@ func (e *HandleLostError) Unwrap() error { return e.Err }
 // handleLost words a failed write of a call's handle when the database
 // was lost; any other error is passed on.
 func handleLost(id, taskID string, err error) error {
-	if !postgres.Lost(err) {
+	if !postgres.Lost(err) && !postgres.RefusesWrites(err) {
 		return err
 	}
 	return &HandleLostError{ID: id, TaskID: taskID, Err: err}
@@ -196,13 +196,17 @@ func handleLost(id, taskID string, err error) error {
 // with what was recorded (taskID: the record it leaves, as last
 // committed) and what to do.
 func storeDown(err error, taskID string) *deck.Error {
-	msg := fmt.Sprintf("the database is unreachable (%v); nothing was recorded: try again once it is back", err)
+	state := "is unreachable"
+	if postgres.RefusesWrites(err) {
+		state = "refuses writes"
+	}
+	msg := fmt.Sprintf("the database %s (%v); nothing was recorded: try again once it is back", state, err)
 	var hl *HandleLostError
 	switch {
 	case errors.As(err, &hl):
 		msg, taskID = hl.Error(), hl.ID
 	case taskID != "":
-		msg = fmt.Sprintf("the database is unreachable (%v); task %s stays as last recorded: try again once it is back", err, taskID)
+		msg = fmt.Sprintf("the database %s (%v); task %s stays as last recorded: try again once it is back", state, err, taskID)
 	}
 	return &deck.Error{Kind: deck.KindStoreDown, Message: termtext.OneLine(msg, 0), TaskID: taskID, Err: err}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -37,6 +36,9 @@ type Tracker struct {
 	// maker, on a shared store, names this engine on the intents it
 	// makes, once the database lists it alive (nil: no name).
 	maker func() (string, error)
+	// name is this engine's on a shared store ("" on Badger), kept with
+	// the answers it sends.
+	name string
 
 	mu    sync.Mutex
 	polls map[string]*pollState
@@ -313,14 +315,7 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 		return CallOutcome{Task: rec}, err
 	}
 	if len(answers) > 0 {
-		if rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
-			r.PendingAnswers = orEmpty(r.PendingAnswers)
-			for k, v := range answers {
-				r.PendingAnswers[k] = wire.Compact(v)
-			}
-			r.MarkAnswered(slices.Sorted(maps.Keys(answers)), t.now())
-			return true, nil
-		}); err != nil {
+		if rec, err = t.store.Update(id, t.claimAnswers(ctx, answers)); err != nil {
 			return CallOutcome{}, err
 		}
 	}
@@ -493,11 +488,12 @@ func (t *Tracker) polledWrite(id string, fn func(t *model.Task) (bool, error)) (
 	return t.store.Update(id, fn)
 }
 
-// apply folds a snapshot into the stored record, writing only on change:
-// a call's own handle, which no poll can have written before.
+// apply folds a call's own answer into its stored intent, which no poll
+// can have written before, though another engine may have orphaned it
+// meanwhile (see model.Task.ApplyCallAnswer).
 func (t *Tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
-		return r.Apply(snap, t.now())
+		return r.ApplyCallAnswer(snap, t.now())
 	})
 }
 

@@ -106,6 +106,28 @@ func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
 	return changed, nil
 }
 
+// OrphanResolved is the reason an orphaned intent takes its call's answer.
+const OrphanResolved = "the call's answer came after the intent was orphaned (its engine seemed gone); the orphan is resolved by it"
+
+// ApplyCallAnswer is Apply for the answer of a call to its own intent (a
+// handle, or a result without a task). An intent orphaned meanwhile by
+// another engine, with no handle yet, takes it too: the orphan is
+// resolved by it (orphaned → the answer's status, with OrphanResolved),
+// so that the server's task is recorded and watched, never dropped.
+func (t *Task) ApplyCallAnswer(s Snapshot, now time.Time) (changed bool, err error) {
+	if t.Status != StatusOrphaned || t.TaskID != "" {
+		return t.Apply(s, now)
+	}
+	if !CanMove(StatusCalling, s.Status) {
+		return false, &TransitionError{From: t.Status, To: s.Status}
+	}
+	t.History = append(t.History, Transition{At: now, From: StatusOrphaned, To: s.Status, Message: OrphanResolved})
+	t.Status = s.Status
+	t.UpdatedAt = now
+	_, err = t.Apply(s, now) // the rest of the answer: its status is there
+	return true, err
+}
+
 // MarkUnknown ends a task the server no longer knows.
 func (t *Task) MarkUnknown(why string, now time.Time) error {
 	return t.MoveTo(StatusUnknown, why, now)
@@ -114,10 +136,15 @@ func (t *Task) MarkUnknown(why string, now time.Time) error {
 // MarkAnswered records input keys as answered, once each, and what was
 // answered (their pending answers) in the audit trail.
 func (t *Task) MarkAnswered(keys []string, now time.Time) {
+	t.MarkAnsweredBy(keys, now, AnsweredInput{})
+}
+
+// MarkAnsweredBy is MarkAnswered naming who answered (by's By and Engine).
+func (t *Task) MarkAnsweredBy(keys []string, now time.Time, by AnsweredInput) {
 	for _, k := range keys {
 		if !t.Answered(k) {
 			t.AnsweredKeys = append(t.AnsweredKeys, k)
-			t.Answers = append(t.Answers, AnsweredInput{Key: k, At: now, Response: slices.Clone(t.PendingAnswers[k])})
+			t.Answers = append(t.Answers, AnsweredInput{Key: k, At: now, Response: slices.Clone(t.PendingAnswers[k]), By: by.By, Engine: by.Engine})
 		}
 	}
 	t.UpdatedAt = now

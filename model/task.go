@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -125,6 +126,32 @@ type AnsweredInput struct {
 	Response json.RawMessage `json:"response,omitempty"`
 	// Refused: the server did not take it, and asked again.
 	Refused bool `json:"refused,omitempty"`
+	// By is who answered, when the request named them; Engine is the
+	// engine of a fleet that took the answer and sent it.
+	By     Actor  `json:"by,omitzero"`
+	Engine string `json:"engine,omitempty"`
+}
+
+// Who names who gave the answer, for a message ("" when unknown).
+func (a AnsweredInput) Who() string {
+	who := a.By.Name
+	if a.By.Host != "" {
+		who = strings.TrimSpace(who + " on " + a.By.Host)
+	}
+	if a.Engine != "" {
+		who = strings.TrimSpace(who + " through engine " + a.Engine)
+	}
+	return who
+}
+
+// LastAnswer is the latest answer given to key, if any.
+func (t *Task) LastAnswer(key string) (AnsweredInput, bool) {
+	for _, a := range slices.Backward(t.Answers) {
+		if a.Key == key {
+			return a, true
+		}
+	}
+	return AnsweredInput{}, false
 }
 
 // Rerunnable tells a task that may be launched again with the same tool

@@ -13,7 +13,7 @@ const (
 	exitOK          = 0
 	exitTaskBad     = 1   // a task ended badly, a refused call, and anything unrecognised
 	exitUsage       = 2   // bad flags, arguments, config, ids or answers
-	exitUnreachable = 3   // a server or the shared database could not be reached or did not answer in time
+	exitUnreachable = 3   // a server or the shared database could not be reached or did not answer in time, or the database refuses writes
 	exitStoreLocked = 4   // another taskdeck holds the store
 	exitWaiting     = 5   // call stopped at input nobody here gives; the record stays
 	exitLocal       = 6   // the store's own failure: damaged, unwritable, full
@@ -27,7 +27,8 @@ const exitCodesHelp = `Exit codes:
        the server refused the call, or any other failure
   2    usage error (flags, arguments, config, task ids, answers; no terminal for the dashboard)
   3    a server could not be reached or did not answer in time, or the shared
-       database could not be reached (the message says what was recorded)
+       database could not be reached or refuses writes (read-only, full; the
+       message says what was recorded)
   4    the store is held by a process that serves no deck (or, for serve,
        another taskdeck already serves it)
   5    call stopped at input nobody here gives: a task that waits for input

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/pressly/goose/v3/lock"
+
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
@@ -156,4 +159,70 @@ func TestSharedStoreShowsWatcher(t *testing.T) {
 			t.Errorf("ls does not say no engine watches the far task:\n%s", l)
 		}
 	}
+}
+
+// sqlExec runs statements on the database db names, on a connection of
+// the test's own.
+func sqlExec(t *testing.T, db string, stmts ...string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, s := range stmts {
+		if _, err := conn.Exec(context.Background(), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// TestSharedStoreReadOnlyExits3: a shared database that refuses writes (read-only) fails a call with exit 3
+// and one line that says so and that nothing was recorded; reads go on.
+func TestSharedStoreReadOnlyExits3(t *testing.T) {
+	db := pgtest.DB(t)
+	c := newInproc(t)
+	c.writeConfig(fmt.Sprintf(`{"store":%q,"mcpServers":{"demo":{"url":%q}}}`, db, demoURL(t)))
+	c.run("call", "--server", "demo", "echo", "--args", `{"text":"before"}`).Must(t, exitOK)
+	cfg, err := pgx.ParseConfig(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sqlExec(t, db, fmt.Sprintf(`ALTER DATABASE %q SET default_transaction_read_only = on`, cfg.Database))
+	r := c.run("call", "--server", "demo", "echo", "--args", `{"text":"while read-only"}`)
+	r.Must(t, exitUnreachable)
+	clitest.OneErrorLine(t, r, "refuses writes", "nothing was recorded")
+	r = c.run("ls")
+	r.Must(t, exitOK)
+	if n := strings.Count(r.Stdout, "completed"); n != 1 {
+		t.Errorf("ls on the read-only database lists %d completed tasks, want the one made before\n%s", n, r)
+	}
+}
+
+// TestSharedStoreLostDuringMigrationExits3: the connection that waits for
+// the migration lock (another engine migrates) is killed: the command
+// exits 3, the database being unreachable, not 6 (the store's own damage).
+func TestSharedStoreLostDuringMigrationExits3(t *testing.T) {
+	db := pgtest.DB(t)
+	migrator, err := pgx.Connect(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer migrator.Close(context.Background())
+	// goose's lock: the one taskdeck's migrations take (lock.DefaultLockID).
+	if _, err := migrator.Exec(context.Background(), `SELECT pg_advisory_lock($1)`, lock.DefaultLockID); err != nil {
+		t.Fatal(err)
+	}
+	c := newInproc(t)
+	done := make(chan clitest.Result, 1)
+	go func() { done <- c.run("--store", db, "ls") }()
+	var killed bool
+	waitfor.Within(t, clitest.CmdTimeout, "the command to wait for the migration lock", func() bool {
+		err := migrator.QueryRow(context.Background(), `SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND application_name LIKE 'taskdeck-engine:%' AND query LIKE '%pg_try_advisory_lock%'`).Scan(&killed)
+		return err == nil && killed
+	})
+	r := <-done
+	r.Must(t, exitUnreachable)
+	clitest.OneErrorLine(t, r, "PostgreSQL")
 }

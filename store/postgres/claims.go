@@ -313,3 +313,34 @@ func (s *Store) Watcher(id string) (string, error) {
 func (s *Store) Tasks(ids []string) ([]*model.Task, error) {
 	return s.read(`WHERE id = ANY($1)`, ids)
 }
+
+// Ages tells, for each of ids, how long ago its record was last written,
+// by the database's clock: one clock for every engine, whatever the
+// timestamps the writer's clock put in the record. A forgotten one is
+// left out.
+func (s *Store) Ages(ids []string) (map[string]time.Duration, error) {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	out := make(map[string]time.Duration, len(ids))
+	err = s.reread(func() error {
+		clear(out)
+		rows, err := s.pool.Query(ctx, `SELECT id, extract(epoch FROM now() - written_at)::float8 FROM taskdeck_tasks WHERE id = ANY($1)`, ids)
+		if err != nil {
+			return err
+		}
+		var id string
+		var age float64
+		_, err = pgx.ForEachRow(rows, []any{&id, &age}, func() error {
+			out[id] = time.Duration(age * float64(time.Second))
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, dbError("read the records' ages", err)
+	}
+	return out, nil
+}

@@ -36,6 +36,17 @@ func Lost(err error) bool {
 	return (errors.As(err, new(*dbErr)) || errors.As(err, new(*openLost))) && unreachable(err)
 }
 
+// RefusesWrites tells whether err is this store's, and says the database
+// answered but takes no writes now: read-only (a standby, or
+// default_transaction_read_only), or out of disk, memory or connections
+// (class 53). Like a lost database, it is the database's state to fix,
+// not the request's.
+func RefusesWrites(err error) bool {
+	var pe *pgconn.PgError
+	return (errors.As(err, new(*dbErr)) || errors.As(err, new(*openLost))) && errors.As(err, &pe) &&
+		(pe.Code == "25006" || pe.Code[:2] == "53")
+}
+
 // openLost is Open's failure to reach the database at all.
 type openLost struct{ err error }
 

@@ -125,15 +125,17 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 		pool.Close()
 		return nil, &openLost{err}
 	}
+	// The cause stays reachable: a connection lost or a write refused on
+	// the way is the database's reach, not damage (see Lost, RefusesWrites).
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("cannot prepare the PostgreSQL store's tables: %s", oneLine(err))
+		return nil, &dbErr{what: "prepare its tables", err: err}
 	}
 	s.pool = pool
 	var rev int64
 	if err := pool.QueryRow(ctx, `SELECT rev FROM taskdeck_meta`).Scan(&rev); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("cannot read the PostgreSQL store's revision: %s", oneLine(err))
+		return nil, &dbErr{what: "read its revision", err: err}
 	}
 	s.rev.Store(uint64(rev))
 	s.published = uint64(rev)
