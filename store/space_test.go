@@ -105,7 +105,7 @@ func TestValueLogReclaimed(t *testing.T) {
 
 // largeRecord creates an open record whose arguments take about size
 // bytes of JSON that does not compress.
-func largeRecord(t *testing.T, s *store.Store, size int) *model.Task {
+func largeRecord(t testing.TB, s *store.Store, size int) *model.Task {
 	t.Helper()
 	b := make([]byte, size*3/4)
 	_, _ = rand.Read(b)
@@ -119,7 +119,7 @@ func largeRecord(t *testing.T, s *store.Store, size int) *model.Task {
 }
 
 // progress writes what a poll that brought new progress writes.
-func progress(t *testing.T, s *store.Store, id string, n int) {
+func progress(t testing.TB, s *store.Store, id string, n int) {
 	t.Helper()
 	_, err := s.Update(id, func(r *model.Task) (bool, error) {
 		return r.Apply(model.Snapshot{TaskID: r.TaskID, Status: model.StatusWorking, StatusMessage: fmt.Sprint("progress ", n)}, time.Now())
@@ -130,7 +130,7 @@ func progress(t *testing.T, s *store.Store, id string, n int) {
 }
 
 // liveBytes is the JSON size of every record in s.
-func liveBytes(t *testing.T, s *store.Store) int64 {
+func liveBytes(t testing.TB, s *store.Store) int64 {
 	t.Helper()
 	all, err := s.All()
 	must(t, err)
@@ -145,7 +145,7 @@ func liveBytes(t *testing.T, s *store.Store) int64 {
 
 // diskUsage is what du counts for dir: the blocks its files take, not
 // their sizes (Badger's files are sparse).
-func diskUsage(t *testing.T, dir string) int64 {
+func diskUsage(t testing.TB, dir string) int64 {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
 	must(t, err)
