@@ -46,6 +46,8 @@ func (s *Store) noteValueLog(n int) {
 // error: space not given back now is at the next Open, and compaction
 // catches up meanwhile.
 func (s *Store) reclaim() error {
+	s.reclaimMu.Lock() // Prune's and the background's: one flatten at a time
+	defer s.reclaimMu.Unlock()
 	s.vlogWritten.Store(0)
 	if err := s.commit("", func(txn *badger.Txn, _ *revisions) error { return txn.Set(compactKey, []byte{1}) }); err != nil {
 		return err

@@ -47,6 +47,7 @@ type Store struct {
 	// last reclaim; reclaiming: one runs (reclaim.go), in background.
 	vlogWritten atomic.Int64
 	reclaiming  atomic.Bool
+	reclaimMu   sync.Mutex
 	background  sync.WaitGroup
 	logger      *slog.Logger
 }
