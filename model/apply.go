@@ -17,11 +17,15 @@ import (
 const MaxStatusMessage = 4 << 10
 
 // ClipStatusMessage applies MaxStatusMessage.
-func ClipStatusMessage(s string) string {
-	if len(s) <= MaxStatusMessage {
+func ClipStatusMessage(s string) string { return clip(s, MaxStatusMessage) }
+
+// clip cuts s longer than most bytes at a character boundary within them,
+// and ends it in "…".
+func clip(s string, most int) string {
+	if len(s) <= most {
 		return s
 	}
-	cut := MaxStatusMessage
+	cut := most
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -55,6 +55,35 @@ type Transition struct {
 	From    Status    `json:"from,omitempty"`
 	To      Status    `json:"to"`
 	Message string    `json:"message,omitempty"`
+	// Folded > 0: this entry stands for that many transitions, folded to
+	// bound the history (boundHistory): From is the first one's, To and At
+	// the last one's, and their messages are gone.
+	Folded int `json:"folded,omitempty"`
+}
+
+// History bounds. A server may flip a task between working and
+// input_required for as long as it runs, each flip a legal transition:
+// kept whole, one task's history took megabytes and every write rewrote
+// them (issue 20). So a history keeps its first historyHead and last
+// historyTail entries as they were, and every operator act; the others
+// between fold into entries that count them. The operator acts a history
+// holds (answers sent with a call) are bounded by the engine's rounds of
+// input (10), which keeps a history within MaxHistory entries.
+const (
+	MaxHistory  = 64
+	historyHead = 8
+	historyTail = 32
+	// MaxHistoryMessage bounds a history entry's message in bytes: the
+	// record's current StatusMessage keeps up to MaxStatusMessage, and 64
+	// entries of 512 bytes keep a record's history under 40 KB.
+	MaxHistoryMessage = 512
+)
+
+// operatorAct tells a transition the operator made: answers sent with the
+// next tools/call. (Cancels and answers to a task are in CancelRequested
+// and Answers, not in the history.)
+func (tr Transition) operatorAct() bool {
+	return tr.From == StatusInputRequired && tr.To == StatusCalling
 }
 
 // Task is taskdeck's durable record of one tools/call.
@@ -302,10 +331,35 @@ func (t *Task) MoveTo(to Status, msg string, now time.Time) error {
 	if !CanMove(t.Status, to) {
 		return &TransitionError{From: t.Status, To: to}
 	}
-	t.History = append(t.History, Transition{At: now, From: t.Status, To: to, Message: msg})
+	t.History = boundHistory(append(t.History, Transition{At: now, From: t.Status, To: to, Message: clip(msg, MaxHistoryMessage)}))
 	t.Status = to
 	t.UpdatedAt = now
 	return nil
+}
+
+// boundHistory folds a history longer than MaxHistory: between its first
+// historyHead and last historyTail entries, each run of entries that are
+// not operator acts becomes one entry counting them. Folding happens once
+// every ~25 transitions, not on each.
+func boundHistory(h []Transition) []Transition {
+	if len(h) <= MaxHistory {
+		return h
+	}
+	out := slices.Clone(h[:historyHead])
+	for _, tr := range h[historyHead : len(h)-historyTail] {
+		if tr.operatorAct() {
+			out = append(out, tr)
+			continue
+		}
+		n := max(tr.Folded, 1)
+		if last := &out[len(out)-1]; len(out) > historyHead && last.Folded > 0 {
+			last.Folded += n
+			last.At, last.To = tr.At, tr.To
+			continue
+		}
+		out = append(out, Transition{At: tr.At, From: tr.From, To: tr.To, Folded: n})
+	}
+	return append(out, h[len(h)-historyTail:]...)
 }
 
 // Deadline is createdAt + ttlMs on the server's clock, or zero when the

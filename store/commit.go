@@ -32,7 +32,10 @@ type commitReq struct {
 	// which the WAL sync does not cover.
 	bigValue bool
 	// fn makes the change; rv gives each record it writes its revision.
-	fn   func(txn *badger.Txn, rv *revisions) error
+	fn func(txn *badger.Txn, rv *revisions) error
+	// run, when set, is run instead of a txn, with no commit in flight
+	// (key is ""): work that Badger needs done without writes (reclaim).
+	run  func() error
 	err  error
 	wake chan bool // false: done, err is set; true: lead the next group
 }
@@ -52,7 +55,18 @@ func (s *Store) commit(key string, fn func(txn *badger.Txn, rv *revisions) error
 // commitRecord is commit for a change that writes val as a record.
 func (s *Store) commitRecord(id string, val []byte, fn func(txn *badger.Txn, rv *revisions) error) error {
 	// The revision the commit appends to val adds at most 32 bytes.
-	return s.enqueue(&commitReq{key: id, bigValue: len(val)+32 >= valueThreshold, fn: fn})
+	big := len(val)+32 >= valueThreshold
+	err := s.enqueue(&commitReq{key: id, bigValue: big, fn: fn})
+	if big && err == nil {
+		s.noteValueLog(len(val))
+	}
+	return err
+}
+
+// alone runs fn when no commit is in flight, and holds later commits
+// back until it returns.
+func (s *Store) alone(fn func() error) error {
+	return s.enqueue(&commitReq{run: fn})
 }
 
 func (s *Store) enqueue(r *commitReq) error {
@@ -108,6 +122,11 @@ func (g *group) take() []*commitReq {
 // runGroup commits the changes of a group in one txn and tells each caller
 // its outcome. A change that fails is dropped and the rest run again.
 func (s *Store) runGroup(batch []*commitReq) {
+	if batch[0].run != nil { // take gives it a batch of its own
+		batch[0].err = batch[0].run()
+		batch[0].wake <- false
+		return
+	}
 	var failed []*commitReq
 	defer func() {
 		for _, r := range failed {

@@ -8,10 +8,13 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 )
 
-// valueThreshold keeps records in the LSM tree (so the value log stays
-// empty and needs no GC); a value this big or bigger goes to the value
-// log. It must stay <= 15% of MemTableSize.
-const valueThreshold = 64 << 10
+// valueThreshold keeps records in the LSM tree, where compaction drops
+// the old copy of a rewritten record; a value this big or bigger goes to
+// the value log, whose old copies only a reclaim gives back (reclaim.go).
+// At 64 KiB, every poll of a task with 100 KB of arguments appended 100 KB
+// to the value log for good (issue 20). 1 MiB is Badger's most; it must
+// also stay <= 15% of MemTableSize (the txn size limit).
+const valueThreshold = 1 << 20
 
 // compactL0At: once the MANIFEST lists this many level-0 tables, Open
 // makes the session's Close compact level 0.

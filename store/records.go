@@ -492,9 +492,9 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 	}
 	if total > 0 {
 		// Deletes are tombstones that Badger drops only when compaction
-		// reaches the last level. They are still in the memtable now;
-		// after Close has flushed them, the next Open flattens the tree.
-		err = s.commit("", func(txn *badger.Txn, _ *revisions) error { return txn.Set(compactKey, []byte{1}) })
+		// reaches the last level: reclaim takes them there now (or marks
+		// the store for the next Open to).
+		err = s.reclaim()
 	}
 	return total, err
 }

@@ -43,6 +43,13 @@ type Store struct {
 	unsynced []Change
 	rev      atomic.Uint64
 	hook     atomic.Pointer[func([]Change)]
+	// vlogWritten counts the bytes written to the value log since the
+	// last reclaim; reclaiming: one runs (reclaim.go), in background.
+	vlogWritten atomic.Int64
+	reclaiming  atomic.Bool
+	reclaimMu   sync.Mutex
+	background  sync.WaitGroup
+	logger      *slog.Logger
 }
 
 // Open opens the store in dir, creating it (mode 0700) if needed. A nil
@@ -82,7 +89,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, openError(dir, err)
 	}
-	s := &Store{db: db, dir: dir}
+	s := &Store{db: db, dir: dir, logger: logger}
 	if w, ok := newWALSyncer(dir); ok {
 		s.wal = w
 	}
@@ -108,6 +115,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 
 // Close flushes and closes the store.
 func (s *Store) Close() error {
+	s.background.Wait() // a reclaim in flight
 	err := s.closeDB()
 	// Close writes new table files, with Badger's umask-dependent modes.
 	if perr := restrictFiles(s.dir); err == nil {

@@ -168,7 +168,11 @@ func History(t *model.Task, layout string) []string {
 		if from == "" {
 			from = "·"
 		}
-		lines[i] = strings.TrimRight(fmt.Sprintf("%s  %s → %s  %s", h.At.Local().Format(layout), from, h.To, termtext.Line(h.Message)), " ")
+		msg := termtext.Line(h.Message)
+		if h.Folded > 0 {
+			msg = fmt.Sprintf("(%s folded, the last at this time)", Count(h.Folded, "change"))
+		}
+		lines[i] = strings.TrimRight(fmt.Sprintf("%s  %s → %s  %s", h.At.Local().Format(layout), from, h.To, msg), " ")
 	}
 	return lines
 }

@@ -1,0 +1,146 @@
+//go:build unix
+
+package store_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// The resource bounds of issue 20, as ratios against the live data.
+//
+//	go test -run '^$' -bench 'PolledLargeTasks' -benchtime 2400x ./store   # 10 min at 250 ms
+//	go test -run '^$' -bench 'FlippingTask' -benchtime 10000x ./store
+//
+// Time is simulated: each round writes what one poll of every task that
+// brought new progress writes, back to back, so 2400 rounds are the
+// writes of ten minutes of polls at 250 ms.
+
+// BenchmarkPolledLargeTasks: ten open tasks with 100 KB of arguments, each
+// round a new status message for each. The data directory is sampled
+// every 40 rounds (10 s of polls); at the end half of the tasks finish and
+// are pruned. Metrics: the largest sample against the live records
+// (disk/live-max), the same with Badger's working set (5 memtables' worth,
+// 40 MiB) taken off (disk-ws/live-max), and what is left after Prune
+// against the records left (disk/live-pruned).
+func BenchmarkPolledLargeTasks(b *testing.B) {
+	dir := b.TempDir()
+	s, err := store.Open(dir, nil)
+	must(b, err)
+	defer s.Close()
+	recs := make([]*model.Task, 10)
+	for i := range recs {
+		recs[i] = largeRecord(b, s, 100<<10)
+	}
+	var maxDisk, maxLive int64
+	var worst, worstWS float64
+	sample := func() {
+		live, disk := liveBytes(b, s), diskUsage(b, dir)
+		if r := float64(disk) / float64(live); r > worst {
+			worst, maxDisk, maxLive = r, disk, live
+		}
+		worstWS = max(worstWS, float64(disk-workingSet)/float64(live))
+	}
+	b.ResetTimer()
+	for round := range b.N {
+		var wg sync.WaitGroup
+		for _, rec := range recs {
+			wg.Go(func() { progress(b, s, rec.ID, round) })
+		}
+		wg.Wait()
+		if round%40 == 39 {
+			sample()
+		}
+	}
+	b.StopTimer()
+	sample()
+	for _, rec := range recs[:5] {
+		_, err := s.Update(rec.ID, moveTo(model.StatusCompleted, time.Now()))
+		must(b, err)
+	}
+	n, err := s.Prune(time.Time{})
+	must(b, err)
+	live, disk := liveBytes(b, s), diskUsage(b, dir)
+	b.Logf("%d rounds (%s of polls at 250 ms): largest sample %.1f MiB for %.2f MiB of records (%.1fx); after pruning %d: %.2f MiB for %.2f MiB (%.2fx)",
+		b.N, time.Duration(b.N)*250*time.Millisecond, mib(maxDisk), mib(maxLive), worst, n, mib(disk), mib(live), float64(disk)/float64(live))
+	b.ReportMetric(worst, "disk/live-max")
+	b.ReportMetric(worstWS, "disk-ws/live-max")
+	b.ReportMetric(float64(disk)/float64(live), "disk/live-pruned")
+}
+
+// BenchmarkFlippingTask: one task that its server flips working ↔
+// input_required with a 4 KB message, b.N times, each flip written. The
+// metrics: the record's JSON bytes, its history entries, and the growth of
+// the live heap and of the process's RSS, in MB, from the end of the first
+// tenth of the flips to the last (the first tenth fill Badger's fixed
+// working set: block and index caches, memtables, mapped files; reported
+// as heap-warmup-MB and rss-warmup-MB).
+func BenchmarkFlippingTask(b *testing.B) {
+	s, err := store.Open(b.TempDir(), nil)
+	must(b, err)
+	defer s.Close()
+	rec := largeRecord(b, s, 1<<10)
+	msg := strings.Repeat("m", 4<<10)
+	heap0, rss0 := heapAndRSS()
+	heapW, rssW := heap0, rss0
+	b.ResetTimer()
+	for i := range b.N {
+		if i == b.N/10 {
+			b.StopTimer()
+			heapW, rssW = heapAndRSS()
+			b.StartTimer()
+		}
+		st := model.StatusInputRequired
+		if i%2 == 1 {
+			st = model.StatusWorking
+		}
+		_, err := s.Update(rec.ID, func(r *model.Task) (bool, error) {
+			return r.Apply(model.Snapshot{TaskID: r.TaskID, Status: st, StatusMessage: fmt.Sprint(i, msg)}, time.Now())
+		})
+		must(b, err)
+	}
+	b.StopTimer()
+	heap1, rss1 := heapAndRSS()
+	got, err := s.Get(rec.ID)
+	must(b, err)
+	size, err := json.Marshal(got)
+	must(b, err)
+	b.Logf("%d flips: record %d bytes, %d history entries; heap %+.1f MB in the first tenth, then %+.1f MB; RSS %+.1f MB, then %+.1f MB",
+		b.N, len(size), len(got.History), mb(heapW-heap0), mb(heap1-heapW), mb(rssW-rss0), mb(rss1-rssW))
+	b.ReportMetric(float64(len(size)), "record-bytes")
+	b.ReportMetric(float64(len(got.History)), "history-entries")
+	b.ReportMetric(mb(heapW-heap0), "heap-warmup-MB")
+	b.ReportMetric(mb(heap1-heapW), "heap-growth-MB")
+	b.ReportMetric(mb(rssW-rss0), "rss-warmup-MB")
+	b.ReportMetric(mb(rss1-rssW), "rss-growth-MB")
+}
+
+// heapAndRSS is the live heap after a collection, and the resident set
+// (VmRSS; 0 where /proc is absent).
+func heapAndRSS() (heap, rss int64) {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b, _ := os.ReadFile("/proc/self/status")
+	for line := range strings.Lines(string(b)) {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			rss = kb << 10
+		}
+	}
+	return int64(m.HeapAlloc), rss
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+func mb(n int64) float64 { return float64(n) / 1e6 }
