@@ -56,6 +56,7 @@ type Proxy struct {
 	opts Options
 	log  *slog.Logger
 	hub  *hub
+	gate *gate
 
 	mu     sync.Mutex
 	ups    map[string]*mcpclient.Upstream // by server name, made on first use
@@ -71,7 +72,7 @@ func New(opts Options) *Proxy {
 	if opts.Config == nil {
 		opts.Config = &config.Config{}
 	}
-	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger),
+	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger), gate: newGate(opts.Config),
 		ups: map[string]*mcpclient.Upstream{}, htools: map[string]*headerTools{}}
 }
 
@@ -154,7 +155,8 @@ func Listen(addr, token string) (net.Listener, error) {
 	return l, nil
 }
 
-// Handler serves /mcp/<name> for every configured server.
+// Handler serves /mcp/<name> for every configured server. Every request
+// passes the gate first: nothing a web page sends reaches a server.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp/{name}", p.serveHTTP)
@@ -162,7 +164,14 @@ func (p *Proxy) Handler() http.Handler {
 		writeHTTPError(w, http.StatusNotFound, nil, codeInvalidRequest,
 			fmt.Sprintf("no MCP endpoint at %s; the proxy serves /mcp/<server> for the servers: %s", r.URL.Path, p.names()))
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if why := p.gate.browser(r); why != "" {
+			p.log.Warn("proxy: refused a request a web page may have sent", "why", why, "origin", r.Header.Get("Origin"), "host", r.Host, "remote", r.RemoteAddr)
+			writeHTTPError(w, http.StatusForbidden, nil, codeInvalidRequest, "taskdeck proxy: refused: "+why+" (a web page cannot use the proxy)")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func (p *Proxy) names() string {

@@ -41,6 +41,10 @@ type Config struct {
 	// Store is the top-level "store": a postgres:// connection string
 	// for a fleet's shared database; empty: Badger in the data directory.
 	Store string
+	// Agents are who may use the proxy, by token (top-level "agents").
+	Agents map[string]AgentConfig
+	// Proxy says which browser origins and Host names the proxy admits.
+	Proxy ProxyConfig
 
 	path string // the file it came from, for messages
 }
@@ -177,6 +181,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		}
 	}
 	if !ok || isJSONNull(raw) {
+		if err := parseAgents(cfg, top); err != nil {
+			return nil, err
+		}
 		return cfg, nil
 	}
 	var servers map[string]json.RawMessage
@@ -194,6 +201,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 			return nil, err
 		}
 		cfg.Servers[name] = s
+	}
+	if err := parseAgents(cfg, top); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }
