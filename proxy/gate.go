@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/user"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/taskdeck/taskdeck/deck"
@@ -162,6 +165,47 @@ func (g *gate) ownHost(r *http.Request) bool {
 		return true
 	}
 	return false
+}
+
+// admit runs the gate on one HTTP request: a browser's request is 403, a
+// request without a known token 401, each with one log line that names
+// neither the token nor whether a server or task exists. It returns the
+// request's principal.
+func (p *Proxy) admit(w http.ResponseWriter, r *http.Request) (principal, bool) {
+	if why := p.gate.browser(r); why != "" {
+		p.log.Warn("proxy: refused a request a web page may have sent", "why", why, "origin", r.Header.Get("Origin"), "host", r.Host, "remote", r.RemoteAddr)
+		writeHTTPError(w, http.StatusForbidden, nil, codeInvalidRequest, "taskdeck proxy: refused: "+why+" (a web page cannot use the proxy)")
+		return principal{}, false
+	}
+	pr, ok := p.gate.authenticate(r)
+	if !ok {
+		p.log.Warn("proxy: refused a request without a known token", "remote", r.RemoteAddr)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="taskdeck"`)
+		writeHTTPError(w, http.StatusUnauthorized, nil, codeInvalidRequest, "the proxy needs an agent's token: send Authorization: Bearer <token>")
+		return principal{}, false
+	}
+	return pr, true
+}
+
+// stdioPrincipal is the agent a stdio proxy serves: its "agents" entry
+// when it has one (role and servers), else an agent of that name that may
+// use every server (it runs as the local user, who may anyway).
+func (p *Proxy) stdioPrincipal() principal {
+	name := p.opts.Agent
+	if name == "" {
+		name = localUser()
+	}
+	if a, ok := p.opts.Config.Agents[name]; ok {
+		return principal{who: model.Actor{Name: name, Role: a.Role}, servers: a.Servers}
+	}
+	return principal{who: model.Actor{Name: name, Role: model.RoleAgent}, all: true}
+}
+
+func localUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid-" + strconv.Itoa(os.Getuid())
 }
 
 // acting names the principal on ctx for the Deck, with the agent's

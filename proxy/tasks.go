@@ -18,6 +18,7 @@ import (
 type endpoint struct {
 	p   *Proxy
 	cfg config.ServerConfig
+	who principal // who is asking
 }
 
 func (ep *endpoint) ref() model.ServerRef { return model.ServerRef{Name: ep.cfg.Name} }

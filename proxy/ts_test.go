@@ -86,6 +86,7 @@ func startAgent(t *testing.T, dir string, args ...string) (*exec.Cmd, *bufio.Sca
 	t.Helper()
 	cmd := exec.Command("node", append([]string{"agent.mjs"}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TASKDECK_AGENT_TOKEN="+testToken)
 	cmd.Stderr = &testWriter{t}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

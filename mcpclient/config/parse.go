@@ -26,9 +26,9 @@ type ServerConfig struct {
 	Env     map[string]string `json:"env,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
-	// ForwardAgentCredentials lets the proxy pass an agent's own
-	// Authorization and Cookie headers on to this server; by default only
-	// the headers above reach it.
+	// ForwardAgentCredentials lets the proxy pass an agent's own Cookie
+	// headers on to this server; by default only the headers above reach
+	// it. An agent's Authorization is its token at the proxy: never passed.
 	ForwardAgentCredentials bool `json:"forwardAgentCredentials,omitempty"`
 
 	path string // the file it came from, for messages; "" for --url
