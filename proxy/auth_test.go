@@ -2,15 +2,24 @@ package proxy
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/model"
 )
 
 // Tokens of the two agents the isolation tests configure.
@@ -162,4 +171,127 @@ func TestCredentialsRefusedAtStart(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.cfg, err, c.want)
 		}
 	}
+}
+
+// callAs makes a tasks-agent tools/call of a long sleep as the agent of
+// token and returns the task id it is given.
+func callAs(t *testing.T, r *rig, token string) string {
+	t.Helper()
+	_, a := rpc(t, r.url, "tools/call", `{"name":"sleep","arguments":{"seconds":600},"_meta":`+metaJSON("same-label", true)+`}`, as(token))
+	if a.Error != nil || str(a.Result["resultType"]) != "task" {
+		t.Fatalf("tools/call: %+v", a)
+	}
+	return str(a.Result["taskId"])
+}
+
+// taskReq is a tasks/* request's answer, as raw JSON of its error (or
+// result), for comparing answers byte for byte.
+func taskReq(t *testing.T, r *rig, token, method, id string) string {
+	t.Helper()
+	params := `{"taskId":` + quote(id) + `,"inputResponses":{"q":{"action":"accept","content":{}}},"_meta":` + metaJSON("same-label", true) + `}`
+	status, a := rpc(t, r.url, method, params, as(token))
+	b, _ := json.Marshal(a)
+	return fmt.Sprintf("HTTP %d %s", status, b)
+}
+
+// Agent b cannot tell agent a's task from one that does not exist:
+// tasks/get, tasks/update and tasks/cancel of it (by a's id, by its
+// record id alone, by its record id with b's own secret, by a prefix)
+// answer as an unknown id does, byte for byte, and nothing reaches the
+// server. The operator's own task is as invisible to an agent. A sees its
+// task, and the record names a as its owner.
+func TestAgentsKeptApart(t *testing.T) {
+	r, _ := twoAgents(t)
+	idA := callAs(t, r, tokenA)
+	idB := callAs(t, r, tokenB)
+	recA, _, _ := strings.Cut(idA, handleSep)
+	_, secretB, _ := strings.Cut(idB, handleSep)
+	e, err := r.eng.Get(context.Background(), recA)
+	if err != nil || e.Task.Owner != "a" || e.Task.Agent != "same-label" {
+		t.Fatalf("a's record: %+v, %v", e.Task, err)
+	}
+	op, err := r.eng.Call(context.Background(), deck.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]int{"tasks/update": len(r.srv.Requests("tasks/update")), "tasks/cancel": len(r.srv.Requests("tasks/cancel"))}
+	unknown := model.NewID(time.Now()) + handleSep + strings.Repeat("a", len(secretB))
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		want := taskReq(t, r, tokenB, method, unknown)
+		if !strings.Contains(want, "-32602") {
+			t.Fatalf("%s of an unknown id: %s", method, want)
+		}
+		for _, id := range []string{idA, recA, recA + handleSep + secretB, recA[:6], recA[:15], recA[1:], op.Task.ID, op.Task.ID + handleSep + secretB} {
+			if got := taskReq(t, r, tokenB, method, id); got != want {
+				t.Errorf("b's %s of %s: %s, an unknown id: %s", method, id, got, want)
+			}
+		}
+		if got := taskReq(t, r, tokenA, method, op.Task.ID); got != want {
+			t.Errorf("a's %s of the operator's task: %s, want %s", method, got, want)
+		}
+	}
+	for m, n := range before {
+		if got := len(r.srv.Requests(m)); got != n {
+			t.Fatalf("%d %s reached the server from b", got-n, m)
+		}
+	}
+	if got := taskReq(t, r, tokenA, "tasks/get", idA); !strings.Contains(got, `"status":"working"`) {
+		t.Fatalf("a's own tasks/get: %s", got)
+	}
+	if e, _ := r.eng.Get(context.Background(), recA); e.Task.Status != model.StatusWorking || e.Task.CancelRequested {
+		t.Fatalf("a's task after b's tries: %s (cancel requested %v)", e.Task.Status, e.Task.CancelRequested)
+	}
+}
+
+// 10,000 guesses of agent b, around its own ids (their record ids give
+// the time and the sequence, so b's guesses carry its secrets and a's
+// very record ids), find nothing: each is an unknown task.
+func TestAgentIDsUnguessable(t *testing.T) {
+	r, _ := twoAgents(t)
+	const n = 20
+	var mine, theirs []string
+	for range n {
+		mine = append(mine, callAs(t, r, tokenB))
+		theirs = append(theirs, callAs(t, r, tokenA))
+	}
+	var guesses []string
+	for _, id := range mine {
+		rec, secret, _ := strings.Cut(id, handleSep)
+		for d := -240; d <= 240; d++ {
+			if d != 0 {
+				guesses = append(guesses, neighbour(t, rec, d)+handleSep+secret)
+			}
+		}
+	}
+	for i, id := range theirs { // a's record ids, exactly, with b's secrets
+		rec, _, _ := strings.Cut(id, handleSep)
+		_, secret, _ := strings.Cut(mine[i], handleSep)
+		guesses = append(guesses, rec+handleSep+secret, rec)
+	}
+	for len(guesses) < 10000 {
+		rec, _, _ := strings.Cut(theirs[len(guesses)%n], handleSep)
+		guesses = append(guesses, rec+handleSep+strings.ToLower(rand.Text()))
+	}
+	found := 0
+	for _, g := range guesses {
+		params := `{"taskId":` + quote(g) + `,"_meta":` + metaJSON("b", true) + `}`
+		if _, a := rpc(t, r.url, "tasks/get", params, as(tokenB)); a.Error == nil || a.Error.Code != -32602 {
+			found++
+			t.Errorf("guess %s: %+v", g, a)
+		}
+	}
+	t.Logf("%d guesses, %d found", len(guesses), found)
+}
+
+// neighbour is the record id d steps of sequence from id.
+func neighbour(t *testing.T, id string, d int) string {
+	t.Helper()
+	enc := base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+	b, err := enc.DecodeString(id)
+	if err != nil || len(b) != 10 {
+		t.Fatalf("record id %q: %v", id, err)
+	}
+	seq := binary.BigEndian.Uint32(b[6:])
+	binary.BigEndian.PutUint32(b[6:], seq+uint32(d))
+	return enc.EncodeToString(b)
 }

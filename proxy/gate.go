@@ -28,6 +28,12 @@ type principal struct {
 
 func (pr principal) may(server string) bool { return pr.all || slices.Contains(pr.servers, server) }
 
+// seesAll tells a principal that may read every task of its servers (an
+// operator, a viewer); an agent sees only its own.
+func (pr principal) seesAll() bool {
+	return pr.who.Role == model.RoleOperator || pr.who.Role == model.RoleViewer
+}
+
 // OperatorName names the principal of Options.Token.
 const OperatorName = "operator"
 
