@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -26,17 +27,21 @@ import (
 const (
 	tokenA = "agent-a-token-0123456789abcdef"
 	tokenB = "agent-b-token-0123456789abcdef"
+	tokenV = "viewer-token-0123456789abcdef"
+	tokenO = "operator-token-0123456789abcdef"
 )
 
 // twoAgents is the demo server behind a proxy with agents a and b (both on
-// demo) and c (on "other" only), and a log the test can read.
+// demo), c (on "other" only), the viewer v and the operator o (on demo),
+// and a log the test can read.
 func twoAgents(t *testing.T) (*rig, *syncBuffer) {
 	t.Helper()
 	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20e6})
 	logs := &syncBuffer{}
 	cfg := `{"mcpServers":{"demo":{"url":"` + srv.URL + `"},"other":{"url":"` + srv.URL + `"}},
-	"agents":{"a":{"token":"${TOKEN_A}","servers":["demo"]},"b":{"token":"${TOKEN_B}","servers":["demo"]},"c":{"token":"${TOKEN_C}","servers":["other"]}}}`
-	lookup := map[string]string{"TOKEN_A": tokenA, "TOKEN_B": tokenB, "TOKEN_C": "agent-c-token-0123456789abcdef"}
+	"agents":{"a":{"token":"${TOKEN_A}","servers":["demo"]},"b":{"token":"${TOKEN_B}","servers":["demo"]},"c":{"token":"${TOKEN_C}","servers":["other"]},
+	"v":{"token":"${TOKEN_V}","servers":["demo"],"role":"viewer"},"o":{"token":"${TOKEN_O}","servers":["demo"],"role":"operator"}}}`
+	lookup := map[string]string{"TOKEN_A": tokenA, "TOKEN_B": tokenB, "TOKEN_C": "agent-c-token-0123456789abcdef", "TOKEN_V": tokenV, "TOKEN_O": tokenO}
 	return startRigWith(t, srv, cfg, Options{
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		Lookup: func(k string) (string, bool) { v, ok := lookup[k]; return v, ok },
@@ -294,4 +299,76 @@ func neighbour(t *testing.T, id string, d int) string {
 	seq := binary.BigEndian.Uint32(b[6:])
 	binary.BigEndian.PutUint32(b[6:], seq+uint32(d))
 	return enc.EncodeToString(b)
+}
+
+// A viewer reads every task of its servers, by the agent's id or the
+// record's, and changes none: its calls, answers and cancels are refused
+// with a message that says why, and reach no server. An operator reads
+// and cancels an agent's task by the record's id.
+func TestViewerAndOperator(t *testing.T) {
+	r, _ := twoAgents(t)
+	idA := callAs(t, r, tokenA)
+	recA, _, _ := strings.Cut(idA, handleSep)
+	for _, id := range []string{idA, recA} {
+		if got := taskReq(t, r, tokenV, "tasks/get", id); !strings.Contains(got, `"status":"working"`) {
+			t.Fatalf("viewer's tasks/get of %s: %s", id, got)
+		}
+	}
+	calls := r.srv.Calls("sleep")
+	if _, a := rpc(t, r.url, "tools/call", `{"name":"sleep","arguments":{"seconds":1},"_meta":`+metaJSON("v", true)+`}`, as(tokenV)); a.Error == nil || !strings.Contains(a.Error.Message, "viewer") {
+		t.Fatalf("viewer's tools/call: %+v", a)
+	}
+	for _, m := range []string{"tasks/update", "tasks/cancel"} {
+		if got := taskReq(t, r, tokenV, m, idA); !strings.Contains(got, "is a viewer") {
+			t.Fatalf("viewer's %s: %s", m, got)
+		}
+	}
+	if r.srv.Calls("sleep") != calls || len(r.srv.Requests("tasks/cancel")) != 0 || len(r.srv.Requests("tasks/update")) != 0 {
+		t.Fatal("a viewer's request reached the server")
+	}
+	if got := taskReq(t, r, tokenO, "tasks/cancel", recA); !strings.Contains(got, `"resultType":"complete"`) {
+		t.Fatalf("operator's tasks/cancel by record id: %s", got)
+	}
+	if len(r.srv.Requests("tasks/cancel")) != 1 {
+		t.Fatal("the operator's cancel did not reach the server")
+	}
+	// Prefixes stay unknown to an operator too: the proxy looks up exactly.
+	if got := taskReq(t, r, tokenO, "tasks/get", recA[:10]); !strings.Contains(got, "-32602") {
+		t.Fatalf("operator's tasks/get of a prefix: %s", got)
+	}
+}
+
+// proxy --stdio --agent NAME is that agent's principal: its tasks are its
+// own (an HTTP agent of another name cannot see them, nor it theirs), and
+// an agent whose entry does not list the server is refused at start.
+func TestStdioAgentKeptApart(t *testing.T) {
+	r, _ := twoAgents(t)
+	idA := callAs(t, r, tokenA)
+	opts := r.proxy.opts
+	opts.Agent = "b"
+	asB := &rig{srv: r.srv, eng: r.eng, proxy: New(opts)}
+	t.Cleanup(func() { asB.proxy.Close() })
+	s := startRawStdio(t, asB, context.Background())
+	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":`+quote(idA)+`,"_meta":`+metaJSON("b", true)+`}}`)
+	if a := s.answer(t); a.Error == nil || a.Error.Code != -32602 {
+		t.Fatalf("stdio agent b's tasks/get of a's task: %+v", a)
+	}
+	s.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"seconds":600},"_meta":`+metaJSON("b", true)+`}}`)
+	a := s.answer(t)
+	idB := str(a.Result["taskId"])
+	if idB == "" {
+		t.Fatalf("stdio agent b's call: %+v", a)
+	}
+	if e, err := r.eng.Get(context.Background(), idB); err != nil || e.Task.Owner != "b" {
+		t.Fatalf("stdio agent b's record: %+v %v", e.Task, err)
+	}
+	if got := taskReq(t, r, tokenA, "tasks/get", idB); !strings.Contains(got, "-32602") {
+		t.Fatalf("agent a's tasks/get of stdio b's task: %s", got)
+	}
+	opts.Agent = "c"
+	asC := New(opts)
+	t.Cleanup(func() { asC.Close() })
+	if err := asC.ServeStdio(context.Background(), "demo", strings.NewReader(""), io.Discard); err == nil || !strings.Contains(err.Error(), "may not use server") {
+		t.Fatalf("stdio agent c on demo: %v", err)
+	}
 }
