@@ -34,7 +34,7 @@ const (
 // twoAgents is the demo server behind a proxy with agents a and b (both on
 // demo), c (on "other" only), the viewer v and the operator o (on demo),
 // and a log the test can read.
-func twoAgents(t *testing.T) (*rig, *syncBuffer) {
+func twoAgents(t testing.TB) (*rig, *syncBuffer) {
 	t.Helper()
 	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20e6})
 	logs := &syncBuffer{}
@@ -180,7 +180,7 @@ func TestCredentialsRefusedAtStart(t *testing.T) {
 
 // callAs makes a tasks-agent tools/call of a long sleep as the agent of
 // token and returns the task id it is given.
-func callAs(t *testing.T, r *rig, token string) string {
+func callAs(t testing.TB, r *rig, token string) string {
 	t.Helper()
 	_, a := rpc(t, r.url, "tools/call", `{"name":"sleep","arguments":{"seconds":600},"_meta":`+metaJSON("same-label", true)+`}`, as(token))
 	if a.Error != nil || str(a.Result["resultType"]) != "task" {
@@ -191,7 +191,7 @@ func callAs(t *testing.T, r *rig, token string) string {
 
 // taskReq is a tasks/* request's answer, as raw JSON of its error (or
 // result), for comparing answers byte for byte.
-func taskReq(t *testing.T, r *rig, token, method, id string) string {
+func taskReq(t testing.TB, r *rig, token, method, id string) string {
 	t.Helper()
 	params := `{"taskId":` + quote(id) + `,"inputResponses":{"q":{"action":"accept","content":{}}},"_meta":` + metaJSON("same-label", true) + `}`
 	status, a := rpc(t, r.url, method, params, as(token))

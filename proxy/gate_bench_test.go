@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +68,28 @@ func BenchmarkGate(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(time.Since(start).Nanoseconds())/n, "gate-ns")
+}
+
+// BenchmarkOthersTaskTiming: agent b's tasks/get of agent a's task (its
+// whole id, as if leaked) and of an id that names no record, interleaved:
+// the two answers are the same bytes, and "others/unknown" says how far
+// their times are apart (the first reads and decodes a's record, the
+// second finds no key).
+//
+//	go test -run '^$' -bench OthersTaskTiming -benchtime 3000x ./proxy
+func BenchmarkOthersTaskTiming(b *testing.B) {
+	r, _ := twoAgents(b)
+	idA := callAs(b, r, tokenA)
+	unknown := "06h37dcn9gqtx50j" + handleSep + strings.Repeat("a", 26)
+	var others, none samples
+	for b.Loop() {
+		start := time.Now()
+		taskReq(b, r, tokenB, "tasks/get", idA)
+		others = append(others, time.Since(start))
+		start = time.Now()
+		taskReq(b, r, tokenB, "tasks/get", unknown)
+		none = append(none, time.Since(start))
+	}
+	o, u := others.report(b, "others"), none.report(b, "unknown")
+	b.ReportMetric(float64(o)/float64(u), "others/unknown")
 }
