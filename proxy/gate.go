@@ -66,8 +66,9 @@ func newGate(cfg *config.Config) *gate {
 
 // load reads the agents' tokens (the config's ${VAR}s, from lookup) and
 // the operator's. The same token twice is refused: it would name two
-// principals at once.
+// principals at once. Loading again replaces what an earlier load read.
 func (g *gate) load(cfg *config.Config, operator string, lookup func(string) (string, bool)) error {
+	var creds []credential
 	names := make([]string, 0, len(cfg.Agents))
 	for n := range cfg.Agents {
 		names = append(names, n)
@@ -75,12 +76,12 @@ func (g *gate) load(cfg *config.Config, operator string, lookup func(string) (st
 	slices.Sort(names)
 	add := func(token string, pr principal) error {
 		sum := sha256.Sum256([]byte(token))
-		for _, c := range g.creds {
+		for _, c := range creds {
 			if c.sum == sum {
 				return fmt.Errorf("agents %q and %q have the same token; give every agent its own (`taskdeck agent add NAME` makes one)", c.who.Name, pr.who.Name)
 			}
 		}
-		g.creds = append(g.creds, credential{sum: sum, principal: pr})
+		creds = append(creds, credential{sum: sum, principal: pr})
 		return nil
 	}
 	for _, n := range names {
@@ -101,6 +102,7 @@ func (g *gate) load(cfg *config.Config, operator string, lookup func(string) (st
 			return err
 		}
 	}
+	g.creds = creds
 	return nil
 }
 
