@@ -372,3 +372,32 @@ func TestStdioAgentKeptApart(t *testing.T) {
 		t.Fatalf("stdio agent c on demo: %v", err)
 	}
 }
+
+// The requestState of a call that needs input before its task exists
+// names a's record with a's secret: b cannot continue a's call with it,
+// nor with a's record id alone; a can.
+func TestAgentsRequestStateKeptApart(t *testing.T) {
+	r, _ := twoAgents(t)
+	m := metaJSON("x", true)
+	_, a := rpc(t, r.url, "tools/call", `{"name":"confirm_first","arguments":{},"_meta":`+m+`}`, as(tokenA))
+	state := str(a.Result["requestState"])
+	if str(a.Result["resultType"]) != "input_required" || !strings.Contains(state, handleSep) {
+		t.Fatalf("confirm_first: %+v", a)
+	}
+	recState, _, _ := strings.Cut(state, handleSep)
+	answer := `"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}}`
+	calls := r.srv.Calls("confirm_first")
+	for _, st := range []string{state, recState} {
+		_, b := rpc(t, r.url, "tools/call", `{"name":"confirm_first","arguments":{},"requestState":`+quote(st)+`,`+answer+`,"_meta":`+m+`}`, as(tokenB))
+		if b.Error == nil || !strings.Contains(b.Error.Message, "names no call") {
+			t.Fatalf("b continues a's call with %q: %+v", st, b)
+		}
+	}
+	if r.srv.Calls("confirm_first") != calls {
+		t.Fatal("b's continuation reached the server")
+	}
+	_, a = rpc(t, r.url, "tools/call", `{"name":"confirm_first","arguments":{},"requestState":`+quote(state)+`,`+answer+`,"_meta":`+m+`}`, as(tokenA))
+	if str(a.Result["resultType"]) != "task" {
+		t.Fatalf("a's continuation: %+v", a)
+	}
+}
