@@ -86,6 +86,10 @@ type CallRequest struct {
 	// Repeats is the id of the record this call runs again (a re-run of
 	// a failed, cancelled, unknown or orphaned task); empty for a new call.
 	Repeats string `json:"repeats,omitempty"`
+	// Owner and HandleHash go on the record as they are (see model.Task):
+	// the proxy's principal and the hash of the agent's task id secret.
+	Owner      string `json:"owner,omitempty"`
+	HandleHash string `json:"handleHash,omitempty"`
 }
 
 // CallResult is the outcome of Call or Continue.

@@ -3,10 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,5 +97,66 @@ func copyExecutable(t *testing.T, from, to string) {
 	}
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestProxyRefusesAnotherUser: root's `serve --proxy` on loopback; uid
+// nobody points its own taskdeck at the proxy's endpoint (it has no
+// agent's token): the call is refused (401 Unauthorized), nothing reaches the
+// server, and no record is made in root's store.
+func TestProxyRefusesAnotherUser(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run taskdeck as another user (uid 65534)")
+	}
+	const nobody = 65534
+	top, err := os.MkdirTemp("", "tdproxyother-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	os.Chmod(top, 0o755)
+	bin := filepath.Join(top, "taskdeck")
+	copyExecutable(t, tdBin, bin)
+	home := filepath.Join(top, "home")
+	if err := os.Mkdir(home, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(home, 0o777)
+
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}},"agents":{"ci":{"token":"${CI_TOKEN}","servers":["build"]}}}`, srv.url))
+	d.env = append(d.env, "CI_TOKEN=ci-agent-token-0123456789abcdef")
+	owner := d.start("serve", "--proxy", "127.0.0.1:0")
+	addr := regexp.MustCompile(`agents reach server NAME at (http://127\.0\.0\.1:\d+)/mcp/NAME`)
+	clitest.WaitFor(t, "the proxy's address", func() bool { return addr.MatchString(owner.Stderr.String()) || owner.exited() })
+	m := addr.FindStringSubmatch(owner.Stderr.String())
+	if m == nil {
+		t.Fatalf("serve --proxy printed no address (exit %d): %s", owner.Code, owner.Stderr)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), clitest.CmdTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--data-dir", filepath.Join(home, "data"), "call", "--url", m[1]+"/mcp/build", "sleep", "--args", `{"seconds":1}`)
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Run()
+	r := clitest.Result{Args: cmd.Args, Stdout: stdout.String(), Stderr: stderr.String(), Code: cmd.ProcessState.ExitCode()}
+	if r.Code != exitUnreachable {
+		t.Fatalf("nobody's call through root's proxy: want exit %d\n%s", exitUnreachable, r)
+	}
+	clitest.OneErrorLine(t, r, "Unauthorized")
+	if st := srv.stats(t); len(st.ToolCalls) != 0 || st.TasksCreated != 0 {
+		t.Fatalf("the server saw calls %v, %d tasks", st.ToolCalls, st.TasksCreated)
+	}
+	t.Logf("as nobody: exit %d, %s", r.Code, strings.TrimSpace(r.Stderr))
+	if n := len(d.ls()); n != 0 {
+		t.Fatalf("root's store holds %d records after nobody's call", n)
+	}
+	if owner.exited() {
+		t.Fatalf("serve ended: %s", owner.Stderr.String())
 	}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"regexp"
 	"strings"
@@ -23,7 +24,9 @@ func TestHeldAgentAnsweredFromAnotherShell(t *testing.T) {
 	t.Parallel()
 	srv := startDemo(t, "127.0.0.1:0")
 	d := newDeck(t)
-	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}}}`, srv.url))
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}},"agents":{"e2e":{"token":"${E2E_AGENT_TOKEN}","servers":["build"]}}}`, srv.url))
+	const token = "e2e-agent-token-0123456789abcdef"
+	d.env = append(d.env, "E2E_AGENT_TOKEN="+token)
 	owner := d.start("serve", "--proxy", "127.0.0.1:0")
 	addr := regexp.MustCompile(`agents reach server NAME at (http://127\.0\.0\.1:\d+)/mcp/NAME`)
 	clitest.WaitFor(t, "the proxy's address", func() bool { return addr.MatchString(owner.Stderr.String()) || owner.exited() })
@@ -35,7 +38,7 @@ func TestHeldAgentAnsweredFromAnotherShell(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m[1] + "/mcp/build", MaxRetries: -1}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m[1] + "/mcp/build", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +99,15 @@ func TestHeldAgentAnsweredFromAnotherShell(t *testing.T) {
 	if agent := string(rec.raw["agent"]); agent != `"e2e-agent"` {
 		t.Fatalf("get --json names agent %s, want \"e2e-agent\"", agent)
 	}
+}
+
+// bearer is a transport that sends an agent's token.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // TestStdioProxyWatchesOpenTasks: `taskdeck proxy --stdio` that owns the

@@ -161,6 +161,7 @@ func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResul
 	}
 	out, err := e.tracker.Start(ctx, CallRequest{
 		Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key, Answers: req.Answers, Agent: req.Agent, Repeats: req.Repeats,
+		Owner: req.Owner, HandleHash: req.HandleHash,
 	})
 	return e.called(out, err)
 }
@@ -302,14 +303,22 @@ func (e *Engine) Get(ctx context.Context, id string) (deck.Entry, error) {
 }
 
 // resolve finds a record by id, unique id prefix, or unique id suffix
-// (the dashboard's ID column: ids made in one minute share their start).
+// (the dashboard's ID column: ids made in one minute share their start);
+// a whole id only by itself, without a scan.
 func (e *Engine) resolve(id string) (*model.Task, error) {
 	if id == "" {
 		return nil, deck.Errorf(deck.KindUsage, "no task id given; `taskdeck ls` lists them")
 	}
+	// The task id an agent was given is the record's id and a secret
+	// (proxy.agentID); its owner may name the record by it.
+	id, _, _ = strings.Cut(id, ".")
 	rec, err := e.store.Get(id)
 	if !errors.Is(err, store.ErrNotFound) {
 		return rec, classify(err, "")
+	}
+	if len(id) >= model.IDLen {
+		// A whole id is no part of another: no scan for one that is not there.
+		return nil, deck.Errorf(deck.KindNotFound, "no task %q; `taskdeck ls` lists them", id)
 	}
 	all, err := e.store.All()
 	if err != nil {

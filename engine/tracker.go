@@ -113,6 +113,8 @@ type CallRequest struct {
 	Answers map[string]json.RawMessage
 	Agent   string // who made the call, kept on the record
 	Repeats string // the id of the record this call runs again, kept on the record
+	// Owner and HandleHash are kept on the record (see model.Task).
+	Owner, HandleHash string
 }
 
 // CallOutcome is what Start or Continue came to.
@@ -163,7 +165,7 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 		return CallOutcome{}, err // nothing was sent, nothing is written
 	}
 	rec := model.NewIntent(req.Server, req.Tool, args, req.Key, t.now())
-	rec.Agent, rec.Repeats = req.Agent, req.Repeats
+	rec.Agent, rec.Repeats, rec.Owner, rec.HandleHash = req.Agent, req.Repeats, req.Owner, req.HandleHash
 	if rec.Engine, err = t.intentMaker(); err != nil {
 		return CallOutcome{}, err // nothing was sent, nothing is written
 	}

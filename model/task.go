@@ -99,6 +99,14 @@ type Task struct {
 	// Agent names who made the call (an agent behind the proxy); empty
 	// for taskdeck's own frontends.
 	Agent string `json:"agent,omitempty"`
+	// Owner is the principal whose task this is when an agent made it
+	// through the proxy (named by its credential): other agents cannot
+	// see it. Empty for the local user's own calls.
+	Owner string `json:"owner,omitempty"`
+	// HandleHash is the sha256 (hex) of the secret part of the task id
+	// the agent was given: the proxy finds the record by its id and takes
+	// the id only with the secret. The secret itself is not kept.
+	HandleHash string `json:"handleHash,omitempty"`
 	// Engine names the engine that made the intent on a shared database
 	// (empty on Badger, the sole owner's): another engine orphans the
 	// intent at once when its maker is no longer alive there.
@@ -210,6 +218,18 @@ func NewIntent(server ServerRef, tool string, args json.RawMessage, key string, 
 	}
 	t.History = []Transition{{At: now, To: StatusCalling}}
 	return t
+}
+
+// IDLen is the length of every id NewID makes.
+const IDLen = 16
+
+// ValidID tells a string that has the shape of a whole id.
+func ValidID(s string) bool {
+	if len(s) != IDLen {
+		return false
+	}
+	_, err := idEncoding.DecodeString(s)
+	return err == nil
 }
 
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)

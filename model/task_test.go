@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -346,6 +347,19 @@ func TestRerunnable(t *testing.T) {
 	for _, st := range AllStatuses {
 		if got := (&Task{Status: st}).Rerunnable(); got != want[st] {
 			t.Errorf("%s: Rerunnable %v, want %v", st, got, want[st])
+		}
+	}
+}
+
+// Every id NewID makes is IDLen long and ValidID; no other shape is.
+func TestValidID(t *testing.T) {
+	id := NewID(time.Now())
+	if len(id) != IDLen || !ValidID(id) {
+		t.Fatalf("NewID made %q", id)
+	}
+	for _, bad := range []string{"", id[:IDLen-1], id + "0", "06h36f", strings.ToUpper(id), id[:IDLen-1] + "!"} {
+		if ValidID(bad) {
+			t.Errorf("ValidID(%q)", bad)
 		}
 	}
 }

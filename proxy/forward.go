@@ -17,16 +17,16 @@ import (
 )
 
 // relayed are the agent's headers that go on to the server: the
-// transport's own and trace context. The agent's credentials
-// (Authorization, Cookie) go only when the server's config says so; the
-// config's headers are added by the upstream's client.
+// transport's own and trace context. The agent's cookies go only when the
+// server's config says so; its Authorization is its token at the proxy
+// and never goes. The config's headers are added by the upstream's client.
 func relayed(from http.Header, credentials bool) http.Header {
 	h := http.Header{}
 	for k, vs := range from {
 		ck := http.CanonicalHeaderKey(k)
 		switch {
 		case strings.HasPrefix(ck, "Mcp-"), ck == "Accept", ck == "Content-Type", ck == "Traceparent", ck == "Tracestate", ck == "Baggage":
-		case credentials && (ck == "Authorization" || ck == "Cookie"):
+		case credentials && ck == "Cookie":
 		default:
 			continue
 		}

@@ -141,9 +141,11 @@ func TestTasksGetLatePollAnswersFromRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := New(Options{Deck: remote, Config: cfg, PollWait: 200 * time.Millisecond})
+	popts := Options{Deck: remote, Config: cfg, PollWait: 200 * time.Millisecond}
+	withTestAgent(cfg, &popts)
+	p := New(popts)
 	t.Cleanup(func() { p.Close() })
-	ts := httptest.NewServer(p.Handler())
+	ts := httptest.NewServer(handler(t, p))
 	t.Cleanup(ts.Close)
 	viaSocket := &rig{srv: srv, eng: r.eng, url: ts.URL + "/mcp/demo"}
 

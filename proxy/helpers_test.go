@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -60,6 +61,7 @@ func startFront(t testing.TB, config string, popts Options, tune ...func(*engine
 	if err != nil {
 		t.Fatal(err)
 	}
+	withTestAgent(cfg, &popts)
 	eopts := engine.Options{DataDir: t.TempDir(), Config: cfg, Policy: fastPolicy, RequestTimeout: 5 * time.Second}
 	for _, f := range tune {
 		f(&eopts)
@@ -80,7 +82,7 @@ func startFront(t testing.TB, config string, popts Options, tune ...func(*engine
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &httptest.Server{Listener: l, Config: &http.Server{Handler: p.Handler()}}
+	ts := &httptest.Server{Listener: l, Config: &http.Server{Handler: handler(t, p)}}
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return &rig{eng: eng, proxy: p, url: ts.URL + "/mcp/demo", base: ts.URL}
@@ -90,7 +92,7 @@ func startFront(t testing.TB, config string, popts Options, tune ...func(*engine
 func goClient(t testing.TB, url, name string) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(testToken)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,4 +138,47 @@ func mustList(t testing.TB, r *rig) []deck.Entry {
 		t.Fatal(err)
 	}
 	return list
+}
+
+// testToken is the token of the agent "test" that startFront configures
+// (when the config names no agents) for every server.
+const testToken = "test-agent-token-0123456789abcdef"
+
+// withTestAgent adds the agent "test" to a config without agents, its
+// token in a ${VAR} the proxy's lookup knows (other variables: the
+// environment's).
+func withTestAgent(cfg *mcpconfig.Config, popts *Options) {
+	if len(cfg.Agents) == 0 {
+		cfg.Agents = map[string]mcpconfig.AgentConfig{"test": {Name: "test", Token: "${TASKDECK_TEST_TOKEN}", Role: model.RoleAgent, Servers: cfg.Names()}}
+	}
+	lookup := popts.Lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	popts.Lookup = func(k string) (string, bool) {
+		if k == "TASKDECK_TEST_TOKEN" {
+			return testToken, true
+		}
+		return lookup(k)
+	}
+}
+
+// handler is the proxy's HTTP handler, failing the test if it has none.
+func handler(t testing.TB, p *Proxy) http.Handler {
+	t.Helper()
+	h, err := p.Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// bearer is a transport that sends a token, as an agent configured with
+// the proxy's "headers" does.
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
 }

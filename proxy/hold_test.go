@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -217,7 +218,7 @@ func TestHoldProgress(t *testing.T) {
 		var cs *mcp.ClientSession
 		if via == "http" {
 			var err error
-			if cs, err = c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.url, MaxRetries: -1}, nil); err != nil {
+			if cs, err = c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.url, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(testToken)}}, nil); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { cs.Close() })

@@ -8,11 +8,14 @@ package proxy
 
 import (
 	"cmp"
-	"crypto/subtle"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,9 +43,15 @@ type Options struct {
 	// extension) is kept open; then the agent gets a tool error naming the
 	// record, which goes on.
 	HoldLimit time.Duration
-	// Token, when set, must come with every HTTP request as
-	// "Authorization: Bearer <Token>". It is required off loopback.
+	// Token, when set, is the operator's credential: sent as
+	// "Authorization: Bearer <Token>", it may use every server and every
+	// task. Agents have theirs in the config's "agents"; over HTTP every
+	// request needs one or the other, on every address.
 	Token string
+	// Agent names the agent principal ServeStdio serves (it runs as the
+	// local user); its "agents" entry, if any, gives its role and servers.
+	// Empty: the local user's name.
+	Agent string
 	// MaxBody bounds an agent's request body, in bytes.
 	MaxBody int64
 	// PollWait bounds a tasks/get's wait for a poll it asked for.
@@ -56,6 +65,7 @@ type Proxy struct {
 	opts Options
 	log  *slog.Logger
 	hub  *hub
+	gate *gate
 
 	mu     sync.Mutex
 	ups    map[string]*mcpclient.Upstream // by server name, made on first use
@@ -68,10 +78,13 @@ func New(opts Options) *Proxy {
 	opts.HoldLimit = cmp.Or(opts.HoldLimit, DefaultHoldLimit)
 	opts.MaxBody = cmp.Or(opts.MaxBody, DefaultMaxBody)
 	opts.PollWait = cmp.Or(opts.PollWait, DefaultPollWait)
+	if opts.Lookup == nil {
+		opts.Lookup = os.LookupEnv
+	}
 	if opts.Config == nil {
 		opts.Config = &config.Config{}
 	}
-	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger),
+	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger), gate: newGate(opts.Config),
 		ups: map[string]*mcpclient.Upstream{}, htools: map[string]*headerTools{}}
 }
 
@@ -118,7 +131,7 @@ func (p *Proxy) headerTools(server string) *headerTools {
 }
 
 // CheckListen refuses, with a one-line error, an address the proxy must
-// not listen on: anything but loopback needs a token.
+// not listen on: anything but loopback needs the operator's token.
 func CheckListen(addr, token string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -154,30 +167,45 @@ func Listen(addr, token string) (net.Listener, error) {
 	return l, nil
 }
 
-// Handler serves /mcp/<name> for every configured server.
-func (p *Proxy) Handler() http.Handler {
+// Handler serves /mcp/<name> for every configured server. Every request
+// passes the gate first: nothing a web page sends reaches a server, and
+// only a request with an agent's token (or the operator's) is read. It
+// reads the agents' tokens from the environment: an unset or shared one
+// is an error, as is having none at all.
+func (p *Proxy) Handler() (http.Handler, error) {
+	if err := p.gate.load(p.opts.Config, p.opts.Token, p.opts.Lookup); err != nil {
+		return nil, err
+	}
+	if p.gate.empty() {
+		return nil, errors.New(`the proxy would admit nobody: add an agent under "agents" in the config (` + "`taskdeck agent add NAME`" + ` prints one), or give the operator's token ($` + "TASKDECK_PROXY_TOKEN" + `)`)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp/{name}", p.serveHTTP)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, nil, codeInvalidRequest,
-			fmt.Sprintf("no MCP endpoint at %s; the proxy serves /mcp/<server> for the servers: %s", r.URL.Path, p.names()))
+			fmt.Sprintf("no MCP endpoint at %s; the proxy serves /mcp/<server> for the servers: %s", r.URL.Path, p.names(principalOf(r.Context()))))
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pr, ok := p.admit(w, r)
+		if !ok {
+			return
+		}
+		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, pr)))
+	}), nil
 }
 
-func (p *Proxy) names() string {
-	names := p.opts.Config.Names()
+// names lists the servers pr may use.
+func (p *Proxy) names(pr principal) string {
+	names := slices.DeleteFunc(p.opts.Config.Names(), func(n string) bool { return !pr.may(n) })
 	if len(names) == 0 {
-		return "none configured"
+		return "none for this agent"
 	}
 	return strings.Join(names, ", ")
 }
 
-// authorized checks the proxy's token, if it has one.
-func (p *Proxy) authorized(r *http.Request) bool {
-	if p.opts.Token == "" {
-		return true
-	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(p.opts.Token)) == 1
+type principalKey struct{}
+
+func principalOf(ctx context.Context) principal {
+	pr, _ := ctx.Value(principalKey{}).(principal)
+	return pr
 }

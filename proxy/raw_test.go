@@ -51,8 +51,15 @@ func post(t testing.TB, url, body, method string, hdr map[string]string) (int, a
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+		}
 		req.Header.Set(k, v)
+		if v == "" {
+			req.Header.Del(k) // "": the request goes without it
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -255,14 +262,15 @@ func TestUpstreamDown(t *testing.T) {
 	}
 }
 
-// The config's headers go to the server; the agent's own credentials do
-// not, unless the config says forwardAgentCredentials.
+// The config's headers go to the server; the agent's cookies do not,
+// unless the config says forwardAgentCredentials; its Authorization (its
+// token at the proxy) never does.
 func TestCredentials(t *testing.T) {
 	for _, forward := range []bool{false, true} {
 		srv := hostile.Start(t, demo.Options{Speed: 0.05})
 		r := startRigWith(t, srv, fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q,"headers":{"X-Api-Key":"${PROXY_TEST_KEY}"},"forwardAgentCredentials":%v}}}`, srv.URL, forward),
 			Options{Lookup: func(k string) (string, bool) { return "k-123", k == "PROXY_TEST_KEY" }})
-		rpc(t, r.url, "tools/list", `{"_meta":`+metaJSON("a", false)+`}`, map[string]string{"Authorization": "Bearer agent-secret", "Cookie": "s=1"})
+		rpc(t, r.url, "tools/list", `{"_meta":`+metaJSON("a", false)+`}`, map[string]string{"Cookie": "s=1"})
 		seen := srv.Requests("tools/list")
 		if len(seen) != 1 {
 			t.Fatalf("tools/list reached the server %d times", len(seen))
@@ -271,16 +279,20 @@ func TestCredentials(t *testing.T) {
 		if h.Get("X-Api-Key") != "k-123" {
 			t.Fatalf("the config's header did not reach the server: %q", h.Get("X-Api-Key"))
 		}
-		if got := h.Get("Authorization") != "" || h.Get("Cookie") != ""; got != forward {
-			t.Fatalf("forwardAgentCredentials=%v: the server saw Authorization %q, Cookie %q", forward, h.Get("Authorization"), h.Get("Cookie"))
+		if got := h.Get("Cookie") != ""; got != forward {
+			t.Fatalf("forwardAgentCredentials=%v: the server saw Cookie %q", forward, h.Get("Cookie"))
+		}
+		// The agent's Authorization is its token at the proxy: never relayed.
+		if a := h.Get("Authorization"); a != "" {
+			t.Fatalf("forwardAgentCredentials=%v: the agent's proxy token reached the server: %q", forward, a)
 		}
 	}
 }
 
-// A token, when set, is required.
+// The operator's token is a credential beside the agents'; none is 401.
 func TestToken(t *testing.T) {
 	r := startRig(t, demo.Options{}, Options{Token: "t0k"})
-	if status, a := rpc(t, r.url, "tools/list", `{"_meta":`+metaJSON("a", false)+`}`, nil); status != 401 || a.Error == nil {
+	if status, a := rpc(t, r.url, "tools/list", `{"_meta":`+metaJSON("a", false)+`}`, map[string]string{"Authorization": ""}); status != 401 || a.Error == nil {
 		t.Fatalf("no token: HTTP %d %+v", status, a.Error)
 	}
 	if status, a := rpc(t, r.url, "tools/list", `{"_meta":`+metaJSON("a", false)+`}`, map[string]string{"Authorization": "Bearer t0k"}); status != 200 || a.Error != nil {
@@ -324,6 +336,7 @@ func TestUpstreamAnswerBounded(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, r.url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":`+metaJSON("a", false)+`}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,16 @@ type request struct {
 
 func (r *request) notification() bool { return len(r.ID) == 0 }
 
+// label is the agent's self-reported clientInfo name in the request's
+// _meta, if any: shown beside its principal, never trusted.
+func (r *request) label() string {
+	var p struct {
+		Meta map[string]any `json:"_meta"`
+	}
+	_ = json.Unmarshal(r.Params, &p)
+	return metaOf(p.Meta).Agent
+}
+
 // rpcError is a JSON-RPC error object.
 type rpcError struct {
 	Code    int64           `json:"code"`
@@ -112,13 +122,12 @@ func metaOf(raw map[string]any) meta {
 
 func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	pr := principalOf(r.Context())
 	cfg, ok := p.server(name)
 	switch {
-	case !p.authorized(r):
-		writeHTTPError(w, http.StatusUnauthorized, nil, codeInvalidRequest, "the proxy needs its token: send Authorization: Bearer <token>")
-		return
-	case !ok:
-		writeHTTPError(w, http.StatusNotFound, nil, codeInvalidRequest, "no server "+quote(name)+" at this proxy; the servers are: "+p.names())
+	case !ok || !pr.may(name):
+		// A server this agent may not use is one it cannot tell from none.
+		writeHTTPError(w, http.StatusNotFound, nil, codeInvalidRequest, "no server "+quote(name)+" at this proxy; the servers are: "+p.names(pr))
 		return
 	case r.Method != http.MethodPost:
 		w.Header().Set("Allow", http.MethodPost)
@@ -139,10 +148,10 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeHTTP(w, http.StatusBadRequest, bad)
 		return
 	}
-	ep := &endpoint{p: p, cfg: cfg}
+	ep := &endpoint{p: p, cfg: cfg, who: pr}
 	if ep.local(req.Method) {
 		sse := &sseWriter{w: w}
-		ctx := withAgentHeaders(r.Context(), r.Header)
+		ctx := withAgentHeaders(acting(r.Context(), pr, req.label()), r.Header)
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			ctx = withNotifier(ctx, sse.notify)
 		}
@@ -181,6 +190,8 @@ func (ep *endpoint) local(method string) bool {
 // server/discover goes on with.
 func (ep *endpoint) handle(ctx context.Context, req *request, h http.Header) *response {
 	switch {
+	case !ep.who.who.CanChange() && (req.Method == "tools/call" || req.Method == wire.MethodUpdate || req.Method == wire.MethodCancel):
+		return fail(req.ID, codeInvalidRequest, "taskdeck proxy: "+quote(ep.who.who.Name)+" is a viewer: it may read tasks, not "+req.Method)
 	case req.Method == "tools/call":
 		return ep.call(ctx, req)
 	case req.Method == "server/discover" && ep.viaDeck():

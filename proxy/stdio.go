@@ -18,11 +18,15 @@ import (
 // is an io.Closer, to stop the read): the requests in flight are ended
 // (their tasks go on in the engine) and have answered.
 func (p *Proxy) ServeStdio(ctx context.Context, name string, in io.Reader, out io.Writer) error {
+	pr := p.stdioPrincipal()
 	cfg, ok := p.server(name)
 	if !ok {
-		return fmt.Errorf("no server %s in the config; the servers are: %s", quote(name), p.names())
+		return fmt.Errorf("no server %s in the config; the servers are: %s", quote(name), p.names(principal{all: true}))
 	}
-	ep := &endpoint{p: p, cfg: cfg}
+	if !pr.may(name) {
+		return fmt.Errorf("agent %s may not use server %s (its servers: %s); add it to the agent's \"servers\" in the config", quote(pr.who.Name), quote(name), p.names(pr))
+	}
+	ep := &endpoint{p: p, cfg: cfg, who: pr}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if c, ok := in.(io.Closer); ok {
@@ -99,7 +103,7 @@ read:
 				imu.Unlock()
 				stop()
 			}()
-			for _, m := range ep.serveOne(withNotifier(rctx, write), req, l.b) {
+			for _, m := range ep.serveOne(withNotifier(acting(rctx, pr, req.label()), write), req, l.b) {
 				write(m)
 			}
 		}()

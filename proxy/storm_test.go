@@ -57,8 +57,14 @@ func runChild(dir, config string) error {
 	if err != nil {
 		return err
 	}
+	opts := Options{Deck: eng, Config: cfg}
+	withTestAgent(cfg, &opts)
+	h, err := New(opts).Handler()
+	if err != nil {
+		return err
+	}
 	fmt.Println(l.Addr().String())
-	return http.Serve(l, New(Options{Deck: eng, Config: cfg}).Handler())
+	return http.Serve(l, h)
 }
 
 // startChild runs a proxy process over dir and returns its endpoint.
@@ -90,6 +96,7 @@ func startChild(t *testing.T, dir, config string) (*exec.Cmd, string) {
 func callTask(url, meta string) string {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"seconds":600},"_meta":` + meta + `}}`
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testToken)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)

@@ -2,6 +2,10 @@ package proxy
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +22,7 @@ import (
 type endpoint struct {
 	p   *Proxy
 	cfg config.ServerConfig
+	who principal // who is asking
 }
 
 func (ep *endpoint) ref() model.ServerRef { return model.ServerRef{Name: ep.cfg.Name} }
@@ -54,21 +59,26 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	m := metaOf(cp.Meta)
 	var res deck.CallResult
 	var err error
+	secret, hash := newHandle()
 	if id, ok := strings.CutPrefix(cp.RequestState, statePrefix); ok {
-		if _, gerr := ep.record(ctx, id); gerr != nil {
+		e, gerr := ep.record(ctx, id)
+		if gerr != nil {
 			return fail(req.ID, codeInvalidParams, "the requestState names no call of this server; call the tool again without it")
 		}
-		res, err = ep.p.opts.Deck.Continue(ctx, id, cp.InputResponses)
+		_, secret, _ = strings.Cut(id, handleSep)
+		res, err = ep.p.opts.Deck.Continue(ctx, e.Task.ID, cp.InputResponses)
 	} else {
 		res, err = ep.p.opts.Deck.Call(ctx, deck.CallRequest{
 			Server: ep.ref(), Tool: cp.Name, Args: cp.Arguments, Answers: cp.InputResponses, Agent: m.Agent,
+			Owner: ep.who.who.Name, HandleHash: hash,
 		})
 	}
 	if err != nil {
 		return callError(req.ID, res.Task, err)
 	}
 	rec := res.Task
-	ep.p.log.Info("proxy: call", "server", ep.cfg.Name, "tool", cp.Name, "agent", m.Agent, "id", rec.ID, "status", rec.Status, "held", !m.Tasks)
+	tid := agentID(rec, secret)
+	ep.p.log.Info("proxy: call", "server", ep.cfg.Name, "tool", cp.Name, "principal", ep.who.who.Name, "agent", m.Agent, "id", rec.ID, "status", rec.Status, "held", !m.Tasks)
 	if !m.Tasks {
 		return ep.hold(ctx, req.ID, rec, m.Raw["progressToken"])
 	}
@@ -77,14 +87,14 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 		return reply(req.ID, map[string]any{
 			"resultType":    wire.ResultTypeInputRequired,
 			"inputRequests": pending(rec),
-			"requestState":  statePrefix + rec.ID,
+			"requestState":  statePrefix + tid,
 		})
 	case rec.TaskID == "" && rec.Status == model.StatusCompleted:
 		return reply(req.ID, complete(rec.Result))
 	case rec.TaskID == "":
 		return recordEnded(req.ID, rec)
 	}
-	t := taskOf(rec)
+	t := taskOf(rec, tid)
 	return reply(req.ID, wire.CreateTaskResult{ResultType: wire.ResultTypeTask, Task: t.Task})
 }
 
@@ -247,15 +257,61 @@ func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) 
 	}
 }
 
-// record reads a record of this endpoint's server: task ids of another
-// server are unknown here.
+// handleSep joins a record's id and the secret in an agent's task id.
+const handleSep = "."
+
+// newHandle is a fresh secret for an agent's task id (128 random bits)
+// and the hash of it the record keeps.
+func newHandle() (secret, hash string) {
+	secret = strings.ToLower(rand.Text())
+	return secret, hashHandle(secret)
+}
+
+func hashHandle(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// agentID is the task id an agent is given: the record's id, which finds
+// the record at once, and the secret, without which the id names nothing.
+func agentID(rec *model.Task, secret string) string {
+	if secret == "" {
+		return rec.ID // an operator that named the record by its id
+	}
+	return rec.ID + handleSep + secret
+}
+
+// errNoTask is every task an agent may not see, and every task that does
+// not exist: the two answer alike.
+var errNoTask = deck.Errorf(deck.KindNotFound, "no such task")
+
+// record reads the record an agent's task id names, exactly (no prefix,
+// no scan): of this endpoint's server, with the id's secret, and, for an
+// agent, its own. An operator or a viewer may name any task of the
+// server, by its record id too. Anything else is errNoTask.
 func (ep *endpoint) record(ctx context.Context, id string) (deck.Entry, error) {
-	e, err := ep.p.opts.Deck.Get(ctx, id)
+	recID, secret, _ := strings.Cut(id, handleSep)
+	all := ep.who.seesAll()
+	if !model.ValidID(recID) || (secret == "" && !all) {
+		return deck.Entry{}, errNoTask
+	}
+	e, err := ep.p.opts.Deck.Get(ctx, recID)
+	if deck.KindOf(err) == deck.KindNotFound {
+		return deck.Entry{}, errNoTask
+	}
 	if err != nil {
 		return e, err
 	}
-	if e.Task.ID != id || e.Task.Server.Name != ep.cfg.Name {
-		return e, deck.Errorf(deck.KindNotFound, "no task %q here", id)
+	t := e.Task
+	ok := t.ID == recID && t.Server.Name == ep.cfg.Name
+	if secret != "" {
+		ok = subtle.ConstantTimeCompare([]byte(hashHandle(secret)), []byte(t.HandleHash)) == 1 && ok
+	}
+	if !all {
+		ok = ok && t.Owner == ep.who.who.Name
+	}
+	if !ok {
+		return deck.Entry{}, errNoTask
 	}
 	return e, nil
 }
@@ -300,7 +356,7 @@ func (ep *endpoint) task(ctx context.Context, req *request) *response {
 	if err != nil {
 		return taskError(req.ID, err)
 	}
-	return reply(req.ID, wire.GetTaskResult{ResultType: wire.ResultTypeComplete, DetailedTask: taskOf(rec)})
+	return reply(req.ID, wire.GetTaskResult{ResultType: wire.ResultTypeComplete, DetailedTask: taskOf(rec, tp.TaskID)})
 }
 
 // defaultPollInterval paces tasks/get for a server that gives no
@@ -350,15 +406,15 @@ func taskError(id json.RawMessage, err error) *response {
 	return fail(id, codeInternal, "taskdeck: "+err.Error())
 }
 
-// taskOf is a record as the agent sees it: its taskId is taskdeck's id of
-// the record (unique across servers), the rest is the server's task.
-func taskOf(rec *model.Task) wire.DetailedTask {
+// taskOf is a record as the agent sees it: its taskId is the id the agent
+// was given (see agentID), the rest is the server's task.
+func taskOf(rec *model.Task, id string) wire.DetailedTask {
 	created := rec.ServerCreatedAt
 	if created.IsZero() {
 		created = rec.CreatedAt
 	}
 	t := wire.DetailedTask{Task: wire.Task{
-		TaskID:        rec.ID,
+		TaskID:        id,
 		Status:        string(rec.Status),
 		StatusMessage: rec.StatusMessage,
 		CreatedAt:     wire.NowString(created),

@@ -86,6 +86,7 @@ func startAgent(t *testing.T, dir string, args ...string) (*exec.Cmd, *bufio.Sca
 	t.Helper()
 	cmd := exec.Command("node", append([]string{"agent.mjs"}, args...)...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "TASKDECK_AGENT_TOKEN="+testToken)
 	cmd.Stderr = &testWriter{t}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -147,7 +148,9 @@ func TestTypeScriptClientTaskFlows(t *testing.T) {
 			inputs[l.Tool] = append(inputs[l.Tool], l.Input)
 		case l.Tool != "":
 			calls = append(calls, l)
-			byTask[l.TaskID] = l
+			// The agent's task id is the record's id and a secret.
+			rid, _, _ := strings.Cut(l.TaskID, handleSep)
+			byTask[rid] = l
 		}
 	}
 	if err := cmd.Wait(); err != nil {
@@ -200,8 +203,8 @@ func TestTypeScriptClientTaskFlows(t *testing.T) {
 	}
 	for _, e := range list {
 		rec := e.Task
-		if rec.Agent != "ts-agent" {
-			t.Errorf("record %s (%s) names agent %q", rec.ID, rec.Tool, rec.Agent)
+		if rec.Agent != "ts-agent" || rec.Owner != "test" {
+			t.Errorf("record %s (%s) names agent %q, owner %q", rec.ID, rec.Tool, rec.Agent, rec.Owner)
 		}
 		if rec.Tool == "echo" {
 			continue

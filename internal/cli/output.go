@@ -26,6 +26,7 @@ type taskJSON struct {
 	Arguments       json.RawMessage               `json:"arguments,omitempty"`
 	Key             string                        `json:"key,omitempty"`
 	Agent           string                        `json:"agent,omitempty"`   // the MCP agent that made the call through the proxy
+	Owner           string                        `json:"owner,omitempty"`   // the agent principal (by its credential) whose task it is
 	Repeats         string                        `json:"repeats,omitempty"` // the task a re-run repeats
 	Status          model.Status                  `json:"status"`
 	StatusMessage   string                        `json:"statusMessage,omitempty"`
@@ -54,7 +55,7 @@ type taskJSON struct {
 func toJSON(t *model.Task) taskJSON {
 	return taskJSON{
 		ID: t.ID, TaskID: t.TaskID, Server: t.Server.String(), Tool: t.Tool, Arguments: t.Arguments,
-		Key: t.IdempotencyKey, Agent: t.Agent, Repeats: t.Repeats, Status: t.Status, StatusMessage: t.StatusMessage,
+		Key: t.IdempotencyKey, Agent: t.Agent, Owner: t.Owner, Repeats: t.Repeats, Status: t.Status, StatusMessage: t.StatusMessage,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, InputRequests: t.InputRequests,
 		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,
 		LocalError: t.LocalError, CancelRequested: t.CancelRequested, History: t.History,

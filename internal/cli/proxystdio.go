@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/proxy"
 )
 
@@ -13,6 +15,8 @@ type ProxyOptions struct {
 	f      *Factory
 	ctx    context.Context
 	Server string
+	// Agent names the agent principal the proxy serves.
+	Agent string
 }
 
 func newCmdProxy(f *Factory, runF func(*ProxyOptions) error) *cobra.Command {
@@ -39,6 +43,12 @@ the task ends. It works through the owner of the store when one runs.`,
 			if _, err := cfg.Server(stdio); err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
+			if a, ok := cfg.Agents[opts.Agent]; ok && !slices.Contains(a.Servers, stdio) {
+				return usageErr("agent %q may not use server %q: add it to the agent's \"servers\" in the config", opts.Agent, stdio)
+			}
+			if opts.Agent != "" && !mcpconfig.ValidAgentName(opts.Agent) {
+				return usageErr("--agent %q: an agent name is letters, digits, - and _", opts.Agent)
+			}
 			opts.Server = stdio
 			if runF != nil {
 				return runF(opts)
@@ -47,6 +57,7 @@ the task ends. It works through the owner of the store when one runs.`,
 		},
 	}
 	cmd.Flags().StringVar(&stdio, "stdio", "", "the configured server NAME the agent reaches")
+	cmd.Flags().StringVar(&opts.Agent, "agent", "", "the agent's name: its tasks are its own, and its \"agents\" entry, if any, says which servers it may use (default: your user name)")
 	cmd.RegisterFlagCompletionFunc("stdio", f.completeServers)
 	return cmd
 }
@@ -61,7 +72,7 @@ func proxyRun(opts *ProxyOptions) error {
 	if err != nil {
 		return err
 	}
-	p := proxy.New(proxy.Options{Deck: dk, Config: f.cfg, Logger: f.logger.With("component", "proxy")})
+	p := proxy.New(proxy.Options{Deck: dk, Config: f.cfg, Logger: f.logger.With("component", "proxy"), Agent: opts.Agent})
 	defer p.Close()
 	err = p.ServeStdio(opts.ctx, opts.Server, os.Stdin, os.Stdout)
 	if opts.ctx.Err() != nil {

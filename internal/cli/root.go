@@ -171,6 +171,7 @@ crashes, restarts and servers that ask for input.
 		newCmdTools(f, nil),
 		newCmdServe(f, nil),
 		newCmdProxy(f, nil),
+		newCmdAgent(f, nil),
 	)
 	strictCompletion(root)
 	usageArgs(root)

@@ -20,8 +20,9 @@ import (
 type ServeOptions struct {
 	f   *Factory
 	ctx context.Context
-	// ProxyAddr, when set, is where agents reach the proxy; Token is what
-	// they must send (required off loopback).
+	// ProxyAddr, when set, is where agents reach the proxy (each with its
+	// token from the config's "agents"); Token is the operator's
+	// credential there (required off loopback).
 	ProxyAddr, Token string
 }
 
@@ -46,7 +47,9 @@ owns the store for its own lifetime and the next one takes over after it.
 
 With --proxy ADDR it also serves MCP agents: one endpoint per configured
 server at http://ADDR/mcp/<name>, every task they start recorded before
-they hear of it (see "Put taskdeck in front of your agent" in the README).`,
+they hear of it. Every agent sends its token (taskdeck agent add NAME makes
+one); each sees only its own tasks (see "Put taskdeck in front of your
+agent" in the README).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.ctx = cmd.Context()
@@ -64,8 +67,8 @@ they hear of it (see "Put taskdeck in front of your agent" in the README).`,
 			return serveRun(opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.ProxyAddr, "proxy", "", "also serve MCP agents on HOST:PORT (loopback unless --token is given)")
-	cmd.Flags().StringVar(&opts.Token, "token", "", "the bearer token agents must send to the proxy (needed off loopback); prefer $"+tokenEnv+", which other users cannot read in ps")
+	cmd.Flags().StringVar(&opts.ProxyAddr, "proxy", "", "also serve MCP agents on HOST:PORT, each with its token from the config's \"agents\" (loopback unless --token is given)")
+	cmd.Flags().StringVar(&opts.Token, "token", "", "the operator's bearer token at the proxy: every server, every task (needed off loopback); prefer $"+tokenEnv+", which other users cannot read in ps")
 	return cmd
 }
 
@@ -117,8 +120,18 @@ func serveRun(opts *ServeOptions) error {
 			return &exitError{code: exitTaskBad, err: err}
 		}
 		px = proxy.New(proxy.Options{Deck: e, Config: cfg, Logger: f.logger.With("component", "proxy"), Token: opts.Token})
+		h, err := px.Handler()
+		if err != nil {
+			ln.Close()
+			px.Close()
+			if srv != nil {
+				srv.Shutdown(context.Background())
+			}
+			e.Close()
+			return &exitError{code: exitUsage, err: err}
+		}
 		// No write timeout: a held call stays open until its task ends.
-		agents = &http.Server{Handler: px.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn)}
+		agents = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn)}
 		go agents.Serve(ln)
 		fmt.Fprintf(f.stderr, "taskdeck: agents reach server NAME at http://%s/mcp/NAME\n", ln.Addr())
 	}

@@ -29,9 +29,9 @@ type ServerConfig struct {
 	Env     map[string]string `json:"env,omitempty"`
 	URL     string            `json:"url,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
-	// ForwardAgentCredentials lets the proxy pass an agent's own
-	// Authorization and Cookie headers on to this server; by default only
-	// the headers above reach it.
+	// ForwardAgentCredentials lets the proxy pass an agent's own Cookie
+	// headers on to this server; by default only the headers above reach
+	// it. An agent's Authorization is its token at the proxy: never passed.
 	ForwardAgentCredentials bool `json:"forwardAgentCredentials,omitempty"`
 
 	path string // the file it came from, for messages; "" for --url
@@ -44,6 +44,10 @@ type Config struct {
 	// Store is the top-level "store": a postgres:// connection string
 	// for a fleet's shared database; empty: Badger in the data directory.
 	Store string
+	// Agents are who may use the proxy, by token (top-level "agents").
+	Agents map[string]AgentConfig
+	// Proxy says which browser origins and Host names the proxy admits.
+	Proxy ProxyConfig
 
 	path string // the file it came from, for messages
 }
@@ -147,7 +151,7 @@ var otherClientsKeys = []string{"servers", "context_servers"}
 // except those other clients keep in a shared file (foreignTopKeys): a
 // misspelt key would otherwise be a setting silently not applied.
 var (
-	topKeys        = []string{"mcpServers", "store"}
+	topKeys        = []string{"mcpServers", "store", "agents", "proxy"}
 	foreignTopKeys = append([]string{"$schema", "inputs", "globalShortcut", "preferences"}, otherClientsKeys...)
 )
 
@@ -176,6 +180,18 @@ func unknownKey(fields map[string]json.RawMessage, known, foreign []string) (str
 		return k, fmt.Sprintf("unknown key %q; the keys here are %s", k, quoteAll(known))
 	}
 	return "", ""
+}
+
+// knownKeys refuses a key of the object raw (at where) that is not in known.
+func knownKeys(raw json.RawMessage, where string, known []string, fail func(string, string, ...any) error) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return nil // not an object: the caller's decode says so
+	}
+	if k, msg := unknownKey(fields, known, nil); k != "" {
+		return fail(where+"."+k, "%s", msg)
+	}
+	return nil
 }
 
 func quoteAll(names []string) string {
@@ -226,6 +242,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		}
 	}
 	if !ok || isJSONNull(raw) {
+		if err := parseAgents(cfg, top); err != nil {
+			return nil, err
+		}
 		return cfg, nil
 	}
 	var servers map[string]json.RawMessage
@@ -243,6 +262,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 			return nil, err
 		}
 		cfg.Servers[name] = s
+	}
+	if err := parseAgents(cfg, top); err != nil {
+		return nil, err
 	}
 	return cfg, nil
 }

@@ -461,3 +461,11 @@ func TestConfigIsLoopbackOrHTTPS(t *testing.T) {
 		t.Error("a stdio server is local")
 	}
 }
+
+// The agents' and the proxy's keys are checked as the servers' are.
+func TestConfigUnknownAgentAndProxyKeys(t *testing.T) {
+	_, msg := parseErr(t, `{"mcpServers": {}, "agents": {"bot": {"token": "${BOT_TOKEN}", "server": ["x"]}}}`)
+	wantIn(t, msg, `agents.bot.server`, `did you mean "servers"?`)
+	_, msg = parseErr(t, `{"mcpServers": {}, "proxy": {"origin": ["https://a.example"]}}`)
+	wantIn(t, msg, `proxy.origin`, `did you mean "origins"?`)
+}

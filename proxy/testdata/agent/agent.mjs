@@ -7,6 +7,8 @@ import { createTaskSessionFromClient, resultFromTaskOutcome } from "@modelcontex
 
 const [url, scenario, ...rest] = process.argv.slice(2);
 const clientInfo = { name: "ts-agent", version: "1.0.0" };
+// The agent's credential at the proxy, as its config would hold it.
+const auth = process.env.TASKDECK_AGENT_TOKEN ? { authorization: "Bearer " + process.env.TASKDECK_AGENT_TOKEN } : {};
 
 function out(obj) {
   process.stdout.write(JSON.stringify(obj) + "\n");
@@ -28,6 +30,7 @@ async function rawDispatch(request, options) {
     accept: "application/json, text/event-stream",
     "mcp-protocol-version": "2026-07-28",
     "mcp-method": body.method,
+    ...auth,
   };
   const name = p.name ?? p.uri ?? p.taskId;
   if (name !== undefined) headers["mcp-name"] = String(name);
@@ -47,7 +50,7 @@ const client = new Client(clientInfo, {
   capabilities: { elicitation: { form: {} } },
   versionNegotiation: { mode: { pin: "2026-07-28" } },
 });
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: auth } }));
 
 if (scenario === "hold") {
   // No tasks requester: the proxy holds the call until the task ends.
