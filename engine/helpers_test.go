@@ -64,7 +64,7 @@ func open(t *testing.T, dir string, srv *hostile.Server, opts Options) *Engine {
 }
 
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(60*time.Second))
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -78,6 +78,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // next returns the feed's next event that ok admits, failing after d.
 func next(t *testing.T, f deck.Feed, d time.Duration, what string, ok func(deck.Event) bool) deck.Event {
 	t.Helper()
+	d = waitfor.Scale(d)
 	timeout := time.After(d)
 	for {
 		select {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -158,7 +159,7 @@ func TestReconcileTwoThousand(t *testing.T) {
 	if rep.Total != n || rep.Done != n || rep.Reattached != n {
 		t.Fatalf("report %+v, want %d re-attached", rep, n)
 	}
-	if limit := 3 * time.Second; took > limit && !raceEnabled { // the target is for the real build
+	if limit := waitfor.Scale(3 * time.Second); took > limit && !raceEnabled { // the target is for the real build
 		t.Errorf("reconcile took %v, want within %v", took, limit)
 	}
 	if len(progress) < 2 {

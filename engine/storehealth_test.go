@@ -16,6 +16,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -121,7 +122,7 @@ func TestStoreLostPausesPolling(t *testing.T) {
 	pgtest.Stop(t)
 	lost := next(t, feed, 10*time.Second, "the feed's word that the store is lost", isStore(false))
 	lostAt := time.Now()
-	if lost.Store.Error == "" || strings.ContainsAny(lost.Store.Error, "\n\r") || time.Since(lost.Store.Since) > 10*time.Second {
+	if lost.Store.Error == "" || strings.ContainsAny(lost.Store.Error, "\n\r") || time.Since(lost.Store.Since) > waitfor.Scale(10*time.Second) {
 		t.Errorf("the loss reads %+v; want a one-line cause and when", *lost.Store)
 	}
 	late, err := e.Watch(ctxT(t), 0)
