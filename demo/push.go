@@ -31,15 +31,19 @@ import (
 // acknowledged task has ended (the spec leaves this to the server) and
 // when the server closes; it ends silently when the client goes.
 
-// maxQueued bounds the messages a subscriber has not read yet; a reader
+// maxQueued bounds the changes a subscriber has not read yet; a reader
 // that falls this far behind is dropped (its stream ends without the
-// graceful result, as a transport drop does).
+// graceful result, as a transport drop does). The views a stream opens
+// with are not counted: they are one per id asked for (bounded by the
+// request's size), and a subscriber that asked for many has not fallen
+// behind by asking.
 const maxQueued = 1024
 
 // subscription is one listen stream. Its fields are guarded by table.mu.
 type subscription struct {
 	open    map[string]bool     // acknowledged ids that have not ended
 	queue   []wire.DetailedTask // not yet written
+	initial int                 // the views the stream opens with, while still queued
 	wake    chan struct{}       // cap 1: the queue grew
 	dropped bool                // fell maxQueued behind
 }
@@ -64,7 +68,7 @@ func (tb *table) pushLocked(t *task) {
 }
 
 func (tb *table) queueLocked(sub *subscription, d wire.DetailedTask) {
-	if len(sub.queue) >= maxQueued {
+	if len(sub.queue)-sub.initial >= maxQueued {
 		sub.dropped = true
 		delete(tb.subs, sub)
 	} else {
@@ -92,7 +96,8 @@ func (tb *table) subscribe(ids []string) (*subscription, []string, error) {
 			continue
 		}
 		acked = append(acked, id)
-		tb.queueLocked(sub, tb.detailLocked(t))
+		sub.queue = append(sub.queue, tb.detailLocked(t))
+		sub.initial++
 		if !t.terminal() {
 			sub.open[id] = true
 		}
@@ -107,7 +112,7 @@ func (tb *table) subscribe(ids []string) (*subscription, []string, error) {
 func (tb *table) next(ctx context.Context, sub *subscription) (views []wire.DetailedTask, end, graceful bool) {
 	for {
 		tb.mu.Lock()
-		views, sub.queue = sub.queue, nil
+		views, sub.queue, sub.initial = sub.queue, nil, 0
 		dropped, finished := sub.dropped, len(sub.open) == 0
 		if finished || dropped || ctx.Err() != nil || tb.root.Err() != nil {
 			delete(tb.subs, sub)
