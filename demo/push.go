@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -263,17 +265,55 @@ func (s *Server) listenHandler(next http.Handler) http.Handler {
 		w.WriteHeader(http.StatusOK)
 		rc := http.NewResponseController(w)
 		rc.Flush()
+		var mu sync.Mutex // the keep-alives and the messages take turns
+		stop := s.keepAlive(func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return err
+			}
+			return rc.Flush()
+		})
+		defer stop()
 		s.serveListen(r.Context(), l, func(msg any) error {
 			data, err := json.Marshal(msg)
 			if err != nil {
 				return err
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", data); err != nil {
 				return err
 			}
 			return rc.Flush()
 		})
 	})
+}
+
+// defaultKeepAlive is Options.KeepAlive's default.
+const defaultKeepAlive = 15 * time.Second
+
+// keepAlive calls write every Options.KeepAlive until stop is called or
+// a write fails; stop waits until no write is under way.
+func (s *Server) keepAlive(write func() error) (stop func()) {
+	every := cmp.Or(s.opts.KeepAlive, defaultKeepAlive)
+	done, over := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(over)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				if write() != nil {
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-over }
 }
 
 // OnChange registers f to be called at every change of a task's tasks/get

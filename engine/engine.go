@@ -39,6 +39,10 @@ type Options struct {
 	// PushSafety is how often a task the server pushes is polled all the
 	// same; 0: twenty times the policy's cap (10 min by default).
 	PushSafety time.Duration
+	// PushSilence: a push stream that carries nothing, not even a
+	// keep-alive, for this long is taken as dropped (its tasks polled at
+	// once, then re-subscribed); 0: mcpclient.DefaultPushSilence (1 min).
+	PushSilence time.Duration
 }
 
 // Engine is the Deck in process: the owner of the store, its run loop and
@@ -93,6 +97,7 @@ func Open(opts Options) (*Engine, error) {
 		ChildStderr:    opts.ChildStderr,
 		Warn:           opts.Warn,
 		RequestTimeout: opts.RequestTimeout,
+		PushSilence:    opts.PushSilence,
 	})
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
 	if claims != nil {

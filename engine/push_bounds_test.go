@@ -169,3 +169,35 @@ func TestPushRefusedListenBackedOff(t *testing.T) {
 		t.Fatalf("servers %+v (%v), want push down", s, err)
 	}
 }
+
+// Issue 20, item 11: a stream that acknowledges and then carries nothing,
+// no event and no keep-alive, is taken as dropped after PushSilence: its
+// task is polled at once and the server asked again. A task that ended
+// on the silent stream is seen ended within PushSilence and a poll, not
+// at its safety poll an hour later (10 minutes by default on e529745).
+func TestPushSilentStreamDropped(t *testing.T) {
+	srv := startDemo(t, demo.Options{Hold: true, PollInterval: time.Hour, TTL: time.Hour})
+	c := onChanges(srv)
+	srv.SilentPush()
+	const silence = time.Second
+	e := open(t, t.TempDir(), srv, Options{PushSafety: time.Hour, PushSilence: silence})
+	f, err := e.Watch(ctxT(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, other := hold(t, e, 1), hold(t, e, 1) // other stays open: the engine goes on asking
+	waitFor(t, 5*time.Second, "the tasks pushed", func() bool { return pushedOf(t, e, rec.ID) && pushedOf(t, e, other.ID) })
+	first := listens(srv)
+	changed := step(t, srv, c, rec.TaskID) // its end goes out on a stream that passes nothing
+	en, seen := committed(t, f, rec.ID, "", 10*time.Second)
+	late := seen.Sub(changed)
+	t.Logf("the end seen %v after the server's, over a stream silent since its acknowledgement (silence bound %v)", late, silence)
+	if en.Task.Status != model.StatusCompleted {
+		t.Fatalf("ended %s, want completed", en.Task.Status)
+	}
+	// The bound, and a poll that a loaded machine may make slow.
+	if most := silence + 5*time.Second; late > most {
+		t.Fatalf("the end seen %v after the server's, want within %v", late, most)
+	}
+	waitFor(t, 5*time.Second, "a re-subscribe", func() bool { return listens(srv) > first })
+}
