@@ -201,3 +201,38 @@ func TestPushSilentStreamDropped(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "a re-subscribe", func() bool { return listens(srv) > first })
 }
+
+// Issue 20, item 12: a pushed state read before a poll's newer answer but
+// applied after it (a stream's opening state, applied once the stream is
+// taken up) leaves the record as the poll left it. On e529745 progress
+// went back (33 times after a takeover on a fleet).
+func TestPushStaleStateAfterNewerPoll(t *testing.T) {
+	srv := startDemo(t, demo.Options{Hold: true, NoPush: true, PollInterval: time.Hour, TTL: time.Hour})
+	c := onChanges(srv)
+	e := open(t, t.TempDir(), srv, Options{}) // no loop: this test alone polls and pushes
+	rec := hold(t, e, 3)
+	sess, err := e.pool.Session(ctxT(t), demoRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old *model.Snapshot // the state a stream opening now would push
+	waitFor(t, 5*time.Second, "the hold task to wait", func() bool {
+		old, err = sess.GetTask(ctxT(t), rec.TaskID)
+		return err == nil && old.StatusMessage == "step 0 of 3"
+	})
+	step(t, srv, c, rec.TaskID)
+	if res, err := e.tracker.Poll(ctxT(t), rec.ID); err != nil || res.Task.StatusMessage != "step 1 of 3" {
+		t.Fatalf("poll: %v, want step 1 of 3", err)
+	}
+	res, err := e.tracker.Pushed(rec.ID, *old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.store.Get(rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changed || got.StatusMessage != "step 1 of 3" {
+		t.Fatalf("after the older pushed state: changed %v, %q; want the poll's %q", res.Changed, got.StatusMessage, "step 1 of 3")
+	}
+}
