@@ -43,6 +43,8 @@ type Options struct {
 	// keep-alive, for this long is taken as dropped (its tasks polled at
 	// once, then re-subscribed); 0: mcpclient.DefaultPushSilence (1 min).
 	PushSilence time.Duration
+	// pushLimits, when set, replace the bounds on push streams (tests).
+	pushLimits pushLimits
 }
 
 // Engine is the Deck in process: the owner of the store, its run loop and

@@ -79,15 +79,19 @@ func (sh *shard) join(id, taskID string, now time.Time) {
 	}
 }
 
+// pushLimits are the bounds on a server's streams: pushIDsPerStream and
+// pushStreamsPerServer, which a test may make small.
+type pushLimits struct{ ids, streams int }
+
 // room is the shard that takes the next open task: the first with room,
 // else a new one while there may be more; nil when all are full.
-func (sp *serverPush) room() *shard {
+func (sp *serverPush) room(lim pushLimits) *shard {
 	for _, sh := range sp.shards {
-		if len(sh.open) < pushIDsPerStream {
+		if len(sh.open) < lim.ids {
 			return sh
 		}
 	}
-	if len(sp.shards) == pushStreamsPerServer {
+	if len(sp.shards) == lim.streams {
 		return nil
 	}
 	sh := &shard{open: map[string]string{}}
@@ -195,6 +199,13 @@ func (v *pushView) set(server model.ServerRef, state, why string, off, on map[st
 	v.servers[server.String()] = deck.Server{Push: state, PushError: why}
 }
 
+func (e *Engine) pushLimits() pushLimits {
+	if e.opts.pushLimits != (pushLimits{}) {
+		return e.opts.pushLimits
+	}
+	return pushLimits{pushIDsPerStream, pushStreamsPerServer}
+}
+
 func (e *Engine) safety() time.Duration {
 	if e.opts.PushSafety > 0 {
 		return e.opts.PushSafety
@@ -226,7 +237,7 @@ func (l *loop) track(id string, server model.ServerRef, taskID string, at time.T
 	if sp.of[id] != nil || sp.over[id] != "" {
 		return
 	}
-	if sh := sp.room(); sh != nil {
+	if sh := sp.room(l.e.pushLimits()); sh != nil {
 		sh.join(id, taskID, time.Now())
 		sp.of[id] = sh
 	} else {

@@ -48,7 +48,7 @@ func seedHolds(t *testing.T, e *Engine, taskIDs []string) {
 	}
 }
 
-// pushedCount is how many records a stream up pushes now.
+// pushedCount is how many open records a stream up pushes now.
 func pushedCount(t *testing.T, e *Engine) int {
 	t.Helper()
 	list, err := e.List(ctxT(t), deck.Filter{})
@@ -57,7 +57,7 @@ func pushedCount(t *testing.T, e *Engine) int {
 	}
 	n := 0
 	for _, en := range list {
-		if en.Poll.Pushed {
+		if en.Poll.Pushed && !en.Task.Status.Terminal() {
 			n++
 		}
 	}
@@ -234,5 +234,48 @@ func TestPushStaleStateAfterNewerPoll(t *testing.T) {
 	}
 	if res.Changed || got.StatusMessage != "step 1 of 3" {
 		t.Fatalf("after the older pushed state: changed %v, %q; want the poll's %q", res.Changed, got.StatusMessage, "step 1 of 3")
+	}
+}
+
+// Past its streams' room (here 2 streams of 2 ids) a server's open tasks
+// are polled, and one takes the place a pushed task leaves when it ends;
+// no listen asks for more than a stream's ids.
+func TestPushBeyondTheStreamsPolled(t *testing.T) {
+	srv := startDemo(t, demo.Options{Hold: true, PollInterval: 10 * time.Millisecond, TTL: time.Hour})
+	c := onChanges(srv)
+	e := open(t, t.TempDir(), srv, Options{PushSafety: time.Hour, pushLimits: pushLimits{ids: 2, streams: 2}})
+	f, err := e.Watch(ctxT(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*model.Task
+	for range 6 {
+		recs = append(recs, hold(t, e, 1))
+	}
+	waitFor(t, 10*time.Second, "four tasks pushed", func() bool { return pushedCount(t, e) == 4 })
+	if s, err := e.Servers(ctxT(t)); err != nil || s[0].Push != deck.PushUp {
+		t.Fatalf("servers %+v (%v), want push up", s, err)
+	}
+	var ended *model.Task
+	for _, rec := range recs {
+		if pushedOf(t, e, rec.ID) {
+			ended = rec
+			break
+		}
+	}
+	step(t, srv, c, ended.TaskID)
+	committed(t, f, ended.ID, "", 5*time.Second)
+	// Five open, four places: a polled task takes the place.
+	waitFor(t, 10*time.Second, "a polled task pushed in its place", func() bool { return pushedCount(t, e) == 4 })
+	for _, rec := range recs {
+		if rec != ended {
+			step(t, srv, c, rec.TaskID)
+			committed(t, f, rec.ID, "", 5*time.Second)
+		}
+	}
+	for _, k := range listenIDs(t, srv) {
+		if k > 2 {
+			t.Fatalf("a listen asked for %d ids, want at most 2", k)
+		}
 	}
 }
