@@ -255,7 +255,7 @@ func (l *loop) drop(id string) {
 	if l.e.claims != nil {
 		l.e.claims.release(id)
 	}
-	for _, sp := range l.push {
+	for ref, sp := range l.push {
 		delete(sp.over, id)
 		sh := sp.of[id]
 		if sh == nil {
@@ -268,6 +268,10 @@ func (l *loop) drop(id string) {
 			sh.join(next, taskID, time.Now())
 			sp.of[next] = sh
 			break
+		}
+		if len(sh.open) == 0 && sh.state == deck.PushDown && sh.sub == nil {
+			sh.state, sh.why = "", "" // nothing left to re-subscribe: not down
+			l.show(ref, sp, nil, nil)
 		}
 	}
 }
