@@ -74,3 +74,26 @@ func (s *Server) Step(taskID string) error {
 		return fmt.Errorf("task %.8s has not taken its previous step yet", taskID)
 	}
 }
+
+// OpenHolds opens n HoldTool tasks of steps steps, as n tools/call would,
+// without the n requests: for tests and benchmarks that need thousands
+// open at once. It returns their task ids; each takes steps once its
+// statusMessage is "step 0 of N".
+func (s *Server) OpenHolds(n, steps int) ([]string, error) {
+	ids := make([]string, 0, n)
+	for range n {
+		t, ctx, err := s.newTask()
+		if err != nil {
+			return ids, err
+		}
+		go s.runTask(ctx, t, HoldTool, func(ctx context.Context) (mcp.Result, error) {
+			res, _, err := s.hold(ctx, nil, holdIn{Steps: steps})
+			if err != nil {
+				return nil, err // not a nil *CallToolResult in an interface
+			}
+			return res, nil
+		})
+		ids = append(ids, t.id)
+	}
+	return ids, nil
+}

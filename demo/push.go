@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -31,15 +33,19 @@ import (
 // acknowledged task has ended (the spec leaves this to the server) and
 // when the server closes; it ends silently when the client goes.
 
-// maxQueued bounds the messages a subscriber has not read yet; a reader
+// maxQueued bounds the changes a subscriber has not read yet; a reader
 // that falls this far behind is dropped (its stream ends without the
-// graceful result, as a transport drop does).
+// graceful result, as a transport drop does). The views a stream opens
+// with are not counted: they are one per id asked for (bounded by the
+// request's size), and a subscriber that asked for many has not fallen
+// behind by asking.
 const maxQueued = 1024
 
 // subscription is one listen stream. Its fields are guarded by table.mu.
 type subscription struct {
 	open    map[string]bool     // acknowledged ids that have not ended
 	queue   []wire.DetailedTask // not yet written
+	initial int                 // the views the stream opens with, while still queued
 	wake    chan struct{}       // cap 1: the queue grew
 	dropped bool                // fell maxQueued behind
 }
@@ -64,7 +70,7 @@ func (tb *table) pushLocked(t *task) {
 }
 
 func (tb *table) queueLocked(sub *subscription, d wire.DetailedTask) {
-	if len(sub.queue) >= maxQueued {
+	if len(sub.queue)-sub.initial >= maxQueued {
 		sub.dropped = true
 		delete(tb.subs, sub)
 	} else {
@@ -92,7 +98,8 @@ func (tb *table) subscribe(ids []string) (*subscription, []string, error) {
 			continue
 		}
 		acked = append(acked, id)
-		tb.queueLocked(sub, tb.detailLocked(t))
+		sub.queue = append(sub.queue, tb.detailLocked(t))
+		sub.initial++
 		if !t.terminal() {
 			sub.open[id] = true
 		}
@@ -107,7 +114,7 @@ func (tb *table) subscribe(ids []string) (*subscription, []string, error) {
 func (tb *table) next(ctx context.Context, sub *subscription) (views []wire.DetailedTask, end, graceful bool) {
 	for {
 		tb.mu.Lock()
-		views, sub.queue = sub.queue, nil
+		views, sub.queue, sub.initial = sub.queue, nil, 0
 		dropped, finished := sub.dropped, len(sub.open) == 0
 		if finished || dropped || ctx.Err() != nil || tb.root.Err() != nil {
 			delete(tb.subs, sub)
@@ -258,17 +265,55 @@ func (s *Server) listenHandler(next http.Handler) http.Handler {
 		w.WriteHeader(http.StatusOK)
 		rc := http.NewResponseController(w)
 		rc.Flush()
+		var mu sync.Mutex // the keep-alives and the messages take turns
+		stop := s.keepAlive(func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return err
+			}
+			return rc.Flush()
+		})
+		defer stop()
 		s.serveListen(r.Context(), l, func(msg any) error {
 			data, err := json.Marshal(msg)
 			if err != nil {
 				return err
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			if _, err := fmt.Fprintf(w, "event: message\ndata: %s\n\n", data); err != nil {
 				return err
 			}
 			return rc.Flush()
 		})
 	})
+}
+
+// defaultKeepAlive is Options.KeepAlive's default.
+const defaultKeepAlive = 15 * time.Second
+
+// keepAlive calls write every Options.KeepAlive until stop is called or
+// a write fails; stop waits until no write is under way.
+func (s *Server) keepAlive(write func() error) (stop func()) {
+	every := cmp.Or(s.opts.KeepAlive, defaultKeepAlive)
+	done, over := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(over)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				if write() != nil {
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-over }
 }
 
 // OnChange registers f to be called at every change of a task's tasks/get

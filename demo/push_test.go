@@ -538,3 +538,39 @@ func TestPushDropsAStalledSubscriber(t *testing.T) {
 		t.Fatal("the task did not go on")
 	}
 }
+
+// A listen for more ids than maxQueued is not a slow reader: the views
+// it opens with are not counted against the bound, so a stream for 2,000
+// open tasks carries every one's state and then the changes that follow
+// (issue 20, item 13: it was dropped at once).
+func TestPushOpensWithManyTasks(t *testing.T) {
+	e := newEnv(t, Options{Hold: true, TTL: time.Hour})
+	c := e.client(t, true)
+	const n = 2 * maxQueued
+	ids := make([]string, 0, n)
+	for len(ids) < n-1 { // open tasks straight in the table: 2,000 calls would cost the test its time
+		task, _, err := e.srv.tasks.create()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.srv.tasks.done(task) })
+		ids = append(ids, task.id)
+	}
+	held := holdTask(t, c, 1)
+	ids = append(ids, held)
+	s := e.listenHTTP(t, c, ids...)
+	if acked := s.acked(); len(acked) != n {
+		t.Fatalf("%d ids acknowledged, want %d", len(acked), n)
+	}
+	seen := map[any]bool{}
+	for range n {
+		seen[s.task()["taskId"]] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("the stream opened with %d distinct tasks' states, want %d", len(seen), n)
+	}
+	step(t, e.srv, held)
+	if got := s.task(); got["taskId"] != held || got["status"] != "completed" {
+		t.Fatalf("after the opening states: %s, want %s completed", js(got), held)
+	}
+}

@@ -41,12 +41,20 @@ func (s *Server) newTask() (*task, context.Context, error) {
 // run runs the rest of the handler chain inside task t to its end: the
 // task takes its outcome, a panic included.
 func (s *Server) run(ctx context.Context, t *task, next mcp.MethodHandler, req *mcp.CallToolRequest) {
+	s.runTask(ctx, t, req.Params.Name, func(ctx context.Context) (mcp.Result, error) {
+		return next(ctx, "tools/call", req)
+	})
+}
+
+// runTask runs tool inside task t to its end: the task takes its
+// outcome, a panic included.
+func (s *Server) runTask(ctx context.Context, t *task, name string, tool func(context.Context) (mcp.Result, error)) {
 	defer s.tasks.done(t)
 	var res mcp.Result
 	var err error
 	defer func() { s.tasks.finish(t, res, err) }()
-	defer s.recoverTo(&err, req.Params.Name)
-	res, err = next(context.WithValue(ctx, runningKey{}, &running{s.tasks, t}), "tools/call", req)
+	defer s.recoverTo(&err, name)
+	res, err = tool(context.WithValue(ctx, runningKey{}, &running{s.tasks, t}))
 }
 
 // running ties a tool handler's context to its task.

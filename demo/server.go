@@ -39,6 +39,10 @@ type Options struct {
 	// once, as on a server without push (spec §8), so that clients' polling
 	// path stays tested.
 	NoPush bool
+	// KeepAlive is how often an HTTP listen stream with nothing to push
+	// carries an SSE comment, so that a client can tell a quiet stream
+	// from a dead one (default 15s, within mcpclient.DefaultPushSilence).
+	KeepAlive time.Duration
 }
 
 // Stats are counters for tests.

@@ -43,6 +43,12 @@ type Options struct {
 	// (time.Now when nil). Nothing on a fleet compares them with another
 	// engine's clock; tests make one skewed.
 	Now func() time.Time
+	// PushSilence: a push stream that carries nothing, not even a
+	// keep-alive, for this long is taken as dropped (its tasks polled at
+	// once, then re-subscribed); 0: mcpclient.DefaultPushSilence (1 min).
+	PushSilence time.Duration
+	// pushLimits, when set, replace the bounds on push streams (tests).
+	pushLimits pushLimits
 }
 
 // Engine is the Deck in process: the owner of the store, its run loop and
@@ -97,6 +103,7 @@ func Open(opts Options) (*Engine, error) {
 		ChildStderr:    opts.ChildStderr,
 		Warn:           opts.Warn,
 		RequestTimeout: opts.RequestTimeout,
+		PushSilence:    opts.PushSilence,
 	})
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
 	if claims != nil {

@@ -23,6 +23,14 @@ import (
 // its filter has no taskIds, nor does it route notifications/tasks, so a
 // listen goes out on the direct path, as the fast tasks/get does.
 
+// DefaultPushSilence: a listen stream that carries nothing for a minute,
+// not even a keep-alive, is taken as dropped (issue 20, item 11: one that
+// acknowledged and then fell silent hid a task's end until the safety
+// poll). Servers that push send a keep-alive well within it (the demo:
+// every 15 s); one that does not costs a re-subscribe a minute while its
+// tasks are quiet.
+const DefaultPushSilence = time.Minute
+
 // ErrNoPush: the server will not push these tasks' changes. It refused the
 // listen, ignored it (no acknowledgement in time, or one of no ids), or
 // push is not offered over its transport (stdio). The caller polls; asking
@@ -66,9 +74,10 @@ func (sub *Subscription) Events() <-chan Pushed { return sub.events }
 
 // Err says how the stream ended, once Events is closed: nil for the
 // server's graceful end or after Close; the context's error when the
-// context given to Listen ended; else a *TransportError (a drop, a message
-// that does not decode, one past the size bound: re-subscribe with
-// backoff, poll meanwhile) or, for a JSON-RPC error that ended the stream,
+// context given to Listen ended; else a *TransportError (a drop, a stream
+// silent for longer than the pool's PushSilence, a message that does not
+// decode, one past the size bound: re-subscribe with backoff, poll
+// meanwhile) or, for a JSON-RPC error that ended the stream,
 // a *ServerError.
 func (sub *Subscription) Err() error {
 	<-sub.done
@@ -120,9 +129,14 @@ func (s *Session) Listen(ctx context.Context, taskIDs []string) (*Subscription, 
 		}
 		return nil, classify(server, err, false, nil)
 	}
-	bounded := &boundedReader{r: resp.Body, left: maxResponseBytes, method: wire.MethodListen}
+	// Every byte read (an event, a keep-alive) shows the stream alive.
+	var silent atomic.Bool
+	quiet := time.AfterFunc(s.silence, func() { silent.Store(true); cancel() })
+	live := &liveReader{r: resp.Body, timer: quiet, silence: s.silence}
+	bounded := &boundedReader{r: live, left: maxResponseBytes, method: wire.MethodListen}
 	ctype, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if err := checkStatus(resp, bounded, wire.MethodListen); err != nil || ctype != "text/event-stream" {
+		quiet.Stop()
 		defer cancel()
 		defer drainAndClose(resp.Body)
 		return nil, s.refusal(resp.StatusCode, err, ctype, bounded)
@@ -134,12 +148,16 @@ func (s *Session) Listen(ctx context.Context, taskIDs []string) (*Subscription, 
 		defer close(sub.events)
 		defer cancel()
 		defer drainAndClose(resp.Body)
+		defer quiet.Stop()
 		err := r.read(bounded)
 		switch {
 		case sub.closing.Load():
 			err = nil
 		case ctx.Err() != nil:
 			err = cleanError{ctx.Err()}
+		case silent.Load():
+			err = &TransportError{Server: config.RedactURLs(server), Transient: true,
+				Err: fmt.Errorf("the %s stream carried nothing, not even a keep-alive, for %s", wire.MethodListen, s.silence)}
 		case err != nil && !errors.Is(err, ErrNoPush):
 			err = classify(server, err, false, nil)
 		}
@@ -313,4 +331,20 @@ func (r *listenReader) pushed(params json.RawMessage) error {
 	case <-r.ctx.Done():
 		return r.ctx.Err()
 	}
+}
+
+// liveReader puts off its timer at every byte read: the timer ends a
+// stream that carries nothing for silence.
+type liveReader struct {
+	r       io.Reader
+	timer   *time.Timer
+	silence time.Duration
+}
+
+func (l *liveReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.timer.Reset(l.silence)
+	}
+	return n, err
 }

@@ -32,7 +32,7 @@ type pushEnv struct {
 	log  *syncBuffer // the pool's log, at debug
 }
 
-func newPushEnv(t *testing.T, opts demo.Options, timeout time.Duration) *pushEnv {
+func newPushEnv(t *testing.T, opts demo.Options, timeout time.Duration, tune ...func(*mcpclient.PoolOptions)) *pushEnv {
 	t.Helper()
 	opts.Hold = true
 	e := &pushEnv{t: t, srv: hostile.Start(t, opts)}
@@ -43,7 +43,11 @@ func newPushEnv(t *testing.T, opts demo.Options, timeout time.Duration) *pushEnv
 	}
 	e.log = &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg, RequestTimeout: timeout, Logger: logger})
+	po := mcpclient.PoolOptions{Config: cfg, RequestTimeout: timeout, Logger: logger}
+	for _, f := range tune {
+		f(&po)
+	}
+	pool := mcpclient.NewPool(po)
 	t.Cleanup(pool.Close)
 	if e.sess, err = pool.Session(context.Background(), model.ServerRef{Name: "demo"}); err != nil {
 		t.Fatal(err)

@@ -42,6 +42,10 @@ type PoolOptions struct {
 	// RequestTimeout bounds connecting and listing tools, for every
 	// caller; DefaultRequestTimeout when zero.
 	RequestTimeout time.Duration
+	// PushSilence: a listen stream that carries nothing (no event, no
+	// keep-alive) for this long is taken as dropped; DefaultPushSilence
+	// when zero.
+	PushSilence time.Duration
 }
 
 // Pool keeps one session per server, connecting on first use and again
@@ -82,6 +86,9 @@ func NewPool(opts PoolOptions) *Pool {
 	}
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.PushSilence == 0 {
+		opts.PushSilence = DefaultPushSilence
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pool{opts: opts, ctx: ctx, cancel: cancel, entries: map[model.ServerRef]*poolEntry{}}
@@ -272,7 +279,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		}
 		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", config.RedactURL(ref.String()), RedactedLine(got), wire.ProtocolVersion)
 	}
-	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, log: p.opts.Logger}
+	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger}
 	if hc != nil && meta.get() != nil {
 		s.direct = &directGet{client: hc, headers: ht, url: cfg.URL, meta: meta.get()}
 	}
@@ -311,6 +318,7 @@ type Session struct {
 	cs                        *mcp.ClientSession
 	direct                    *directGet    // tasks/get over HTTP; nil for stdio
 	timeout                   time.Duration // bounds a tool listing
+	silence                   time.Duration // ends a listen stream that carries nothing
 	log                       *slog.Logger
 	tools                     toolCache
 	SupportsTasks             bool

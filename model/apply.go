@@ -45,14 +45,39 @@ type Snapshot struct {
 	Result         json.RawMessage
 	IsError        bool
 	Error          *RPCError
+	// LastUpdatedAt is the server's lastUpdatedAt (zero if it sent none);
+	// ReceivedAt when the client read the report. Together they order
+	// reports (see Task.Stale).
+	LastUpdatedAt time.Time
+	ReceivedAt    time.Time
+}
+
+// Stale tells whether a report is older than the one the record holds,
+// by the server's lastUpdatedAt, then (equal, or missing on a side) by
+// the order the reports arrived in: a pushed state read before a poll's
+// answer but applied after it must not take the record back (issue 20,
+// item 12). An end is never stale: no state follows it, so a server whose
+// clock went back still ends its tasks.
+func (t *Task) Stale(s Snapshot) bool {
+	if s.Status.Terminal() {
+		return false
+	}
+	if !s.LastUpdatedAt.IsZero() && !t.ServerUpdatedAt.IsZero() && !s.LastUpdatedAt.Equal(t.ServerUpdatedAt) {
+		return s.LastUpdatedAt.Before(t.ServerUpdatedAt)
+	}
+	return !s.ReceivedAt.IsZero() && s.ReceivedAt.Before(t.ReportReceivedAt)
 }
 
 // Apply folds a server snapshot into the record. It reports whether
 // anything worth writing changed; a poll that changed nothing must not
 // cost a write. LastPolledAt is set either way but does not count. The
-// status message is clipped to MaxStatusMessage.
+// status message is clipped to MaxStatusMessage. A stale report (Stale)
+// changes nothing.
 func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
 	t.LastPolledAt = now
+	if t.Stale(s) {
+		return false, nil
+	}
 	s.StatusMessage = ClipStatusMessage(s.StatusMessage)
 	if !CanMove(t.Status, s.Status) {
 		return false, &TransitionError{From: t.Status, To: s.Status}
@@ -103,6 +128,14 @@ func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
 	if s.Error != nil && (t.Error == nil || !sameRPCError(t.Error, s.Error)) {
 		t.Error = s.Error
 		changed = true
+	}
+	// Which report the record holds: not a change by itself (a server
+	// may move lastUpdatedAt on every poll), written with the next one.
+	if s.LastUpdatedAt.After(t.ServerUpdatedAt) {
+		t.ServerUpdatedAt = s.LastUpdatedAt
+	}
+	if s.ReceivedAt.After(t.ReportReceivedAt) {
+		t.ReportReceivedAt = s.ReceivedAt
 	}
 	if changed {
 		t.UpdatedAt = now

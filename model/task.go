@@ -121,6 +121,11 @@ type Task struct {
 	PollIntervalMs *int64 `json:"pollIntervalMs,omitempty"`
 	// ServerCreatedAt is the server's createdAt, the origin of ttlMs.
 	ServerCreatedAt time.Time `json:"serverCreatedAt,omitzero"`
+	// ServerUpdatedAt is the lastUpdatedAt of the server's report the
+	// record holds, ReportReceivedAt when it was read: an older report
+	// is not applied over it (Stale).
+	ServerUpdatedAt  time.Time `json:"serverUpdatedAt,omitzero"`
+	ReportReceivedAt time.Time `json:"reportReceivedAt,omitzero"`
 
 	CreatedAt    time.Time `json:"createdAt"`
 	UpdatedAt    time.Time `json:"updatedAt"`

@@ -248,12 +248,15 @@ func (t Task) snapshot() (*model.Snapshot, error) {
 		StatusMessage:  t.StatusMessage,
 		TTLMs:          t.TTLMs.int64(),
 		PollIntervalMs: t.PollIntervalMs.int64(),
+		ReceivedAt:     time.Now(), // decoded as it is read
 	}
-	if t.CreatedAt != "" {
-		// Tolerate what real servers send; a bad time only loses the ttl backstop.
-		if at, err := time.Parse(time.RFC3339Nano, t.CreatedAt); err == nil {
-			s.CreatedAt = at
-		}
+	// Tolerate what real servers send: a bad createdAt only loses the ttl
+	// backstop, a bad lastUpdatedAt the ordering by the server's clock.
+	if at, err := time.Parse(time.RFC3339Nano, t.CreatedAt); err == nil {
+		s.CreatedAt = at
+	}
+	if at, err := time.Parse(time.RFC3339Nano, t.LastUpdatedAt); err == nil {
+		s.LastUpdatedAt = at
 	}
 	return s, nil
 }
