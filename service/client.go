@@ -59,7 +59,11 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 	r := &remote{path: path}
 	r.closed, r.close = context.WithCancel(context.Background())
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		c, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "unix", path)
+		var c net.Conn
+		err := reach(path, func(addr string) (err error) {
+			c, err = (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "unix", addr)
+			return err
+		})
 		if err != nil {
 			return nil, &dialError{err}
 		}
