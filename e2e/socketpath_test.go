@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/taskdeck/taskdeck/internal/clitest"
 )
 
 // TestDeepDataDir: a data directory 200 bytes deep, far past what a unix
@@ -28,5 +31,33 @@ func TestDeepDataDir(t *testing.T) {
 	d.waitStatus(id, "completed")
 	if n := len(d.ls()); n != 2 {
 		t.Fatalf("ls through serve lists %d records, want 2", n)
+	}
+}
+
+// TestSocketSymlinkNotFollowed: A's socket path is a symbolic link to B's
+// live owner. A's commands refuse it in one line (exit 2); they neither
+// list B's records nor make a call in B's store.
+func TestSocketSymlinkNotFollowed(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	config := fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}}}`, srv.url)
+	b := newDeck(t)
+	b.writeConfig(config)
+	b.run("call", "--server", "build", "sleep", "--args", `{"seconds":1}`).Must(t, exitOK)
+	b.serve()
+	a := newDeck(t)
+	a.writeConfig(config)
+	if err := os.MkdirAll(a.dataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(b.dataDir, "taskdeck.sock"), filepath.Join(a.dataDir, "taskdeck.sock")); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"ls"}, {"call", "--server", "build", "sleep", "--args", `{"seconds":1}`}} {
+		r := a.run(args...).Must(t, exitUsage)
+		clitest.OneErrorLine(t, r, "is a symbolic link")
+	}
+	if n := len(b.ls()); n != 1 {
+		t.Fatalf("B's store holds %d records, want its own 1", n)
 	}
 }

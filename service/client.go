@@ -56,14 +56,20 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 	if err != nil {
 		return nil, deck.Errorf(deck.KindUsage, "%w", err)
 	}
+	if err := checkSocket(path); err != nil {
+		return nil, deck.Errorf(deck.KindUsage, "%w", err)
+	}
 	r := &remote{path: path}
 	r.closed, r.close = context.WithCancel(context.Background())
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var c net.Conn
-		err := reach(path, func(addr string) (err error) {
-			c, err = (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "unix", addr)
-			return err
-		})
+		err := checkSocket(path) // again: one planted since is not followed either
+		if err == nil {
+			err = reach(path, func(addr string) (err error) {
+				c, err = (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "unix", addr)
+				return err
+			})
+		}
 		if err != nil {
 			return nil, &dialError{err}
 		}

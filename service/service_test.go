@@ -436,3 +436,33 @@ func TestShutdownSilentClient(t *testing.T) {
 		t.Fatalf("Shutdown took %v with a silent client, want about %v", took, idleGrace)
 	}
 }
+
+// A client never follows a symbolic link at its socket's path, to a live
+// owner of another data dir least of all, nor talks to a socket another
+// user made: it refuses in one line, as bad input.
+func TestDialRefusesASocketNotItsOwn(t *testing.T) {
+	other, _, _, _ := serveEngine(t, startDemo(t))
+	t.Run("symlink", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Symlink(filepath.Join(other, SocketName), filepath.Join(dir, SocketName)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Dial(t.Context(), dir)
+		if deck.KindOf(err) != deck.KindUsage || !strings.Contains(err.Error(), "is a symbolic link") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("Dial through a symlink to another owner: %v, want one line refusing the symbolic link", err)
+		}
+	})
+	t.Run("another user's", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to give the socket to another user")
+		}
+		dir, _, srv, _ := serveEngine(t, startDemo(t))
+		if err := os.Lchown(srv.Path(), 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Dial(t.Context(), dir)
+		if deck.KindOf(err) != deck.KindUsage || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Fatalf("Dial of another user's socket: %v, want one line refusing it", err)
+		}
+	})
+}

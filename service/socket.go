@@ -50,6 +50,24 @@ func reach(path string, fn func(addr string) error) error {
 	return fn(addr)
 }
 
+// checkSocket refuses to connect through a symbolic link at the socket's
+// path, or to a socket another user made: either could lead this
+// process's commands into another store. Nothing there is no owner; any
+// other kind of file fails the connect, and a would-be owner refuses it.
+func checkSocket(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return nil
+	case fi.Mode().Type()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link, not an owner's socket; remove it or choose another --data-dir", path)
+	}
+	if uid, ok := fileUID(fi); ok && uid != os.Geteuid() {
+		return fmt.Errorf("socket %s belongs to uid %d, not to you; remove it or choose another --data-dir", path, uid)
+	}
+	return nil
+}
+
 // ErrOwnerRunning: another process already serves on the socket.
 var ErrOwnerRunning = errors.New("another taskdeck already serves this data directory")
 
