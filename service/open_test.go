@@ -267,8 +267,10 @@ func TestOwnerProcess(t *testing.T) {
 }
 
 // Open gives up with the store's own error when the store is held by a
-// process that serves nothing, after trying for about 2 s.
+// process that serves nothing, after stuckAfter, having said it waits.
 func TestOpenLockedWithoutOwner(t *testing.T) {
+	defer func(d time.Duration) { stuckAfter = d }(stuckAfter)
+	stuckAfter = 2 * time.Second
 	dir := t.TempDir()
 	st, err := store.Open(dir, nil)
 	if err != nil {
@@ -276,12 +278,16 @@ func TestOpenLockedWithoutOwner(t *testing.T) {
 	}
 	defer st.Close()
 	start := time.Now()
-	_, err = Open(t.Context(), Options{DataDir: dir, Own: own(t, dir, "http://127.0.0.1:1/mcp")})
+	var said []string
+	_, err = Open(t.Context(), Options{DataDir: dir, Own: own(t, dir, "http://127.0.0.1:1/mcp"), Waiting: func(m string) { said = append(said, m) }})
 	if deck.KindOf(err) != deck.KindLocked {
 		t.Fatalf("Open of a held store: %v, want KindLocked", err)
 	}
-	if took := time.Since(start); took < chooseFor || took > chooseFor+time.Second {
-		t.Fatalf("gave up after %v, want about %v", took, chooseFor)
+	if took := time.Since(start); took < stuckAfter {
+		t.Fatalf("gave up after %v, want after %v", took, stuckAfter)
+	}
+	if len(said) != 1 || !strings.Contains(said[0], "waiting for the store") {
+		t.Fatalf("Open said %q while it waited, want one line that it waits", said)
 	}
 }
 
