@@ -34,9 +34,9 @@ const (
 	idleTimeout = 10 * time.Second
 	// headerTimeout bounds reading a request's header.
 	headerTimeout = 10 * time.Second
-	// maxBodies bounds the request bytes read and decoded at once: a
-	// request whose body does not fit waits for others to finish.
-	maxBodies = 64 << 20
+	// maxBodies bounds the bytes of the unary requests in hand at once
+	// (read, decoded, being answered): one that does not fit waits.
+	maxBodies = 32 << 20
 )
 
 // bodyTimeout bounds reading a request's body: a client trickling bytes
@@ -411,7 +411,9 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 func handle[Req, Resp any](s *Server, mux *http.ServeMux, path string, fn func(context.Context, Req) (Resp, error)) {
 	mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 		var req Req
-		if err := s.decodeRequest(w, r, &req); err != nil {
+		release, err := s.decodeRequest(w, r, &req)
+		defer release() // the request's memory lives until it is answered
+		if err != nil {
 			replyErr(w, err)
 			return
 		}
@@ -426,20 +428,28 @@ func handle[Req, Resp any](s *Server, mux *http.ServeMux, path string, fn func(c
 
 // decodeRequest reads a request's body into v, within the bounds: at most
 // maxRequest bytes, read within bodyTimeout, and maxBodies bytes of all
-// requests read and decoded at once.
-func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) error {
-	tooBig := deck.Errorf(deck.KindUsage, "the request is over %d MiB; send less at once", maxRequest>>20)
+// requests in hand at once, counted until release.
+func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (release func(), err error) {
+	release = func() {}
 	if r.ContentLength > maxRequest {
-		return tooBig
+		return release, tooBig()
 	}
 	n := r.ContentLength
 	if n < 0 {
 		n = maxRequest // not declared: as much as it may be
 	}
 	if err := s.bodies.Acquire(r.Context(), n); err != nil {
-		return deck.Errorf(deck.KindCanceled, "the client went before its request was read")
+		return release, deck.Errorf(deck.KindCanceled, "the client went before its request was read")
 	}
-	defer s.bodies.Release(n)
+	release = sync.OnceFunc(func() { s.bodies.Release(n) })
+	return release, s.readBody(w, r, v)
+}
+
+func tooBig() error {
+	return deck.Errorf(deck.KindUsage, "the request is over %d MiB; send less at once", maxRequest>>20)
+}
+
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, v any) error {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequest))
@@ -454,7 +464,7 @@ func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) er
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooBig
+			return tooBig()
 		}
 		return deck.Errorf(deck.KindFailed, "reading the request: %v", err)
 	}
@@ -497,7 +507,9 @@ func replyErr(w http.ResponseWriter, err error) {
 // event, until the client goes, the feed ends or the server shuts down.
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, d deck.Deck) {
 	var req watchReq
-	if err := s.decodeRequest(w, r, &req); err != nil {
+	release, err := s.decodeRequest(w, r, &req)
+	release() // a feed's request is small and done with; the feed lasts
+	if err != nil {
 		replyErr(w, err)
 		return
 	}
