@@ -105,7 +105,8 @@ func Open(opts Options) (*Engine, error) {
 		RequestTimeout: opts.RequestTimeout,
 		PushSilence:    opts.PushSilence,
 	})
-	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx})
 	if claims != nil {
 		tr.polled = claims.update // every server word on a task carries the claim
 		tr.maker = e.maker        // every intent names its engine, alive by then
@@ -114,12 +115,12 @@ func Open(opts Options) (*Engine, error) {
 	var orphans []*model.Task
 	if claims == nil {
 		if orphans, err = tr.OrphanStale(); err != nil {
+			e.cancel()
 			pool.Close()
 			return nil, classify(errors.Join(err, st.Close()), "")
 		}
 	}
 	e.store, e.pool, e.tracker, e.orphans = st, pool, tr, len(orphans)
-	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.watchStore()
 	return e, nil
 }

@@ -51,7 +51,9 @@ func TestFleetSkewedClockCallNotOrphaned(t *testing.T) {
 	// The server has the task; its answer waits until the watcher has
 	// claimed the intent and judged it (left it waiting, or orphaned it).
 	var judged *model.Task
-	srv.HoldAnswer("tools/call", func() {
+	gate := srv.HoldAnswer("tools/call")
+	go func() {
+		defer gate.Release()
 		rec := callingIntent(slow)
 		if rec == nil {
 			return
@@ -67,7 +69,7 @@ func TestFleetSkewedClockCallNotOrphaned(t *testing.T) {
 			}
 			return false
 		})
-	})
+	}()
 	res, err := slow.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":0.5}`)})
 	switch {
 	case judged == nil:
@@ -96,7 +98,9 @@ func TestFleetOrphanedIntentTakesItsHandle(t *testing.T) {
 	db := pgtest.DB(t)
 	maker := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 20 * time.Second})
 	other := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew})
-	srv.HoldAnswer("tools/call", func() {
+	gate := srv.HoldAnswer("tools/call")
+	go func() {
+		defer gate.Release()
 		rec := callingIntent(maker)
 		if rec == nil {
 			return
@@ -104,7 +108,7 @@ func TestFleetOrphanedIntentTakesItsHandle(t *testing.T) {
 		if got, err := other.tracker.Orphan(rec.ID); err != nil || got.Status != model.StatusOrphaned {
 			t.Errorf("the other engine could not orphan the intent: %v", err)
 		}
-	})
+	}()
 	res, err := maker.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":0.5}`)})
 	if err != nil {
 		t.Fatalf("the handle of an intent orphaned meanwhile was refused: %v", err)

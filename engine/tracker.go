@@ -29,6 +29,9 @@ type Tracker struct {
 	now            func() time.Time
 	log            *slog.Logger
 	requestTimeout time.Duration
+	// life ends with the owner: a call whose intent is committed runs
+	// under it, not under its caller's context (invariant 11).
+	life context.Context
 
 	// polled, on a shared store, writes the server's word on a task under
 	// this engine's claim (nil: store.Update).
@@ -69,6 +72,10 @@ type TrackerOptions struct {
 	Now            func() time.Time
 	Logger         *slog.Logger
 	RequestTimeout time.Duration // one request to a server; 30 s when zero
+	// Context is the owner's lifetime: a call whose intent is committed
+	// goes on under it when its caller leaves (nil: until the server
+	// answers, within the request timeout).
+	Context context.Context
 }
 
 // NewTracker makes a tracker over an open store and a pool.
@@ -85,9 +92,12 @@ func NewTracker(st store.Backend, pool *mcpclient.Pool, opts TrackerOptions) *Tr
 	if opts.RequestTimeout == 0 {
 		opts.RequestTimeout = 30 * time.Second
 	}
+	if opts.Context == nil {
+		opts.Context = context.Background()
+	}
 	return &Tracker{
 		store: st, pool: pool, policy: opts.Policy, now: opts.Now, log: opts.Logger,
-		requestTimeout: opts.RequestTimeout, polls: map[string]*pollState{},
+		requestTimeout: opts.RequestTimeout, life: opts.Context, polls: map[string]*pollState{},
 	}
 }
 
@@ -187,10 +197,17 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 
 // rounds sends tools/call for the intent rec (status calling) until the
 // server answers with a task or a result, or asks for input nobody gave.
-// round counts the calls sent before this one.
+// round counts the calls sent before this one. The intent is committed,
+// so the call belongs to the owner (invariant 11): it is sent and its
+// handle committed and first polled under the owner's lifetime and the
+// request timeout, not under ctx, which may end as the caller leaves (an
+// agent hanging up, a killed client); ctx is the caller's only to answer
+// input.
 func (t *Tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *model.Task, round int, answers map[string]json.RawMessage, state string, req CallRequest, keep bool) (CallOutcome, error) {
+	owned, release := t.own(ctx)
+	defer release()
 	for ; ; round++ {
-		cctx, cancel := mcpclient.WithRequestTimeout(ctx, t.requestTimeout) // a stopped process keeps its answer
+		cctx, cancel := mcpclient.WithRequestTimeout(owned, t.requestTimeout) // a stopped process keeps its answer
 		out, err := sess.CallTool(cctx, rec.Tool, rec.Arguments, answers, state)
 		cancel()
 		if err != nil {
@@ -199,7 +216,7 @@ func (t *Tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *mode
 		}
 		switch out.ResultType {
 		case wire.ResultTypeTask:
-			rec, err = t.handle(ctx, rec.ID, *out.Task)
+			rec, err = t.handle(owned, rec.ID, *out.Task)
 			return CallOutcome{Task: rec}, err
 		case wire.ResultTypeComplete:
 			rec, err = t.apply(rec.ID, model.Snapshot{Status: model.StatusCompleted, Result: out.Result, IsError: out.IsError})
@@ -235,6 +252,14 @@ func (t *Tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *mode
 		}
 		state = out.RequestState
 	}
+}
+
+// own is ctx detached from its caller's end (its values, the actor, kept)
+// and ended by the owner's instead.
+func (t *Tracker) own(ctx context.Context) (context.Context, func()) {
+	owned, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(t.life, cancel)
+	return owned, func() { stop(); cancel() }
 }
 
 // askedAgain lists the keys of requests that were answered in the round
@@ -374,8 +399,8 @@ func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*
 	}
 	res, err := t.Poll(ctx, id) // on failure the record stays open, for the next poll
 	if errors.Is(err, postgres.ErrClaimLost) || (err != nil && ctx.Err() != nil) {
-		// Another engine claimed it meanwhile, or the caller left: the
-		// handle is committed all the same, and the next poll fetches the
+		// Another engine claimed it meanwhile, or the owner is closing:
+		// the handle is committed all the same, and the next poll fetches the
 		// outcome.
 		return t.store.Get(id)
 	}

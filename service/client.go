@@ -9,8 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
@@ -56,23 +58,35 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 	if err != nil {
 		return nil, deck.Errorf(deck.KindUsage, "%w", err)
 	}
+	if err := checkSocket(path); err != nil {
+		return nil, deck.Errorf(deck.KindUsage, "%w", err)
+	}
 	r := &remote{path: path}
 	r.closed, r.close = context.WithCancel(context.Background())
+	var owner atomic.Int64 // the pid that accepted Dial's first connection
 	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
-		c, err := (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "unix", path)
+		var c net.Conn
+		err := checkSocket(path) // again: one planted since is not followed either
+		if err == nil {
+			err = reach(path, func(addr string) (err error) {
+				c, err = (&net.Dialer{Timeout: dialTimeout}).DialContext(ctx, "unix", addr)
+				return err
+			})
+		}
 		if err != nil {
 			return nil, &dialError{err}
+		}
+		if owner.Load() == 0 {
+			owner.Store(int64(peerPID(c)))
 		}
 		return c, nil
 	}
 	r.client = &http.Client{Transport: &http.Transport{DialContext: dial, MaxIdleConnsPerHost: 64,
 		IdleConnTimeout: clientIdle, DisableCompression: true}}
 	var ping pingResp
-	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	defer cancel()
-	if err := r.do(pctx, http.MethodGet, pathPing, nil, &ping); err != nil {
+	if err := r.ping(ctx, &ping, &owner); err != nil {
 		r.Close()
-		if ctx.Err() == nil && pctx.Err() != nil {
+		if errors.Is(err, errStuck) {
 			// It holds the socket and the store, and cannot be replaced.
 			return nil, deck.Errorf(deck.KindUnreachable, "the taskdeck owner on %s does not answer within %v; stop it (see `fuser %s`) or choose another --data-dir", path, pingTimeout, path)
 		}
@@ -89,6 +103,39 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 	}
 	r.owner = ping
 	return r, nil
+}
+
+// busyRounds bounds how many pingTimeouts Dial waits for an owner that
+// does not answer but uses the CPU: one busy serving others.
+const busyRounds = 6
+
+// errStuck: the owner did not answer its ping, and did not work either.
+var errStuck = errors.New("the owner is stuck")
+
+// ping asks the owner who it is. An owner slow to answer is waited for
+// while it is busy (its CPU time, read from /proc, grows in each
+// pingTimeout, for busyRounds at most); one stopped or idle is stuck.
+func (r *remote) ping(ctx context.Context, out *pingResp, owner *atomic.Int64) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.do(ctx, http.MethodGet, pathPing, nil, out) }()
+	tick := time.NewTicker(pingTimeout)
+	defer tick.Stop()
+	var last uint64
+	for round := 0; ; round++ {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+		}
+		pid := int(owner.Load())
+		ticks, runs := cpuTime(pid)
+		if pid == 0 || pid == os.Getpid() || !runs || round > 0 && ticks == last || round+1 >= busyRounds {
+			return errStuck
+		}
+		last = ticks
+	}
 }
 
 // dialError marks a failed connect: the request was never sent.

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
 )
 
 // Options say how Open finds or becomes the owner.
@@ -24,14 +27,30 @@ type Options struct {
 	// names in; as the owner, this process reports it to its clients.
 	Config string
 	Logger *slog.Logger
+	// Waiting is told, once, when Open has waited a second for a store
+	// held by a process that does not serve it (nil: nobody).
+	Waiting func(msg string)
 }
 
-// chooseFor bounds how long Open keeps trying to dial or own while the
-// store is locked by a process that does not (yet, or any more) serve.
-const chooseFor = 2 * time.Second
+// stuckAfter is how long one process may hold the store without serving
+// it before Open gives up with the store's error. Short commands own the
+// store in turn and hand over, and an owner takes a moment to start or
+// stop serving: while the holder changes, or until this long, Open waits.
+// (A variable: a test shortens it.)
+var stuckAfter = 10 * time.Second
 
-// attempts bounds how often one request is retried through a new owner.
-const attempts = 3
+// waitingAfter is when Open says it waits.
+const waitingAfter = time.Second
+
+// attempts bounds how often one request is retried through a new owner
+// after one that may have received it went away; unsent bounds the
+// retries of a request that provably reached none (an owner that
+// answered Dial and was gone at the request: short commands owning the
+// store in turn, each handing over as it exits).
+const (
+	attempts = 3
+	unsent   = 64
+)
 
 // Client is the deck every frontend gets from Open: the owner's, over the
 // socket, or the engine in process while this process is the owner.
@@ -48,6 +67,7 @@ type Client struct {
 	cur    deck.Deck
 	srv    *Server // non-nil while this process owns the store
 	gen    uint64  // counts choices, so one failure drops one choice once
+	told   bool    // Waiting was told
 	closed bool
 }
 
@@ -120,10 +140,12 @@ func (c *Client) drop(gen uint64) {
 	}
 }
 
-// choose dials the owner, or becomes it, retrying for chooseFor while the
-// store is locked by a process that does not answer on the socket.
+// choose dials the owner, or becomes it, retrying while the store is
+// locked by a process that does not answer on the socket, until one
+// process has held it so for stuckAfter.
 func (c *Client) choose(ctx context.Context) (deck.Deck, *Server, error) {
-	deadline := time.Now().Add(chooseFor)
+	start := time.Now()
+	holder, since := -1, start
 	wait := 5 * time.Millisecond
 	for {
 		d, err := Dial(ctx, c.opts.DataDir)
@@ -144,8 +166,24 @@ func (c *Client) choose(ctx context.Context) (deck.Deck, *Server, error) {
 			c.log.Debug("owning the store", "dir", c.opts.DataDir)
 			return own, srv, nil
 		}
-		if deck.KindOf(err) != deck.KindLocked || time.Now().After(deadline) {
+		if deck.KindOf(err) != deck.KindLocked {
 			return nil, nil, err
+		}
+		now := time.Now()
+		if pid := lockHolder(err); pid != holder {
+			holder, since = pid, now // another process in turn: not stuck
+		}
+		if now.Sub(since) > stuckAfter {
+			return nil, nil, err
+		}
+		// Another deck of this process (a test's) is no taskdeck to name.
+		if !c.told && now.Sub(start) > waitingAfter && c.opts.Waiting != nil && holder != os.Getpid() {
+			c.told = true
+			who := "another taskdeck"
+			if holder > 0 {
+				who = fmt.Sprintf("another taskdeck (pid %d)", holder)
+			}
+			c.opts.Waiting(fmt.Sprintf("waiting for the store %s: %s holds it while it starts or stops serving it", c.opts.DataDir, who))
 		}
 		select {
 		case <-ctx.Done():
@@ -154,6 +192,15 @@ func (c *Client) choose(ctx context.Context) (deck.Deck, *Server, error) {
 		}
 		wait = min(2*wait, 100*time.Millisecond)
 	}
+}
+
+// lockHolder is the pid a store-locked error names (0: unknown).
+func lockHolder(err error) int {
+	var le *store.LockedError
+	if errors.As(err, &le) {
+		return le.PID
+	}
+	return 0
 }
 
 // Close ends this process's part: as the owner, it stops serving (the
@@ -187,14 +234,19 @@ func readOnly(err error) bool { return deck.KindOf(err) == deck.KindOwnerGone }
 func changing(err error) bool { return errors.Is(err, ErrNoOwner) }
 
 func do[T any](ctx context.Context, c *Client, again retry, fn func(deck.Deck) (T, error)) (T, error) {
-	for n := 1; ; n++ {
+	for n, m := 0, 0; ; {
 		d, gen, err := c.deck(ctx)
 		if err != nil {
 			var zero T
 			return zero, err
 		}
 		v, err := fn(d)
-		if err == nil || n == attempts || !again(err) {
+		if errors.Is(err, ErrNoOwner) {
+			m++
+		} else {
+			n++
+		}
+		if err == nil || n == attempts || m == unsent || !again(err) {
 			return v, err
 		}
 		c.log.Debug("the owner went; choosing again", "err", err)

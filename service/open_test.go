@@ -16,7 +16,6 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
 )
 
 func open(t *testing.T, dir string, own func() (deck.Deck, error)) *Client {
@@ -259,30 +258,46 @@ func TestOwnerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Serve(context.Background(), dir, e, nil); err != nil {
-		t.Fatal(err)
+	if os.Getenv("TASKDECK_SERVICE_OWNER_HOLD") == "" { // else it holds the store, serving nothing
+		if _, err := Serve(context.Background(), dir, e, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	fmt.Println("ready")
 	select {}
 }
 
 // Open gives up with the store's own error when the store is held by a
-// process that serves nothing, after trying for about 2 s.
+// process that serves nothing, after stuckAfter, having said once that it
+// waits.
 func TestOpenLockedWithoutOwner(t *testing.T) {
-	dir := t.TempDir()
-	st, err := store.Open(dir, nil)
-	if err != nil {
+	defer func(d time.Duration) { stuckAfter = d }(stuckAfter)
+	stuckAfter = 2 * time.Second
+	dir, mcp := t.TempDir(), startDemo(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOwnerProcess$")
+	cmd.Env = append(os.Environ(), "TASKDECK_SERVICE_OWNER_DIR="+dir, "TASKDECK_SERVICE_OWNER_MCP="+mcp.URL, "TASKDECK_SERVICE_OWNER_HOLD=1")
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(func() { syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the holding process said %q", line)
+	}
 	start := time.Now()
-	_, err = Open(t.Context(), Options{DataDir: dir, Own: own(t, dir, "http://127.0.0.1:1/mcp")})
-	if deck.KindOf(err) != deck.KindLocked {
-		t.Fatalf("Open of a held store: %v, want KindLocked", err)
+	var said []string
+	_, err := Open(t.Context(), Options{DataDir: dir, Own: own(t, dir, mcp.URL), Waiting: func(m string) { said = append(said, m) }})
+	if deck.KindOf(err) != deck.KindLocked || !strings.Contains(err.Error(), fmt.Sprint(cmd.Process.Pid)) {
+		t.Fatalf("Open of a held store: %v, want KindLocked naming pid %d", err, cmd.Process.Pid)
 	}
-	if took := time.Since(start); took < chooseFor || took > chooseFor+time.Second {
-		t.Fatalf("gave up after %v, want about %v", took, chooseFor)
+	if took := time.Since(start); took < stuckAfter {
+		t.Fatalf("gave up after %v, want after %v", took, stuckAfter)
 	}
+	if len(said) != 1 || !strings.Contains(said[0], "waiting for the store") {
+		t.Fatalf("Open said %q while it waited, want one line that it waits", said)
+	}
+
 }
 
 // Closing a deck ends its feeds, with an error that says it was closed,

@@ -1,8 +1,12 @@
 package service
 
 import (
+	"bytes"
 	"fmt"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -45,4 +49,40 @@ func admit(c net.Conn, uid int) error {
 		return err
 	}
 	return checkPeer(cred, uid)
+}
+
+// peerPID is the pid of the process at the other end of c: for a
+// client's connection, the owner that listens (0: unknown).
+func peerPID(c net.Conn) int {
+	cred, err := peerCred(c)
+	if err != nil || cred == nil {
+		return 0
+	}
+	return int(cred.Pid)
+}
+
+// cpuTime is the CPU time, in clock ticks, that process pid has used, and
+// whether it can run: false for a stopped or traced process, a zombie,
+// or one that is gone.
+func cpuTime(pid int) (uint64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name, in parentheses, may hold anything: count after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	switch f[0] {
+	case "T", "t", "Z", "X":
+		return utime + stime, false
+	}
+	return utime + stime, true
 }

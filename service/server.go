@@ -1,9 +1,11 @@
 package service
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,10 +19,35 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"golang.org/x/sync/semaphore"
 )
 
 // drainTimeout bounds how long Shutdown waits for requests in flight.
 const drainTimeout = 10 * time.Second
+
+// The owner's bounds on its socket (RELIABILITY.md, "Socket bounds"): a
+// client, stuck or hostile, of the owner's own user cannot take its file
+// descriptors, its memory or its time from the others.
+const (
+	// idleTimeout closes a kept-alive connection unused this long (a
+	// client closes its own after clientIdle, long before).
+	idleTimeout = 10 * time.Second
+	// headerTimeout bounds reading a request's header.
+	headerTimeout = 10 * time.Second
+	// maxBodies bounds the bytes of the unary requests in hand at once
+	// (read, decoded, being answered): one that does not fit waits.
+	maxBodies = 32 << 20
+)
+
+// bodyTimeout bounds reading a request's body: a client trickling bytes
+// is cut off. (A variable: a test shortens it.)
+var bodyTimeout = 30 * time.Second
+
+// maxConns bounds the connections open at once (each costs a descriptor
+// and a goroutine). Past it a new connection takes the place of the one
+// idle the longest, or, with none idle, is refused in one line. (A
+// variable: a test lowers it.)
+var maxConns = 256
 
 // Server serves one deck on the owner's socket.
 type Server struct {
@@ -35,8 +62,15 @@ type Server struct {
 	stop     sync.Once
 	stopErr  error
 	draining atomic.Bool
+	bodies   *semaphore.Weighted // maxBodies
 	mu       sync.Mutex
-	conns    map[net.Conn]http.ConnState
+	conns    map[net.Conn]connInfo
+}
+
+// connInfo is a connection's state and since when.
+type connInfo struct {
+	state http.ConnState
+	since time.Time
 }
 
 // ServeOption adds to what the owner tells its clients.
@@ -71,11 +105,13 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger, o
 	// Shutdown unlinks the socket itself, before it stops accepting.
 	l.SetUnlinkOnClose(false)
 	feeds, endFeeds := context.WithCancel(context.Background())
-	s := &Server{path: path, log: log, done: make(chan struct{}), feeds: feeds, endFeeds: endFeeds, conns: map[net.Conn]http.ConnState{},
-		ln: &peerListener{UnixListener: l, uid: os.Geteuid(), log: log, closed: make(chan struct{}), parked: make(chan struct{})}}
+	s := &Server{path: path, log: log, done: make(chan struct{}), feeds: feeds, endFeeds: endFeeds, conns: map[net.Conn]connInfo{},
+		bodies: semaphore.NewWeighted(maxBodies)}
+	s.ln = &peerListener{UnixListener: l, uid: os.Geteuid(), log: log, closed: make(chan struct{}), parked: make(chan struct{}), room: s.makeRoom}
 	s.http = &http.Server{
 		Handler:           s.closing(s.routes(d, opts)),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: headerTimeout,
+		IdleTimeout:       idleTimeout,
 		ConnState:         s.connState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -162,8 +198,38 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 	case http.StateClosed, http.StateHijacked:
 		delete(s.conns, c)
 	default:
-		s.conns[c] = st
+		s.conns[c] = connInfo{st, time.Now()}
 	}
+}
+
+// silentGrace is how long a new connection may send nothing before it
+// counts as idle: a live client sends its request as it connects.
+const silentGrace = 250 * time.Millisecond
+
+// makeRoom says whether a new connection may be served: under maxConns,
+// or once the connection idle the longest is closed for it. A kept-alive
+// one is safe to close (its client sends nothing on it unanswered: see
+// closedIdle), and so is one that sent nothing in silentGrace.
+func (s *Server) makeRoom() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.conns) < maxConns {
+		return true
+	}
+	var oldest net.Conn
+	var since time.Time
+	for c, ci := range s.conns {
+		idle := ci.state == http.StateIdle || ci.state == http.StateNew && time.Since(ci.since) > silentGrace
+		if idle && (oldest == nil || ci.since.Before(since)) {
+			oldest, since = c, ci.since
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	oldest.Close()
+	delete(s.conns, oldest) // its StateClosed comes later
+	return true
 }
 
 // connCounts counts the connections with a request in progress, and
@@ -171,8 +237,8 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 func (s *Server) connCounts() (busy, waiting int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, st := range s.conns {
-		if st == http.StateActive {
+	for _, ci := range s.conns {
+		if ci.state == http.StateActive {
 			busy++
 		} else {
 			waiting++
@@ -202,7 +268,13 @@ type peerListener struct {
 	draining  atomic.Bool
 	parkOnce  sync.Once
 	parked    chan struct{} // closed once the queue is drained
+	room      func() bool   // whether one more connection may be served
+	refusing  atomic.Int32  // connections being refused (refuseFull)
 }
+
+// maxRefusing bounds the connections being answered with a refusal at
+// once, each for at most a second.
+const maxRefusing = 16
 
 // queueDrain is how long Accept waits for more once draining: once the
 // socket file is gone nothing more can arrive, so the queue only empties.
@@ -247,8 +319,35 @@ func (l *peerListener) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
+		if !l.room() {
+			l.log.Warn("refused a connection to the socket: every connection is in use", "bound", maxConns)
+			if l.refusing.Add(1) > maxRefusing {
+				c.Close() // a flood: no answer, no descriptor kept
+				l.refusing.Add(-1)
+				continue
+			}
+			go func() {
+				defer l.refusing.Add(-1)
+				refuseFull(c)
+			}()
+			continue
+		}
 		return c, nil
 	}
+}
+
+// refuseFull answers the request on c, whatever it is, with a one-line
+// error, and closes c. The request is read first (within a second), so
+// that the answer is not lost to a reset.
+func refuseFull(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(time.Second))
+	if req, err := http.ReadRequest(bufio.NewReader(io.LimitReader(c, 1<<20))); err == nil {
+		io.Copy(io.Discard, io.LimitReader(req.Body, 1<<20))
+	}
+	b, _ := json.Marshal(deck.Error{Kind: deck.KindUnreachable, Message: fmt.Sprintf(
+		"the taskdeck owner (pid %d) has all its %d connections in use; try again once some watchers or commands have ended", os.Getpid(), maxConns)})
+	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(b), b)
 }
 
 func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
@@ -260,17 +359,17 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 	mux.HandleFunc("GET "+pathPing, func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, ping)
 	})
-	handle(mux, pathCall, d.Call)
-	handle(mux, pathContinue, func(ctx context.Context, r answersReq) (deck.CallResult, error) {
+	handle(s, mux, pathCall, d.Call)
+	handle(s, mux, pathContinue, func(ctx context.Context, r answersReq) (deck.CallResult, error) {
 		return d.Continue(ctx, r.ID, r.Answers)
 	})
-	handle(mux, pathAnswer, func(ctx context.Context, r answersReq) (*model.Task, error) {
+	handle(s, mux, pathAnswer, func(ctx context.Context, r answersReq) (*model.Task, error) {
 		return d.Answer(ctx, r.ID, r.Answers)
 	})
-	handle(mux, pathCancel, func(ctx context.Context, r idReq) (*model.Task, error) {
+	handle(s, mux, pathCancel, func(ctx context.Context, r idReq) (*model.Task, error) {
 		return d.Cancel(ctx, r.ID)
 	})
-	handle(mux, pathCancelMany, func(ctx context.Context, r idsReq) (cancelManyResp, error) {
+	handle(s, mux, pathCancelMany, func(ctx context.Context, r idsReq) (cancelManyResp, error) {
 		errs := d.CancelMany(ctx, r.IDs)
 		resp := cancelManyResp{Errors: make([]*deck.Error, len(errs))}
 		for i, err := range errs {
@@ -280,27 +379,27 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 		}
 		return resp, nil
 	})
-	handle(mux, pathForget, func(ctx context.Context, r idReq) (empty, error) {
+	handle(s, mux, pathForget, func(ctx context.Context, r idReq) (empty, error) {
 		return empty{}, d.Forget(ctx, r.ID)
 	})
-	handle(mux, pathPrune, func(ctx context.Context, r pruneReq) (pruneResp, error) {
+	handle(s, mux, pathPrune, func(ctx context.Context, r pruneReq) (pruneResp, error) {
 		n, err := d.Prune(ctx, r.OlderThan)
 		return pruneResp{n}, err
 	})
-	handle(mux, pathPollNow, func(ctx context.Context, r pollNowReq) (empty, error) {
+	handle(s, mux, pathPollNow, func(ctx context.Context, r pollNowReq) (empty, error) {
 		return empty{}, d.PollNow(ctx, r.IDs)
 	})
-	handle(mux, pathGet, func(ctx context.Context, r idReq) (deck.Entry, error) {
+	handle(s, mux, pathGet, func(ctx context.Context, r idReq) (deck.Entry, error) {
 		return d.Get(ctx, r.ID)
 	})
-	handle(mux, pathList, d.List)
-	handle(mux, pathServers, func(ctx context.Context, _ empty) ([]deck.Server, error) {
+	handle(s, mux, pathList, d.List)
+	handle(s, mux, pathServers, func(ctx context.Context, _ empty) ([]deck.Server, error) {
 		return d.Servers(ctx)
 	})
-	handle(mux, pathTools, func(ctx context.Context, r toolsReq) (*deck.ToolList, error) {
+	handle(s, mux, pathTools, func(ctx context.Context, r toolsReq) (*deck.ToolList, error) {
 		return d.Tools(ctx, r.Server, r.Refresh)
 	})
-	handle(mux, pathCheckCall, func(ctx context.Context, r deck.CallRequest) (empty, error) {
+	handle(s, mux, pathCheckCall, func(ctx context.Context, r deck.CallRequest) (empty, error) {
 		return empty{}, d.CheckCall(ctx, r)
 	})
 	mux.HandleFunc("POST "+pathWatch, func(w http.ResponseWriter, r *http.Request) { s.watch(w, r, d) })
@@ -309,10 +408,12 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 
 // handle serves one unary method: a JSON request in, a JSON answer or a
 // deck.Error out.
-func handle[Req, Resp any](mux *http.ServeMux, path string, fn func(context.Context, Req) (Resp, error)) {
+func handle[Req, Resp any](s *Server, mux *http.ServeMux, path string, fn func(context.Context, Req) (Resp, error)) {
 	mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 		var req Req
-		if err := decodeRequest(w, r, &req); err != nil {
+		release, err := s.decodeRequest(w, r, &req)
+		defer release() // the request's memory lives until it is answered
+		if err != nil {
 			replyErr(w, err)
 			return
 		}
@@ -325,16 +426,45 @@ func handle[Req, Resp any](mux *http.ServeMux, path string, fn func(context.Cont
 	})
 }
 
-func decodeRequest(w http.ResponseWriter, r *http.Request, v any) error {
-	tooBig := deck.Errorf(deck.KindUsage, "the request is over %d MiB; send less at once", maxRequest>>20)
+// decodeRequest reads a request's body into v, within the bounds: at most
+// maxRequest bytes, read within bodyTimeout, and maxBodies bytes of all
+// requests in hand at once, counted until release.
+func (s *Server) decodeRequest(w http.ResponseWriter, r *http.Request, v any) (release func(), err error) {
+	release = func() {}
 	if r.ContentLength > maxRequest {
-		return tooBig
+		return release, tooBig()
 	}
+	n := r.ContentLength
+	if n < 0 {
+		n = maxRequest // not declared: as much as it may be
+	}
+	if err := s.bodies.Acquire(r.Context(), n); err != nil {
+		return release, deck.Errorf(deck.KindCanceled, "the client went before its request was read")
+	}
+	release = sync.OnceFunc(func() { s.bodies.Release(n) })
+	return release, s.readBody(w, r, v)
+}
+
+func tooBig() error {
+	return deck.Errorf(deck.KindUsage, "the request is over %d MiB; send less at once", maxRequest>>20)
+}
+
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, v any) error {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Now().Add(bodyTimeout))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequest))
+	if err == nil {
+		// Cleared once read whole: the handler may take long (a call),
+		// and the server's read that watches for the client leaving must
+		// not time out. A body cut off keeps it: the connection ends.
+		rc.SetReadDeadline(time.Time{})
+	} else {
+		w.Header().Set("Connection", "close")
+	}
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooBig
+			return tooBig()
 		}
 		return deck.Errorf(deck.KindFailed, "reading the request: %v", err)
 	}
@@ -377,7 +507,9 @@ func replyErr(w http.ResponseWriter, err error) {
 // event, until the client goes, the feed ends or the server shuts down.
 func (s *Server) watch(w http.ResponseWriter, r *http.Request, d deck.Deck) {
 	var req watchReq
-	if err := decodeRequest(w, r, &req); err != nil {
+	release, err := s.decodeRequest(w, r, &req)
+	release() // a feed's request is small and done with; the feed lasts
+	if err != nil {
 		replyErr(w, err)
 		return
 	}

@@ -263,14 +263,38 @@ func TestSocketPathNotASocket(t *testing.T) {
 	}
 }
 
-func TestSocketPathTooDeep(t *testing.T) {
-	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 100))
-	_, err := SocketPath(deep)
-	if err == nil || !strings.Contains(err.Error(), "too deep") || !strings.Contains(err.Error(), "shorter --data-dir") {
-		t.Fatalf("SocketPath of a deep dir: %v, want a one-line error asking for a shorter --data-dir", err)
+// A data directory far deeper than a unix socket path allows is served
+// and reached all the same, its socket in it, removed at Shutdown.
+func TestSocketInADeepDataDir(t *testing.T) {
+	dir := t.TempDir()
+	for len(dir) < 200 {
+		dir = filepath.Join(dir, strings.Repeat("d", 40))
 	}
-	if _, err := Dial(t.Context(), deep); deck.KindOf(err) != deck.KindUsage {
-		t.Fatalf("Dial of a deep dir: %v, want a usage error", err)
+	e, err := openEngine(t, dir, startDemo(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	srv, err := Serve(t.Context(), dir, e, nil)
+	if err != nil {
+		t.Fatalf("Serve in a %d-byte-deep data dir: %v", len(dir), err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, SocketName)); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("no socket in the data dir: %v", err)
+	}
+	r, err := Dial(t.Context(), dir)
+	if err != nil {
+		t.Fatalf("Dial in a %d-byte-deep data dir: %v", len(dir), err)
+	}
+	defer r.Close()
+	if _, err := r.List(t.Context(), deck.Filter{}); err != nil {
+		t.Fatalf("List through the socket: %v", err)
+	}
+	if err := srv.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, SocketName)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the socket is left after Shutdown: %v", err)
 	}
 }
 
@@ -411,4 +435,34 @@ func TestShutdownSilentClient(t *testing.T) {
 	if took := time.Since(start); took > idleGrace+time.Second {
 		t.Fatalf("Shutdown took %v with a silent client, want about %v", took, idleGrace)
 	}
+}
+
+// A client never follows a symbolic link at its socket's path, to a live
+// owner of another data dir least of all, nor talks to a socket another
+// user made: it refuses in one line, as bad input.
+func TestDialRefusesASocketNotItsOwn(t *testing.T) {
+	other, _, _, _ := serveEngine(t, startDemo(t))
+	t.Run("symlink", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.Symlink(filepath.Join(other, SocketName), filepath.Join(dir, SocketName)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Dial(t.Context(), dir)
+		if deck.KindOf(err) != deck.KindUsage || !strings.Contains(err.Error(), "is a symbolic link") || strings.Contains(err.Error(), "\n") {
+			t.Fatalf("Dial through a symlink to another owner: %v, want one line refusing the symbolic link", err)
+		}
+	})
+	t.Run("another user's", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to give the socket to another user")
+		}
+		dir, _, srv, _ := serveEngine(t, startDemo(t))
+		if err := os.Lchown(srv.Path(), 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Dial(t.Context(), dir)
+		if deck.KindOf(err) != deck.KindUsage || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Fatalf("Dial of another user's socket: %v, want one line refusing it", err)
+		}
+	})
 }

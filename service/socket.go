@@ -19,18 +19,53 @@ const SocketName = "taskdeck.sock"
 // bytes; the BSDs and macOS: 104, so the smaller one).
 const maxSocketPath = 103
 
-// SocketPath returns the absolute path of the owner's socket in dataDir,
-// or a one-line error when it is too long for a unix socket.
+// SocketPath returns the absolute path of the owner's socket in dataDir.
+// However deep it is, it is reached through reach.
 func SocketPath(dataDir string) (string, error) {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return "", fmt.Errorf("cannot resolve data directory %s (%v); choose another --data-dir", dataDir, err)
 	}
-	p := filepath.Join(dir, SocketName)
-	if len(p) > maxSocketPath {
-		return "", fmt.Errorf("data directory %s is too deep for its socket (%d bytes, a unix socket path allows %d); choose a shorter --data-dir", dir, len(p), maxSocketPath)
+	return filepath.Join(dir, SocketName), nil
+}
+
+// reach runs fn (a bind or a connect) on an address of the socket at
+// path that fits a sockaddr_un: path itself, or, in a data directory too
+// deep for it, path through a descriptor of its directory held open
+// meanwhile (Linux: /proc/self/fd/N/taskdeck.sock). The socket stays in
+// the data directory either way, private with it.
+func reach(path string, fn func(addr string) error) error {
+	if len(path) <= maxSocketPath {
+		return fn(path)
 	}
-	return p, nil
+	dir, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err // no directory, no socket: as a connect to it fails
+	}
+	defer dir.Close()
+	addr := viaDir(dir, filepath.Base(path))
+	if addr == "" {
+		return fmt.Errorf("data directory %s is too deep for its socket (%d bytes, a unix socket path allows %d); choose a shorter --data-dir", filepath.Dir(path), len(path), maxSocketPath)
+	}
+	return fn(addr)
+}
+
+// checkSocket refuses to connect through a symbolic link at the socket's
+// path, or to a socket another user made: either could lead this
+// process's commands into another store. Nothing there is no owner; any
+// other kind of file fails the connect, and a would-be owner refuses it.
+func checkSocket(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return nil
+	case fi.Mode().Type()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s is a symbolic link, not an owner's socket; remove it or choose another --data-dir", path)
+	}
+	if uid, ok := fileUID(fi); ok && uid != os.Geteuid() {
+		return fmt.Errorf("socket %s belongs to uid %d, not to you; remove it or choose another --data-dir", path, uid)
+	}
+	return nil
 }
 
 // ErrOwnerRunning: another process already serves on the socket.
@@ -48,7 +83,11 @@ func listen(path string) (*net.UnixListener, error) {
 	case fi.Mode().Type() != fs.ModeSocket:
 		return nil, fmt.Errorf("%s is not a socket (%s); remove it or choose another --data-dir", path, fileKind(fi))
 	default:
-		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(context.Background(), "unix", path)
+		var c net.Conn
+		err := reach(path, func(addr string) (err error) {
+			c, err = (&net.Dialer{Timeout: time.Second}).DialContext(context.Background(), "unix", addr)
+			return err
+		})
 		if err == nil {
 			c.Close()
 			return nil, fmt.Errorf("%s: %w", path, ErrOwnerRunning)
@@ -60,7 +99,11 @@ func listen(path string) (*net.UnixListener, error) {
 			return nil, fmt.Errorf("cannot replace the stale socket %s (%v); remove it", path, err)
 		}
 	}
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	var l *net.UnixListener
+	err = reach(path, func(addr string) (err error) {
+		l, err = net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot serve on %s (%v); choose another --data-dir", path, err)
 	}

@@ -16,7 +16,7 @@ const protocol = 1
 // The bounds of what crosses the socket. A snapshot holds every record,
 // so answers may be large; requests carry arguments and answers.
 const (
-	maxRequest  = 64 << 20
+	maxRequest  = 16 << 20
 	maxResponse = 512 << 20
 )
 

@@ -274,7 +274,13 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 		f.dk = e
 		return e, nil
 	}
-	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Config: f.configFile(), Logger: f.logger})
+	waiting := func(msg string) {
+		f.logger.Info(msg)
+		if !f.quiet {
+			fmt.Fprintf(f.stderr, "taskdeck: %s\n", msg)
+		}
+	}
+	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Config: f.configFile(), Logger: f.logger, Waiting: waiting})
 	if err != nil {
 		return nil, err
 	}

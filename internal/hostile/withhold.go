@@ -13,19 +13,3 @@ func (s *Server) Withhold(method string) {
 		return true
 	})
 }
-
-// HoldAnswer lets the real server take every request for method (a
-// tools/call runs: its task is created) and gives its answer once hold
-// returns: a slow answer, held for as long as a test needs and no longer.
-func (s *Server) HoldAnswer(method string, hold func()) {
-	s.On(method, func(w http.ResponseWriter, req *Request) bool {
-		up := s.Upstream(req)
-		hold()
-		for k, v := range up.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(up.Code)
-		_, _ = w.Write(up.Body.Bytes())
-		return true
-	})
-}
