@@ -385,7 +385,13 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, d deck.Deck) {
 	defer cancel()
 	stop := context.AfterFunc(s.feeds, cancel)
 	defer stop()
-	feed, err := d.Watch(ctx, req.From)
+	var feed deck.Feed
+	var err error
+	if req.Window != nil {
+		feed, err = d.WatchWindow(ctx, req.From, *req.Window)
+	} else {
+		feed, err = d.Watch(ctx, req.From)
+	}
 	if err != nil {
 		replyErr(w, err)
 		return
