@@ -206,6 +206,17 @@ func newCursor(txn *badger.Txn, prefix []byte, before string) *cursor {
 	return c
 }
 
+// isOpenRef reports whether a record key holds an open record's
+// reference (a value no JSON starts with), not the record.
+func isOpenRef(item *badger.Item) bool {
+	open := false
+	_ = item.Value(func(v []byte) error {
+		_, open = parseOpenRef(v)
+		return nil
+	})
+	return open
+}
+
 func (c *cursor) id() string { return string(c.it.Item().Key()[len(c.prefix):]) }
 
 // page reads up to limit records older than before, newest first: from
@@ -215,10 +226,17 @@ func page(txn *badger.Txn, before string, limit int, statuses []model.Status) ([
 		return nil, nil
 	}
 	var out []*model.Task
-	if len(statuses) == 0 {
+	finished := slices.Equal(dedupe(statuses), dedupe(terminalStatuses()))
+	if len(statuses) == 0 || finished {
+		// The record keys, newest first: a finished record is its value,
+		// read in order; an open one's key holds only a reference (and
+		// there are few), skipped unread when only finished ones are asked.
 		c := newCursor(txn, recordPrefix, before)
 		defer c.it.Close()
 		for ; c.it.Valid() && len(out) < limit; c.it.Next() {
+			if finished && isOpenRef(c.it.Item()) {
+				continue
+			}
 			t, err := decode(txn, c.it.Item(), c.id())
 			if err != nil {
 				return nil, err
