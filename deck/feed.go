@@ -33,6 +33,10 @@ const (
 	EventPoll EventKind = "poll"
 	// EventReconcile: progress of the start-up reconcile.
 	EventReconcile EventKind = "reconcile"
+	// EventSnapshotMore: more records of the snapshot before it (a
+	// WatchWindow snapshot comes in parts, so that its first event is
+	// small); the last part has More false.
+	EventSnapshotMore EventKind = "snapshotMore"
 	// EventCaughtUp: the replay after Watch(from) is over; what follows
 	// is live.
 	EventCaughtUp EventKind = "caughtUp"
@@ -55,6 +59,9 @@ type Event struct {
 	// Counts is the number of records per status in the whole store as
 	// of Rev, on the snapshot and the caughtUp of a WatchWindow feed.
 	Counts map[model.Status]int `json:"counts,omitempty"`
+	// More: parts of this snapshot follow (EventSnapshotMore). Resume
+	// only from the revision of a snapshot's last part.
+	More bool `json:"more,omitempty"`
 	// Prev is the status the record of a change had before it: "" for
 	// a new record, or where the store cannot tell (a shared database,
 	// a change another host committed, or a change replayed on resume).

@@ -110,7 +110,7 @@ func (h *hub) follow(feed deck.Feed) {
 				h.signal(id)
 			}
 		}
-		if ev.Kind == deck.EventChange || ev.Kind == deck.EventSnapshot {
+		if ev.Kind == deck.EventChange || ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore {
 			h.rev = max(h.rev, ev.Rev)
 		}
 		h.mu.Unlock()

@@ -343,8 +343,8 @@ func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen,
 	}()
 	for {
 		for ev := range inner.Events() {
-			if ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventChange {
-				rev = ev.Rev
+			if (ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore) && !ev.More || ev.Kind == deck.EventChange {
+				rev = ev.Rev // a snapshot cut before its last part is read again
 			}
 			select {
 			case f.ch <- ev:

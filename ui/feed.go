@@ -99,7 +99,9 @@ func (w *watcher) from() uint64 {
 func (w *watcher) push(ev deck.Event) {
 	w.mu.Lock()
 	w.pending = append(w.pending, ev)
-	w.rev = max(w.rev, ev.Rev)
+	if !ev.More { // a snapshot cut before its last part is read again
+		w.rev = max(w.rev, ev.Rev)
+	}
 	w.mu.Unlock()
 	w.signal()
 }

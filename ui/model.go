@@ -109,6 +109,7 @@ type Model struct {
 	loaded    bool            // the feed's snapshot is in
 	hidden    int             // finished records of the store not held (window.go)
 	pages     pager           // reads them a page at a time
+	snapshot  deck.Event      // the parts of a snapshot so far
 	reconcile *deck.Reconcile // the start-up reconcile while it runs
 	storeDown *deck.Store     // the database's loss while it lasts
 	frames    int             // batches of the feed applied
@@ -272,9 +273,17 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 	selected, line := m.selectedID(), m.cursor-m.top
 	for _, ev := range msg.events {
 		switch ev.Kind {
-		case deck.EventSnapshot:
-			m.loadSnapshot(ev)
-			b.clear()
+		case deck.EventSnapshot, deck.EventSnapshotMore:
+			if ev.Kind == deck.EventSnapshot {
+				m.snapshot = ev
+			} else {
+				m.snapshot.Entries = append(slices.Clip(m.snapshot.Entries), ev.Entries...)
+			}
+			if !ev.More {
+				m.loadSnapshot(m.snapshot)
+				m.snapshot = deck.Event{}
+				b.clear()
+			}
 		case deck.EventChange:
 			for _, e := range ev.Entries {
 				if _, known := m.list.Get(e.Task.ID); !known && !b.fresh[e.Task.ID] && ev.Prev.Terminal() {
