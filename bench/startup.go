@@ -121,7 +121,9 @@ func benchStartup(cfg config) (string, []finding) {
 		{name: fmt.Sprintf("WatchWindow(finished 1000), the dashboard's, %d records (%d open)", cfg.records, cfg.open), dir: large, win: dash},
 		{name: fmt.Sprintf("WatchWindow(finished 0), the proxy hub's, %d open records only", cfg.open), dir: small, win: hubW},
 		{name: fmt.Sprintf("WatchWindow(finished 0), the proxy hub's, %d records (%d open)", cfg.records, cfg.open), dir: large, win: hubW},
-		{name: fmt.Sprintf("Watch(0), every record (before), %d records (%d open), once", cfg.records, cfg.open), dir: large, once: true},
+	}
+	if cfg.records <= 100_000 { // at 1,000,000 it takes minutes and gigabytes
+		watches = append(watches, &watchRun{name: fmt.Sprintf("Watch(0), every record (before), %d records (%d open), once", cfg.records, cfg.open), dir: large, once: true})
 	}
 	rounds := cfg.rounds
 	for round := range rounds {
@@ -189,8 +191,12 @@ func benchStartup(cfg config) (string, []finding) {
 		w, base := watches[i], watches[i-1]
 		found = append(found, finding{"4.5 a watcher through the socket: first event within 50 ms (" + w.name + ")",
 			median(w.first) < 0.05, dur(median(w.first))})
-		found = append(found, finding{"4.6 the watcher's memory flat in the finished records (" + w.name + ", ≤ 1.5× open-only)",
-			median(w.heap) <= 1.5*max(median(base.heap), 1), fmt.Sprintf("%s vs %s", bytesStr(median(w.heap)), bytesStr(median(base.heap)))})
+		// Per record it holds: the dashboard's window holds its page of
+		// finished records besides the open ones on the large store.
+		per, basePer := median(w.heap)/float64(max(w.n, 1)), median(base.heap)/float64(max(base.n, 1))
+		found = append(found, finding{"4.6 the watcher's memory flat in the finished records (" + w.name + ", heap per record it holds ≤ 1.5× open-only)",
+			per <= 1.5*basePer, fmt.Sprintf("%s vs %s per record (%s for %d records vs %s for %d)", bytesStr(per), bytesStr(basePer),
+				bytesStr(median(w.heap)), w.n, bytesStr(median(base.heap)), base.n)})
 	}
 
 	big := median(probes[1].total)
