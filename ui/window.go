@@ -136,6 +136,9 @@ func (m *Model) onPage(msg pageMsg) tea.Cmd {
 		m.unheld(t.Status)
 	}
 	p.deleted = nil
+	if len(add) == 0 {
+		p.end = true // an owner that ignores the cursor would send this page forever
+	}
 	selected, line := m.selectedID(), m.cursor-m.top
 	m.list.Apply(add, nil)
 	if i := m.list.IndexOf(selected); selected != "" && i >= 0 {
