@@ -66,6 +66,16 @@ type Deck interface {
 	// changes committed after from, then every change as it commits.
 	// The feed ends when ctx ends, or with Feed.Err when the deck goes.
 	Watch(ctx context.Context, from uint64) (Feed, error)
+	// WatchWindow is Watch for a watcher that holds only some records:
+	// its snapshot holds every open record, the newest w.Finished
+	// finished ones and the store's counts per status (Event.Counts),
+	// read from the store's indexes however many records it keeps, in
+	// parts of a few hundred records (EventSnapshot, then
+	// EventSnapshotMore until one has More false); the changes that
+	// follow are every change, each with the status it had (Event.Prev). It reads older records with List (Filter.Before), a
+	// page at a time. A resume (from > 0) replays the changes after from
+	// and the counts as of the end of the replay, with EventCaughtUp.
+	WatchWindow(ctx context.Context, from uint64, w Window) (Feed, error)
 
 	// Close releases the deck (for the owner: the engine, the store).
 	Close() error
@@ -145,6 +155,16 @@ type Filter struct {
 	// message and the result.
 	Text  string `json:"text,omitempty"`
 	Limit int    `json:"limit,omitempty"` // 0: no limit
+	// Before admits only records older than the record of this id (ids
+	// sort by creation): the next page after the last record of one.
+	// With a Limit the store reads a page at a time, from its indexes.
+	Before string `json:"before,omitempty"`
+}
+
+// Window is what a WatchWindow snapshot holds besides the open records.
+type Window struct {
+	// Finished is how many of the newest finished records it holds.
+	Finished int `json:"finished"`
 }
 
 // Server is one configured server.

@@ -1,6 +1,10 @@
 package deck
 
-import "time"
+import (
+	"time"
+
+	"github.com/taskdeck/taskdeck/model"
+)
 
 // Feed is one watcher's stream of events.
 type Feed interface {
@@ -16,8 +20,9 @@ type Feed interface {
 type EventKind string
 
 const (
-	// EventSnapshot: Entries is every record there is, as of Rev; a
-	// watcher replaces what it holds with it.
+	// EventSnapshot: Entries is every record there is, as of Rev (for
+	// WatchWindow: the open ones and the newest finished, with Counts);
+	// a watcher replaces what it holds with it.
 	EventSnapshot EventKind = "snapshot"
 	// EventChange: one committed change at Rev. Entries holds the record
 	// as committed (with its poll state), or Deleted names it.
@@ -28,6 +33,10 @@ const (
 	EventPoll EventKind = "poll"
 	// EventReconcile: progress of the start-up reconcile.
 	EventReconcile EventKind = "reconcile"
+	// EventSnapshotMore: more records of the snapshot before it (a
+	// WatchWindow snapshot comes in parts, so that its first event is
+	// small); the last part has More false.
+	EventSnapshotMore EventKind = "snapshotMore"
 	// EventCaughtUp: the replay after Watch(from) is over; what follows
 	// is live.
 	EventCaughtUp EventKind = "caughtUp"
@@ -47,6 +56,16 @@ type Event struct {
 	Deleted   []string   `json:"deleted,omitempty"`
 	Reconcile *Reconcile `json:"reconcile,omitempty"`
 	Store     *Store     `json:"store,omitempty"`
+	// Counts is the number of records per status in the whole store as
+	// of Rev, on the snapshot and the caughtUp of a WatchWindow feed.
+	Counts map[model.Status]int `json:"counts,omitempty"`
+	// More: parts of this snapshot follow (EventSnapshotMore). Resume
+	// only from the revision of a snapshot's last part.
+	More bool `json:"more,omitempty"`
+	// Prev is the status the record of a change had before it: "" for
+	// a new record, or where the store cannot tell (a shared database,
+	// a change another host committed, or a change replayed on resume).
+	Prev model.Status `json:"prev,omitempty"`
 }
 
 // Store is whether the engine reaches its store.

@@ -376,34 +376,73 @@ func (e *Engine) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) 
 	if err != nil {
 		return nil, err
 	}
+	text := strings.ToLower(f.Text)
+	pass := func(t *model.Task) (deck.Entry, bool) {
+		if !admits(f, text, t) {
+			return deck.Entry{}, false
+		}
+		en := e.entry(t)
+		ok := len(groups) == 0 || slices.Contains(f.Statuses, t.Status) || slices.ContainsFunc(groups, func(g deck.Group) bool { return g.Admits(en) })
+		return en, ok
+	}
+	if f.Limit > 0 || f.Before != "" {
+		out, err := e.listPages(f, reads, pass)
+		if err != nil {
+			return nil, classify(err, "")
+		}
+		return out, nil
+	}
 	var tasks []*model.Task
-	switch {
-	case len(reads) > 0:
+	if len(reads) > 0 {
 		tasks, err = e.store.ByStatus(reads...)
-	case f.Limit > 0 && f.Server == "" && f.Tool == "" && f.Text == "":
-		tasks, err = e.store.Newest(f.Limit) // reads only those
-	default:
+	} else {
 		tasks, err = e.store.All()
 	}
 	if err != nil {
 		return nil, classify(err, "")
 	}
 	slices.SortFunc(tasks, func(a, b *model.Task) int { return strings.Compare(b.ID, a.ID) }) // ids sort by creation
-	text := strings.ToLower(f.Text)
 	var out []deck.Entry
 	for _, t := range tasks {
-		if f.Limit > 0 && len(out) == f.Limit {
-			break
-		}
-		if !admits(f, text, t) {
-			continue
-		}
-		en := e.entry(t)
-		if len(groups) == 0 || slices.Contains(f.Statuses, t.Status) || slices.ContainsFunc(groups, func(g deck.Group) bool { return g.Admits(en) }) {
+		if en, ok := pass(t); ok {
 			out = append(out, en)
 		}
 	}
 	return out, nil
+}
+
+// listPage is how many records a paged List reads at a time when the
+// filter may pass only some of them.
+const listPage = 512
+
+// listPages reads the store a page at a time, newest first from
+// f.Before, until f.Limit records pass (every one, without a limit): from
+// the index of the statuses the filter reads, else the record keys.
+func (e *Engine) listPages(f deck.Filter, reads []model.Status, pass func(*model.Task) (deck.Entry, bool)) ([]deck.Entry, error) {
+	var out []deck.Entry
+	before := f.Before
+	for {
+		want := listPage
+		if f.Limit > 0 && f.Server == "" && f.Tool == "" && f.Text == "" && len(f.Groups) == 0 {
+			want = f.Limit - len(out) // each record read passes
+		}
+		tasks, err := e.store.Page(before, want, reads...)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tasks {
+			if en, ok := pass(t); ok {
+				out = append(out, en)
+				if len(out) == f.Limit {
+					return out, nil
+				}
+			}
+		}
+		if len(tasks) < want {
+			return out, nil
+		}
+		before = tasks[len(tasks)-1].ID
+	}
 }
 
 // groupsOf resolves a filter's groups, and the statuses to read for it.

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
 
@@ -22,8 +21,6 @@ func (e *Engine) watchStore() {
 		e.actsHeard(changes)
 	})
 }
-
-func (e *Engine) snapshot() (uint64, []*model.Task, error) { return e.store.Snapshot() }
 
 func (e *Engine) changesSince(rev uint64) ([]change, uint64, bool, error) {
 	return e.store.ChangesSince(rev)

@@ -75,7 +75,7 @@ func (h *hub) ensure() error {
 	from := h.rev
 	h.mu.Unlock()
 
-	feed, err := h.deck.Watch(h.ctx, from)
+	feed, err := h.deck.WatchWindow(h.ctx, from, deck.Window{})
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -92,8 +92,9 @@ func (h *hub) ensure() error {
 
 // follow wakes the waiters of each record the feed names. It resumes from
 // the last revision seen, so only the first watch starts with a snapshot;
-// a snapshot's entries are not read (it can be the whole store): every
-// waiter reads its record again instead.
+// a snapshot's entries are not read: every waiter reads its record again
+// instead. So the snapshot is a window of the open records alone, not the
+// whole store.
 func (h *hub) follow(feed deck.Feed) {
 	for ev := range feed.Events() {
 		h.mu.Lock()
@@ -109,7 +110,7 @@ func (h *hub) follow(feed deck.Feed) {
 				h.signal(id)
 			}
 		}
-		if ev.Kind == deck.EventChange || ev.Kind == deck.EventSnapshot {
+		if ev.Kind == deck.EventChange || ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore {
 			h.rev = max(h.rev, ev.Rev)
 		}
 		h.mu.Unlock()

@@ -12,8 +12,8 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 )
 
-// watchDeck is the real engine, with its Watch calls seen: where each
-// starts from, held at gate (if set), and endable by the test.
+// watchDeck is the real engine, with its WatchWindow calls seen: where
+// each starts from, held at gate (if set), and endable by the test.
 type watchDeck struct {
 	deck.Deck
 	gate chan struct{}
@@ -23,7 +23,7 @@ type watchDeck struct {
 	end   context.CancelFunc
 }
 
-func (d *watchDeck) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
+func (d *watchDeck) WatchWindow(ctx context.Context, from uint64, w deck.Window) (deck.Feed, error) {
 	d.mu.Lock()
 	d.froms = append(d.froms, from)
 	d.mu.Unlock()
@@ -38,7 +38,7 @@ func (d *watchDeck) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 	d.mu.Lock()
 	d.end = end
 	d.mu.Unlock()
-	return d.Deck.Watch(ctx, from)
+	return d.Deck.WatchWindow(ctx, from, w)
 }
 
 func (d *watchDeck) watches() []uint64 {

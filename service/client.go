@@ -315,12 +315,21 @@ func (r *remote) Close() error {
 // Watch returns once the owner has subscribed: what commits after it is
 // in the feed.
 func (r *remote) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
+	return r.watch(ctx, watchReq{From: from})
+}
+
+// WatchWindow is Watch with the owner's windowed snapshot.
+func (r *remote) WatchWindow(ctx context.Context, from uint64, w deck.Window) (deck.Feed, error) {
+	return r.watch(ctx, watchReq{From: from, Window: &w})
+}
+
+func (r *remote) watch(ctx context.Context, req watchReq) (deck.Feed, error) {
 	if r.closed.Err() != nil {
 		return nil, errClosed
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(r.closed, cancel)
-	resp, err := r.send(ctx, http.MethodPost, pathWatch, watchReq{from})
+	resp, err := r.send(ctx, http.MethodPost, pathWatch, req)
 	if err != nil {
 		stop()
 		cancel()

@@ -332,9 +332,18 @@ func (c *Client) CheckCall(ctx context.Context, req deck.CallRequest) error {
 // watcher misses nothing and sees nothing twice. A feed the owner cut off
 // for reading too slowly resumes the same way.
 func (c *Client) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
+	return c.follow(ctx, from, nil)
+}
+
+// WatchWindow is Watch with windowed snapshots, resumed the same way.
+func (c *Client) WatchWindow(ctx context.Context, from uint64, w deck.Window) (deck.Feed, error) {
+	return c.follow(ctx, from, &w)
+}
+
+func (c *Client) follow(ctx context.Context, from uint64, w *deck.Window) (deck.Feed, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(c.closing, cancel)
-	inner, gen, err := c.watch(ctx, from)
+	inner, gen, err := c.watch(ctx, from, w)
 	if err != nil {
 		stop()
 		cancel()
@@ -344,17 +353,20 @@ func (c *Client) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
 	go func() {
 		defer cancel()
 		defer stop()
-		f.run(ctx, c, inner, gen, from)
+		f.run(ctx, c, inner, gen, from, w)
 	}()
 	return f, nil
 }
 
-func (c *Client) watch(ctx context.Context, from uint64) (deck.Feed, uint64, error) {
+func (c *Client) watch(ctx context.Context, from uint64, w *deck.Window) (deck.Feed, uint64, error) {
 	var gen uint64
 	feed, err := do(ctx, c, readOnly, func(d deck.Deck) (deck.Feed, error) {
 		c.mu.Lock()
 		gen = c.gen
 		c.mu.Unlock()
+		if w != nil {
+			return d.WatchWindow(ctx, from, *w)
+		}
 		return d.Watch(ctx, from)
 	})
 	return feed, gen, err
@@ -374,7 +386,7 @@ func (f *failoverFeed) Err() error {
 	return f.err
 }
 
-func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen, rev uint64) {
+func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen, rev uint64, w *deck.Window) {
 	defer close(f.ch)
 	defer func() {
 		if c.closing.Err() != nil {
@@ -383,8 +395,8 @@ func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen,
 	}()
 	for {
 		for ev := range inner.Events() {
-			if ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventChange {
-				rev = ev.Rev
+			if (ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore) && !ev.More || ev.Kind == deck.EventChange {
+				rev = ev.Rev // a snapshot cut before its last part is read again
 			}
 			select {
 			case f.ch <- ev:
@@ -403,7 +415,7 @@ func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen,
 		default: // the same owner cut this watcher off: it reads on
 			c.log.Debug("the feed fell behind; it resumes", "rev", rev)
 		}
-		if inner, gen, err = c.watch(ctx, rev); err != nil {
+		if inner, gen, err = c.watch(ctx, rev, w); err != nil {
 			if ctx.Err() != nil {
 				err = nil
 			}

@@ -517,7 +517,12 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request, d deck.Deck) {
 	defer cancel()
 	stop := context.AfterFunc(s.feeds, cancel)
 	defer stop()
-	feed, err := d.Watch(ctx, req.From)
+	var feed deck.Feed
+	if req.Window != nil {
+		feed, err = d.WatchWindow(ctx, req.From, *req.Window)
+	} else {
+		feed, err = d.Watch(ctx, req.From)
+	}
 	if err != nil {
 		replyErr(w, err)
 		return

@@ -51,6 +51,8 @@ type (
 	}
 	watchReq struct {
 		From uint64 `json:"from"`
+		// Window: a WatchWindow (nil: a Watch of every record).
+		Window *deck.Window `json:"window,omitempty"`
 	}
 	pingResp struct {
 		Protocol int `json:"protocol"`

@@ -31,6 +31,9 @@ type Backend interface {
 	Delete(id string) error
 	Prune(cutoff time.Time) (int, error)
 	Counts() (map[model.Status]int, error)
+	CountsAt() (rev uint64, counts map[model.Status]int, err error)
+	Window(finished int) (Window, error)
+	Page(before string, limit int, statuses ...model.Status) ([]*model.Task, error)
 	Revision() uint64
 	SetCommitHook(fn func([]Change))
 	Snapshot() (rev uint64, tasks []*model.Task, err error)

@@ -144,7 +144,7 @@ func (s *Store) runGroup(batch []*commitReq) {
 					return errAbort
 				}
 			}
-			return rv.finish(txn)
+			return rv.finish(txn, s.meta.rev)
 		})
 		if err != nil && bad < 0 && !errors.Is(err, badger.ErrConflict) && s.wal != nil {
 			s.wal.stale = true // Badger's write failed, maybe creating a WAL

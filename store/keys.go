@@ -22,6 +22,9 @@ import (
 //	d\x00<rev>              id of the record deleted at rev (tombstone)
 //	n\x00                   the replay floor, 8 bytes big-endian (the
 //	                        revision is the highest r or d key)
+//	m\x00                   the records per status as of a revision
+//	                        (counts.go); written by every commit that
+//	                        changes records
 var (
 	recordPrefix = []byte("t\x00")
 	statusRoot   = []byte("s\x00")
@@ -31,6 +34,7 @@ var (
 	revPrefix    = []byte("r\x00")
 	tombPrefix   = []byte("d\x00")
 	metaKey      = []byte("n\x00")
+	countsKey    = []byte("m\x00")
 )
 
 // statusMark is a terminal record's index value. One byte can never be a

@@ -91,12 +91,12 @@ func TestPrune(t *testing.T) {
 	}
 	// Only the open records' keys remain (record, status, key index and
 	// revision entry each), with the schema version, the revision record,
-	// and a tombstone for each record pruned. (The note to compact is
-	// gone: Prune compacted at once.)
+	// the counts, and a tombstone for each record pruned. (The note to
+	// compact is gone: Prune compacted at once.)
 	keys, err := store.Keys(s)
 	must(t, err)
 	tombs := len(slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !strings.HasPrefix(k, "d\x00") }))
-	if want := 2 + 4*len(open); len(keys)-tombs != want {
+	if want := 3 + 4*len(open); len(keys)-tombs != want {
 		t.Fatalf("%d keys left besides tombstones, want %d", len(keys)-tombs, want)
 	}
 	if want := oldTerminal + len(keep); tombs != want {

@@ -199,32 +199,39 @@ func (s *Store) ByKey(key string) (*model.Task, error) {
 // ID. It walks only those statuses' index keys: an open record is read
 // from its index entry, a terminal one from under its record key.
 func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
+	var out []*model.Task
+	err := s.view(func(txn *badger.Txn) (err error) {
+		out, err = byStatus(txn, st...)
+		return err
+	})
+	if err != nil {
+		return nil, s.damaged(err)
+	}
+	return out, nil
+}
+
+func byStatus(txn *badger.Txn, st ...model.Status) ([]*model.Task, error) {
 	var buf arena
 	var dec pipeline
-	err := s.view(func(txn *badger.Txn) error {
-		for _, status := range dedupe(st) {
-			prefix := statusPrefix(status)
-			// Values are inline: read in place, unprefetched, one copy.
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-			for it.Rewind(); it.Valid(); it.Next() {
-				id := string(it.Item().Key()[len(prefix):])
-				v, err := indexedValue(txn, it.Item(), id, &buf)
-				if err != nil {
-					it.Close()
-					return err
-				}
-				dec.add(id, v)
+	for _, status := range dedupe(st) {
+		prefix := statusPrefix(status)
+		// Values are inline: read in place, unprefetched, one copy.
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		for it.Rewind(); it.Valid(); it.Next() {
+			id := string(it.Item().Key()[len(prefix):])
+			v, err := indexedValue(txn, it.Item(), id, &buf)
+			if err != nil {
+				it.Close()
+				_, _ = dec.wait()
+				return nil, err
 			}
-			it.Close()
+			dec.add(id, v)
 		}
-		return nil
-	})
-	out, derr := dec.wait()
+		it.Close()
+	}
+	out, err := dec.wait()
 	if err != nil {
 		return nil, err
-	}
-	if derr != nil {
-		return nil, s.damaged(derr)
 	}
 	slices.SortFunc(out, func(a, b *model.Task) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
@@ -517,25 +524,6 @@ func (s *Store) compactIfPruned() error {
 		return nil
 	}
 	return s.commit("", func(txn *badger.Txn, _ *revisions) error { return txn.Delete(compactKey) })
-}
-
-// Counts returns how many records have each status (statuses with none
-// are absent), from the status index keys alone.
-func (s *Store) Counts() (map[model.Status]int, error) {
-	counts := map[model.Status]int{}
-	err := s.view(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: statusRoot})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			st, _, ok := splitStatusKey(it.Item().Key())
-			if !ok {
-				return fmt.Errorf("malformed status index key %q", it.Item().Key())
-			}
-			counts[st]++
-		}
-		return nil
-	})
-	return counts, err
 }
 
 // CheckRecord refuses records whose keys would be ambiguous; every backend

@@ -36,12 +36,18 @@ type Change struct {
 	// Task is the record as committed (Task.Revision == Rev); nil when it
 	// was deleted.
 	Task *model.Task
+	// Prev is the status the record had before the change: "" for a new
+	// record, or where the backend cannot tell (PostgreSQL, a change
+	// another process committed). A watcher that holds only some records
+	// keeps its counts per status with it.
+	Prev model.Status
 }
 
 // revMeta is the revision state of a store.
 type revMeta struct {
-	rev   uint64 // the last committed revision
-	floor uint64 // ChangesSince(r) needs r >= floor
+	rev    uint64 // the last committed revision
+	floor  uint64 // ChangesSince(r) needs r >= floor
+	counts statusCounts
 }
 
 // readMeta reads revMeta; found is false when the floor was never
@@ -89,7 +95,10 @@ func readMeta(txn *badger.Txn) (m revMeta, found bool, err error) {
 // the floor must be written (checkSchema does, in its commit).
 func (s *Store) loadRevisions() (found bool, err error) {
 	err = s.view(func(txn *badger.Txn) (err error) {
-		s.meta, found, err = readMeta(txn)
+		if s.meta, found, err = readMeta(txn); err != nil {
+			return err
+		}
+		s.meta.counts, err = readCounts(txn, s.meta)
 		return err
 	})
 	s.rev.Store(s.meta.rev)
@@ -126,7 +135,8 @@ func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model
 	if err := txn.Set(revKey(revPrefix, t.Revision), []byte(t.ID)); err != nil {
 		return err
 	}
-	r.changes = append(r.changes, Change{Rev: t.Revision, ID: t.ID, Task: t})
+	r.meta.counts.move(prevStatus, t.Status)
+	r.changes = append(r.changes, Change{Rev: t.Revision, ID: t.ID, Task: t, Prev: prevStatus})
 	return nil
 }
 
@@ -144,7 +154,8 @@ func (r *revisions) remove(txn *badger.Txn, t *model.Task) error {
 		return err
 	}
 	r.deleted = true
-	r.changes = append(r.changes, Change{Rev: r.meta.rev, ID: t.ID})
+	r.meta.counts.move(t.Status, "")
+	r.changes = append(r.changes, Change{Rev: r.meta.rev, ID: t.ID, Prev: t.Status})
 	return nil
 }
 
@@ -157,10 +168,16 @@ func dropRevEntry(txn *badger.Txn, t *model.Task) error {
 	return txn.Delete(revKey(revPrefix, t.Revision))
 }
 
-// finish drops, when the txn deleted a record, the tombstones older than
+// finish writes the counts per status as of the txn's last revision
+// when it changed records (from is the revision before it), and drops, when the txn deleted a record, the tombstones older than
 // the last maxTombstones revisions, and moves the floor up past them.
 // Without deletions no tombstone is added, so there are never more.
-func (r *revisions) finish(txn *badger.Txn) error {
+func (r *revisions) finish(txn *badger.Txn, from uint64) error {
+	if r.meta.rev != from {
+		if err := txn.Set(countsKey, r.meta.counts.value(r.meta.rev)); err != nil {
+			return err
+		}
+	}
 	if !r.deleted || r.meta.rev <= maxTombstones {
 		return nil
 	}

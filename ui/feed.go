@@ -38,9 +38,10 @@ type feedEnded struct {
 // ends with an error it watches again from the last revision it saw,
 // with backoff: nothing is missed and nothing comes twice.
 type watcher struct {
-	ctx  context.Context
-	deck deck.Deck
-	once sync.Once
+	ctx    context.Context
+	deck   deck.Deck
+	window deck.Window // what its snapshots hold (window.go)
+	once   sync.Once
 
 	mu      sync.Mutex
 	pending []deck.Event
@@ -50,8 +51,8 @@ type watcher struct {
 	rev     uint64        // the last revision read
 }
 
-func newWatcher(ctx context.Context, d deck.Deck) *watcher {
-	return &watcher{ctx: ctx, deck: d, wake: make(chan struct{}, 1)}
+func newWatcher(ctx context.Context, d deck.Deck, w deck.Window) *watcher {
+	return &watcher{ctx: ctx, deck: d, window: w, wake: make(chan struct{}, 1)}
 }
 
 // start reads the feed until ctx ends; it starts once.
@@ -60,7 +61,7 @@ func (w *watcher) start() { w.once.Do(func() { go w.run() }) }
 func (w *watcher) run() {
 	backoff := rewatchFirst
 	for {
-		feed, err := w.deck.Watch(w.ctx, w.from())
+		feed, err := w.deck.WatchWindow(w.ctx, w.from(), w.window)
 		if err == nil {
 			for ev := range feed.Events() {
 				w.push(ev)
@@ -98,7 +99,9 @@ func (w *watcher) from() uint64 {
 func (w *watcher) push(ev deck.Event) {
 	w.mu.Lock()
 	w.pending = append(w.pending, ev)
-	w.rev = max(w.rev, ev.Rev)
+	if !ev.More { // a snapshot cut before its last part is read again
+		w.rev = max(w.rev, ev.Rev)
+	}
 	w.mu.Unlock()
 	w.signal()
 }

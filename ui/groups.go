@@ -22,7 +22,7 @@ func (l *taskList) inGroup(r *row) bool {
 func (l *taskList) groupCount(g deck.Group) int {
 	n := 0
 	for _, st := range g.Statuses {
-		n += l.counts[st]
+		n += l.stored(st)
 	}
 	if g.Waiting {
 		n = l.waiting // the waiting rows are input_required ones
@@ -134,7 +134,7 @@ func (m *Model) viewGroups() string {
 		}
 		return " " + s + " "
 	}
-	parts := []string{tab("0", "all", m.list.Len(), m.list.group == nil)}
+	parts := []string{tab("0", "all", m.list.Len()+m.hidden, m.list.group == nil)}
 	for i, g := range deck.Groups {
 		// The tab says the group's name, as `ls --status` takes it.
 		s := tab(fmt.Sprint(i+1), g.Name, m.list.groupCount(g), m.list.group != nil && m.list.group.Name == g.Name)

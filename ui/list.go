@@ -120,8 +120,11 @@ type taskList struct {
 	// names shows a server's name (servers.go); nil: as recorded.
 	names func(model.ServerRef) string
 	// ends are the ids reversed and sorted: the short ids (ids.go).
-	ends    []string
-	counts  map[model.Status]int
+	ends   []string
+	counts map[model.Status]int
+	// extra are the finished tasks per status the store holds and the
+	// list does not (window.go): the counts shown are counts plus extra.
+	extra   map[model.Status]int
 	servers map[string]int // tasks per shown server name
 	open    map[string]int // working and waiting tasks per shown server name
 	waiting int            // rows that wait for input
@@ -131,7 +134,7 @@ type taskList struct {
 }
 
 func newTaskList() *taskList {
-	return &taskList{byID: map[string]*row{}, byGroup: make([][]*row, len(deck.Groups)), counts: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
+	return &taskList{byID: map[string]*row{}, byGroup: make([][]*row, len(deck.Groups)), counts: map[model.Status]int{}, extra: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
 }
 
 func (l *taskList) cmp(a, b *row) int { return sortOrders[l.order].cmp(a, b) }
@@ -475,6 +478,9 @@ func (l *taskList) withFailing(rows []*row, order func(a, b *row) int) []*row {
 
 // Len is the number of tasks, filtered or not.
 func (l *taskList) Len() int { return len(l.all) }
+
+// stored is how many tasks of a status the store holds.
+func (l *taskList) stored(st model.Status) int { return l.counts[st] + l.extra[st] }
 
 func insertSorted(rows []*row, r *row, cmp func(a, b *row) int) []*row {
 	i, _ := slices.BinarySearchFunc(rows, r, cmp)

@@ -36,8 +36,10 @@ type Options struct {
 	Now func() time.Time
 	// Greeting is shown in the status line at start.
 	Greeting string
-	// Recent bounds the finished tasks shown (every open task is); 20,000
-	// when zero.
+	// Recent is how many of the newest finished tasks are read in the
+	// background once the first frame is drawn (every open task is);
+	// older ones are read a page at a time as the cursor reaches the last
+	// row. 20,000 when zero.
 	Recent int
 	// ListTimeout bounds listing a server's tools for a new call; 30 s
 	// (the command line's request timeout) when zero.
@@ -105,7 +107,9 @@ type Model struct {
 	listingServers bool
 
 	loaded    bool            // the feed's snapshot is in
-	hidden    int             // finished records of the snapshot not shown (Options.Recent)
+	hidden    int             // finished records of the store not held (window.go)
+	pages     pager           // reads them a page at a time
+	snapshot  deck.Event      // the parts of a snapshot so far
 	reconcile *deck.Reconcile // the start-up reconcile while it runs
 	storeDown *deck.Store     // the database's loss while it lasts
 	frames    int             // batches of the feed applied
@@ -163,7 +167,7 @@ func New(ctx context.Context, opts Options) *Model {
 	fi.Prompt = "/"
 	fi.Placeholder = "words, tool:X server:X status:X args:X, -word excludes"
 	m := &Model{
-		ctx: ctx, deck: opts.Deck, feed: newWatcher(ctx, opts.Deck), opts: opts,
+		ctx: ctx, deck: opts.Deck, feed: newWatcher(ctx, opts.Deck, deck.Window{Finished: min(opts.Recent, pageSize)}), opts: opts,
 		keys: opts.Config.keys, styles: opts.Config.styles, mouse: opts.Config.mouse, help: help.New(),
 		width: 80, height: 24,
 		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{}, behind: map[string]int{}, pushed: map[string]int{},
@@ -204,7 +208,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case feedMsg:
 		cmd := m.onFeed(msg)
-		return m, tea.Batch(cmd, m.feed.next())
+		return m, tea.Batch(cmd, m.feed.next(), m.nextPage())
+	case pageMsg:
+		return m, m.onPage(msg)
 	case serversMsg:
 		m.listingServers = false
 		if msg.err != nil {
@@ -226,7 +232,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onBulk(msg)
 	case tea.MouseClickMsg, tea.MouseWheelMsg:
 		m.onMouse(msg.(tea.MouseMsg))
-		return m, nil
+		return m, m.nextPage()
 	case prunedMsg:
 		if msg.err != nil {
 			return m, m.fail(msg.err)
@@ -242,7 +248,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case toolsMsg:
 		return m, m.onTools(msg)
 	case tea.KeyPressMsg:
-		return m, m.onKey(msg)
+		return m, tea.Batch(m.onKey(msg), m.nextPage())
 	}
 	// What the open form's and the filter prompt's own commands return.
 	if m.mode() == modeForm {
@@ -263,25 +269,43 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 	if len(msg.events) > 0 {
 		m.frames++
 	}
-	changed := map[string]*model.Task{}
-	deleted := map[string]bool{}
-	fresh := map[string]bool{} // records this batch brought, deleted or not
-	var alerts []*model.Task
+	b := batch{changed: map[string]*model.Task{}, deleted: map[string]bool{}, fresh: map[string]bool{}}
+	selected, line := m.selectedID(), m.cursor-m.top
 	for _, ev := range msg.events {
 		switch ev.Kind {
-		case deck.EventSnapshot:
-			m.loadSnapshot(ev.Entries)
-			clear(changed)
-			clear(deleted)
-			clear(fresh)
+		case deck.EventSnapshot, deck.EventSnapshotMore:
+			if ev.Kind == deck.EventSnapshot {
+				m.snapshot = ev
+			} else {
+				m.snapshot.Entries = append(slices.Clip(m.snapshot.Entries), ev.Entries...)
+			}
+			if !ev.More {
+				m.loadSnapshot(m.snapshot)
+				m.snapshot = deck.Event{}
+				b.clear()
+			}
 		case deck.EventChange:
 			for _, e := range ev.Entries {
-				changed[e.Task.ID], fresh[e.Task.ID] = e.Task, true
+				if _, known := m.list.Get(e.Task.ID); !known && !b.fresh[e.Task.ID] && ev.Prev.Terminal() {
+					m.unheld(ev.Prev) // one of the store's older pages
+				}
+				b.changed[e.Task.ID], b.fresh[e.Task.ID] = e.Task, true
 				m.setPoll(e.Task, e.Poll)
 			}
 			for _, id := range ev.Deleted {
-				delete(changed, id)
-				deleted[id] = true
+				if _, known := m.list.Get(id); !known && !b.fresh[id] {
+					m.unheld(ev.Prev) // one of the store's older pages
+				}
+				if m.pages.deleted != nil {
+					m.pages.deleted[id] = true
+				}
+				delete(b.changed, id)
+				b.deleted[id] = true
+			}
+		case deck.EventCaughtUp:
+			if ev.Counts != nil { // as of the replay's end: what it brought first
+				m.applyBatch(&b)
+				m.setCounts(ev.Counts)
 			}
 		case deck.EventPoll:
 			for _, e := range ev.Entries {
@@ -293,25 +317,8 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 			m.onStore(*ev.Store)
 		}
 	}
-	selected, line := m.selectedID(), m.cursor-m.top
-	var upserts []*model.Task
-	for _, t := range changed {
-		old, known := m.list.Get(t.ID)
-		if (!known || old.Status != model.StatusInputRequired) && t.WaitsForInput() {
-			alerts = append(alerts, t)
-		}
-		upserts = append(upserts, t)
-	}
-	var gone []string
-	for id := range deleted {
-		if _, known := m.list.Get(id); !known && !fresh[id] {
-			m.hidden = max(m.hidden-1, 0) // one of the older finished records
-		}
-		gone = append(gone, id)
-		delete(m.marked, id)
-		delete(m.polls, id)
-	}
-	m.list.Apply(upserts, gone)
+	m.applyBatch(&b)
+	m.sumHidden()
 	m.afterPolls()
 	if i := m.list.IndexOf(selected); selected != "" && i >= 0 {
 		m.cursor, m.top = i, i-line // the selected task stays on its line
@@ -324,8 +331,8 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 		}
 	}
 	var cmd tea.Cmd
-	if len(alerts) > 0 {
-		cmd = m.alert(alerts[len(alerts)-1])
+	if len(b.alerts) > 0 {
+		cmd = m.alert(b.alerts[len(b.alerts)-1])
 	}
 	if e := msg.ended; e != nil {
 		m.fail(fmt.Errorf("the feed of changes ended (%v): watching again in %v", e.err, e.retry))
@@ -333,12 +340,50 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 	return cmd
 }
 
+// batch is what a frame's events changed, not yet in the list.
+type batch struct {
+	changed map[string]*model.Task
+	deleted map[string]bool
+	fresh   map[string]bool // records this batch brought, deleted or not
+	alerts  []*model.Task
+}
+
+func (b *batch) clear() {
+	clear(b.changed)
+	clear(b.deleted)
+	clear(b.fresh)
+}
+
+// applyBatch puts a batch's changes in the list, and notes the tasks that
+// began to wait for input.
+func (m *Model) applyBatch(b *batch) {
+	var upserts []*model.Task
+	for _, t := range b.changed {
+		old, known := m.list.Get(t.ID)
+		if (!known || old.Status != model.StatusInputRequired) && t.WaitsForInput() {
+			b.alerts = append(b.alerts, t)
+		}
+		upserts = append(upserts, t)
+	}
+	var gone []string
+	for id := range b.deleted {
+		gone = append(gone, id)
+		delete(m.marked, id)
+		delete(m.polls, id)
+	}
+	m.list.Apply(upserts, gone)
+	clear(b.changed)
+	clear(b.deleted)
+}
+
 // loadSnapshot replaces the rows with a snapshot's records: every open
-// one, and the newest finished ones up to Options.Recent.
-func (m *Model) loadSnapshot(entries []deck.Entry) {
+// one, and the newest finished ones up to Options.Recent. A windowed
+// snapshot brings the store's counts, and the finished records beyond it
+// are read a page at a time (window.go).
+func (m *Model) loadSnapshot(ev deck.Event) {
 	var keep, done []*model.Task
 	m.clearPolls()
-	for _, e := range entries {
+	for _, e := range ev.Entries {
 		if e.Task.Status.Terminal() {
 			done = append(done, e.Task)
 			continue
@@ -348,10 +393,23 @@ func (m *Model) loadSnapshot(entries []deck.Entry) {
 	}
 	// Ids sort by creation: the newest finished records first.
 	slices.SortFunc(done, func(a, b *model.Task) int { return strings.Compare(b.ID, a.ID) })
-	m.hidden = max(len(done)-m.opts.Recent, 0)
-	keep = append(keep, done[:len(done)-m.hidden]...)
+	shown := min(len(done), m.opts.Recent)
+	keep = append(keep, done[:shown]...)
 	selected := m.selectedID()
 	m.list.Replace(keep)
+	if ev.Counts != nil {
+		m.setCounts(ev.Counts)
+	} else {
+		clear(m.list.extra)
+		for _, t := range done[shown:] {
+			m.list.extra[t.Status]++
+		}
+	}
+	oldest := ""
+	if shown > 0 {
+		oldest = done[shown-1].ID
+	}
+	m.resetWindow(oldest)
 	m.keepSelected(selected)
 	for id := range m.marked {
 		if _, ok := m.list.Get(id); !ok {
@@ -892,9 +950,9 @@ func (m *Model) askForget() tea.Cmd {
 
 func (m *Model) askPrune() tea.Cmd {
 	n := 0
-	for st, c := range m.list.counts {
+	for _, st := range model.AllStatuses {
 		if st.Terminal() {
-			n += c
+			n += m.list.stored(st)
 		}
 	}
 	if n == 0 {

@@ -45,6 +45,7 @@ type harness struct {
 	cfg  *mcpconfig.Config
 	// wrap, when setup sets it, is the deck the dashboard sees around the engine.
 	wrap func(deck.Deck) deck.Deck
+	opts Options // the dashboard's, but its Deck
 }
 
 // fastPolicy polls at the demo server's pace.
@@ -86,7 +87,9 @@ func newHarnessWith(t *testing.T, opts demo.Options, setup func(h *harness)) *ha
 	if h.wrap != nil {
 		d = h.wrap(d)
 	}
-	h.m = New(ctx, Options{Deck: d})
+	dash := h.opts
+	dash.Deck = d
+	h.m = New(ctx, dash)
 	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
 	h.run(h.m.Init())
 	h.until("the feed's snapshot is in", func(m *Model) bool { return m.loaded && m.configured != nil })

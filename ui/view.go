@@ -83,7 +83,7 @@ func (m *Model) viewCounts() string {
 		parts = append(parts, m.styles.Error.Render(fmt.Sprintf("! %d open expire soon", m.expiring)))
 	}
 	for _, st := range model.AllStatuses {
-		if n := m.list.counts[st]; n > 0 {
+		if n := m.list.stored(st); n > 0 {
 			look := statusLooks[st]
 			parts = append(parts, m.styles.Status[st].Render(fmt.Sprintf("%s %d %s", look.Symbol, n, st)))
 		}

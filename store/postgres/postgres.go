@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -824,23 +825,11 @@ func (s *Store) ByKey(key string) (*model.Task, error) {
 // ByStatus returns the records with any of the given statuses, sorted by
 // ID.
 func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
-	names := make([]string, len(st))
-	for i, x := range st {
-		names[i] = string(x)
-	}
-	return s.read(`WHERE status = ANY($1) ORDER BY id`, names)
+	return s.read(`WHERE status = ANY($1) ORDER BY id`, statusNames(st))
 }
 
 // OpenTasks returns every record that is not terminal.
-func (s *Store) OpenTasks() ([]*model.Task, error) {
-	var open []model.Status
-	for _, st := range model.AllStatuses {
-		if !st.Terminal() {
-			open = append(open, st)
-		}
-	}
-	return s.ByStatus(open...)
-}
+func (s *Store) OpenTasks() ([]*model.Task, error) { return s.ByStatus(open()...) }
 
 // All returns every record, sorted by ID (IDs sort by creation time).
 func (s *Store) All() ([]*model.Task, error) { return s.read(`ORDER BY id`) }
@@ -856,29 +845,118 @@ func (s *Store) Newest(limit int) ([]*model.Task, error) {
 // Counts returns how many records have each status (statuses with none
 // are absent).
 func (s *Store) Counts() (map[model.Status]int, error) {
+	_, counts, err := s.CountsAt()
+	return counts, err
+}
+
+// CountsAt returns the counts per status and the revision they are as
+// of, read in one snapshot.
+func (s *Store) CountsAt() (rev uint64, counts map[model.Status]int, err error) {
+	err = s.readTx("count", func(ctx context.Context, tx pgx.Tx) error {
+		var r int64
+		if err := tx.QueryRow(ctx, `SELECT rev FROM taskdeck_meta`).Scan(&r); err != nil {
+			return err
+		}
+		rev = uint64(r)
+		counts, err = countStatuses(ctx, tx)
+		return err
+	})
+	if err == nil {
+		s.noteRev(rev)
+	}
+	return rev, counts, err
+}
+
+// countStatuses counts the records per status, from the status index.
+func countStatuses(ctx context.Context, q querier) (map[model.Status]int, error) {
+	counts := map[model.Status]int{}
+	rows, err := q.Query(ctx, `SELECT status, count(*) FROM taskdeck_tasks GROUP BY status`)
+	if err != nil {
+		return nil, err
+	}
+	var st string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+		counts[model.Status(st)] = n
+		return nil
+	})
+	return counts, err
+}
+
+// Window returns, read in one snapshot: the store's revision, every open
+// record (sorted by id), the newest finished records up to finished
+// (newest first), and the number of records per status.
+func (s *Store) Window(finished int) (w store.Window, err error) {
+	err = s.readTx("read a window", func(ctx context.Context, tx pgx.Tx) error {
+		var r int64
+		if err := tx.QueryRow(ctx, `SELECT rev FROM taskdeck_meta`).Scan(&r); err != nil {
+			return err
+		}
+		w.Rev = uint64(r)
+		if w.Counts, err = countStatuses(ctx, tx); err != nil {
+			return err
+		}
+		if w.Open, err = records(ctx, tx, cols+`WHERE status = ANY($1) ORDER BY id`, statusNames(open())); err != nil {
+			return err
+		}
+		w.Finished, err = page(ctx, tx, "", finished, terminal())
+		return err
+	})
+	if err == nil {
+		s.noteRev(w.Rev)
+	}
+	return w, err
+}
+
+// Page returns up to limit records older than before (from the newest
+// when before is ""), newest first; with statuses, only records in one of
+// them. Each status is one range of the (status, id) index.
+func (s *Store) Page(before string, limit int, statuses ...model.Status) ([]*model.Task, error) {
 	ctx, cancel, err := s.ctx()
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
-	counts := map[model.Status]int{}
-	err = s.reread(func() error {
-		rows, err := s.pool.Query(ctx, `SELECT status, count(*) FROM taskdeck_tasks GROUP BY status`)
-		if err != nil {
-			return err
-		}
-		var st string
-		var n int
-		_, err = pgx.ForEachRow(rows, []any{&st, &n}, func() error {
-			counts[model.Status(st)] = n
-			return nil
-		})
+	var out []*model.Task
+	err = s.reread(func() (err error) {
+		out, err = page(ctx, s.pool, before, limit, statuses)
 		return err
 	})
-	if err != nil {
-		return nil, dbError("count", err)
+	return out, err
+}
+
+func page(ctx context.Context, q querier, before string, limit int, statuses []model.Status) ([]*model.Task, error) {
+	if limit <= 0 {
+		return nil, nil
 	}
-	return counts, nil
+	if len(statuses) == 0 {
+		return records(ctx, q, cols+`WHERE ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2`, before, limit)
+	}
+	// One index range per status, merged: a plain status = ANY(...)
+	// would read every match to sort them.
+	var parts []string
+	args := []any{before, limit}
+	for _, st := range statuses {
+		args = append(args, string(st))
+		parts = append(parts, fmt.Sprintf(`(%sWHERE status = $%d AND ($1 = '' OR id < $1) ORDER BY id DESC LIMIT $2)`, cols, len(args)))
+	}
+	return records(ctx, q, `SELECT * FROM (`+strings.Join(parts, ` UNION ALL `)+`) p ORDER BY id DESC LIMIT $2`, args...)
+}
+
+func statusNames(st []model.Status) []string {
+	names := make([]string, len(st))
+	for i, x := range st {
+		names[i] = string(x)
+	}
+	return names
+}
+
+func open() []model.Status {
+	return slices.DeleteFunc(slices.Clone(model.AllStatuses), model.Status.Terminal)
+}
+
+func terminal() []model.Status {
+	return slices.DeleteFunc(slices.Clone(model.AllStatuses), func(st model.Status) bool { return !st.Terminal() })
 }
 
 // readTx runs fn in one read-only repeatable-read txn: one snapshot.

@@ -846,3 +846,91 @@ func testClosedRefusesCalls(t *testing.T, s store.Backend) {
 		t.Fatal("Snapshot on a closed store succeeded")
 	}
 }
+
+// testWindowAndPages: a watcher's window holds every open record, the
+// newest finished ones and the counts of the whole store, all as of one
+// revision; pages walk the rest newest first, by status from the index.
+func testWindowAndPages(t *testing.T, s store.Backend) {
+	var done, failed, open []*model.Task
+	for i := range 12 {
+		at := T0.Add(time.Duration(i) * time.Second)
+		switch i % 4 {
+		case 0:
+			open = append(open, Create(t, s, "", model.StatusWorking, at))
+		case 1:
+			failed = append(failed, Create(t, s, "", model.StatusFailed, at))
+		default:
+			done = append(done, Create(t, s, "", model.StatusCompleted, at))
+		}
+	}
+	finished := append(append([]*model.Task{}, done...), failed...)
+	newestFirst := func(ts []*model.Task) []string {
+		ids := SortedIDs(ts...)
+		slices.Reverse(ids)
+		return ids
+	}
+	w, err := s.Window(4)
+	Must(t, err)
+	if w.Rev != s.Revision() {
+		t.Errorf("Window rev = %d, the store's is %d", w.Rev, s.Revision())
+	}
+	if !slices.Equal(IDs(w.Open), SortedIDs(open...)) {
+		t.Errorf("Window open = %v, want %v", IDs(w.Open), SortedIDs(open...))
+	}
+	if want := newestFirst(finished)[:4]; !slices.Equal(IDs(w.Finished), want) {
+		t.Errorf("Window finished = %v, want the newest 4 %v", IDs(w.Finished), want)
+	}
+	want := map[model.Status]int{model.StatusWorking: 3, model.StatusFailed: 3, model.StatusCompleted: 6}
+	if fmt.Sprint(w.Counts) != fmt.Sprint(want) {
+		t.Errorf("Window counts = %v, want %v", w.Counts, want)
+	}
+	if rev, counts, err := s.CountsAt(); err != nil || rev != w.Rev || fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Errorf("CountsAt = %d, %v, %v; want %d, %v", rev, counts, err, w.Rev, want)
+	}
+
+	// Pages of 2 from the newest reach every record once, in order.
+	var walked []*model.Task
+	before := ""
+	for {
+		p, err := s.Page(before, 2)
+		Must(t, err)
+		if len(p) == 0 {
+			break
+		}
+		walked = append(walked, p...)
+		before = p[len(p)-1].ID
+	}
+	all := append(append([]*model.Task{}, finished...), open...)
+	if !slices.Equal(IDs(walked), newestFirst(all)) {
+		t.Errorf("Page walk = %v, want %v", IDs(walked), newestFirst(all))
+	}
+	// By status: merged from the statuses' index, newest first, after before.
+	p, err := s.Page(w.Finished[1].ID, 100, model.StatusFailed, model.StatusCompleted)
+	Must(t, err)
+	if want := newestFirst(finished)[2:]; !slices.Equal(IDs(p), want) {
+		t.Errorf("Page(finished) after %s = %v, want %v", w.Finished[1].ID, IDs(p), want)
+	}
+	p, err = s.Page("", 2, model.StatusFailed)
+	Must(t, err)
+	if want := newestFirst(failed)[:2]; !slices.Equal(IDs(p), want) {
+		t.Errorf("Page(failed) = %v, want %v", IDs(p), want)
+	}
+
+	// Counts follow every change: a move, a delete, a prune.
+	_, err = s.Update(open[0].ID, MoveTo(model.StatusCompleted, T0.Add(time.Minute)))
+	Must(t, err)
+	Must(t, s.Delete(failed[0].ID))
+	want = map[model.Status]int{model.StatusWorking: 2, model.StatusFailed: 2, model.StatusCompleted: 7}
+	counts, err := s.Counts()
+	Must(t, err)
+	if fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Errorf("Counts after a move and a delete = %v, want %v", counts, want)
+	}
+	_, err = s.Prune(time.Time{})
+	Must(t, err)
+	w, err = s.Window(10)
+	Must(t, err)
+	if want := map[model.Status]int{model.StatusWorking: 2}; fmt.Sprint(w.Counts) != fmt.Sprint(want) || len(w.Finished) != 0 {
+		t.Errorf("after Prune: counts %v, %d finished, want %v and none", w.Counts, len(w.Finished), want)
+	}
+}

@@ -34,6 +34,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"ConcurrentUpdatesAreNotLost", testConcurrentUpdatesAreNotLost},
 		{"ReleaseKey", testReleaseKey},
 		{"NewestReadsTheLatestRecords", testNewestReadsTheLatestRecords},
+		{"WindowAndPages", testWindowAndPages},
 		{"Prune", testPrune},
 		{"RevisionsIncreaseOnEveryWrite", testRevisionsIncreaseOnEveryWrite},
 		{"SnapshotPlusHookIsHistory", testSnapshotPlusHookIsHistory},
