@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
@@ -125,8 +126,11 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 	if rec.NeedsInput() {
 		return nil, &StateError{Task: rec, Want: "it waits for input before its task exists; its answers go out with the call (Continue)"}
 	}
-	if err := checkAnswers(rec, answers); err != nil {
+	if answers, err = admitAnswers(ctx, rec, answers); err != nil {
 		return nil, err
+	}
+	if len(answers) == 0 {
+		return rec, nil // an agent's answers to keys no longer asked: ignored
 	}
 	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
 		if r.PendingAnswers == nil {
@@ -168,6 +172,25 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 		return sent, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
 	}
 	return sent, nil
+}
+
+// admitAnswers checks answers before they are taken. The operator's (the
+// dashboard, the commands) must answer keys still outstanding and fit
+// their forms. An agent's, through the proxy (deck.ActorFrom names an
+// agent), are the server's to judge, as without taskdeck: answers to keys
+// not outstanding are dropped, as the tasks extension says a server
+// SHOULD ignore them, and the rest go as sent.
+func admitAnswers(ctx context.Context, rec *model.Task, answers map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	if a, _ := deck.ActorFrom(ctx); a.Role != model.RoleAgent {
+		return answers, checkAnswers(rec, answers)
+	}
+	out := map[string]json.RawMessage{}
+	for k, v := range answers {
+		if _, asked := rec.InputRequests[k]; asked && !rec.Answered(k) {
+			out[k] = v
+		}
+	}
+	return out, nil
 }
 
 // checkAnswers refuses an answer to a key the record did not ask for or

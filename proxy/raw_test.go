@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -429,5 +431,68 @@ func TestNullArgumentsNotForwarded(t *testing.T) {
 		if args, ok := body.Params["arguments"]; ok && string(args) == "null" {
 			t.Fatalf("the server got %s", c.Body)
 		}
+	}
+}
+
+// An agent's answers are the server's to judge, as without taskdeck: an
+// answer with fields the form does not name goes to the server as sent
+// (by MRTR and by tasks/update), and answers to keys not outstanding
+// (never asked, already answered) are acknowledged and ignored, as the
+// extension says a server SHOULD. The operator's answers keep the form
+// check.
+func TestAgentAnswersGoAsSent(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	m := metaJSON("a", true)
+	ack := func(what, id, responses string) {
+		t.Helper()
+		status, a := rpc(t, r.url, "tasks/update", `{"taskId":"`+id+`","inputResponses":`+responses+`,"_meta":`+m+`}`, nil)
+		if status != 200 || a.Error != nil || str(a.Result["resultType"]) != "complete" {
+			t.Fatalf("%s: HTTP %d %+v, want the ack", what, status, a)
+		}
+	}
+
+	_, a := rpc(t, r.url, "tools/call", `{"name":"confirm_first","arguments":{},"_meta":`+m+`}`, nil)
+	state := str(a.Result["requestState"])
+	_, a = rpc(t, r.url, "tools/call", `{"name":"confirm_first","arguments":{},"requestState":"`+state+`","inputResponses":{"confirm":{"action":"accept","content":{"confirm":true,"name":"extra"}},"never-asked":{"action":"accept"}},"_meta":`+m+`}`, nil)
+	if a.Error != nil || str(a.Result["resultType"]) != "task" {
+		t.Fatalf("confirm_first answered with an extra field: %+v %+v", a.Result, a.Error)
+	}
+
+	_, a = rpc(t, r.url, "tools/call", `{"name":"approve","arguments":{"action":"ship"},"_meta":`+m+`}`, nil)
+	id := str(a.Result["taskId"])
+	var key string
+	until(t, "input_required", func() bool {
+		_, a = rpc(t, r.url, "tasks/get", `{"taskId":"`+id+`","_meta":`+m+`}`, nil)
+		var reqs map[string]json.RawMessage
+		_ = json.Unmarshal(a.Result["inputRequests"], &reqs)
+		for k := range reqs {
+			key = k
+		}
+		return key != ""
+	})
+	// The operator's answer must fit the form.
+	if _, err := r.eng.Answer(context.Background(), id, map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept","content":{"approve":true,"reason":"ok","extra":1}}`)}); err == nil || !strings.Contains(err.Error(), "not a field of this form") {
+		t.Fatalf("the operator's answer with an extra field: %v", err)
+	}
+	ack("a never-issued key", id, `{"unknown-key":{"action":"accept","content":{}}}`)
+	ack("an extra field", id, `{"`+key+`":{"action":"accept","content":{"approve":true,"reason":"ok","extra":1}}}`)
+	ack("the same key again", id, `{"`+key+`":{"action":"accept","content":{"approve":false,"reason":"again"}}}`)
+	until(t, "approved", func() bool {
+		_, a = rpc(t, r.url, "tasks/get", `{"taskId":"`+id+`","_meta":`+m+`}`, nil)
+		return strings.Contains(string(a.Result["result"]), "approved ship: ok")
+	})
+	ack("a task that ended", id, `{"`+key+`":{"action":"accept","content":{"approve":true,"reason":"late"}}}`)
+
+	var sent []string
+	for _, req := range r.srv.Requests("") {
+		if bytes.Contains(req.Body, []byte(`"extra"`)) {
+			sent = append(sent, req.Method)
+		}
+		if bytes.Contains(req.Body, []byte("unknown-key")) || bytes.Contains(req.Body, []byte("never-asked")) || bytes.Contains(req.Body, []byte(`"again"`)) {
+			t.Errorf("an answer to a key not outstanding reached the server: %s", req.Body)
+		}
+	}
+	if !slices.Contains(sent, "tools/call") || !slices.Contains(sent, "tasks/update") {
+		t.Fatalf("the answers with extra fields reached the server by %q, want tools/call and tasks/update", sent)
 	}
 }

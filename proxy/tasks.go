@@ -52,6 +52,7 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 		cp.Arguments = nil // what a client with no arguments may send: none
 	}
 	m := metaOf(cp.Meta)
+	ctx = asAgent(ctx, m)
 	var res deck.CallResult
 	var err error
 	if id, ok := strings.CutPrefix(cp.RequestState, statePrefix); ok {
@@ -260,6 +261,16 @@ func (ep *endpoint) record(ctx context.Context, id string) (deck.Entry, error) {
 	return e, nil
 }
 
+// asAgent names the agent as who acts in its request, unless the request
+// names someone already: the engine leaves an agent's answers to the
+// server (engine.admitAnswers).
+func asAgent(ctx context.Context, m meta) context.Context {
+	if _, ok := deck.ActorFrom(ctx); ok {
+		return ctx
+	}
+	return deck.WithActor(ctx, model.Actor{Role: model.RoleAgent, Label: m.Agent})
+}
+
 type taskParams struct {
 	Meta           map[string]any             `json:"_meta"`
 	TaskID         string                     `json:"taskId"`
@@ -279,6 +290,7 @@ func (ep *endpoint) task(ctx context.Context, req *request) *response {
 		e := wire.ErrMissingCapability()
 		return &response{JSONRPC: "2.0", ID: req.ID, Error: &rpcError{Code: e.Code, Message: e.Message, Data: e.Data}}
 	}
+	ctx = asAgent(ctx, metaOf(tp.Meta))
 	e, err := ep.record(ctx, tp.TaskID)
 	if err != nil {
 		return taskError(req.ID, err)
@@ -286,7 +298,9 @@ func (ep *endpoint) task(ctx context.Context, req *request) *response {
 	d := ep.p.opts.Deck
 	switch req.Method {
 	case wire.MethodUpdate:
-		if _, err := d.Answer(ctx, e.Task.ID, tp.InputResponses); err != nil {
+		// A task no longer waiting for input has no key outstanding: the
+		// answers are ignored, as a server SHOULD (the extension).
+		if _, err := d.Answer(ctx, e.Task.ID, tp.InputResponses); err != nil && deck.KindOf(err) != deck.KindState {
 			return taskError(req.ID, err)
 		}
 		return reply(req.ID, wire.AckResult{ResultType: wire.ResultTypeComplete})
