@@ -122,7 +122,7 @@ func (s Suite) Run(env []string, args ...string) ([]Check, string, error) {
 		return nil, "", err
 	}
 	defer os.RemoveAll(out)
-	cmd := exec.Command(s.Node, append([]string{"--require", filepath.Join(s.Dir, "loopback.cjs", "adapter.mjs"),
+	cmd := exec.Command(s.Node, append([]string{"--require", filepath.Join(s.Dir, "loopback.cjs"),
 		filepath.Join(s.Dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")},
 		append(args, "-o", out)...)...)
 	cmd.Env = append(os.Environ(), env...)
