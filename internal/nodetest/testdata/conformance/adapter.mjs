@@ -4,7 +4,7 @@
 // binary in TASKDECK_BIN. Each step is one taskdeck command on a store
 // of its own; the adapter exits with the first command's failure.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -12,6 +12,7 @@ const url = process.argv.at(-1);
 const scenario = process.env.MCP_CONFORMANCE_SCENARIO ?? "";
 const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "{}");
 const dir = mkdtempSync(join(tmpdir(), "taskdeck-adapter-"));
+writeFileSync(join(dir, "config.json"), `{"mcpServers":{}}`); // --url names the server
 let failed = 0;
 
 function td(...args) {
