@@ -137,8 +137,11 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 	if rec.NeedsInput() {
 		return nil, &StateError{Task: rec, Want: "it waits for input before its task exists; its answers go out with the call (Continue)"}
 	}
-	if err := checkAnswers(rec, answers); err != nil {
+	if answers, err = admitAnswers(ctx, rec, answers); err != nil {
 		return nil, err
+	}
+	if len(answers) == 0 {
+		return rec, nil // an agent's answers to keys no longer asked: ignored
 	}
 	rec, err = t.store.Update(id, t.claimAnswers(ctx, answers))
 	if err != nil {
@@ -175,25 +178,46 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 
 // claimAnswers is the write that claims input keys for answers: each key
 // is marked answered, its answer pending (to be sent), by whoever asks.
-// The check runs again on the record as stored, and the store runs it
-// again on a record changed meanwhile (its write is conditional on the
-// revision read): of two engines answering one key at once, one commits
-// and sends; the other is refused, naming the answer taken, and sends
+// The check (admitAnswers) runs again on the record as stored, and the
+// store runs it again on a record changed meanwhile (its write is
+// conditional on the revision read): of two engines answering one key at
+// once, one commits and sends; the other is refused, naming the answer
+// taken (an agent's is dropped, as a server ignores it), and sends
 // nothing.
 func (t *Tracker) claimAnswers(ctx context.Context, answers map[string]json.RawMessage) func(r *model.Task) (bool, error) {
 	by := model.AnsweredInput{Engine: t.name}
 	by.By, _ = deck.ActorFrom(ctx)
 	return func(r *model.Task) (bool, error) {
-		if err := checkAnswers(r, answers); err != nil {
+		admitted, err := admitAnswers(ctx, r, answers)
+		if err != nil || len(admitted) == 0 {
 			return false, err
 		}
 		r.PendingAnswers = orEmpty(r.PendingAnswers)
-		for k, v := range answers {
+		for k, v := range admitted {
 			r.PendingAnswers[k] = wire.Compact(v)
 		}
-		r.MarkAnsweredBy(slices.Sorted(maps.Keys(answers)), t.now(), by)
+		r.MarkAnsweredBy(slices.Sorted(maps.Keys(admitted)), t.now(), by)
 		return true, nil
 	}
+}
+
+// admitAnswers checks answers before they are taken. The operator's (the
+// dashboard, the commands) must answer keys still outstanding and fit
+// their forms. An agent's, through the proxy (deck.ActorFrom names an
+// agent), are the server's to judge, as without taskdeck: answers to keys
+// not outstanding are dropped, as the tasks extension says a server
+// SHOULD ignore them, and the rest go as sent.
+func admitAnswers(ctx context.Context, rec *model.Task, answers map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	if a, _ := deck.ActorFrom(ctx); a.Role != model.RoleAgent {
+		return answers, checkAnswers(rec, answers)
+	}
+	out := map[string]json.RawMessage{}
+	for k, v := range answers {
+		if _, asked := rec.InputRequests[k]; asked && !rec.Answered(k) {
+			out[k] = v
+		}
+	}
+	return out, nil
 }
 
 // checkAnswers refuses an answer to a key the record did not ask for or

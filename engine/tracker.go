@@ -338,7 +338,7 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 	if !rec.NeedsInput() {
 		return CallOutcome{Task: rec}, &StateError{Task: rec, Want: "it is not a call waiting for input before its start"}
 	}
-	if err := checkAnswers(rec, answers); err != nil {
+	if answers, err = admitAnswers(ctx, rec, answers); err != nil {
 		return CallOutcome{Task: rec}, err
 	}
 	if len(answers) > 0 {

@@ -403,25 +403,28 @@ func (b *syncBuffer) String() string {
 // reads as the server's error, not as a drop.
 func TestListenEndsOnTheServersWord(t *testing.T) {
 	e := newPushEnv(t, demo.Options{}, 5*time.Second)
-	result := func(id string) string {
-		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete"}}`, id)
-	}
-	e.srv.On(wire.MethodListen, func(w http.ResponseWriter, req *hostile.Request) bool {
-		return hostile.ListenScript(false, ack("mine"), taskNote("mine", "working"), result(string(req.ID)))(w, req)
-	})
-	sub := e.listen("mine")
-	if p := next(t, sub); p.Snapshot.Status != model.StatusWorking {
-		t.Fatalf("pushed %s", show(p))
-	}
-	if err := ends(t, sub); err != nil {
-		t.Fatalf("graceful end: %v", err)
+	// The end as 2026-07-28 first said it (an empty result), and as it says
+	// since spec PR #3171 (a completion result with subscription metadata).
+	for _, result := range []string{`{}`, `{"resultType":"complete"}`,
+		`{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":"x"}}`} {
+		e.srv.On(wire.MethodListen, func(w http.ResponseWriter, req *hostile.Request) bool {
+			end := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, result)
+			return hostile.ListenScript(false, ack("mine"), taskNote("mine", "working"), end)(w, req)
+		})
+		sub := e.listen("mine")
+		if p := next(t, sub); p.Snapshot.Status != model.StatusWorking {
+			t.Fatalf("pushed %s", show(p))
+		}
+		if err := ends(t, sub); err != nil {
+			t.Fatalf("graceful end with %s: %v", result, err)
+		}
 	}
 
 	e.srv.On(wire.MethodListen, func(w http.ResponseWriter, req *hostile.Request) bool {
 		return hostile.ListenScript(false, ack("mine"),
 			fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"shutting down"}}`, req.ID))(w, req)
 	})
-	sub = e.listen("mine")
+	sub := e.listen("mine")
 	var se *mcpclient.ServerError
 	if err := ends(t, sub); !errors.As(err, &se) || se.Code != -32603 {
 		t.Fatalf("error end: %v, want a ServerError", err)

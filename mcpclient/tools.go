@@ -191,10 +191,32 @@ func (l *ToolList) Check(tool string, args json.RawMessage) error {
 			return &CallError{msg: fmt.Sprintf("--args: %v", err)}
 		}
 	}
+	// SEP-2243: null on an optional argument that travels as a header
+	// means "send no header", so it stands for the argument's absence,
+	// whatever the schema's type (the body goes as given).
+	for _, a := range Arguments(sc) {
+		if a.Header != "" && !a.Required {
+			dropNull(v, strings.Split(a.Name, "."))
+		}
+	}
 	if err := resolved.Validate(v); err != nil {
 		return &CallError{msg: fmt.Sprintf("--args of %s: %s", tool, explain(sc, v, err))}
 	}
 	return nil
+}
+
+// dropNull removes the property at path from v if it is null.
+func dropNull(v any, path []string) {
+	for _, name := range path[:len(path)-1] {
+		m, _ := v.(map[string]any)
+		v = m[name]
+	}
+	last := path[len(path)-1]
+	if m, ok := v.(map[string]any); ok {
+		if val, ok := m[last]; ok && val == nil {
+			delete(m, last)
+		}
+	}
 }
 
 func parseSchema(raw json.RawMessage) (*jsonschema.Schema, error) {

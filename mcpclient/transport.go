@@ -155,11 +155,17 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error != nil {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.meta.mu.Lock()
-		failed := resp.ID == c.meta.discoverID && resp.ID.IsValid()
+		discover := resp.ID == c.meta.discoverID && resp.ID.IsValid()
+		if discover && resp.Error == nil {
+			// go-sdk retried (after -32022 naming the version it asked
+			// for, as a server behind a balancer may answer once): the
+			// retry's answer is the one that counts.
+			c.meta.discover = nil
+		}
 		c.meta.mu.Unlock()
-		if failed {
+		if discover && resp.Error != nil {
 			c.meta.discoverFailed(resp.Error)
 		}
 	}

@@ -102,10 +102,8 @@ func (ep *endpoint) checkParamHeaders(ctx context.Context, id json.RawMessage, t
 	for _, path := range slices.Sorted(maps.Keys(ph)) {
 		name := ph[path]
 		if why := mismatch(h.Get("Mcp-Param-"+name), args, path); why != "" {
-			res := fail(id, wire.CodeHeaderMismatch, fmt.Sprintf(
+			return fail(id, wire.CodeHeaderMismatch, fmt.Sprintf(
 				"header mismatch: Mcp-Param-%s %s %q; send each x-mcp-header argument of %s as its Mcp-Param-* header, with the argument's value", name, why, path, tool))
-			res.status = http.StatusBadRequest
-			return res
 		}
 	}
 	return nil

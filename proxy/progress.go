@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -50,6 +49,7 @@ func progressOf(ctx context.Context, token any) func(*model.Task) {
 // notification on, and as one JSON body if there is none.
 type sseWriter struct {
 	w       http.ResponseWriter
+	modern  bool // a 2026-07-28 request (statusOf)
 	mu      sync.Mutex
 	started bool
 }
@@ -78,5 +78,5 @@ func (s *sseWriter) finish(res *response) {
 		s.notify(res.encode())
 		return
 	}
-	writeHTTP(s.w, cmp.Or(res.status, http.StatusOK), res)
+	writeHTTP(s.w, statusOf(res, s.modern), res)
 }

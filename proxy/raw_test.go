@@ -1,11 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,14 +54,26 @@ func post(t testing.TB, url, body, method string, hdr map[string]string) (int, a
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
 	req.Header.Set("Authorization", "Bearer "+testToken)
+	var msg struct {
+		Params struct{ Name, URI, TaskID *string }
+	}
+	if json.Unmarshal([]byte(body), &msg) == nil {
+		for _, name := range []*string{msg.Params.Name, msg.Params.URI, msg.Params.TaskID} {
+			if name != nil {
+				req.Header.Set("Mcp-Name", *name)
+			}
+		}
+	}
 	for k, v := range hdr {
 		if k == "Host" {
 			req.Host = v
+			continue
+		}
+		if v == "" { // "": the request goes without it
+			req.Header.Del(k)
+			continue
 		}
 		req.Header.Set(k, v)
-		if v == "" {
-			req.Header.Del(k) // "": the request goes without it
-		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -208,27 +222,42 @@ func TestTasksAgentInputAndCancel(t *testing.T) {
 // nothing.
 func TestBadInput(t *testing.T) {
 	r := startRig(t, demo.Options{}, Options{MaxBody: 1 << 10})
+	meta := metaJSON("bad", true)
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"},"_meta":` + meta + `}}`
 	cases := []struct {
 		name, url, body string
 		status          int
 		code            int64
 		says            string
+		hdr             map[string]string
 	}{
-		{"not JSON", r.url, `{"jsonrpc":`, 400, -32700, "not valid JSON"},
-		{"a batch", r.url, `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, 400, -32600, "batch"},
-		{"not 2.0", r.url, `{"jsonrpc":"1.0","id":1,"method":"tools/list"}`, 400, -32600, `"2.0"`},
-		{"no method", r.url, `{"jsonrpc":"2.0","id":1}`, 400, -32600, "method"},
-		{"unknown server", r.base + "/mcp/nosuch", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 404, -32600, `no server "nosuch"`},
-		{"no endpoint", r.base + "/other", `{}`, 404, -32600, "/mcp/<server>"},
-		{"too large", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 2<<10) + `"}}}`, 413, -32600, "larger than"},
-		{"a call without an id", r.url, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"sleep","arguments":{"seconds":1}}}`, 400, -32600, "need an id"},
-		{"tasks/get without an id", r.url, `{"jsonrpc":"2.0","method":"tasks/get","params":{"taskId":"x"}}`, 400, -32600, "need an id"},
-		{"no tool name", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, 200, -32602, "name"},
-		{"_meta not an object", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":5}}`, 200, -32602, `"_meta" (an object)`},
-		{"tasks/get _meta not an object", r.url, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x","_meta":[]}}`, 200, -32602, `"_meta" (an object)`},
+		{"not JSON", r.url, `{"jsonrpc":`, 400, -32700, "not valid JSON", nil},
+		{"a batch", r.url, `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, 400, -32600, "batch", nil},
+		{"not 2.0", r.url, `{"jsonrpc":"1.0","id":1,"method":"tools/list"}`, 400, -32600, `"2.0"`, nil},
+		{"no method", r.url, `{"jsonrpc":"2.0","id":1}`, 400, -32600, "method", nil},
+		{"unknown server", r.base + "/mcp/nosuch", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, 404, -32600, `no server "nosuch"`, nil},
+		{"no endpoint", r.base + "/other", `{}`, 404, -32600, "/mcp/<server>", nil},
+		{"too large", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 2<<10) + `"}}}`, 413, -32600, "larger than", nil},
+		{"a call without an id", r.url, `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"sleep","arguments":{"seconds":1}}}`, 400, -32600, "need an id", nil},
+		{"tasks/get without an id", r.url, `{"jsonrpc":"2.0","method":"tasks/get","params":{"taskId":"x"}}`, 400, -32600, "need an id", nil},
+		{"no tool name", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":` + meta + `}}`, 400, -32602, "name", nil},
+		{"_meta not an object", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":5}}`, 400, -32602, `_meta field "io.modelcontextprotocol/protocolVersion"`, nil},
+		{"tasks/get _meta not an object", r.url, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"x","_meta":[]}}`, 400, -32602, `_meta field "io.modelcontextprotocol/protocolVersion"`, nil},
+		// What a 2026-07-28 server refuses before anything runs.
+		{"tools/call without _meta", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`, 400, -32602, `_meta field "io.modelcontextprotocol/protocolVersion"`, nil},
+		{"no clientCapabilities", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`, 400, -32602, `_meta field "io.modelcontextprotocol/clientCapabilities"`, nil},
+		{"_meta version differs", r.url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`, 400, -32020, `Mcp-Protocol-Version "2026-07-28" differs`, nil},
+		{"Mcp-Name differs", r.url, call, 400, -32020, `Mcp-Name "sleep" differs from params.name "echo"`, map[string]string{"Mcp-Name": "sleep"}},
+		{"no Mcp-Name", r.url, call, 400, -32020, "send the Mcp-Name header", map[string]string{"Mcp-Name": ""}},
+		{"Mcp-Method differs", r.url, call, 400, -32020, `Mcp-Method "tools/list" differs`, map[string]string{"Mcp-Method": "tools/list"}},
+		{"no Mcp-Method", r.url, call, 400, -32020, "send the Mcp-Method header", map[string]string{"Mcp-Method": ""}},
+		{"tasks/get Mcp-Name differs", r.url, `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"a","_meta":` + meta + `}}`, 400, -32020, `differs from params.taskId "a"`, map[string]string{"Mcp-Name": "b"}},
+		{"Mcp-Name differs on a relayed method", r.url, `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"a","_meta":` + meta + `}}`, 400, -32020, `differs from params.name "a"`, map[string]string{"Mcp-Name": "b"}},
 	}
 	for _, c := range cases {
-		status, a := post(t, c.url, c.body, "tools/call", nil)
+		var m struct{ Method string }
+		_ = json.Unmarshal([]byte(c.body), &m)
+		status, a := post(t, c.url, c.body, m.Method, c.hdr)
 		if status != c.status || a.Error == nil || a.Error.Code != c.code || !strings.Contains(a.Error.Message, c.says) || strings.Contains(a.Error.Message, "\n") {
 			t.Errorf("%s: HTTP %d %+v; want %d, code %d saying %q in one line", c.name, status, a.Error, c.status, c.code, c.says)
 		}
@@ -348,5 +377,133 @@ func TestUpstreamAnswerBounded(t *testing.T) {
 	}
 	if _, a := rpc(t, r.url, "server/discover", `{"_meta":`+metaJSON("a", false)+`}`, nil); a.Error == nil || !strings.Contains(a.Error.Message, "larger than") {
 		t.Fatalf("server/discover with a bomb: %+v", a)
+	}
+}
+
+// What a 2026-07-28 server refuses, the proxy refuses alike: the same
+// request gets the same HTTP status and JSON-RPC code from both.
+func TestRefusalsAsTheServer(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	meta := metaJSON("agent", true)
+	noTasks := metaJSON("agent", false)
+	v2099 := `{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}`
+	cases := []struct {
+		name, method, params string
+		hdr                  map[string]string
+	}{
+		{"discover, unsupported version", "server/discover", `{"_meta":` + v2099 + `}`, map[string]string{"Mcp-Protocol-Version": "2099-01-01"}},
+		{"discover, no clientCapabilities", "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, nil},
+		{"discover, _meta version differs", "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}`, nil},
+		{"discover, no Mcp-Method", "server/discover", `{"_meta":` + meta + `}`, map[string]string{"Mcp-Method": ""}},
+		{"tools/call, Mcp-Name differs", "tools/call", `{"name":"echo","arguments":{"text":"x"},"_meta":` + meta + `}`, map[string]string{"Mcp-Name": "sleep"}},
+		{"tools/call, no Mcp-Name", "tools/call", `{"name":"echo","arguments":{"text":"x"},"_meta":` + meta + `}`, map[string]string{"Mcp-Name": ""}},
+		{"tools/call, Mcp-Method differs", "tools/call", `{"name":"echo","arguments":{"text":"x"},"_meta":` + meta + `}`, map[string]string{"Mcp-Method": "tools/list"}},
+		{"tools/call, no _meta", "tools/call", `{"name":"echo","arguments":{"text":"x"}}`, nil},
+		{"tasks/get, Mcp-Name differs", "tasks/get", `{"taskId":"a","_meta":` + meta + `}`, map[string]string{"Mcp-Name": "b"}},
+		{"tasks/cancel, Mcp-Method differs", "tasks/cancel", `{"taskId":"a","_meta":` + meta + `}`, map[string]string{"Mcp-Method": "tasks/get"}},
+		{"tasks/get, extension not declared", "tasks/get", `{"taskId":"a","_meta":` + noTasks + `}`, nil},
+		{"tasks/get, unknown task", "tasks/get", `{"taskId":"a","_meta":` + meta + `}`, nil},
+		{"tasks/update, unknown task", "tasks/update", `{"taskId":"a","inputResponses":{},"_meta":` + meta + `}`, nil},
+		{"unknown method", "nosuch/method", `{"_meta":` + meta + `}`, nil},
+	}
+	for _, c := range cases {
+		ds, da := rpc(t, r.srv.URL, c.method, c.params, c.hdr)
+		ps, pa := rpc(t, r.url, c.method, c.params, c.hdr)
+		if da.Error == nil {
+			t.Fatalf("%s: the server took it: %+v", c.name, da.Result)
+		}
+		if pa.Error == nil || ps != ds || pa.Error.Code != da.Error.Code {
+			t.Errorf("%s: the server answers HTTP %d %d %q; the proxy HTTP %d %+v", c.name, ds, da.Error.Code, da.Error.Message, ps, pa.Error)
+		}
+	}
+	if list, _ := r.eng.List(context.Background(), deck.Filter{}); len(list) != 0 {
+		t.Fatalf("refused requests left %d records", len(list))
+	}
+}
+
+// "arguments": null (go-sdk's client sends it for nil arguments) is no
+// arguments: the server gets none, not a null it may refuse.
+func TestNullArgumentsNotForwarded(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	if _, a := rpc(t, r.url, "tools/call", `{"name":"confirm_first","arguments":null,"_meta":`+metaJSON("agent", true)+`}`, nil); a.Error != nil {
+		t.Fatalf("tools/call with null arguments: %+v", a.Error)
+	}
+	calls := r.srv.Requests("tools/call")
+	if len(calls) == 0 {
+		t.Fatal("the call never reached the server")
+	}
+	for _, c := range calls {
+		var body struct {
+			Params map[string]json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(c.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if args, ok := body.Params["arguments"]; ok && string(args) == "null" {
+			t.Fatalf("the server got %s", c.Body)
+		}
+	}
+}
+
+// An agent's answers are the server's to judge, as without taskdeck: an
+// answer with fields the form does not name goes to the server as sent
+// (by MRTR and by tasks/update), and answers to keys not outstanding
+// (never asked, already answered) are acknowledged and ignored, as the
+// extension says a server SHOULD. The operator's answers keep the form
+// check.
+func TestAgentAnswersGoAsSent(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	m := metaJSON("a", true)
+	ack := func(what, id, responses string) {
+		t.Helper()
+		status, a := rpc(t, r.url, "tasks/update", `{"taskId":"`+id+`","inputResponses":`+responses+`,"_meta":`+m+`}`, nil)
+		if status != 200 || a.Error != nil || str(a.Result["resultType"]) != "complete" {
+			t.Fatalf("%s: HTTP %d %+v, want the ack", what, status, a)
+		}
+	}
+
+	_, a := rpc(t, r.url, "tools/call", `{"name":"confirm_first","arguments":{},"_meta":`+m+`}`, nil)
+	state := str(a.Result["requestState"])
+	_, a = rpc(t, r.url, "tools/call", `{"name":"confirm_first","arguments":{},"requestState":"`+state+`","inputResponses":{"confirm":{"action":"accept","content":{"confirm":true,"name":"extra"}},"never-asked":{"action":"accept"}},"_meta":`+m+`}`, nil)
+	if a.Error != nil || str(a.Result["resultType"]) != "task" {
+		t.Fatalf("confirm_first answered with an extra field: %+v %+v", a.Result, a.Error)
+	}
+
+	_, a = rpc(t, r.url, "tools/call", `{"name":"approve","arguments":{"action":"ship"},"_meta":`+m+`}`, nil)
+	id := str(a.Result["taskId"])
+	var key string
+	until(t, "input_required", func() bool {
+		_, a = rpc(t, r.url, "tasks/get", `{"taskId":"`+id+`","_meta":`+m+`}`, nil)
+		var reqs map[string]json.RawMessage
+		_ = json.Unmarshal(a.Result["inputRequests"], &reqs)
+		for k := range reqs {
+			key = k
+		}
+		return key != ""
+	})
+	// The operator's answer must fit the form.
+	if _, err := r.eng.Answer(context.Background(), id, map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept","content":{"approve":true,"reason":"ok","extra":1}}`)}); err == nil || !strings.Contains(err.Error(), "not a field of this form") {
+		t.Fatalf("the operator's answer with an extra field: %v", err)
+	}
+	ack("a never-issued key", id, `{"unknown-key":{"action":"accept","content":{}}}`)
+	ack("an extra field", id, `{"`+key+`":{"action":"accept","content":{"approve":true,"reason":"ok","extra":1}}}`)
+	ack("the same key again", id, `{"`+key+`":{"action":"accept","content":{"approve":false,"reason":"again"}}}`)
+	until(t, "approved", func() bool {
+		_, a = rpc(t, r.url, "tasks/get", `{"taskId":"`+id+`","_meta":`+m+`}`, nil)
+		return strings.Contains(string(a.Result["result"]), "approved ship: ok")
+	})
+	ack("a task that ended", id, `{"`+key+`":{"action":"accept","content":{"approve":true,"reason":"late"}}}`)
+
+	var sent []string
+	for _, req := range r.srv.Requests("") {
+		if bytes.Contains(req.Body, []byte(`"extra"`)) {
+			sent = append(sent, req.Method)
+		}
+		if bytes.Contains(req.Body, []byte("unknown-key")) || bytes.Contains(req.Body, []byte("never-asked")) || bytes.Contains(req.Body, []byte(`"again"`)) {
+			t.Errorf("an answer to a key not outstanding reached the server: %s", req.Body)
+		}
+	}
+	if !slices.Contains(sent, "tools/call") || !slices.Contains(sent, "tasks/update") {
+		t.Fatalf("the answers with extra fields reached the server by %q, want tools/call and tasks/update", sent)
 	}
 }

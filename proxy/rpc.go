@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -56,7 +57,6 @@ type response struct {
 	ID      json.RawMessage `json:"id"`
 	Result  any             `json:"result,omitempty"`
 	Error   *rpcError       `json:"error,omitempty"`
-	status  int             // over HTTP, when not 200
 }
 
 func reply(id json.RawMessage, result any) *response {
@@ -144,13 +144,16 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the agent went away mid-body
 	}
 	req, bad := parse(body)
+	if bad == nil {
+		bad = checkEnvelope(r.Header, req)
+	}
 	if bad != nil {
 		writeHTTP(w, http.StatusBadRequest, bad)
 		return
 	}
 	ep := &endpoint{p: p, cfg: cfg, who: pr}
 	if ep.local(req.Method) {
-		sse := &sseWriter{w: w}
+		sse := &sseWriter{w: w, modern: modern(r.Header)}
 		ctx := withAgentHeaders(acting(r.Context(), pr, req.label()), r.Header)
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			ctx = withNotifier(ctx, sse.notify)
@@ -164,6 +167,100 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ep.forwardHTTP(w, r, req, body)
+}
+
+// modern tells a request of MCP 2026-07-28 or later by its header: only
+// those have the standard headers and the per-request _meta checked, and
+// their errors carry HTTP statuses (older clients are served as before).
+func modern(h http.Header) bool {
+	return h.Get("Mcp-Protocol-Version") >= wire.ProtocolVersion
+}
+
+// checkEnvelope refuses, as a 2026-07-28 server does before anything
+// runs, a request whose Mcp-Method or Mcp-Name header is missing or
+// differs from its body (-32020), or whose _meta lacks the protocol
+// version (-32602) or the client's capabilities (-32602) or names
+// another version than its header (-32020). Every refusal is HTTP 400.
+func checkEnvelope(h http.Header, req *request) *response {
+	if !modern(h) {
+		return nil
+	}
+	mismatch := func(msg string) *response {
+		return fail(req.ID, wire.CodeHeaderMismatch, "header mismatch: "+msg)
+	}
+	switch method := headerText(h.Get("Mcp-Method")); {
+	case method == "":
+		return mismatch("send the Mcp-Method header with the request's method")
+	case method != req.Method:
+		return mismatch(fmt.Sprintf("Mcp-Method %q differs from the request's method %q", method, req.Method))
+	}
+	var p struct {
+		Name   *string         `json:"name"`
+		URI    *string         `json:"uri"`
+		TaskID *string         `json:"taskId"`
+		Meta   json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return nil // not an object: the method's own check words it
+	}
+	var field string
+	var value *string
+	switch req.Method {
+	case "tools/call", "prompts/get":
+		field, value = "params.name", p.Name
+	case "resources/read":
+		field, value = "params.uri", p.URI
+	case wire.MethodGet, wire.MethodUpdate, wire.MethodCancel:
+		field, value = "params.taskId", p.TaskID
+	}
+	if field != "" && value != nil {
+		switch name, ok := decodeHeader(headerText(h.Get("Mcp-Name"))); {
+		case name == "":
+			return mismatch(fmt.Sprintf("send the Mcp-Name header with %s for %s", field, req.Method))
+		case !ok || name != *value:
+			return mismatch(fmt.Sprintf("Mcp-Name %q differs from %s %q", h.Get("Mcp-Name"), field, *value))
+		}
+	}
+	if req.notification() {
+		return nil // the _meta triple is for requests only
+	}
+	var meta map[string]json.RawMessage
+	_ = json.Unmarshal(p.Meta, &meta)
+	var version string
+	var caps map[string]any
+	switch {
+	case json.Unmarshal(meta[mcp.MetaKeyProtocolVersion], &version) != nil || version == "":
+		return fail(req.ID, codeInvalidParams, `missing or invalid _meta field "`+mcp.MetaKeyProtocolVersion+`": every 2026-07-28 request carries it`)
+	case version != headerText(h.Get("Mcp-Protocol-Version")):
+		return mismatch(fmt.Sprintf("Mcp-Protocol-Version %q differs from _meta %q %q", h.Get("Mcp-Protocol-Version"), mcp.MetaKeyProtocolVersion, version))
+	case json.Unmarshal(meta[mcp.MetaKeyClientCapabilities], &caps) != nil || caps == nil:
+		return fail(req.ID, codeInvalidParams, `missing or invalid _meta field "`+mcp.MetaKeyClientCapabilities+`": every 2026-07-28 request carries it ({} for none)`)
+	}
+	return nil
+}
+
+// headerText is a header's value without the whitespace around it, which
+// is not part of it (RFC 9110, 5.5).
+func headerText(v string) string { return strings.Trim(v, " \t") }
+
+// statusOf is the HTTP status of an answer, as the spec sets it and
+// servers send it: 400 for a header mismatch or an unsupported version,
+// whatever the version; for a 2026-07-28 request also 404 for an unknown
+// method and 400 for invalid params or a missing capability; else 200.
+func statusOf(res *response, modern bool) int {
+	if res.Error == nil {
+		return http.StatusOK
+	}
+	switch c := res.Error.Code; {
+	case c == wire.CodeHeaderMismatch, c == wire.CodeUnsupportedVersion:
+		return http.StatusBadRequest
+	case !modern:
+	case c == codeMethodNotFound:
+		return http.StatusNotFound
+	case c == codeInvalidParams, c == wire.CodeMissingCapability:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 func writeHTTPError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {

@@ -342,7 +342,9 @@ func (ep *endpoint) task(ctx context.Context, req *request) *response {
 	d := ep.p.opts.Deck
 	switch req.Method {
 	case wire.MethodUpdate:
-		if _, err := d.Answer(ctx, e.Task.ID, tp.InputResponses); err != nil {
+		// A task no longer waiting for input has no key outstanding: the
+		// answers are ignored, as a server SHOULD (the extension).
+		if _, err := d.Answer(ctx, e.Task.ID, tp.InputResponses); err != nil && deck.KindOf(err) != deck.KindState {
 			return taskError(req.ID, err)
 		}
 		return reply(req.ID, wire.AckResult{ResultType: wire.ResultTypeComplete})

@@ -3,12 +3,11 @@ package proxy
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,69 +15,16 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/nodetest"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 )
 
 // agentDir installs the TypeScript test agent (testdata/agent, its
-// versions pinned by package-lock.json) with `npm ci` into a cache
-// directory named by the lock file's hash, once. Without node or npm the
-// test is skipped, except under CI=true, where it fails.
+// versions pinned by package-lock.json) once (see nodetest.Install).
 func agentDir(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is not installed; CI must run the TypeScript client's tests", tool)
-			}
-			t.Skipf("%s is not installed: the TypeScript client's tests are skipped (install Node.js 20 or newer to run them)", tool)
-		}
-	}
-	src := filepath.Join("testdata", "agent")
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agent, err := os.ReadFile(filepath.Join(src, "agent.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(lock)
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "taskdeck-proxy-agent-"+hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		tmp, err := os.MkdirTemp(cache, "taskdeck-proxy-agent-*")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer os.RemoveAll(tmp)
-		for _, f := range []string{"package.json", "package-lock.json"} {
-			b, err := os.ReadFile(filepath.Join(src, f))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(tmp, f), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-		cmd.Dir = tmp
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-		os.RemoveAll(dir)
-		if err := os.Rename(tmp, dir); err != nil && !os.IsExist(err) {
-			t.Fatal(err)
-		}
-	}
-	// The agent itself is the worktree's, whatever the cache holds.
-	if err := os.WriteFile(filepath.Join(dir, "agent.mjs"), agent, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return nodetest.Install(t, filepath.Join("testdata", "agent"), "agent.mjs")
 }
 
 // startAgent runs the agent; it is killed by its pid when the test ends.
@@ -129,9 +75,31 @@ type agentLine struct {
 // cancel ends in cancelled, and every record holds what the agent was
 // told and names the agent.
 func TestTypeScriptClientTaskFlows(t *testing.T) {
+	tsFlows(t, "flows")
+}
+
+// The same flows, the agent answering every form with a field it does not
+// name as well: the answers reach the server as sent (by tasks/update and
+// by the MRTR retry), and every flow ends as before.
+func TestTypeScriptClientAnswersWithExtraFields(t *testing.T) {
+	r := tsFlows(t, "flows-extra")
+	var by []string
+	for _, req := range r.srv.Requests("") {
+		if strings.Contains(string(req.Body), "not in the form") {
+			by = append(by, req.Method)
+		}
+	}
+	if !slices.Contains(by, "tasks/update") || !slices.Contains(by, "tools/call") {
+		t.Fatalf("the answers with an extra field reached the server by %q; want tasks/update and tools/call", by)
+	}
+}
+
+// tsFlows runs the agent's scenario through the proxy and checks what it
+// was told against the records.
+func tsFlows(t *testing.T, scenario string) *rig {
 	dir := agentDir(t)
 	r := startRig(t, demo.Options{}, Options{})
-	cmd, lines := startAgent(t, dir, r.url, "flows")
+	cmd, lines := startAgent(t, dir, r.url, scenario)
 	var got []string
 	byTask := map[string]agentLine{}
 	var calls []agentLine
@@ -232,6 +200,7 @@ func TestTypeScriptClientTaskFlows(t *testing.T) {
 			}
 		}
 	}
+	return r
 }
 
 // The agent killed with SIGKILL while its held call runs: the task is

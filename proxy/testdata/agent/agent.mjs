@@ -1,6 +1,7 @@
 // A test agent: the official TypeScript MCP client, with the official
 // tasks requester for the task flows, driven against taskdeck's proxy.
-// Usage: node agent.mjs URL flows|hold TOOL ARGS_JSON
+// Usage: node agent.mjs URL flows|flows-extra|hold TOOL ARGS_JSON
+// flows-extra answers every form with a field it does not name, too.
 // It prints one JSON line per outcome and exits 1 on the first surprise.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { createTaskSessionFromClient, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
@@ -83,6 +84,7 @@ const session = createTaskSessionFromClient(client, {
     out({ tool: current, input: msg });
     const answer = answers.find(([start]) => msg.startsWith(start));
     if (!answer) fail(`${current}: no answer for ${JSON.stringify(msg)}`);
+    if (scenario === "flows-extra") return { ...answer[1], content: { ...answer[1].content, note: "not in the form" } };
     return answer[1];
   },
 });
