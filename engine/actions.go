@@ -135,7 +135,9 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 		for k, v := range answers {
 			r.PendingAnswers[k] = wire.Compact(v)
 		}
-		r.MarkAnswered(slices.Sorted(maps.Keys(answers)), t.now())
+		keys := slices.Sorted(maps.Keys(answers))
+		r.MarkAnswered(keys, t.now())
+		r.Act = &model.Act{Kind: model.ActAnswer, Actor: actorOf(ctx), Keys: keys}
 		return true, nil
 	})
 	if err != nil {
@@ -272,22 +274,25 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
 		changed := !r.CancelRequested
 		r.CancelRequested = true
+		r.Act = &model.Act{Kind: model.ActCancel, Actor: actorOf(ctx)}
 		return changed, nil
 	})
 }
 
-// Forget deletes a record without telling its server.
-func (t *Tracker) Forget(id string) error {
+// Forget deletes a record without telling its server; the audit log
+// names the actor ctx names.
+func (t *Tracker) Forget(ctx context.Context, id string) error {
 	defer t.tasks.lock(id)()
 	t.forgetPoll(id)
-	return t.store.Delete(id)
+	return t.store.Delete(id, actorOf(ctx))
 }
 
-// Prune deletes finished records not changed for olderThan (0: all).
-func (t *Tracker) Prune(olderThan time.Duration) (int, error) {
+// Prune deletes finished records not changed for olderThan (0: all); the
+// audit log names the actor ctx names.
+func (t *Tracker) Prune(ctx context.Context, olderThan time.Duration) (int, error) {
 	var cutoff time.Time
 	if olderThan > 0 {
 		cutoff = t.now().Add(-olderThan)
 	}
-	return t.store.Prune(cutoff)
+	return t.store.Prune(cutoff, actorOf(ctx))
 }

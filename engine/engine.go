@@ -55,6 +55,8 @@ type Engine struct {
 	pushes  pushView
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
+	// host names this host in the acts of a fleet ("" on Badger).
+	host string
 
 	// ctx ends at Close; every request and poll runs under it.
 	ctx    context.Context
@@ -82,7 +84,7 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, classify(err, "")
 	}
-	e := &Engine{opts: opts, log: opts.Logger, claims: claims}
+	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil)}
 	e.feeds = newHub(e)
 	if claims != nil {
 		st = e.watchHealth(st, claims.pg)
@@ -95,6 +97,7 @@ func Open(opts Options) (*Engine, error) {
 		RequestTimeout: opts.RequestTimeout,
 	})
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout})
+	tr.engine = model.EngineActor(e.host)
 	if claims != nil {
 		tr.polled = claims.update // every server word on a task carries the claim
 		tr.maker = e.maker        // every intent names its engine, alive by then
@@ -121,7 +124,7 @@ func (e *Engine) begin(ctx context.Context) (context.Context, func(), error) {
 		return nil, nil, deck.Errorf(deck.KindFailed, "taskdeck is closed")
 	}
 	e.ops.Add(1)
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(deck.WithActor(ctx, e.actor(ctx)))
 	stop := context.AfterFunc(e.ctx, cancel)
 	return ctx, func() { stop(); cancel(); e.ops.Done() }, nil
 }
@@ -254,7 +257,7 @@ func (e *Engine) pollCancelled(ctx context.Context, rec *model.Task) (*model.Tas
 
 // Forget implements deck.Deck.
 func (e *Engine) Forget(ctx context.Context, id string) error {
-	_, done, err := e.begin(ctx)
+	ctx, done, err := e.begin(ctx)
 	if err != nil {
 		return err
 	}
@@ -266,18 +269,18 @@ func (e *Engine) Forget(ctx context.Context, id string) error {
 	if l := e.running(); l != nil {
 		l.send(func() { l.drop(rec.ID) })
 	}
-	return classify(e.tracker.Forget(rec.ID), "")
+	return classify(e.tracker.Forget(ctx, rec.ID), "")
 }
 
 // Prune implements deck.Deck. Pruned records have ended: none is
 // scheduled.
 func (e *Engine) Prune(ctx context.Context, olderThan time.Duration) (int, error) {
-	_, done, err := e.begin(ctx)
+	ctx, done, err := e.begin(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	n, err := e.tracker.Prune(olderThan)
+	n, err := e.tracker.Prune(ctx, olderThan)
 	return n, classify(err, "")
 }
 

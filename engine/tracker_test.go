@@ -598,7 +598,7 @@ func TestPushedAppliesAsAPoll(t *testing.T) {
 	if got, err = e.tracker.Pushed(rec.ID, back); err != nil || got.Task.Status != model.StatusCompleted || got.Changed {
 		t.Fatalf("a step back after the end: %+v, err %v", got, err)
 	}
-	if err := e.tracker.Forget(rec.ID); err != nil {
+	if err := e.tracker.Forget(context.Background(), rec.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.tracker.Pushed(rec.ID, done); !errors.Is(err, store.ErrNotFound) {

@@ -54,6 +54,9 @@ type Transition struct {
 	From    Status    `json:"from,omitempty"`
 	To      Status    `json:"to"`
 	Message string    `json:"message,omitempty"`
+	// By made the move: the engine on a poll's news, the principal
+	// who answered, called or cancelled.
+	By Actor `json:"by,omitzero"`
 }
 
 // Task is taskdeck's durable record of one tools/call.
@@ -111,6 +114,8 @@ type Task struct {
 	// Answers is what the operator answered to its input requests, and
 	// when: an audit trail kept after the requests are gone.
 	Answers []AnsweredInput `json:"answers,omitempty"`
+	// Act is the record's last change and who made it (model.Attribute).
+	Act *Act `json:"act,omitempty"`
 
 	// Revision is the store-wide revision of the record's last committed
 	// change; the store sets it on every write, callers never do. It stays
@@ -125,6 +130,8 @@ type AnsweredInput struct {
 	Response json.RawMessage `json:"response,omitempty"`
 	// Refused: the server did not take it, and asked again.
 	Refused bool `json:"refused,omitempty"`
+	// By gave the answer.
+	By Actor `json:"by,omitzero"`
 }
 
 // Rerunnable tells a task that may be launched again with the same tool
@@ -247,6 +254,7 @@ func (t *Task) Clone() *Task {
 	}
 	c.History = slices.Clone(t.History)
 	c.Answers = slices.Clone(t.Answers)
+	c.Act = t.Act.clone()
 	for i := range c.Answers {
 		c.Answers[i].Response = slices.Clone(t.Answers[i].Response)
 	}

@@ -46,3 +46,12 @@ func admit(c net.Conn, uid int) error {
 	}
 	return checkPeer(cred, uid)
 }
+
+// peerUID is the uid of the process at the other end of c.
+func peerUID(c net.Conn) (int, bool) {
+	cred, err := peerCred(c)
+	if err != nil || cred == nil {
+		return 0, false
+	}
+	return int(cred.Uid), true
+}

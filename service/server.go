@@ -74,7 +74,8 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger, o
 	s := &Server{path: path, log: log, done: make(chan struct{}), feeds: feeds, endFeeds: endFeeds, conns: map[net.Conn]http.ConnState{},
 		ln: &peerListener{UnixListener: l, uid: os.Geteuid(), log: log, closed: make(chan struct{}), parked: make(chan struct{})}}
 	s.http = &http.Server{
-		Handler:           s.closing(s.routes(d, opts)),
+		Handler:           s.closing(withActor(s.routes(d, opts))),
+		ConnContext:       peerContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		ConnState:         s.connState,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -304,6 +305,16 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 		return empty{}, d.CheckCall(ctx, r)
 	})
 	mux.HandleFunc("POST "+pathWatch, func(w http.ResponseWriter, r *http.Request) { s.watch(w, r, d) })
+	if a, ok := d.(deck.Auditor); ok {
+		handle(mux, pathAudit, a.Audit)
+		handle(mux, pathAuditVerify, func(ctx context.Context, _ empty) (model.AuditReport, error) {
+			return a.VerifyAudit(ctx)
+		})
+		handle(mux, pathAuditPrune, func(ctx context.Context, r auditPruneReq) (pruneResp, error) {
+			n, err := a.PruneAudit(ctx, r.Before)
+			return pruneResp{n}, err
+		})
+	}
 	return mux
 }
 

@@ -28,13 +28,15 @@ type Backend interface {
 	OpenTasks() ([]*model.Task, error)
 	All() ([]*model.Task, error)
 	Newest(limit int) ([]*model.Task, error)
-	Delete(id string) error
-	Prune(cutoff time.Time) (int, error)
+	Delete(id string, by model.Actor) error
+	Prune(cutoff time.Time, by model.Actor) (int, error)
 	Counts() (map[model.Status]int, error)
 	Revision() uint64
 	SetCommitHook(fn func([]Change))
 	Snapshot() (rev uint64, tasks []*model.Task, err error)
 	ChangesSince(rev uint64) (changes []Change, upTo uint64, ok bool, err error)
+	AuditLog(from uint64, fn AuditFunc) (model.AuditCheckpoint, error)
+	PruneAudit(cutoff time.Time) (int, error)
 	Close() error
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 
@@ -42,6 +43,7 @@ type Change struct {
 type revMeta struct {
 	rev   uint64 // the last committed revision
 	floor uint64 // ChangesSince(r) needs r >= floor
+	audit []byte // the audit chain's head: the last entry's hash
 }
 
 // readMeta reads revMeta; found is false when the floor was never
@@ -87,13 +89,16 @@ func readMeta(txn *badger.Txn) (m revMeta, found bool, err error) {
 
 // loadRevisions reads the revision state at open; found is false when
 // the floor must be written (checkSchema does, in its commit).
-func (s *Store) loadRevisions() (found bool, err error) {
+func (s *Store) loadRevisions() (found, auditFound bool, err error) {
 	err = s.view(func(txn *badger.Txn) (err error) {
-		s.meta, found, err = readMeta(txn)
+		if s.meta, found, err = readMeta(txn); err != nil {
+			return err
+		}
+		s.meta.audit, auditFound, err = readAuditHead(txn)
 		return err
 	})
 	s.rev.Store(s.meta.rev)
-	return found, err
+	return found, auditFound, err
 }
 
 func floorValue(floor uint64) []byte { return binary.BigEndian.AppendUint64(nil, floor) }
@@ -107,9 +112,9 @@ type revisions struct {
 }
 
 // put writes t (its JSON, base, marshalled with Revision 0) with its
-// status index entry as the next change; prev is the record it replaces
-// (nil for a new one). t must be the caller's private copy: the hook
-// receives it.
+// status index entry and its audit entry (t.Act) as the next change; prev
+// is the record it replaces (nil for a new one). t must be the caller's
+// private copy: the hook receives it.
 func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task) error {
 	r.meta.rev++
 	t.Revision = r.meta.rev
@@ -126,13 +131,16 @@ func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model
 	if err := txn.Set(revKey(revPrefix, t.Revision), []byte(t.ID)); err != nil {
 		return err
 	}
+	if err := r.audit(txn, model.NewAuditBody(prev, t, base, t.Act, time.Now())); err != nil {
+		return err
+	}
 	r.changes = append(r.changes, Change{Rev: t.Revision, ID: t.ID, Task: t})
 	return nil
 }
 
-// remove deletes record t with its index keys as the next change, and
-// leaves its tombstone.
-func (r *revisions) remove(txn *badger.Txn, t *model.Task) error {
+// remove deletes record t with its index keys as the next change, by
+// act, and leaves its tombstone and its audit entry.
+func (r *revisions) remove(txn *badger.Txn, t *model.Task, act *model.Act) error {
 	if err := deleteRecord(txn, t); err != nil {
 		return err
 	}
@@ -141,6 +149,9 @@ func (r *revisions) remove(txn *badger.Txn, t *model.Task) error {
 	}
 	r.meta.rev++
 	if err := txn.Set(revKey(tombPrefix, r.meta.rev), []byte(t.ID)); err != nil {
+		return err
+	}
+	if err := r.audit(txn, model.RemovalAudit(t.ID, act, time.Now())); err != nil {
 		return err
 	}
 	r.deleted = true

@@ -165,6 +165,7 @@ crashes, restarts and servers that ask for input.
 		newCmdRerun(f, nil),
 		newCmdForget(f, nil),
 		newCmdPrune(f, nil),
+		newCmdAudit(f, nil),
 		newCmdWatch(f, nil),
 		newCmdServers(f, nil),
 		newCmdTools(f, nil),
