@@ -186,8 +186,11 @@ func auditVerifyRun(opts *AuditOptions) error {
 		if rep.Checkpoint.Rev > 0 {
 			from = fmt.Sprintf("the checkpoint at revision %d", rep.Checkpoint.Rev)
 		}
-		fmt.Fprintf(opts.f.stdout, "audit log verified: %s from %s to revision %d; %s match their last entries\n",
-			present.Count(rep.Entries, "entry"), from, rep.Last, present.Count(rep.Records, "record"))
+		records := fmt.Sprintf("%d records match their last entries", rep.Records)
+		if rep.Records == 1 {
+			records = "1 record matches its last entry"
+		}
+		fmt.Fprintf(opts.f.stdout, "audit log verified: %s from %s to revision %d; %s\n", entries(rep.Entries), from, rep.Last, records)
 	}
 	return nil
 }
@@ -201,8 +204,16 @@ func auditPruneRun(opts *AuditOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(opts.f.stdout, "pruned %s made before %s\n", present.Count(n, "audit entry"), opts.Before.Local().Format(time.DateTime))
+	fmt.Fprintf(opts.f.stdout, "pruned %s made before %s\n", entries(n), opts.Before.Local().Format(time.DateTime))
 	return nil
+}
+
+// entries counts audit entries in words.
+func entries(n int) string {
+	if n == 1 {
+		return "1 audit entry"
+	}
+	return fmt.Sprintf("%d audit entries", n)
 }
 
 // timeFlag is a point in time: RFC 3339, a date (local midnight), or an

@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// TestAuditScriptedSession: two principals act through the library (a
+// user and an agent, named with deck.WithActor), the engine moves the
+// tasks on, the command line acts as the OS user; `taskdeck audit --json`
+// lists every act with its actor in order, `audit verify` passes, and the
+// actors show in get and ls --json.
+func TestAuditScriptedSession(t *testing.T) {
+	c := newInproc(t)
+	conf := fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, demoURL(t))
+	c.writeConfig(conf)
+	cfg, err := mcpconfig.ParseConfig("test.json", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Open(engine.Options{DataDir: c.dataDir, Config: cfg, RequestTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	alice := model.Actor{Name: "alice", Role: model.RoleUser}
+	bot := model.Actor{Name: "ci-bot", Role: model.RoleAgent, Label: "claude"}
+	as := func(a model.Actor) context.Context { return deck.WithActor(context.Background(), a) }
+	call := func(a model.Actor, tool, args string) string {
+		t.Helper()
+		res, err := e.Call(as(a), deck.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: tool, Args: json.RawMessage(args)})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		return res.Task.ID
+	}
+	until := func(id, what string, ok func(*model.Task) bool) {
+		t.Helper()
+		waitfor.Within(t, 30*time.Second, fmt.Sprintf("task %s %s", id, what), func() bool {
+			if err := e.PollNow(context.Background(), []string{id}); err != nil {
+				return false
+			}
+			got, err := e.Get(context.Background(), id)
+			return err == nil && ok(got.Task)
+		})
+	}
+
+	approve := call(alice, "approve", `{"action":"deploy"}`)
+	until(approve, "waits for input", (*model.Task).WaitsForInput)
+	if _, err := e.Answer(as(bot), approve, map[string]json.RawMessage{"approve-1": json.RawMessage(`{"action":"accept","content":{"approve":true,"reason":"ok"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	sleep := call(bot, "sleep", `{"seconds":600}`)
+	if _, err := e.Cancel(as(alice), sleep); err != nil {
+		t.Fatal(err)
+	}
+	echo := call(bot, "echo", `{"text":"hi"}`)
+	if err := e.Forget(as(bot), echo); err != nil {
+		t.Fatal(err)
+	}
+	kept := call(alice, "sleep", `{"seconds":600}`)
+	until(approve, "completed", func(t *model.Task) bool { return t.Status == model.StatusCompleted })
+	until(sleep, "cancelled", func(t *model.Task) bool { return t.Status == model.StatusCancelled })
+	if n, err := e.Prune(as(alice), 0); err != nil || n != 2 {
+		t.Fatalf("Prune = %d, %v; want the approval and the cancelled sleep", n, err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The command line, in process, acts as the OS user.
+	c.run("cancel", kept).Must(t, exitOK)
+	me := deck.LocalUser()
+
+	var entries []model.AuditEntry
+	for l := range strings.Lines(c.run("audit", "--json").Must(t, exitOK).Stdout) {
+		var en model.AuditEntry
+		if err := json.Unmarshal([]byte(l), &en); err != nil {
+			t.Fatalf("audit --json: %v in %q", err, l)
+		}
+		entries = append(entries, en)
+	}
+	type act struct{ task, act, actor, keys string }
+	var got []act
+	for i, en := range entries {
+		if i > 0 && en.Rev <= entries[i-1].Rev {
+			t.Fatalf("entry %d after entry %d: not in revision order", en.Rev, entries[i-1].Rev)
+		}
+		if en.Actor.Role == model.RoleEngine {
+			if en.Actor.Name != "engine" || en.Act != model.ActUpdate {
+				t.Errorf("an engine entry: %+v", en)
+			}
+			continue
+		}
+		got = append(got, act{en.Task, en.Act, en.Actor.Name, strings.Join(en.Keys, ",")})
+	}
+	want := []act{
+		{approve, "call", "alice", ""},
+		{approve, "answer", "ci-bot", "approve-1"},
+		{sleep, "call", "ci-bot", ""},
+		{sleep, "cancel", "alice", ""},
+		{echo, "call", "ci-bot", ""},
+		{echo, "forget", "ci-bot", ""},
+		{kept, "call", "alice", ""},
+		{approve, "prune", "alice", ""},
+		{sleep, "prune", "alice", ""},
+		{kept, "cancel", me.Name, ""},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the acts in the audit log:\n got %v\nwant %v", got, want)
+	}
+	if agent := entries[slices.IndexFunc(entries, func(en model.AuditEntry) bool { return en.Act == model.ActAnswer })].Actor; agent != bot {
+		t.Errorf("the answer's actor = %+v, want %+v", agent, bot)
+	}
+
+	v := c.run("audit", "verify").Must(t, exitOK)
+	if !strings.Contains(v.Stdout, "audit log verified: ") {
+		t.Fatalf("audit verify:\n%s", v)
+	}
+	// --task takes a prefix of a live record, the whole id of a gone one.
+	for _, id := range []string{kept[:len(kept)-2], echo} {
+		for l := range strings.Lines(c.run("audit", "--json", "--task", id).Must(t, exitOK).Stdout) {
+			if !strings.Contains(l, `"task":"`+id) {
+				t.Fatalf("audit --task %s printed another task's entry: %s", id, l)
+			}
+		}
+	}
+	// The record says who called and who cancelled it.
+	g := c.run("get", kept).Must(t, exitOK)
+	if !strings.Contains(g.Stdout, "→ calling  by alice") || !strings.Contains(g.Stdout, "last change:") {
+		t.Fatalf("get does not say who called:\n%s", g)
+	}
+	var row struct {
+		History []model.Transition `json:"history"`
+		LastAct *model.Act         `json:"lastAct"`
+	}
+	if err := json.Unmarshal([]byte(c.run("ls", "--json").Must(t, exitOK).Stdout), &row); err != nil {
+		t.Fatal(err)
+	}
+	if row.History[0].By != alice || row.LastAct == nil || row.LastAct.Actor.IsZero() {
+		t.Fatalf("ls --json: history %+v, last act %+v", row.History, row.LastAct)
+	}
+}
