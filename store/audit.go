@@ -30,9 +30,15 @@ const auditChunk = 1000
 // this process's, on this host.
 var engineActor = model.EngineActor("")
 
-// audit appends the entry of the change at r.meta.rev.
-func (r *revisions) audit(txn *badger.Txn, body model.AuditBody) error {
-	b := body.Marshal()
+// auditEntry is the canonical bytes of the audit entry of a write of t
+// (as base) over prev, made before the commit: the group's leader, which
+// runs every change of a group one after the other, then only chains it.
+func auditEntry(prev, t *model.Task, base []byte) []byte {
+	return model.NewAuditBody(prev, t, base, t.Act, time.Now()).Marshal()
+}
+
+// audit appends the entry b of the change at r.meta.rev.
+func (r *revisions) audit(txn *badger.Txn, b []byte) error {
 	h := model.ChainHash(r.meta.audit, r.meta.rev, b)
 	r.meta.audit = h
 	return txn.Set(revKey(auditPrefix, r.meta.rev), append(h, b...))

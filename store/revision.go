@@ -112,10 +112,10 @@ type revisions struct {
 }
 
 // put writes t (its JSON, base, marshalled with Revision 0) with its
-// status index entry and its audit entry (t.Act) as the next change; prev
-// is the record it replaces (nil for a new one). t must be the caller's
-// private copy: the hook receives it.
-func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task) error {
+// status index entry and its audit entry (entry, see auditEntry) as the
+// next change; prev is the record it replaces (nil for a new one). t must
+// be the caller's private copy: the hook receives it.
+func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task, entry []byte) error {
 	r.meta.rev++
 	t.Revision = r.meta.rev
 	prevStatus := model.Status("")
@@ -131,7 +131,7 @@ func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model
 	if err := txn.Set(revKey(revPrefix, t.Revision), []byte(t.ID)); err != nil {
 		return err
 	}
-	if err := r.audit(txn, model.NewAuditBody(prev, t, base, t.Act, time.Now())); err != nil {
+	if err := r.audit(txn, entry); err != nil {
 		return err
 	}
 	r.changes = append(r.changes, Change{Rev: t.Revision, ID: t.ID, Task: t})
@@ -151,7 +151,7 @@ func (r *revisions) remove(txn *badger.Txn, t *model.Task, act *model.Act) error
 	if err := txn.Set(revKey(tombPrefix, r.meta.rev), []byte(t.ID)); err != nil {
 		return err
 	}
-	if err := r.audit(txn, model.RemovalAudit(t.ID, act, time.Now())); err != nil {
+	if err := r.audit(txn, model.RemovalAudit(t.ID, act, time.Now()).Marshal()); err != nil {
 		return err
 	}
 	r.deleted = true
