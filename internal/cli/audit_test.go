@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -150,4 +153,34 @@ func TestAuditScriptedSession(t *testing.T) {
 	if row.History[0].By != alice || row.LastAct == nil || row.LastAct.Actor.IsZero() {
 		t.Fatalf("ls --json: history %+v, last act %+v", row.History, row.LastAct)
 	}
+}
+
+// TestAuditOnAFleetNamesTheHost: on a shared database every act names
+// the host it came from, the engine's too, and the log verifies from
+// either host.
+func TestAuditOnAFleetNamesTheHost(t *testing.T) {
+	db := pgtest.DB(t)
+	url := demoURL(t)
+	a, b := newInproc(t), newInproc(t)
+	for _, c := range []*inproc{a, b} {
+		c.writeConfig(fmt.Sprintf(`{"store":%q,"mcpServers":{"demo":{"url":%q}}}`, db, url))
+	}
+	id := clitest.OnlyID(t, a.run("call", "--server", "demo", "sleep", "--args", `{"seconds":600}`).Must(t, exitOK))
+	b.run("cancel", id).Must(t, exitOK)
+	host, _ := os.Hostname()
+	var acts []string
+	for l := range strings.Lines(b.run("audit", "--json", "--task", id).Must(t, exitOK).Stdout) {
+		var en model.AuditEntry
+		if err := json.Unmarshal([]byte(l), &en); err != nil {
+			t.Fatal(err)
+		}
+		if en.Actor.Host != host {
+			t.Fatalf("entry %d names host %q, want %q: %s", en.Rev, en.Actor.Host, host, l)
+		}
+		acts = append(acts, en.Act+" "+string(en.Actor.Role))
+	}
+	if !slices.Contains(acts, "call user") || !slices.Contains(acts, "cancel user") || !slices.Contains(acts, "update engine") {
+		t.Fatalf("the acts on a fleet: %v", acts)
+	}
+	a.run("audit", "verify").Must(t, exitOK)
 }
