@@ -75,6 +75,10 @@ func TestAuditScriptedSession(t *testing.T) {
 	kept := call(alice, "sleep", `{"seconds":600}`)
 	until(approve, "completed", func(t *model.Task) bool { return t.Status == model.StatusCompleted })
 	until(sleep, "cancelled", func(t *model.Task) bool { return t.Status == model.StatusCancelled })
+	rerun, err := e.Call(as(bot), deck.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`), Repeats: sleep})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n, err := e.Prune(as(alice), 0); err != nil || n != 2 {
 		t.Fatalf("Prune = %d, %v; want the approval and the cancelled sleep", n, err)
 	}
@@ -115,6 +119,7 @@ func TestAuditScriptedSession(t *testing.T) {
 		{echo, "call", "ci-bot", ""},
 		{echo, "forget", "ci-bot", ""},
 		{kept, "call", "alice", ""},
+		{rerun.Task.ID, "rerun", "ci-bot", ""},
 		{approve, "prune", "alice", ""},
 		{sleep, "prune", "alice", ""},
 		{kept, "cancel", me.Name, ""},
@@ -143,15 +148,24 @@ func TestAuditScriptedSession(t *testing.T) {
 	if !strings.Contains(g.Stdout, "→ calling  by alice") || !strings.Contains(g.Stdout, "last change:") {
 		t.Fatalf("get does not say who called:\n%s", g)
 	}
-	var row struct {
+	type row struct {
+		ID      string             `json:"id"`
 		History []model.Transition `json:"history"`
 		LastAct *model.Act         `json:"lastAct"`
 	}
-	if err := json.Unmarshal([]byte(c.run("ls", "--json").Must(t, exitOK).Stdout), &row); err != nil {
-		t.Fatal(err)
+	rows := map[string]row{}
+	for l := range strings.Lines(c.run("ls", "--json").Must(t, exitOK).Stdout) {
+		var r row
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		rows[r.ID] = r
 	}
-	if row.History[0].By != alice || row.LastAct == nil || row.LastAct.Actor.IsZero() {
-		t.Fatalf("ls --json: history %+v, last act %+v", row.History, row.LastAct)
+	if r := rows[kept]; len(r.History) == 0 || r.History[0].By != alice || r.LastAct == nil || r.LastAct.Actor.IsZero() {
+		t.Fatalf("ls --json of %s: history %+v, last act %+v", kept, r.History, r.LastAct)
+	}
+	if r := rows[rerun.Task.ID]; len(r.History) == 0 || r.History[0].By != bot {
+		t.Fatalf("ls --json of the re-run %s: history %+v", rerun.Task.ID, r.History)
 	}
 }
 
