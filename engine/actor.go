@@ -27,6 +27,15 @@ func (e *Engine) actor(ctx context.Context) model.Actor {
 	return a
 }
 
+// mayChange refuses a viewer's request to change records: it may list,
+// watch and read, and is told what it cannot do.
+func mayChange(ctx context.Context, what string) error {
+	if a := actorOf(ctx); !a.CanChange() {
+		return deck.Errorf(deck.KindUsage, "%s is a viewer: a viewer cannot %s (read-only)", a.Name, what)
+	}
+	return nil
+}
+
 // fleetHost names this host on a shared store; "" on Badger, where every
 // act is this host's.
 func fleetHost(shared bool) string {

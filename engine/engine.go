@@ -129,6 +129,20 @@ func (e *Engine) begin(ctx context.Context) (context.Context, func(), error) {
 	return ctx, func() { stop(); cancel(); e.ops.Done() }, nil
 }
 
+// beginChange is begin for a request that changes records, which a
+// viewer may not make.
+func (e *Engine) beginChange(ctx context.Context, what string) (context.Context, func(), error) {
+	ctx, done, err := e.begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := mayChange(ctx, what); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return ctx, done, nil
+}
+
 // Close stops the loop and every feed, waits for requests in progress
 // (which Close cancels), then closes the pool and the store.
 func (e *Engine) Close() error {
@@ -149,7 +163,7 @@ func (e *Engine) Close() error {
 
 // Call implements deck.Deck.
 func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResult, error) {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "make a call")
 	if err != nil {
 		return deck.CallResult{}, err
 	}
@@ -165,7 +179,7 @@ func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResul
 
 // Continue implements deck.Deck.
 func (e *Engine) Continue(ctx context.Context, id string, answers map[string]json.RawMessage) (deck.CallResult, error) {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "answer")
 	if err != nil {
 		return deck.CallResult{}, err
 	}
@@ -191,7 +205,7 @@ func (e *Engine) called(out CallOutcome, err error) (deck.CallResult, error) {
 
 // Answer implements deck.Deck.
 func (e *Engine) Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error) {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "answer")
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +235,7 @@ func idOf(rec *model.Task) string {
 
 // Cancel implements deck.Deck: tasks/cancel, then one poll at once.
 func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "cancel")
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +271,7 @@ func (e *Engine) pollCancelled(ctx context.Context, rec *model.Task) (*model.Tas
 
 // Forget implements deck.Deck.
 func (e *Engine) Forget(ctx context.Context, id string) error {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "forget")
 	if err != nil {
 		return err
 	}
@@ -275,7 +289,7 @@ func (e *Engine) Forget(ctx context.Context, id string) error {
 // Prune implements deck.Deck. Pruned records have ended: none is
 // scheduled.
 func (e *Engine) Prune(ctx context.Context, olderThan time.Duration) (int, error) {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "prune")
 	if err != nil {
 		return 0, err
 	}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/taskdeck/taskdeck/deck"
@@ -45,5 +46,39 @@ func TestSocketNamesThePeer(t *testing.T) {
 	rep, err := r.(deck.Auditor).VerifyAudit(ctx)
 	if err != nil || rep.Fault != nil || rep.Entries == 0 {
 		t.Fatalf("VerifyAudit through the socket: %+v, %v", rep, err)
+	}
+}
+
+// A viewer, in process or through the socket, reads and is refused every
+// change with a line that says why; nothing is written.
+func TestViewerChangesNothing(t *testing.T) {
+	ctx := t.Context()
+	_, e, _, r := serveEngine(t, startDemo(t))
+	res, err := r.Call(ctx, sleepCall(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	viewer := model.Actor{Name: "eve", Role: model.RoleViewer}
+	for _, d := range []deck.Deck{e, r} {
+		vctx := deck.WithActor(ctx, viewer)
+		_, err := d.Call(vctx, sleepCall(""))
+		if de := wantKind(t, "a viewer's call", err, deck.KindUsage); !strings.Contains(de.Message, "a viewer cannot make a call") {
+			t.Fatalf("a viewer's call: %q", de.Message)
+		}
+		_, err = d.Cancel(vctx, res.Task.ID)
+		wantKind(t, "a viewer's cancel", err, deck.KindUsage)
+		wantKind(t, "a viewer's forget", d.Forget(vctx, res.Task.ID), deck.KindUsage)
+		if got, err := d.Get(vctx, res.Task.ID); err != nil || got.Task.CancelRequested {
+			t.Fatalf("a viewer's get: %+v, %v", got.Task, err)
+		}
+	}
+	log, err := e.Audit(ctx, model.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, en := range log.Entries {
+		if en.Actor.Role == model.RoleViewer {
+			t.Fatalf("a viewer's act was recorded: %+v", en)
+		}
 	}
 }
