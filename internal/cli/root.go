@@ -63,7 +63,7 @@ type Factory struct {
 	store               string // --store; "" defers to the config's "store"
 	configSet           bool   // --config was given
 	verbose             bool
-	readOnly            bool // the dashboard as a viewer
+	readOnly            bool          // the dashboard as a viewer
 	requestTimeout      time.Duration // bounds one request to a server (--request-timeout)
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
 	quiet bool
