@@ -58,10 +58,7 @@ func TestAuditVerifyAfterAnUpdateBehindTheBack(t *testing.T) {
 				t.Fatalf("before: exit %d\n%s", code, out)
 			}
 			exec(t, conn, c.sql)
-			want := c.want
-			if strings.Contains(want, "%s") {
-				want = strings.Replace(want, "%s", rec.ID, 1)
-			}
+			want := strings.Replace(c.want, "%s", rec.ID, 1)
 			if code, out := verifyCLI(t, conn); code != 6 || !strings.Contains(out, want) {
 				t.Fatalf("after %s: exit %d, want 6 and %q\n%s", c.sql, code, want, out)
 			}
