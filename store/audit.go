@@ -102,10 +102,10 @@ func (s *Store) startAudit(found bool) error {
 	})
 }
 
-// AuditLog calls fn with each audit entry after revision from, in
-// revision order, read in one transaction, and returns the checkpoint
-// the kept log starts after.
-func (s *Store) AuditLog(from uint64, fn AuditFunc) (model.AuditCheckpoint, error) {
+// AuditLog calls fn with each audit entry kept, in revision order, read
+// in one transaction, and returns the checkpoint the kept log starts
+// after.
+func (s *Store) AuditLog(fn AuditFunc) (model.AuditCheckpoint, error) {
 	var cp model.AuditCheckpoint
 	err := s.view(func(txn *badger.Txn) error {
 		var err error
@@ -114,7 +114,7 @@ func (s *Store) AuditLog(from uint64, fn AuditFunc) (model.AuditCheckpoint, erro
 		}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: auditPrefix})
 		defer it.Close()
-		for it.Seek(revKey(auditPrefix, max(from, cp.Rev)+1)); it.Valid(); it.Next() {
+		for it.Seek(revKey(auditPrefix, cp.Rev+1)); it.Valid(); it.Next() {
 			k := it.Item().Key()
 			if len(k) != len(auditPrefix)+8 {
 				return &decodeError{fmt.Errorf("malformed audit key %q", k)}

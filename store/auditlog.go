@@ -26,7 +26,7 @@ func DecodeAudit(rev uint64, body, hash []byte) (model.AuditEntry, error) {
 // checkpoint the kept log starts after.
 func ReadAudit(b Backend, f model.AuditFilter) ([]model.AuditEntry, model.AuditCheckpoint, error) {
 	var out []model.AuditEntry
-	cp, err := b.AuditLog(0, func(_ model.AuditCheckpoint, rev uint64, body, hash []byte) error {
+	cp, err := b.AuditLog(func(_ model.AuditCheckpoint, rev uint64, body, hash []byte) error {
 		e, err := DecodeAudit(rev, body, hash)
 		if err != nil {
 			return err
@@ -56,7 +56,7 @@ func VerifyAudit(b Backend) (model.AuditReport, error) {
 		}
 		return rep.Fault == nil
 	}
-	cp, err := b.AuditLog(0, func(cp model.AuditCheckpoint, rev uint64, body, hash []byte) error {
+	cp, err := b.AuditLog(func(cp model.AuditCheckpoint, rev uint64, body, hash []byte) error {
 		if start(cp) {
 			rep.Fault = v.Next(rev, body, hash)
 		}

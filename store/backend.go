@@ -35,7 +35,7 @@ type Backend interface {
 	SetCommitHook(fn func([]Change))
 	Snapshot() (rev uint64, tasks []*model.Task, err error)
 	ChangesSince(rev uint64) (changes []Change, upTo uint64, ok bool, err error)
-	AuditLog(from uint64, fn AuditFunc) (model.AuditCheckpoint, error)
+	AuditLog(fn AuditFunc) (model.AuditCheckpoint, error)
 	PruneAudit(cutoff time.Time) (int, error)
 	Close() error
 }

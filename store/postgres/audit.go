@@ -11,10 +11,10 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 )
 
-// AuditLog calls fn with each audit entry after revision from, in
-// revision order, read in one transaction, and returns the checkpoint the
-// kept log starts after.
-func (s *Store) AuditLog(from uint64, fn store.AuditFunc) (model.AuditCheckpoint, error) {
+// AuditLog calls fn with each audit entry kept, in revision order, read
+// in one transaction, and returns the checkpoint the kept log starts
+// after.
+func (s *Store) AuditLog(fn store.AuditFunc) (model.AuditCheckpoint, error) {
 	var cp model.AuditCheckpoint
 	err := s.readTx("read the audit log", func(ctx context.Context, tx pgx.Tx) error {
 		var rev int64
@@ -23,7 +23,7 @@ func (s *Store) AuditLog(from uint64, fn store.AuditFunc) (model.AuditCheckpoint
 			return err
 		}
 		cp = model.AuditCheckpoint{Rev: uint64(rev), Hash: hex.EncodeToString(hash)}
-		rows, err := tx.Query(ctx, `SELECT rev, body, hash FROM taskdeck_audit WHERE rev > $1 ORDER BY rev`, int64(max(from, cp.Rev)))
+		rows, err := tx.Query(ctx, `SELECT rev, body, hash FROM taskdeck_audit WHERE rev > $1 ORDER BY rev`, int64(cp.Rev))
 		if err != nil {
 			return err
 		}
