@@ -452,6 +452,11 @@ func TestStaleIntentsBecomeOrphans(t *testing.T) {
 	if len(orphans) != 1 || orphans[0].ID != stale.ID || orphans[0].Status != model.StatusOrphaned {
 		t.Fatalf("orphaned %v", orphans)
 	}
+	// The orphaning is the engine's act, named on the record and its move.
+	if act, last := orphans[0].Act, orphans[0].History[len(orphans[0].History)-1]; act == nil || act.Kind != model.ActOrphan ||
+		act.Actor.Role != model.RoleEngine || last.By != act.Actor {
+		t.Fatalf("the orphaning's act %+v, its move by %+v; want the engine's orphan", act, last.By)
+	}
 	if got := e.stored(open.ID); got.Status != model.StatusWorking {
 		t.Fatalf("a task with its handle is %s after OrphanStale, want working", got.Status)
 	}
