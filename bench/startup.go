@@ -229,7 +229,7 @@ func benchStartup(cfg config) (string, []finding) {
 		return fail(err)
 	}
 	start := time.Now()
-	pruned, err := s.Prune(time.Time{})
+	pruned, err := s.Prune(time.Time{}, model.Actor{Name: "bench", Role: model.RoleUser})
 	pruneTime := time.Since(start)
 	if cerr := s.Close(); err == nil {
 		err = cerr

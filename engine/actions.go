@@ -185,8 +185,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 // taken (an agent's is dropped, as a server ignores it), and sends
 // nothing.
 func (t *Tracker) claimAnswers(ctx context.Context, answers map[string]json.RawMessage) func(r *model.Task) (bool, error) {
-	by := model.AnsweredInput{Engine: t.name}
-	by.By, _ = deck.ActorFrom(ctx)
+	by := model.AnsweredInput{By: actorOf(ctx), Engine: t.name}
 	return func(r *model.Task) (bool, error) {
 		admitted, err := admitAnswers(ctx, r, answers)
 		if err != nil || len(admitted) == 0 {
@@ -196,7 +195,9 @@ func (t *Tracker) claimAnswers(ctx context.Context, answers map[string]json.RawM
 		for k, v := range admitted {
 			r.PendingAnswers[k] = wire.Compact(v)
 		}
-		r.MarkAnsweredBy(slices.Sorted(maps.Keys(admitted)), t.now(), by)
+		keys := slices.Sorted(maps.Keys(admitted))
+		r.MarkAnsweredBy(keys, t.now(), by)
+		r.Act = &model.Act{Kind: model.ActAnswer, Actor: by.By, Keys: keys}
 		return true, nil
 	}
 }
@@ -326,22 +327,25 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
 		changed := !r.CancelRequested
 		r.CancelRequested = true
+		r.Act = &model.Act{Kind: model.ActCancel, Actor: actorOf(ctx)}
 		return changed, nil
 	})
 }
 
-// Forget deletes a record without telling its server.
-func (t *Tracker) Forget(id string) error {
+// Forget deletes a record without telling its server; the audit log
+// names the actor ctx names.
+func (t *Tracker) Forget(ctx context.Context, id string) error {
 	defer t.tasks.lock(id)()
 	t.forgetPoll(id)
-	return t.store.Delete(id)
+	return t.store.Delete(id, actorOf(ctx))
 }
 
-// Prune deletes finished records not changed for olderThan (0: all).
-func (t *Tracker) Prune(olderThan time.Duration) (int, error) {
+// Prune deletes finished records not changed for olderThan (0: all); the
+// audit log names the actor ctx names.
+func (t *Tracker) Prune(ctx context.Context, olderThan time.Duration) (int, error) {
 	var cutoff time.Time
 	if olderThan > 0 {
 		cutoff = t.now().Add(-olderThan)
 	}
-	return t.store.Prune(cutoff)
+	return t.store.Prune(cutoff, actorOf(ctx))
 }

@@ -40,7 +40,7 @@ func (b *bulkSlots) of(ref model.ServerRef) chan struct{} {
 // a server that pushes tells the outcome sooner still.
 func (e *Engine) CancelMany(ctx context.Context, ids []string) []error {
 	errs := make([]error, len(ids))
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "cancel")
 	if err != nil {
 		for i := range errs {
 			errs[i] = err

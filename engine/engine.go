@@ -65,6 +65,8 @@ type Engine struct {
 	pushes  pushView
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
+	// host names this host in the acts of a fleet ("" on Badger).
+	host string
 
 	// ctx ends at Close; every request and poll runs under it.
 	ctx    context.Context
@@ -92,7 +94,7 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, classify(err, "")
 	}
-	e := &Engine{opts: opts, log: opts.Logger, claims: claims}
+	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil)}
 	e.feeds = newHub(e)
 	if claims != nil {
 		st = e.watchHealth(st, claims.pg)
@@ -107,6 +109,7 @@ func Open(opts Options) (*Engine, error) {
 	})
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx})
+	tr.engine = model.EngineActor(e.host)
 	if claims != nil {
 		tr.polled = claims.update // every server word on a task carries the claim
 		tr.maker = e.maker        // every intent names its engine, alive by then
@@ -134,9 +137,23 @@ func (e *Engine) begin(ctx context.Context) (context.Context, func(), error) {
 		return nil, nil, deck.Errorf(deck.KindFailed, "taskdeck is closed")
 	}
 	e.ops.Add(1)
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(deck.WithActor(ctx, e.actor(ctx)))
 	stop := context.AfterFunc(e.ctx, cancel)
 	return ctx, func() { stop(); cancel(); e.ops.Done() }, nil
+}
+
+// beginChange is begin for a request that changes records, which a
+// viewer may not make.
+func (e *Engine) beginChange(ctx context.Context, what string) (context.Context, func(), error) {
+	ctx, done, err := e.begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := mayChange(ctx, what); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return ctx, done, nil
 }
 
 // Close stops the loop and every feed, waits for requests in progress
@@ -159,7 +176,7 @@ func (e *Engine) Close() error {
 
 // Call implements deck.Deck.
 func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResult, error) {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "make a call")
 	if err != nil {
 		return deck.CallResult{}, err
 	}
@@ -176,7 +193,7 @@ func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResul
 
 // Continue implements deck.Deck.
 func (e *Engine) Continue(ctx context.Context, id string, answers map[string]json.RawMessage) (deck.CallResult, error) {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "answer")
 	if err != nil {
 		return deck.CallResult{}, err
 	}
@@ -202,7 +219,7 @@ func (e *Engine) called(out CallOutcome, err error) (deck.CallResult, error) {
 
 // Answer implements deck.Deck.
 func (e *Engine) Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error) {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "answer")
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +249,7 @@ func idOf(rec *model.Task) string {
 
 // Cancel implements deck.Deck: tasks/cancel, then one poll at once.
 func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
-	ctx, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "cancel")
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +285,7 @@ func (e *Engine) pollCancelled(ctx context.Context, rec *model.Task) (*model.Tas
 
 // Forget implements deck.Deck.
 func (e *Engine) Forget(ctx context.Context, id string) error {
-	_, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "forget")
 	if err != nil {
 		return err
 	}
@@ -280,18 +297,18 @@ func (e *Engine) Forget(ctx context.Context, id string) error {
 	if l := e.running(); l != nil {
 		l.send(func() { l.drop(rec.ID) })
 	}
-	return classify(e.tracker.Forget(rec.ID), "")
+	return classify(e.tracker.Forget(ctx, rec.ID), "")
 }
 
 // Prune implements deck.Deck. Pruned records have ended: none is
 // scheduled.
 func (e *Engine) Prune(ctx context.Context, olderThan time.Duration) (int, error) {
-	_, done, err := e.begin(ctx)
+	ctx, done, err := e.beginChange(ctx, "prune")
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	n, err := e.tracker.Prune(olderThan)
+	n, err := e.tracker.Prune(ctx, olderThan)
 	return n, classify(err, "")
 }
 

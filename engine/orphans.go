@@ -34,6 +34,7 @@ func (t *Tracker) Orphan(id string) (*model.Task, error) {
 		}
 		msg := "taskdeck stopped before the server's answer arrived; the server may have started this call"
 		r.StatusMessage = msg
+		r.Act = &model.Act{Kind: model.ActOrphan, Actor: t.engine}
 		return true, r.MoveTo(model.StatusOrphaned, msg, t.now())
 	})
 }

@@ -97,8 +97,8 @@ func (w *watched) Create(rec *model.Task) error {
 	return err
 }
 
-func (w *watched) Delete(id string) error {
-	err := w.Backend.Delete(id)
+func (w *watched) Delete(id string, by model.Actor) error {
+	err := w.Backend.Delete(id, by)
 	w.h.note(err)
 	return err
 }
@@ -133,8 +133,8 @@ func (w *watched) Newest(limit int) ([]*model.Task, error) {
 	return seen[[]*model.Task](w.h)(w.Backend.Newest(limit))
 }
 
-func (w *watched) Prune(cutoff time.Time) (int, error) {
-	return seen[int](w.h)(w.Backend.Prune(cutoff))
+func (w *watched) Prune(cutoff time.Time, by model.Actor) (int, error) {
+	return seen[int](w.h)(w.Backend.Prune(cutoff, by))
 }
 
 func (w *watched) Counts() (map[model.Status]int, error) {

@@ -42,6 +42,8 @@ type Tracker struct {
 	// name is this engine's on a shared store ("" on Badger), kept with
 	// the answers it sends.
 	name string
+	// engine names the tracker's own acts (an orphaning).
+	engine model.Actor
 
 	mu    sync.Mutex
 	polls map[string]*pollState
@@ -97,7 +99,7 @@ func NewTracker(st store.Backend, pool *mcpclient.Pool, opts TrackerOptions) *Tr
 	}
 	return &Tracker{
 		store: st, pool: pool, policy: opts.Policy, now: opts.Now, log: opts.Logger,
-		requestTimeout: opts.RequestTimeout, life: opts.Context, polls: map[string]*pollState{},
+		requestTimeout: opts.RequestTimeout, life: opts.Context, polls: map[string]*pollState{}, engine: model.EngineActor(""),
 	}
 }
 
@@ -176,6 +178,10 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 	}
 	rec := model.NewIntent(req.Server, req.Tool, args, req.Key, t.now())
 	rec.Agent, rec.Repeats, rec.Owner, rec.HandleHash = req.Agent, req.Repeats, req.Owner, req.HandleHash
+	rec.Act = &model.Act{Kind: model.ActCall, Actor: actorOf(ctx)}
+	if req.Repeats != "" {
+		rec.Act.Kind = model.ActRerun
+	}
 	if rec.Engine, err = t.intentMaker(); err != nil {
 		return CallOutcome{}, err // nothing was sent, nothing is written
 	}
@@ -233,7 +239,7 @@ func (t *Tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *mode
 			continue
 		}
 		if req.Input == nil && keep {
-			rec, err = t.keep(rec.ID, out, req.Answers)
+			rec, err = t.keep(ctx, rec.ID, out, req.Answers)
 			return CallOutcome{Task: rec, NeedsInput: err == nil, Again: again}, err
 		}
 		if req.Input == nil {
@@ -292,7 +298,7 @@ func covering(requests map[string]model.InputRequest, answers map[string]json.Ra
 // keep commits a call that needs input before its task exists: the
 // requests and the server's requestState are kept, and answers given up
 // front that fit a request count as given.
-func (t *Tracker) keep(id string, out *wire.CallOutcome, upfront map[string]json.RawMessage) (*model.Task, error) {
+func (t *Tracker) keep(ctx context.Context, id string, out *wire.CallOutcome, upfront map[string]json.RawMessage) (*model.Task, error) {
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
 		msg := "the server needs input before it starts the task"
 		if err := r.MoveTo(model.StatusInputRequired, msg, t.now()); err != nil {
@@ -308,6 +314,9 @@ func (t *Tracker) keep(id string, out *wire.CallOutcome, upfront map[string]json
 				r.PendingAnswers[k] = wire.Compact(a)
 				r.MarkAnswered([]string{k}, t.now())
 			}
+		}
+		if len(r.AnsweredKeys) > 0 {
+			r.Act = &model.Act{Kind: model.ActAnswer, Actor: actorOf(ctx), Keys: slices.Clone(r.AnsweredKeys)}
 		}
 		return true, nil
 	})

@@ -452,6 +452,11 @@ func TestStaleIntentsBecomeOrphans(t *testing.T) {
 	if len(orphans) != 1 || orphans[0].ID != stale.ID || orphans[0].Status != model.StatusOrphaned {
 		t.Fatalf("orphaned %v", orphans)
 	}
+	// The orphaning is the engine's act, named on the record and its move.
+	if act, last := orphans[0].Act, orphans[0].History[len(orphans[0].History)-1]; act == nil || act.Kind != model.ActOrphan ||
+		act.Actor.Role != model.RoleEngine || last.By != act.Actor {
+		t.Fatalf("the orphaning's act %+v, its move by %+v; want the engine's orphan", act, last.By)
+	}
 	if got := e.stored(open.ID); got.Status != model.StatusWorking {
 		t.Fatalf("a task with its handle is %s after OrphanStale, want working", got.Status)
 	}
@@ -598,7 +603,7 @@ func TestPushedAppliesAsAPoll(t *testing.T) {
 	if got, err = e.tracker.Pushed(rec.ID, back); err != nil || got.Task.Status != model.StatusCompleted || got.Changed {
 		t.Fatalf("a step back after the end: %+v, err %v", got, err)
 	}
-	if err := e.tracker.Forget(rec.ID); err != nil {
+	if err := e.tracker.Forget(context.Background(), rec.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.tracker.Pushed(rec.ID, done); !errors.Is(err, store.ErrNotFound) {

@@ -59,6 +59,9 @@ type Transition struct {
 	// bound the history (boundHistory): From is the first one's, To and At
 	// the last one's, and their messages are gone.
 	Folded int `json:"folded,omitempty"`
+	// By made the move: the engine on a poll's news, the principal
+	// who answered, called or cancelled.
+	By Actor `json:"by,omitzero"`
 }
 
 // History bounds. A server may flip a task between working and
@@ -154,6 +157,8 @@ type Task struct {
 	// Answers is what the operator answered to its input requests, and
 	// when: an audit trail kept after the requests are gone.
 	Answers []AnsweredInput `json:"answers,omitempty"`
+	// Act is the record's last change and who made it (model.Attribute).
+	Act *Act `json:"act,omitempty"`
 
 	// Revision is the store-wide revision of the record's last committed
 	// change; the store sets it on every write, callers never do. It stays
@@ -328,6 +333,7 @@ func (t *Task) Clone() *Task {
 	}
 	c.History = slices.Clone(t.History)
 	c.Answers = slices.Clone(t.Answers)
+	c.Act = t.Act.clone()
 	for i := range c.Answers {
 		c.Answers[i].Response = slices.Clone(t.Answers[i].Response)
 	}

@@ -188,6 +188,7 @@ func (r *remote) send(ctx context.Context, method, path string, in any) (*http.R
 		return nil, deck.Errorf(deck.KindFailed, "%w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	setActor(ctx, req)
 	resp, err := r.client.Do(req)
 	if err != nil {
 		return nil, r.transportError(ctx, err)
@@ -270,6 +271,20 @@ func (r *remote) cancelMany(ctx context.Context, ids []string) ([]error, error) 
 		}
 	}
 	return errs, nil
+}
+
+func (r *remote) Audit(ctx context.Context, f model.AuditFilter) (l deck.AuditLog, err error) {
+	return l, r.do(ctx, http.MethodPost, pathAudit, f, &l)
+}
+
+func (r *remote) VerifyAudit(ctx context.Context) (rep model.AuditReport, err error) {
+	return rep, r.do(ctx, http.MethodPost, pathAuditVerify, empty{}, &rep)
+}
+
+func (r *remote) PruneAudit(ctx context.Context, before time.Time) (int, error) {
+	var res pruneResp
+	err := r.do(ctx, http.MethodPost, pathAuditPrune, auditPruneReq{before}, &res)
+	return res.Count, err
 }
 
 func (r *remote) Forget(ctx context.Context, id string) error {

@@ -86,3 +86,12 @@ func cpuTime(pid int) (uint64, bool) {
 	}
 	return utime + stime, true
 }
+
+// peerUID is the uid of the process at the other end of c.
+func peerUID(c net.Conn) (int, bool) {
+	cred, err := peerCred(c)
+	if err != nil || cred == nil {
+		return 0, false
+	}
+	return int(cred.Uid), true
+}

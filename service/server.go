@@ -109,7 +109,8 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger, o
 		bodies: semaphore.NewWeighted(maxBodies)}
 	s.ln = &peerListener{UnixListener: l, uid: os.Geteuid(), log: log, closed: make(chan struct{}), parked: make(chan struct{}), room: s.makeRoom}
 	s.http = &http.Server{
-		Handler:           s.closing(s.routes(d, opts)),
+		Handler:           s.closing(withActor(s.routes(d, opts))),
+		ConnContext:       peerContext,
 		ReadHeaderTimeout: headerTimeout,
 		IdleTimeout:       idleTimeout,
 		ConnState:         s.connState,
@@ -403,6 +404,16 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 		return empty{}, d.CheckCall(ctx, r)
 	})
 	mux.HandleFunc("POST "+pathWatch, func(w http.ResponseWriter, r *http.Request) { s.watch(w, r, d) })
+	if a, ok := d.(deck.Auditor); ok {
+		handle(s, mux, pathAudit, a.Audit)
+		handle(s, mux, pathAuditVerify, func(ctx context.Context, _ empty) (model.AuditReport, error) {
+			return a.VerifyAudit(ctx)
+		})
+		handle(s, mux, pathAuditPrune, func(ctx context.Context, r auditPruneReq) (pruneResp, error) {
+			n, err := a.PruneAudit(ctx, r.Before)
+			return pruneResp{n}, err
+		})
+	}
 	return mux
 }
 

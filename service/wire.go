@@ -35,6 +35,9 @@ type (
 	pruneResp struct {
 		Count int `json:"count"`
 	}
+	auditPruneReq struct {
+		Before time.Time `json:"before"`
+	}
 	pollNowReq struct {
 		IDs []string `json:"ids"`
 	}
@@ -88,6 +91,10 @@ const (
 	pathTools      = "/v1/tools"
 	pathCheckCall  = "/v1/checkCall"
 	pathWatch      = "/v1/watch"
+	// deck.Auditor's.
+	pathAudit       = "/v1/audit"
+	pathAuditVerify = "/v1/audit/verify"
+	pathAuditPrune  = "/v1/audit/prune"
 )
 
 // statusOf gives each kind an HTTP status, for anyone reading the socket

@@ -28,8 +28,8 @@ type Backend interface {
 	OpenTasks() ([]*model.Task, error)
 	All() ([]*model.Task, error)
 	Newest(limit int) ([]*model.Task, error)
-	Delete(id string) error
-	Prune(cutoff time.Time) (int, error)
+	Delete(id string, by model.Actor) error
+	Prune(cutoff time.Time, by model.Actor) (int, error)
 	Counts() (map[model.Status]int, error)
 	CountsAt() (rev uint64, counts map[model.Status]int, err error)
 	Window(finished int) (Window, error)
@@ -38,6 +38,8 @@ type Backend interface {
 	SetCommitHook(fn func([]Change))
 	Snapshot() (rev uint64, tasks []*model.Task, err error)
 	ChangesSince(rev uint64) (changes []Change, upTo uint64, ok bool, err error)
+	AuditLog(fn AuditFunc) (model.AuditCheckpoint, error)
+	PruneAudit(cutoff time.Time) (int, error)
 	Close() error
 }
 

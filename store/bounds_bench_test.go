@@ -68,7 +68,7 @@ func BenchmarkPolledLargeTasks(b *testing.B) {
 		_, err := s.Update(rec.ID, moveTo(model.StatusCompleted, time.Now()))
 		must(b, err)
 	}
-	n, err := s.Prune(time.Time{})
+	n, err := s.Prune(time.Time{}, tester)
 	must(b, err)
 	live, disk := liveBytes(b, s), diskUsage(b, dir)
 	b.Logf("%d rounds (%s of polls at 250 ms): largest sample %.1f MiB for %.2f MiB of records (%.1fx); after pruning %d: %.2f MiB for %.2f MiB (%.2fx)",

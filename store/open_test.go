@@ -336,7 +336,7 @@ func TestNothingOnStderr(t *testing.T) {
 					break
 				}
 			}
-			_, _ = s.Prune(time.Time{})
+			_, _ = s.Prune(time.Time{}, tester)
 			if cerr := s.Close(); err == nil {
 				err = cerr
 			}

@@ -41,7 +41,7 @@ func TestPrune(t *testing.T) {
 	}
 
 	writes := store.Writes(s)
-	n, err := s.Prune(cutoff)
+	n, err := s.Prune(cutoff, tester)
 	if err != nil {
 		t.Fatalf("Prune: %v", err)
 	}
@@ -77,11 +77,11 @@ func TestPrune(t *testing.T) {
 	}
 
 	// Idempotent: nothing more is due at this cutoff.
-	if n, err := s.Prune(cutoff); err != nil || n != 0 {
+	if n, err := s.Prune(cutoff, tester); err != nil || n != 0 {
 		t.Fatalf("second Prune = %d, %v; want 0, nil", n, err)
 	}
 	// A zero cutoff takes every terminal record, and still no open one.
-	if n, err := s.Prune(time.Time{}); err != nil || n != len(keep) {
+	if n, err := s.Prune(time.Time{}, tester); err != nil || n != len(keep) {
 		t.Fatalf("Prune(zero) = %d, %v; want %d", n, err, len(keep))
 	}
 	rest, err := s.All()
@@ -91,10 +91,12 @@ func TestPrune(t *testing.T) {
 	}
 	// Only the open records' keys remain (record, status, key index and
 	// revision entry each), with the schema version, the revision record,
-	// the counts, and a tombstone for each record pruned. (The note to
-	// compact is gone: Prune compacted at once.)
+	// the counts, a tombstone for each record pruned, and the audit log
+	// (which pruning records keeps). (The note to compact is gone: Prune
+	// compacted at once.)
 	keys, err := store.Keys(s)
 	must(t, err)
+	keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, "a\x00") })
 	tombs := len(slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return !strings.HasPrefix(k, "d\x00") }))
 	if want := 3 + 4*len(open); len(keys)-tombs != want {
 		t.Fatalf("%d keys left besides tombstones, want %d", len(keys)-tombs, want)
@@ -126,15 +128,19 @@ func TestPruneGivesDiskSpaceBack(t *testing.T) {
 	full := dirBytes(t, dir)
 
 	s = openStore(t, dir)
-	if n, err := s.Prune(time.Time{}); err != nil || n != 64000 {
+	if n, err := s.Prune(time.Time{}, tester); err != nil || n != 64000 {
 		t.Fatalf("pruned %d: %v", n, err)
+	}
+	// Their audit entries stay until the log is pruned too.
+	if n, err := s.PruneAudit(time.Now().Add(time.Hour)); err != nil || n != 2*64000 {
+		t.Fatalf("pruned %d audit entries: %v", n, err)
 	}
 	must(t, s.Close())
 	// The space comes back when the store is next opened.
 	s = openStore(t, dir)
 	must(t, s.Close())
 	after := dirBytes(t, dir)
-	t.Logf("%d records: %d bytes; after pruning them all and reopening: %d bytes", 64000, full, after)
+	t.Logf("%d records: %d bytes; after pruning them and the audit log, and reopening: %d bytes", 64000, full, after)
 	if after >= full*3/4 {
 		t.Fatalf("the store holds %d bytes after pruning every record, %d before: pruning gave no space back", after, full)
 	}

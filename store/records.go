@@ -32,6 +32,7 @@ func (s *Store) Create(rec *model.Task) error {
 	if err := CheckRecord(rec); err != nil {
 		return err
 	}
+	rec.Attribute(nil, engineActor)
 	// The store's copy: its revision is set in the commit, and the commit
 	// hook receives it.
 	stored := rec.Clone()
@@ -40,6 +41,7 @@ func (s *Store) Create(rec *model.Task) error {
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
+	entry := auditEntry(nil, stored, val)
 	err = s.commitRecord(rec.ID, val, func(txn *badger.Txn, rv *revisions) error {
 		switch _, err := txn.Get(recordKey(rec.ID)); {
 		case err == nil:
@@ -62,7 +64,7 @@ func (s *Store) Create(rec *model.Task) error {
 				return err
 			}
 		}
-		return rv.put(txn, stored, val, nil)
+		return rv.put(txn, stored, val, nil, entry)
 	})
 	if err == nil {
 		rec.Revision = stored.Revision
@@ -98,10 +100,13 @@ func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.
 // ApplyUpdate runs an Update's fn on a copy of cur, the record as read,
 // and checks what it made: the id never changes, the idempotency key only
 // by being dropped where dropKey allows it (keyDropped), and the record
-// must pass CheckRecord. next is nil when fn changed nothing. Every
-// backend's Update runs it.
-func ApplyUpdate(cur *model.Task, fn func(t *model.Task) (changed bool, err error), dropKey bool) (next *model.Task, keyDropped bool, err error) {
+// must pass CheckRecord. next is nil when fn changed nothing. A change
+// whose fn named no act (next.Act) is engine's; its new transitions and
+// answers are attributed (model.Task.Attribute). Every backend's Update
+// runs it.
+func ApplyUpdate(cur *model.Task, fn func(t *model.Task) (changed bool, err error), dropKey bool, engine model.Actor) (next *model.Task, keyDropped bool, err error) {
 	next = cur.Clone()
+	next.Act = nil // the act of this change, if fn names one
 	changed, err := fn(next)
 	if err != nil || !changed {
 		return nil, false, err
@@ -113,6 +118,7 @@ func ApplyUpdate(cur *model.Task, fn func(t *model.Task) (changed bool, err erro
 	if err := CheckRecord(next); err != nil {
 		return nil, false, err
 	}
+	next.Attribute(cur, engine)
 	return next, keyDropped, nil
 }
 
@@ -130,7 +136,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, err
 		}
-		next, keyDropped, err := ApplyUpdate(cur, fn, dropKey)
+		next, keyDropped, err := ApplyUpdate(cur, fn, dropKey, engineActor)
 		if err != nil {
 			return nil, err
 		}
@@ -143,6 +149,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
+		entry := auditEntry(cur, stored, val)
 		err = s.commitRecord(id, val, func(txn *badger.Txn, rv *revisions) error {
 			item, err := txn.Get(recordKey(id))
 			if errors.Is(err, badger.ErrKeyNotFound) {
@@ -159,7 +166,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 					return err
 				}
 			}
-			return rv.put(txn, stored, val, cur)
+			return rv.put(txn, stored, val, cur, entry)
 		})
 		if errors.Is(err, errStale) {
 			continue
@@ -428,22 +435,27 @@ func (s *Store) Newest(limit int) ([]*model.Task, error) {
 	return out, err
 }
 
-// Delete removes record id and its index keys in one txn.
-func (s *Store) Delete(id string) error {
+// Delete removes record id and its index keys in one txn; the audit log
+// names the act a forget by by.
+func (s *Store) Delete(id string, by model.Actor) error {
+	act := &model.Act{Kind: model.ActForget, Actor: by}
 	return s.commit(id, func(txn *badger.Txn, rv *revisions) error {
 		t, _, err := getRecord(txn, id)
 		if err != nil {
 			return err
 		}
-		return rv.remove(txn, t)
+		return rv.remove(txn, t, act)
 	})
 }
 
 // Prune deletes terminal records last updated before cutoff (every
 // terminal record when cutoff is zero) and returns how many it deleted.
 // It works in chunks of pruneChunk records per txn, so an interruption
-// leaves some pruned and the rest intact; running it again finishes.
-func (s *Store) Prune(cutoff time.Time) (int, error) {
+// leaves some pruned and the rest intact; running it again finishes. The
+// audit log names each deletion a prune by by, and keeps the records'
+// entries.
+func (s *Store) Prune(cutoff time.Time, by model.Actor) (int, error) {
+	act := &model.Act{Kind: model.ActPrune, Actor: by}
 	due := func(t *model.Task) bool {
 		return t.Status.Terminal() && (cutoff.IsZero() || t.UpdatedAt.Before(cutoff))
 	}
@@ -485,7 +497,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 				if !due(t) {
 					continue
 				}
-				if err := rv.remove(txn, t); err != nil {
+				if err := rv.remove(txn, t, act); err != nil {
 					return err
 				}
 				n++

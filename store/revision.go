@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 
@@ -48,6 +49,7 @@ type revMeta struct {
 	rev    uint64 // the last committed revision
 	floor  uint64 // ChangesSince(r) needs r >= floor
 	counts statusCounts
+	audit  []byte // the audit chain's head: the last entry's hash
 }
 
 // readMeta reads revMeta; found is false when the floor was never
@@ -93,16 +95,19 @@ func readMeta(txn *badger.Txn) (m revMeta, found bool, err error) {
 
 // loadRevisions reads the revision state at open; found is false when
 // the floor must be written (checkSchema does, in its commit).
-func (s *Store) loadRevisions() (found bool, err error) {
+func (s *Store) loadRevisions() (found, auditFound bool, err error) {
 	err = s.view(func(txn *badger.Txn) (err error) {
 		if s.meta, found, err = readMeta(txn); err != nil {
+			return err
+		}
+		if s.meta.audit, auditFound, err = readAuditHead(txn); err != nil {
 			return err
 		}
 		s.meta.counts, err = readCounts(txn, s.meta)
 		return err
 	})
 	s.rev.Store(s.meta.rev)
-	return found, err
+	return found, auditFound, err
 }
 
 func floorValue(floor uint64) []byte { return binary.BigEndian.AppendUint64(nil, floor) }
@@ -116,10 +121,10 @@ type revisions struct {
 }
 
 // put writes t (its JSON, base, marshalled with Revision 0) with its
-// status index entry as the next change; prev is the record it replaces
-// (nil for a new one). t must be the caller's private copy: the hook
-// receives it.
-func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task) error {
+// status index entry and its audit entry (entry, see auditEntry) as the
+// next change; prev is the record it replaces (nil for a new one). t must
+// be the caller's private copy: the hook receives it.
+func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task, entry []byte) error {
 	r.meta.rev++
 	t.Revision = r.meta.rev
 	prevStatus := model.Status("")
@@ -135,14 +140,17 @@ func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model
 	if err := txn.Set(revKey(revPrefix, t.Revision), []byte(t.ID)); err != nil {
 		return err
 	}
+	if err := r.audit(txn, entry); err != nil {
+		return err
+	}
 	r.meta.counts.move(prevStatus, t.Status)
 	r.changes = append(r.changes, Change{Rev: t.Revision, ID: t.ID, Task: t, Prev: prevStatus})
 	return nil
 }
 
-// remove deletes record t with its index keys as the next change, and
-// leaves its tombstone.
-func (r *revisions) remove(txn *badger.Txn, t *model.Task) error {
+// remove deletes record t with its index keys as the next change, by
+// act, and leaves its tombstone and its audit entry.
+func (r *revisions) remove(txn *badger.Txn, t *model.Task, act *model.Act) error {
 	if err := deleteRecord(txn, t); err != nil {
 		return err
 	}
@@ -151,6 +159,9 @@ func (r *revisions) remove(txn *badger.Txn, t *model.Task) error {
 	}
 	r.meta.rev++
 	if err := txn.Set(revKey(tombPrefix, r.meta.rev), []byte(t.ID)); err != nil {
+		return err
+	}
+	if err := r.audit(txn, model.RemovalAudit(t.ID, act, time.Now()).Marshal()); err != nil {
 		return err
 	}
 	r.deleted = true

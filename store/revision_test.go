@@ -31,7 +31,7 @@ func TestRevisionSurvivesReopen(t *testing.T) {
 	b := create(t, s, "", model.StatusCompleted, t0)
 	_, err := s.Update(a.ID, moveTo(model.StatusInputRequired, t0.Add(time.Second)))
 	must(t, err)
-	must(t, s.Delete(b.ID))
+	must(t, s.Delete(b.ID, tester))
 	rev := s.Revision()
 	before, upTo, ok, err := s.ChangesSince(0)
 	must(t, err)
@@ -102,7 +102,7 @@ func TestChangesSinceRefusesBelowTheFloor(t *testing.T) {
 	createTerminal(t, s, kept+over)
 	created := s.Revision()
 	writes := store.Writes(s)
-	if n, err := s.Prune(time.Time{}); err != nil || n != kept+over {
+	if n, err := s.Prune(time.Time{}, tester); err != nil || n != kept+over {
 		t.Fatalf("Prune = %d, %v; want %d", n, err, kept+over)
 	}
 	if txns := store.Writes(s) - writes; txns != 2+1 {
@@ -191,7 +191,7 @@ func TestStoreFromBeforeRevisions(t *testing.T) {
 		t.Fatalf("Snapshot = %d, %v", rev, snap)
 	}
 	// Its deletion is the first revision, and leaves only a tombstone.
-	must(t, s.Delete(rec.ID))
+	must(t, s.Delete(rec.ID, tester))
 	if s.Revision() != 1 || tombstones(t, s) != 1 {
 		t.Fatalf("after the deletion: revision %d, %d tombstones; want 1 and 1", s.Revision(), tombstones(t, s))
 	}

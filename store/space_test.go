@@ -57,7 +57,7 @@ func TestRewritesOfLargeRecordsStayBounded(t *testing.T) {
 		_, err := s.Update(rec.ID, moveTo(model.StatusCompleted, time.Now()))
 		must(t, err)
 	}
-	if n, err := s.Prune(time.Time{}); err != nil || n != 5 {
+	if n, err := s.Prune(time.Time{}, tester); err != nil || n != 5 {
 		t.Fatalf("pruned %d: %v", n, err)
 	}
 	live, disk := liveBytes(t, s), diskUsage(t, dir)

@@ -93,7 +93,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if w, ok := newWALSyncer(dir); ok {
 		s.wal = w
 	}
-	floorFound, err := s.loadRevisions()
+	floorFound, auditFound, err := s.loadRevisions()
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("cannot read store %s: %w", dir, err)
@@ -101,6 +101,10 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err := s.checkSchema(floorFound); err != nil {
 		_ = db.Close()
 		return nil, err
+	}
+	if err := s.startAudit(auditFound); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("cannot start the audit log of store %s: %w", dir, err)
 	}
 	if err := s.compactIfPruned(); err != nil {
 		_ = db.Close()

@@ -19,6 +19,7 @@ import (
 var (
 	t0        = storetest.T0
 	intent    = storetest.Intent
+	tester    = storetest.Tester
 	create    = storetest.Create
 	must      = storetest.Must
 	ids       = storetest.IDs
@@ -42,17 +43,19 @@ func openStore(t *testing.T, dir string) *store.Store {
 func newStore(t *testing.T) *store.Store { return openStore(t, t.TempDir()) }
 
 // A deleted record leaves nothing behind but the schema version, the
-// revision record, its tombstone and the counts per status.
+// revision record, its tombstone, the counts per status and the audit
+// entries of its changes.
 func TestDeleteLeavesOnlyItsTombstone(t *testing.T) {
 	s := newStore(t)
 	rec := intent("k1", t0)
 	must(t, s.Create(rec))
 	_, err := s.Update(rec.ID, moveTo(model.StatusWorking, t0.Add(time.Minute)))
 	must(t, err)
-	must(t, s.Delete(rec.ID))
+	must(t, s.Delete(rec.ID, tester))
 	keys, err := store.Keys(s)
 	must(t, err)
-	if !slices.Equal(keys, []string{"d\x00\x00\x00\x00\x00\x00\x00\x00\x03", "m\x00", "n\x00", "v\x00"}) {
+	audit := []string{"a\x00\x00\x00\x00\x00\x00\x00\x00\x01", "a\x00\x00\x00\x00\x00\x00\x00\x00\x02", "a\x00\x00\x00\x00\x00\x00\x00\x00\x03"}
+	if !slices.Equal(keys, append(audit, "d\x00\x00\x00\x00\x00\x00\x00\x00\x03", "m\x00", "n\x00", "v\x00")) {
 		t.Fatalf("keys after Delete = %q", keys)
 	}
 }
@@ -108,7 +111,7 @@ func TestUndecodableRecordIsAnErrorNamingIt(t *testing.T) {
 	if _, err := s.ByStatus(model.StatusCompleted); err == nil {
 		t.Fatal("ByStatus(completed) skipped the damaged record")
 	}
-	if _, err := s.Prune(time.Time{}); err == nil {
+	if _, err := s.Prune(time.Time{}, tester); err == nil {
 		t.Fatal("Prune skipped the damaged record")
 	}
 	// Queries for other statuses never read it.

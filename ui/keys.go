@@ -118,6 +118,21 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	}
 }
 
+// change is a table action that changes records, and what it does, for
+// a read-only dashboard to say what it will not do.
+type change struct {
+	b    key.Binding
+	verb string
+}
+
+// changes are the table's actions that change records.
+func (k KeyMap) changes() []change {
+	return []change{
+		{k.Answer, "answer"}, {k.Cancel, "cancel"}, {k.Forget, "forget"}, {k.Prune, "prune"},
+		{k.NewCall, "make a call"}, {k.Rerun, "re-run"},
+	}
+}
+
 // modeKeys are the keys each mode answers to (the detail pane passes the
 // table's actions through); within one mode no key may mean two things.
 func (k KeyMap) modeKeys() map[mode][]key.Binding {

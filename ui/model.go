@@ -50,6 +50,10 @@ type Options struct {
 	// SearchHistory is the file the filter's searches are kept in; in
 	// memory only when empty.
 	SearchHistory string
+	// ReadOnly is a viewer's dashboard: it lists, watches and reads; an
+	// action key says why it does nothing, and the palette leaves the
+	// actions out.
+	ReadOnly bool
 }
 
 // listing is a tools/list in flight for a new call.
@@ -580,6 +584,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	k := m.keys
 	page := max(m.tableHeight()-1, 1)
 	switch {
+	case m.refused(msg):
 	case m.keyViews(msg):
 	case key.Matches(msg, k.Quit):
 		return m.quit()
@@ -636,7 +641,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 		return m.askRerun()
 	case key.Matches(msg, k.Palette):
 		var cmd tea.Cmd
-		m.palette, cmd = newPalette(m.keys)
+		m.palette, cmd = newPalette(m.keys, m.opts.ReadOnly)
 		m.detail = nil
 		return cmd
 	case key.Matches(msg, k.Suspend):
@@ -1114,4 +1119,19 @@ func (m *Model) say(s string) { m.flash, m.flashErr, m.flashAt = s, false, m.now
 func (m *Model) fail(err error) tea.Cmd {
 	m.flash, m.flashErr, m.flashAt = termtext.Line(err.Error()), true, m.now
 	return nil
+}
+
+// refused says, on a read-only dashboard, why a key that changes records
+// does nothing; it reports whether it refused the key.
+func (m *Model) refused(msg tea.KeyPressMsg) bool {
+	if !m.opts.ReadOnly {
+		return false
+	}
+	for _, c := range m.keys.changes() {
+		if key.Matches(msg, c.b) {
+			m.fail(fmt.Errorf("read-only dashboard: a viewer cannot %s; start taskdeck without --read-only to act", c.verb))
+			return true
+		}
+	}
+	return false
 }

@@ -23,7 +23,7 @@ type palette struct {
 	matched string // the query shown was narrowed by
 }
 
-func newPalette(k KeyMap) (*palette, tea.Cmd) {
+func newPalette(k KeyMap, readOnly bool) (*palette, tea.Cmd) {
 	q := textinput.New()
 	q.Prompt = ": "
 	q.Placeholder = "type to narrow, enter runs"
@@ -33,9 +33,11 @@ func newPalette(k KeyMap) (*palette, tea.Cmd) {
 	// lists the actions first.
 	cols := k.FullHelp()
 	slices.Reverse(cols)
+	changes := k.changes()
 	for _, col := range cols {
 		for _, b := range col {
-			if b.Help().Desc != k.Palette.Help().Desc {
+			isChange := slices.ContainsFunc(changes, func(c change) bool { return c.b.Help().Desc == b.Help().Desc })
+			if b.Help().Desc != k.Palette.Help().Desc && !(readOnly && isChange) {
 				p.all = append(p.all, b)
 			}
 		}

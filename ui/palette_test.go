@@ -13,7 +13,7 @@ import (
 // a key of its own binding.
 func TestEveryPaletteEntryPressesItsOwnKey(t *testing.T) {
 	k := DefaultKeyMap()
-	p, _ := newPalette(k)
+	p, _ := newPalette(k, false)
 	var table int
 	for _, col := range k.FullHelp() {
 		table += len(col)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/ui"
 	"golang.org/x/term"
 )
@@ -37,8 +38,13 @@ func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first fun
 			return err
 		}
 	}
+	if f.readOnly {
+		// The deck refuses a viewer's changes too, not only the keys.
+		ctx = deck.WithActor(ctx, model.Actor{Name: deck.LocalUser().Name, Role: model.RoleViewer})
+		greeting = "read-only · " + greeting
+	}
 	return ui.Run(ctx, ui.Options{Deck: dk, Notify: notificationsSupported(), Greeting: greeting,
-		Config: look, SearchHistory: filepath.Join(f.dataDir, "search-history")})
+		Config: look, SearchHistory: filepath.Join(f.dataDir, "search-history"), ReadOnly: f.readOnly})
 }
 
 // dashboardConfig reads the config file's "dashboard" section (keys,

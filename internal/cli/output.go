@@ -40,8 +40,10 @@ type taskJSON struct {
 	LocalError      string                        `json:"localError,omitempty"`
 	CancelRequested bool                          `json:"cancelRequested,omitempty"`
 	History         []model.Transition            `json:"history,omitempty"`
-	// Answers is what was answered to its input requests, and when.
+	// Answers is what was answered to its input requests, when and by whom.
 	Answers []model.AnsweredInput `json:"answers,omitempty"`
+	// LastAct is the record's last change and who made it.
+	LastAct *model.Act `json:"lastAct,omitempty"`
 	// WaitingSince is when it began to wait for an answer (while it does).
 	WaitingSince time.Time `json:"waitingSince,omitzero"`
 	// ExpiresAt is when its server drops it (createdAt + ttl), where the server set a TTL.
@@ -59,7 +61,7 @@ func toJSON(t *model.Task) taskJSON {
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, InputRequests: t.InputRequests,
 		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,
 		LocalError: t.LocalError, CancelRequested: t.CancelRequested, History: t.History,
-		Answers: t.Answers, WaitingSince: waitingSince(t), ExpiresAt: t.Deadline(),
+		Answers: t.Answers, LastAct: t.Act, WaitingSince: waitingSince(t), ExpiresAt: t.Deadline(),
 	}
 }
 
@@ -139,8 +141,12 @@ func (p *printer) change(t *model.Task) {
 		printJSON(p.w, t)
 		return
 	}
-	fmt.Fprintf(p.w, "%s  %s  %-14s %s  %s\n", time.Now().Format("15:04:05"), t.ID,
-		t.Status, termtext.Line(t.Tool), termtext.Line(t.StatusMessage))
+	by := ""
+	if t.Act != nil && t.Act.Actor.Role != model.RoleEngine {
+		by = "  (" + present.Act(t.Act) + ")"
+	}
+	fmt.Fprintf(p.w, "%s  %s  %-14s %s  %s%s\n", time.Now().Format("15:04:05"), t.ID,
+		t.Status, termtext.Line(t.Tool), termtext.Line(t.StatusMessage), by)
 	switch {
 	case t.Status == model.StatusInputRequired:
 		printInputs(p.w, t, "    ")
@@ -246,6 +252,7 @@ func printDetail(w io.Writer, e deck.Entry, pollErr string) {
 	line("message", termtext.Line(t.StatusMessage))
 	line("created", t.CreatedAt.Local().Format(time.DateTime))
 	line("updated", t.UpdatedAt.Local().Format(time.DateTime))
+	line("last change", present.Act(t.Act))
 	line("poll error", termtext.Line(pollErr))
 	line("watched by", present.Watch(e.Poll))
 	if t.Status == model.StatusInputRequired {

@@ -64,6 +64,7 @@ type Factory struct {
 	store               string // --store; "" defers to the config's "store"
 	configSet           bool   // --config was given
 	verbose             bool
+	readOnly            bool          // the dashboard as a viewer
 	requestTimeout      time.Duration // bounds one request to a server (--request-timeout)
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
 	quiet bool
@@ -145,6 +146,7 @@ crashes, restarts and servers that ask for input.
 			return f.dashboard(cmd.Context(), "? help · n new call · q quit")
 		},
 	}
+	root.Flags().BoolVar(&f.readOnly, "read-only", false, "the dashboard as a viewer: list, watch and read; every action is refused")
 	root.PersistentFlags().StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory of the task store and the log file")
 	root.PersistentFlags().StringVar(&f.configPath, "config", defaultConfigPath(), "server configuration (mcpServers JSON)")
 	root.PersistentFlags().StringVar(&f.store, "store", "", "task store: empty for Badger in --data-dir, or postgres://… for a fleet's shared database (overrides \"store\" in the config)")
@@ -166,6 +168,7 @@ crashes, restarts and servers that ask for input.
 		newCmdRerun(f, nil),
 		newCmdForget(f, nil),
 		newCmdPrune(f, nil),
+		newCmdAudit(f, nil),
 		newCmdWatch(f, nil),
 		newCmdServers(f, nil),
 		newCmdTools(f, nil),

@@ -21,6 +21,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +94,8 @@ type Store struct {
 	stopListen context.CancelFunc
 	listenDone chan struct{}
 	healthHook atomic.Pointer[func(error)] // see SetHealthHook
+	// engine names the changes no frontend made: this host's engine.
+	engine model.Actor
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -112,7 +115,8 @@ func Open(ctx context.Context, connString string, logger *slog.Logger) (*Store, 
 	// A startup parameter outranks the server's, the database's and the
 	// role's defaults: every commit waits for its WAL flush.
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
-	s := &Store{log: logger, listenDone: make(chan struct{})}
+	host, _ := os.Hostname()
+	s := &Store{log: logger, listenDone: make(chan struct{}), engine: model.EngineActor(host)}
 	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
 		s.backends.Store(c.PgConn().PID(), true)
 		return nil
@@ -275,20 +279,32 @@ const (
 	// planned once per connection. The update's checks see the record as
 	// it is once the counter is held (READ COMMITTED rechecks a row that
 	// changed meanwhile).
+	// Each also appends the change's audit entry ($9 made at $10 for a
+	// create, $6 at $7 for an update), chained after the head its counter
+	// row holds (migrations/00007_audit.sql).
 	createSQL = `WITH m AS (
-		UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev),
+		UPDATE taskdeck_meta SET rev = rev + 1, audit = sha256(audit || int8send(rev + 1) || $7::bytea) RETURNING rev, audit),
 	ins AS (
 		INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
-		SELECT $1, $2, $3, rev, $4, $5, $6 FROM m)
+		SELECT $1, $2, $3, rev, $4, $5, $6 FROM m),
+	aud AS (
+		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $8, $1, $7, audit FROM m)
 	SELECT rev, pg_notify('` + channel + `', rev::text) FROM m`
 	updateSQL = `WITH m AS (
-		UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev),
+		UPDATE taskdeck_meta SET rev = rev + 1, audit = sha256(audit || int8send(rev + 1) || $9::bytea) RETURNING rev, audit),
 	upd AS (
 		UPDATE taskdeck_tasks t SET idem_key = $2, status = $3, updated_at = $4, body = $5, revision = m.rev FROM m
 		WHERE t.id = $1 AND t.revision = $6 AND taskdeck_holds(t.fence, t.owner, t.lease_until, $7, $8)
-		RETURNING 1)
+		RETURNING 1),
+	aud AS (
+		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $10, $1, $9, audit FROM m)
 	SELECT CASE WHEN EXISTS (SELECT FROM upd) THEN rev ELSE taskdeck_stale() END, pg_notify('` + channel + `', rev::text) FROM m`
-	putSQL    = `SELECT o_rev, coalesce(o_code, ''), coalesce(o_constraint, '') FROM taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+	putSQL = `SELECT o_rev, coalesce(o_code, ''), coalesce(o_constraint, '') FROM taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+	// auditSQL appends the entry $2 (made at $3, of task $4) at revision $1,
+	// the next after the head: for the writes of s.write and a prune.
+	auditSQL = `WITH m AS (
+		UPDATE taskdeck_meta SET audit = sha256(audit || int8send($1::bigint) || $2::bytea) RETURNING audit)
+	INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT $1, $3, $4, $2, audit FROM m`
 	bumpSQL   = `UPDATE taskdeck_meta SET rev = rev + 1 RETURNING rev`
 	notifySQL = `SELECT pg_notify('` + channel + `', rev::text) FROM taskdeck_meta`
 	// dropTombsSQL drops the tombstones older than the last $1 revisions
@@ -320,26 +336,30 @@ var (
 // record at revision *prev, fenced by claim c. done gets its answer;
 // lead, the turn of its writer to commit the writes queued.
 type putReq struct {
-	rec  *model.Task
-	val  []byte
-	prev *int64
-	c    *Claim
-	done chan error
-	lead chan struct{}
+	rec     *model.Task
+	val     []byte
+	audit   []byte // the change's audit entry, made at auditAt
+	auditAt time.Time
+	prev    *int64
+	c       *Claim
+	done    chan error
+	lead    chan struct{}
 }
 
 // put writes rec, committed before it returns: a new record when prev is
-// 0, else the record still at revision prev (and, with a claim, still
+// 0, else the record still at revision prev, from (and, with a claim, still
 // held by it; else errStale). rec must be the caller's own copy: the hook
 // may receive it. The writes queued while a commit is under way go in the
 // next one together, committed by one of their writers (the lead), so
 // that a write alone needs no other goroutine.
-func (s *Store) put(what string, rec *model.Task, prev uint64, c *Claim) error {
+func (s *Store) put(what string, rec *model.Task, from *model.Task, prev uint64, c *Claim) error {
 	val, err := body(rec)
 	if err != nil {
 		return err
 	}
-	req := &putReq{rec: rec, val: val, c: c, done: make(chan error, 1), lead: make(chan struct{}, 1)}
+	now := time.Now()
+	req := &putReq{rec: rec, val: val, c: c, done: make(chan error, 1), lead: make(chan struct{}, 1),
+		audit: model.NewAuditBody(from, rec, val, rec.Act, now).Marshal(), auditAt: now}
 	if prev != 0 {
 		p := int64(prev)
 		req.prev = &p
@@ -399,9 +419,11 @@ func (s *Store) commit(batch []*putReq) {
 	}
 	ids, keys, statuses, servers := make([]string, n), make([]*string, n), make([]string, n), make([]string, n)
 	at, vals, prevs, fences, owners := make([]time.Time, n), make([][]byte, n), make([]*int64, n), make([]*int64, n), make([]*string, n)
+	audits, auditAts := make([][]byte, n), make([]time.Time, n)
 	for i, r := range batch {
 		ids[i], keys[i], statuses[i], servers[i] = r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.Server.String()
 		at[i], vals[i], prevs[i], fences[i], owners[i] = r.rec.UpdatedAt, r.val, r.prev, r.c.fence(), r.c.owner()
+		audits[i], auditAts[i] = r.audit, r.auditAt
 	}
 	type result struct {
 		rev        *int64
@@ -411,7 +433,7 @@ func (s *Store) commit(batch []*putReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	err := s.reread(func() error {
-		rows, err := s.pool.Query(ctx, putSQL, ids, keys, statuses, at, vals, servers, prevs, fences, owners)
+		rows, err := s.pool.Query(ctx, putSQL, ids, keys, statuses, at, vals, servers, prevs, fences, owners, audits, auditAts)
 		if err != nil {
 			return err
 		}
@@ -449,9 +471,9 @@ func (s *Store) commit(batch []*putReq) {
 func (s *Store) commitOne(r *putReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	sql, args := createSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, r.rec.Server.String()}
+	sql, args := createSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, r.rec.Server.String(), r.audit, r.auditAt}
 	if r.prev != nil {
-		sql, args = updateSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, *r.prev, r.c.fence(), r.c.owner()}
+		sql, args = updateSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, *r.prev, r.c.fence(), r.c.owner(), r.audit, r.auditAt}
 	}
 	var rev int64
 	err := s.reread(func() error { return s.pool.QueryRow(ctx, sql, args...).Scan(&rev, nil) })
@@ -551,8 +573,9 @@ func (s *Store) Create(rec *model.Task) error {
 	if err := store.CheckRecord(rec); err != nil {
 		return err
 	}
+	rec.Attribute(nil, s.engine)
 	own := rec.Clone()
-	err := s.put("create task "+rec.ID, own, 0, nil)
+	err := s.put("create task "+rec.ID, own, nil, 0, nil)
 	switch {
 	case errors.Is(err, errDupID):
 		return fmt.Errorf("task %s already exists", rec.ID)
@@ -600,7 +623,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, err
 		}
-		next, _, err := store.ApplyUpdate(cur, fn, dropKey)
+		next, _, err := store.ApplyUpdate(cur, fn, dropKey, s.engine)
 		if err != nil {
 			return nil, err
 		}
@@ -609,7 +632,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		}
 		// The hook gets a copy of its own: next goes back to the caller.
 		own := next.Clone()
-		err = s.put("update task "+id, own, cur.Revision, c)
+		err = s.put("update task "+id, own, cur, cur.Revision, c)
 		if errors.Is(err, errStale) {
 			if c != nil {
 				if err := s.checkClaim(id, c); err != nil {
@@ -626,13 +649,19 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 	}
 }
 
-// Delete removes record id, leaving its tombstone, in one committed txn.
-func (s *Store) Delete(id string) error {
+// Delete removes record id, leaving its tombstone and its audit entry (a
+// forget by by), in one committed txn.
+func (s *Store) Delete(id string, by model.Actor) error {
+	now := time.Now()
+	entry := model.RemovalAudit(id, &model.Act{Kind: model.ActForget, Actor: by}, now).Marshal()
 	_, err := s.write("delete task "+id, func(b *pgx.Batch) func() error {
 		var n int64
 		b.Queue(`DELETE FROM taskdeck_tasks WHERE id = $1`, id).
 			Exec(func(ct pgconn.CommandTag) error { n = ct.RowsAffected(); return nil })
 		b.Queue(`INSERT INTO taskdeck_tombstones (rev, id) SELECT rev, $1 FROM taskdeck_meta`, id)
+		b.Queue(`WITH m AS (
+			UPDATE taskdeck_meta SET audit = sha256(audit || int8send(rev) || $1::bytea) RETURNING rev, audit)
+			INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $2, $3, $1, audit FROM m`, entry, now, id)
 		b.Queue(dropTombsSQL, int64(maxTombstones))
 		return func() error {
 			if n == 0 {
@@ -647,7 +676,7 @@ func (s *Store) Delete(id string) error {
 // Prune deletes terminal records last updated before cutoff (every
 // terminal record when cutoff is zero) and returns how many it deleted,
 // pruneChunk records per txn.
-func (s *Store) Prune(cutoff time.Time) (int, error) {
+func (s *Store) Prune(cutoff time.Time, by model.Actor) (int, error) {
 	var before *time.Time
 	if !cutoff.IsZero() {
 		before = &cutoff
@@ -665,7 +694,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 	}
 	total := 0
 	for chunk := range slices.Chunk(ids, pruneChunk) {
-		n, err := s.pruneChunk(chunk, terminal, before, due)
+		n, err := s.pruneChunk(chunk, terminal, before, due, by)
 		total += n
 		if err != nil {
 			return total, err
@@ -675,7 +704,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 }
 
 // pruneChunk deletes the records of ids still due, one revision each.
-func (s *Store) pruneChunk(ids, terminal []string, before *time.Time, due string) (int, error) {
+func (s *Store) pruneChunk(ids, terminal []string, before *time.Time, due string, by model.Actor) (int, error) {
 	ctx, cancel, err := s.ctx()
 	if err != nil {
 		return 0, err
@@ -701,7 +730,11 @@ func (s *Store) pruneChunk(ids, terminal []string, before *time.Time, due string
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO taskdeck_tombstones (rev, id)
 			SELECT $1 + u.ord, u.id FROM unnest($2::text[]) WITH ORDINALITY AS u(id, ord)`, rev, gone)
-		rev += int64(len(gone))
+		now, act := time.Now(), &model.Act{Kind: model.ActPrune, Actor: by}
+		for _, id := range gone {
+			rev++
+			b.Queue(auditSQL, rev, model.RemovalAudit(id, act, now).Marshal(), now, id)
+		}
 		b.Queue(`UPDATE taskdeck_meta SET rev = $1`, rev)
 		b.Queue(dropTombsSQL, int64(maxTombstones))
 		b.Queue(notifySQL)

@@ -110,7 +110,7 @@ func TestHookHearsOtherProcesses(t *testing.T) {
 				var err error
 				switch {
 				case i%5 == 4:
-					err = s.Delete(mine[0])
+					err = s.Delete(mine[0], storetest.Tester)
 					mine = mine[1:]
 				case i%2 == 1:
 					_, err = s.Update(mine[len(mine)-1], func(t *model.Task) (bool, error) {
@@ -255,7 +255,7 @@ func TestChangesSinceRefusesBelowTheFloor(t *testing.T) {
 		recs = append(recs, storetest.Create(t, s, "", model.StatusCompleted, storetest.T0))
 	}
 	for _, r := range recs {
-		storetest.Must(t, s.Delete(r.ID))
+		storetest.Must(t, s.Delete(r.ID, storetest.Tester))
 	}
 	// Revisions 11..20 are the deletions; those up to 15 are dropped.
 	if _, _, ok, err := s.ChangesSince(14); err != nil || ok {

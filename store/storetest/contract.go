@@ -75,7 +75,7 @@ func testIndexesFollowStatus(t *testing.T, s store.Backend) {
 		t.Errorf("All = %v, want %v", IDs(all), SortedIDs(a, b, c, d))
 	}
 
-	Must(t, s.Delete(b.ID))
+	Must(t, s.Delete(b.ID, Tester))
 	counts, err = s.Counts()
 	Must(t, err)
 	if counts[model.StatusCompleted] != 0 || len(counts) != 3 {
@@ -318,9 +318,9 @@ func testRevisionsIncreaseOnEveryWrite(t *testing.T, s store.Backend) {
 	step("ReleaseKey", r.Revision)
 	b := Create(t, s, "", model.StatusCompleted, T0)
 	step("second Create", b.Revision)
-	Must(t, s.Delete(b.ID))
+	Must(t, s.Delete(b.ID, Tester))
 	step("Delete", s.Revision())
-	if n, err := s.Prune(time.Time{}); err != nil || n != 1 {
+	if n, err := s.Prune(time.Time{}, Tester); err != nil || n != 1 {
 		t.Fatalf("Prune = %d, %v; want 1", n, err)
 	}
 	step("Prune", s.Revision())
@@ -358,7 +358,7 @@ func testSnapshotPlusHookIsHistory(t *testing.T, s store.Backend) {
 				var err error
 				switch {
 				case i%5 == 4 && len(mine) > 0:
-					err = s.Delete(mine[0])
+					err = s.Delete(mine[0], Tester)
 					mine = mine[1:]
 				case i%2 == 1 && len(mine) > 0:
 					_, err = s.Update(mine[len(mine)-1], func(t *model.Task) (bool, error) {
@@ -455,15 +455,15 @@ func testChangesSinceEachRecordOnceAtLatest(t *testing.T, s store.Backend) {
 	}
 	_, err := s.Update(recs[1].ID, MoveTo(model.StatusCompleted, T0.Add(time.Second)))
 	Must(t, err)
-	Must(t, s.Delete(recs[2].ID))
+	Must(t, s.Delete(recs[2].ID, Tester))
 	// Deleted, then created again under its id: one change, the record.
-	Must(t, s.Delete(recs[3].ID))
+	Must(t, s.Delete(recs[3].ID, Tester))
 	again := recs[3].Clone()
 	again.StatusMessage = "again"
 	Must(t, s.Create(again))
 	// Created and deleted since: one tombstone.
 	gone := Create(t, s, "", model.StatusCalling, T0)
-	Must(t, s.Delete(gone.ID))
+	Must(t, s.Delete(gone.ID, Tester))
 
 	// What the replay must be: the hook's changes, each record's last.
 	var want []store.Change
@@ -589,14 +589,14 @@ func testRoundTrip(t *testing.T, s store.Backend) {
 		t.Fatalf("ByKey after update = %v, %v", byKey, err)
 	}
 
-	Must(t, s.Delete(rec.ID))
+	Must(t, s.Delete(rec.ID, Tester))
 	if _, err := s.Get(rec.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("Get after Delete: %v, want ErrNotFound", err)
 	}
 	if _, err := s.ByKey("k1"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("ByKey after Delete: %v, want ErrNotFound", err)
 	}
-	if err := s.Delete(rec.ID); !errors.Is(err, store.ErrNotFound) {
+	if err := s.Delete(rec.ID, Tester); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("second Delete: %v, want ErrNotFound", err)
 	}
 	if _, err := s.Update(rec.ID, MoveTo(model.StatusCompleted, later)); !errors.Is(err, store.ErrNotFound) {
@@ -744,7 +744,7 @@ func testPrune(t *testing.T, s store.Backend) {
 	var h HookLog
 	s.SetCommitHook(h.Hook)
 	rev := s.Revision()
-	n, err := s.Prune(cutoff)
+	n, err := s.Prune(cutoff, Tester)
 	Must(t, err)
 	if n != oldTerminal {
 		t.Fatalf("Prune deleted %d, want %d", n, oldTerminal)
@@ -764,10 +764,10 @@ func testPrune(t *testing.T, s store.Backend) {
 		t.Errorf("a pruned record's idempotency key: %v, want not found", err)
 	}
 	Must(t, s.Create(Intent("many-completed-1", recent)))
-	if n, err := s.Prune(cutoff); err != nil || n != 0 {
+	if n, err := s.Prune(cutoff, Tester); err != nil || n != 0 {
 		t.Fatalf("second Prune = %d, %v; want 0, nil", n, err)
 	}
-	if n, err := s.Prune(time.Time{}); err != nil || n != 1 {
+	if n, err := s.Prune(time.Time{}, Tester); err != nil || n != 1 {
 		t.Fatalf("Prune(zero) = %d, %v; want 1 (the recent failed one)", n, err)
 	}
 	counts, err := s.Counts()
@@ -919,14 +919,14 @@ func testWindowAndPages(t *testing.T, s store.Backend) {
 	// Counts follow every change: a move, a delete, a prune.
 	_, err = s.Update(open[0].ID, MoveTo(model.StatusCompleted, T0.Add(time.Minute)))
 	Must(t, err)
-	Must(t, s.Delete(failed[0].ID))
+	Must(t, s.Delete(failed[0].ID, Tester))
 	want = map[model.Status]int{model.StatusWorking: 2, model.StatusFailed: 2, model.StatusCompleted: 7}
 	counts, err := s.Counts()
 	Must(t, err)
 	if fmt.Sprint(counts) != fmt.Sprint(want) {
 		t.Errorf("Counts after a move and a delete = %v, want %v", counts, want)
 	}
-	_, err = s.Prune(time.Time{})
+	_, err = s.Prune(time.Time{}, Tester)
 	Must(t, err)
 	w, err = s.Window(10)
 	Must(t, err)

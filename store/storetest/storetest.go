@@ -15,6 +15,9 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 )
 
+// Tester is the actor of the suite's deletions and prunes.
+var Tester = model.Actor{Name: "tester", Role: model.RoleUser}
+
 // Run runs the contract suite; open returns a new, empty backend for one
 // subtest (closing it is open's business, e.g. with t.Cleanup).
 func Run(t *testing.T, open func(t *testing.T) store.Backend) {
@@ -42,6 +45,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"HookHearsOnlyCommittedChanges", testHookHearsOnlyCommittedChanges},
 		{"ConcurrentWritersOneRecordPerKey", testConcurrentWritersOneRecordPerKey},
 		{"ClosedRefusesCalls", testClosedRefusesCalls},
+		{"AuditNamesEveryChange", testAuditNamesEveryChange},
+		{"AuditPruneKeepsAVerifiableChain", testAuditPruneKeepsAVerifiableChain},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}

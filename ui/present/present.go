@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,8 +163,12 @@ func StatusText(t *model.Task) string {
 // History is a record's transitions, one line each, oldest first:
 // "15:04:05  working → completed  message" (layout formats the time).
 func History(t *model.Task, layout string) []string {
-	lines := make([]string, len(t.History))
-	for i, h := range t.History {
+	type line struct {
+		at   time.Time
+		text string
+	}
+	lines := make([]line, 0, len(t.History)+len(t.Answers))
+	for _, h := range t.History {
 		from := string(h.From)
 		if from == "" {
 			from = "·"
@@ -172,9 +177,65 @@ func History(t *model.Task, layout string) []string {
 		if h.Folded > 0 {
 			msg = fmt.Sprintf("(%s folded, the last at this time)", Count(h.Folded, "change"))
 		}
-		lines[i] = strings.TrimRight(fmt.Sprintf("%s  %s → %s  %s", h.At.Local().Format(layout), from, h.To, msg), " ")
+		text := fmt.Sprintf("%s  %s → %s", h.At.Local().Format(layout), from, h.To)
+		if by := Actor(h.By); by != "" {
+			text += "  by " + by
+		}
+		lines = append(lines, line{h.At, strings.TrimRight(text+"  "+msg, " ")})
 	}
-	return lines
+	for _, a := range t.Answers {
+		text := fmt.Sprintf("%s  answered %s", a.At.Local().Format(layout), termtext.Line(a.Key))
+		if by := Actor(a.By); by != "" {
+			text += "  by " + by
+		}
+		if a.Refused {
+			text += "  (refused by the server)"
+		}
+		lines = append(lines, line{a.At, text})
+	}
+	// Answers among the moves, in time order (a stable sort keeps a move
+	// and an answer of the same instant in that order).
+	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = l.text
+	}
+	return out
+}
+
+// Actor names who acted: "alice", "agent ci-bot (claude)", "engine",
+// with "@host" on a fleet; "" for no one named. Every part is another
+// party's word: made inert.
+func Actor(a model.Actor) string {
+	if a.IsZero() {
+		return ""
+	}
+	s := termtext.OneLine(termtext.Line(a.Name), 60)
+	if a.Role != model.RoleUser && a.Role != model.RoleEngine {
+		s = termtext.OneLine(termtext.Line(a.Role), 20) + " " + s
+	}
+	if a.Label != "" {
+		s += " (" + termtext.OneLine(termtext.Line(a.Label), 40) + ")"
+	}
+	if a.Host != "" {
+		s += "@" + termtext.OneLine(termtext.Line(a.Host), 60)
+	}
+	return s
+}
+
+// Act words a record's last change: "answer by alice"; "" for none.
+func Act(a *model.Act) string {
+	if a == nil {
+		return ""
+	}
+	s := termtext.Line(a.Kind)
+	if len(a.Keys) > 0 {
+		s += " " + termtext.OneLine(termtext.Line(strings.Join(a.Keys, ", ")), 80)
+	}
+	if by := Actor(a.Actor); by != "" {
+		s += " by " + by
+	}
+	return s
 }
 
 // Count is n of what, in the plural unless n is 1: "1 task", "3 tasks".

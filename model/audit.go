@@ -1,0 +1,189 @@
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// AuditEntry is one act or transition in the audit log: every committed
+// change to a record has one, at the change's revision. Hash chains it to
+// the entry before (see ChainHash), so that an entry or record rewritten
+// behind taskdeck's back no longer verifies.
+type AuditEntry struct {
+	Rev uint64 `json:"rev"`
+	AuditBody
+	Hash string `json:"hash"` // hex SHA-256, see ChainHash
+}
+
+// AuditBody is what an entry says; its JSON is the entry's canonical
+// bytes, written once and hashed as written.
+type AuditBody struct {
+	At    time.Time `json:"at"`
+	Task  string    `json:"task"`
+	Act   string    `json:"act"`
+	Actor Actor     `json:"actor"`
+	Keys  []string  `json:"keys,omitempty"` // an answer's input keys
+	From  Status    `json:"from,omitempty"`
+	To    Status    `json:"to,omitempty"`
+	// Record is the hex SHA-256 of the record as written (RecordHash);
+	// empty for a deletion.
+	Record string `json:"record,omitempty"`
+}
+
+// AuditCheckpoint is where the kept log starts: the revision and hash of
+// the last entry pruned (zero for a log that was never pruned).
+type AuditCheckpoint struct {
+	Rev  uint64 `json:"rev"`
+	Hash string `json:"hash,omitempty"`
+}
+
+// NewAuditBody describes the change from prev (nil: a new record) to next
+// (nil: deleted) by act, at now; nextJSON is next as the store writes it
+// (its JSON without the revision).
+func NewAuditBody(prev, next *Task, nextJSON []byte, act *Act, now time.Time) AuditBody {
+	b := AuditBody{At: now.UTC()}
+	if act != nil {
+		b.Act, b.Actor, b.Keys = act.Kind, act.Actor, act.Keys
+	}
+	if prev != nil {
+		b.Task, b.From = prev.ID, prev.Status
+	}
+	if next != nil {
+		sum := sha256.Sum256(nextJSON)
+		b.Task, b.To, b.Record = next.ID, next.Status, hex.EncodeToString(sum[:])
+	}
+	return b
+}
+
+// RemovalAudit describes the deletion of record id by act, at now.
+func RemovalAudit(id string, act *Act, now time.Time) AuditBody {
+	return AuditBody{At: now.UTC(), Task: id, Act: act.Kind, Actor: act.Actor}
+}
+
+// Marshal is the body's canonical bytes.
+func (b AuditBody) Marshal() []byte {
+	out, err := json.Marshal(b)
+	if err != nil {
+		panic(err) // strings, times and statuses always marshal
+	}
+	return out
+}
+
+// RecordHash fingerprints a record as the store keeps it: its JSON without
+// the revision (which the store adds).
+func RecordHash(t *Task) (string, error) {
+	c := *t
+	c.Revision = 0
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return "", fmt.Errorf("task %s: %w", t.ID, err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// ChainHash is the hash of the entry at rev with canonical bytes body,
+// after the entry whose hash is prev (empty before the first): SHA-256 of
+// prev's bytes, rev as 8 big-endian bytes, and body.
+func ChainHash(prev []byte, rev uint64, body []byte) []byte {
+	h := sha256.New()
+	h.Write(prev)
+	h.Write(binary.BigEndian.AppendUint64(nil, rev))
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// AuditFilter selects audit entries: those made at or after Since (zero:
+// all) of task Task (every task when empty).
+type AuditFilter struct {
+	Since time.Time `json:"since,omitzero"`
+	Task  string    `json:"task,omitempty"`
+}
+
+// AuditReport is what a verification of the audit log checked.
+type AuditReport struct {
+	Checkpoint AuditCheckpoint `json:"checkpoint"`
+	Entries    int             `json:"entries"` // entries whose hash was recomputed
+	Last       uint64          `json:"last"`    // the revision of the last entry checked
+	Records    int             `json:"records"` // live records checked against their entries
+	// Fault is the first entry or record that does not match; nil when
+	// the log and the records verify.
+	Fault *AuditFault `json:"fault,omitempty"`
+}
+
+// AuditFault is the first place where the log and the records stop
+// matching what taskdeck wrote.
+type AuditFault struct {
+	Rev    uint64 `json:"rev"` // the entry (or the record's revision)
+	Task   string `json:"task,omitempty"`
+	Reason string `json:"reason"`
+}
+
+func (f *AuditFault) Error() string {
+	if f.Task != "" {
+		return fmt.Sprintf("audit entry %d (task %s): %s", f.Rev, f.Task, f.Reason)
+	}
+	return fmt.Sprintf("audit entry %d: %s", f.Rev, f.Reason)
+}
+
+// AuditVerifier recomputes the chain one entry at a time, in revision
+// order from the checkpoint, and remembers each record's fingerprint.
+type AuditVerifier struct {
+	prev    []byte
+	rev     uint64
+	records map[uint64]AuditBody // by revision, the entries that wrote a record
+	Entries int
+}
+
+// NewAuditVerifier starts at checkpoint cp.
+func NewAuditVerifier(cp AuditCheckpoint) (*AuditVerifier, *AuditFault) {
+	prev, err := hex.DecodeString(cp.Hash)
+	if err != nil {
+		return nil, &AuditFault{Rev: cp.Rev, Reason: "the checkpoint's hash is not hex"}
+	}
+	return &AuditVerifier{prev: prev, rev: cp.Rev, records: map[uint64]AuditBody{}}, nil
+}
+
+// Next checks the entry at rev with canonical bytes body and stored hash.
+func (v *AuditVerifier) Next(rev uint64, body []byte, hash []byte) *AuditFault {
+	var b AuditBody
+	_ = json.Unmarshal(body, &b) // for naming the task; a bad body fails below
+	if rev != v.rev+1 {
+		return &AuditFault{Rev: v.rev + 1, Reason: fmt.Sprintf("missing: the log goes on at entry %d", rev)}
+	}
+	if want := ChainHash(v.prev, rev, body); !bytes.Equal(want, hash) {
+		return &AuditFault{Rev: rev, Task: b.Task, Reason: "its hash does not match its content and the entry before it (this entry, or the one before, was rewritten)"}
+	}
+	v.prev, v.rev = hash, rev
+	v.Entries++
+	if b.Record != "" {
+		v.records[rev] = b
+	}
+	return nil
+}
+
+// Records checks each live record against the entry of its last change:
+// one the log has not pruned must be there and name the same fingerprint.
+func (v *AuditVerifier) Records(floor uint64, tasks []*Task) *AuditFault {
+	for _, t := range tasks {
+		if t.Revision <= floor {
+			continue // written before the kept log begins
+		}
+		b, ok := v.records[t.Revision]
+		if !ok || b.Task != t.ID {
+			return &AuditFault{Rev: t.Revision, Task: t.ID, Reason: "the record's last change has no audit entry (the record was rewritten)"}
+		}
+		if h, err := RecordHash(t); err != nil || h != b.Record {
+			return &AuditFault{Rev: t.Revision, Task: t.ID, Reason: "the record does not match what its audit entry says was written (the record was rewritten)"}
+		}
+	}
+	return nil
+}
+
+// Last is the revision of the last entry checked.
+func (v *AuditVerifier) Last() uint64 { return v.rev }

@@ -1,0 +1,112 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/internal/cli"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// auditedStore leaves, closed in a new directory, a store whose record
+// (ended, so its JSON is under its record key) was answered by alice and
+// forgotten records beside it; it returns the directory and the record.
+func auditedStore(t *testing.T) (string, *model.Task) {
+	t.Helper()
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	alice := model.Actor{Name: "alice", Role: model.RoleUser}
+	rec := intent("", t0)
+	rec.Act = &model.Act{Kind: model.ActCall, Actor: alice}
+	must(t, s.Create(rec))
+	for _, st := range []model.Status{model.StatusWorking, model.StatusCompleted} {
+		_, err := s.Update(rec.ID, moveTo(st, t0))
+		must(t, err)
+	}
+	gone := intent("", t0)
+	must(t, s.Create(gone))
+	must(t, s.Delete(gone.ID, alice))
+	must(t, s.Close())
+	return dir, rec
+}
+
+// verify runs `taskdeck audit verify` on the store in dir.
+func verify(t *testing.T, dir string) (code int, stdout, stderr string) {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "config.json")
+	must(t, os.WriteFile(conf, []byte("{}\n"), 0o600))
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code = cli.NewFactory(strings.NewReader(""), &out, &errb).Execute(ctx, []string{"--data-dir", dir, "--config", conf, "audit", "verify"})
+	return code, out.String(), errb.String()
+}
+
+func auditKey(rev uint64) string { return string(binary.BigEndian.AppendUint64([]byte("a\x00"), rev)) }
+
+// TestAuditVerifyNamesARewrittenRecord: a record rewritten with Badger's
+// own API on the closed store (its actor and status changed) opens, and
+// `taskdeck audit verify` exits 6 naming the record and its revision.
+func TestAuditVerifyNamesARewrittenRecord(t *testing.T) {
+	dir, rec := auditedStore(t)
+	if code, out, errOut := verify(t, dir); code != 0 || !strings.Contains(out, "audit log verified: 5 audit entries") {
+		t.Fatalf("before the rewrite: exit %d\n%s%s", code, out, errOut)
+	}
+	must(t, store.Rewrite(dir, "t\x00"+rec.ID, func(v []byte) []byte {
+		return bytes.ReplaceAll(v, []byte(`"name":"alice"`), []byte(`"name":"mallory"`))
+	}))
+	code, out, errOut := verify(t, dir)
+	want := fmt.Sprintf("audit entry 3 (task %s): the record does not match", rec.ID)
+	if code != 6 || !strings.Contains(errOut, want) {
+		t.Fatalf("after the rewrite: exit %d, want 6 and %q\n%s%s", code, want, out, errOut)
+	}
+}
+
+// TestAuditVerifyNamesARewrittenEntry: an audit entry rewritten (its
+// actor changed) fails at that entry; one rewritten with its hash
+// recomputed fails at the next, whose hash no longer follows.
+func TestAuditVerifyNamesARewrittenEntry(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		rehash bool
+		at     string
+	}{
+		{"entry", false, "audit entry 1 (task "},
+		{"entry and its hash", true, "audit entry 2 (task "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, _ := auditedStore(t)
+			must(t, store.Rewrite(dir, auditKey(1), func(v []byte) []byte {
+				body := bytes.ReplaceAll(v[32:], []byte(`"name":"alice"`), []byte(`"name":"mallory"`))
+				hash := v[:32]
+				if c.rehash {
+					hash = model.ChainHash(nil, 1, body)
+				}
+				return append(append([]byte(nil), hash...), body...)
+			}))
+			code, out, errOut := verify(t, dir)
+			if code != 6 || !strings.Contains(errOut, c.at) {
+				t.Fatalf("exit %d, want 6 naming %q\n%s%s", code, c.at, out, errOut)
+			}
+		})
+	}
+}
+
+// TestAuditVerifyNamesADeletedEntry: an entry deleted from the middle of
+// the log is missed where the log skips it.
+func TestAuditVerifyNamesADeletedEntry(t *testing.T) {
+	dir, _ := auditedStore(t)
+	must(t, store.DeleteClosed(dir, auditKey(2)))
+	code, out, errOut := verify(t, dir)
+	if code != 6 || !strings.Contains(errOut, "audit entry 2: missing") {
+		t.Fatalf("exit %d, want 6 naming entry 2 missing\n%s%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,30 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+)
+
+// A read-only dashboard: each key that changes records says why it does
+// nothing, nothing changes, and the palette leaves those actions out.
+func TestReadOnlyRefusesActionsAndSaysWhy(t *testing.T) {
+	tasks := sampleTasks()
+	m := loadedWith(t, tasks, 100, 30, `{"mcpServers":{}}`, Options{ReadOnly: true})
+	for k, verb := range map[string]string{"c": "cancel", "a": "answer", "n": "make a call", "R": "re-run"} {
+		press(m, k)
+		if m.mode() != modeTable || !strings.Contains(m.flash, "a viewer cannot "+verb) {
+			t.Fatalf("%s on a read-only dashboard: mode %d, status %q; want it refused, saying why", k, m.mode(), m.flash)
+		}
+	}
+	press(m, ":")
+	for _, b := range m.palette.all {
+		for _, c := range m.keys.changes() {
+			if b.Help().Desc == c.b.Help().Desc {
+				t.Fatalf("the read-only palette offers %q", b.Help().Desc)
+			}
+		}
+	}
+	if !strings.Contains(screenOf(m), "mark all") {
+		t.Fatalf("the read-only palette lacks what a viewer may do:\n%s", screenOf(m))
+	}
+}
