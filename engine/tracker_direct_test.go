@@ -274,8 +274,10 @@ func writeSSE(w http.ResponseWriter, events ...string) {
 	}
 }
 
+// Its lastUpdatedAt is later than the real server's: an older report would
+// be stale, and rightly ignored (model.Task.Stale).
 func workingResult(id json.RawMessage, taskID string) string {
-	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","taskId":%q,"status":"working","statusMessage":"fake","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttlMs":null}}`, id, taskID)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","taskId":%q,"status":"working","statusMessage":"fake","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2099-01-01T00:00:00Z","ttlMs":null}}`, id, taskID)
 }
 
 // Every answer a server may give to tasks/get over HTTP ends as the typed
