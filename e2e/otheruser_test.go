@@ -25,20 +25,7 @@ func TestAnotherUserIsRefused(t *testing.T) {
 		t.Skip("needs root to run taskdeck as another user (uid 65534)")
 	}
 	const nobody = 65534
-	// A tree nobody may traverse, with a copy of the binary it may run.
-	top, err := os.MkdirTemp("", "tdother-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(top) })
-	os.Chmod(top, 0o755)
-	bin := filepath.Join(top, "taskdeck")
-	copyExecutable(t, tdBin, bin)
-	home := filepath.Join(top, "home")
-	if err := os.Mkdir(home, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(home, 0o777)
+	top, bin, home := otherUserTree(t, "tdother-")
 
 	d, _ := tuiDeck(t)
 	d.dataDir = filepath.Join(top, "data")
@@ -110,19 +97,7 @@ func TestProxyRefusesAnotherUser(t *testing.T) {
 		t.Skip("needs root to run taskdeck as another user (uid 65534)")
 	}
 	const nobody = 65534
-	top, err := os.MkdirTemp("", "tdproxyother-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(top) })
-	os.Chmod(top, 0o755)
-	bin := filepath.Join(top, "taskdeck")
-	copyExecutable(t, tdBin, bin)
-	home := filepath.Join(top, "home")
-	if err := os.Mkdir(home, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(home, 0o777)
+	_, bin, home := otherUserTree(t, "tdproxyother-")
 
 	srv := startDemo(t, "127.0.0.1:0")
 	d := newDeck(t)
@@ -159,4 +134,24 @@ func TestProxyRefusesAnotherUser(t *testing.T) {
 	if owner.exited() {
 		t.Fatalf("serve ended: %s", owner.Stderr.String())
 	}
+}
+
+// otherUserTree is a tree another user may traverse, with a copy of the
+// binary it may run and a home it may write in.
+func otherUserTree(t *testing.T, prefix string) (top, bin, home string) {
+	t.Helper()
+	top, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	os.Chmod(top, 0o755)
+	bin = filepath.Join(top, "taskdeck")
+	copyExecutable(t, tdBin, bin)
+	home = filepath.Join(top, "home")
+	if err := os.Mkdir(home, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(home, 0o777)
+	return top, bin, home
 }

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base32"
@@ -12,12 +11,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -34,10 +33,10 @@ const (
 // twoAgents is the demo server behind a proxy with agents a and b (both on
 // demo), c (on "other" only), the viewer v and the operator o (on demo),
 // and a log the test can read.
-func twoAgents(t testing.TB) (*rig, *syncBuffer) {
+func twoAgents(t testing.TB) (*rig, *clitest.SyncBuf) {
 	t.Helper()
 	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20e6})
-	logs := &syncBuffer{}
+	logs := &clitest.SyncBuf{}
 	cfg := `{"mcpServers":{"demo":{"url":"` + srv.URL + `"},"other":{"url":"` + srv.URL + `"}},
 	"agents":{"a":{"token":"${TOKEN_A}","servers":["demo"]},"b":{"token":"${TOKEN_B}","servers":["demo"]},"c":{"token":"${TOKEN_C}","servers":["other"]},
 	"v":{"token":"${TOKEN_V}","servers":["demo"],"role":"viewer"},"o":{"token":"${TOKEN_O}","servers":["demo"],"role":"operator"}}}`
@@ -46,23 +45,6 @@ func twoAgents(t testing.TB) (*rig, *syncBuffer) {
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 		Lookup: func(k string) (string, bool) { v, ok := lookup[k]; return v, ok },
 	}), logs
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func as(token string) map[string]string { return map[string]string{"Authorization": "Bearer " + token} }
