@@ -23,7 +23,7 @@ func TestGoSDKClientAnswersThroughProxy(t *testing.T) {
 	for _, extra := range []bool{false, true} {
 		t.Run(fmt.Sprintf("extra=%v", extra), func(t *testing.T) {
 			r := startRig(t, demo.Options{}, Options{})
-			cfg, err := mcpconfig.ParseConfig("agent.json", fmt.Appendf(nil, `{"mcpServers":{"proxy":{"url":%q}}}`, r.url))
+			cfg, err := mcpconfig.ParseConfig("agent.json", fmt.Appendf(nil, `{"mcpServers":{"proxy":{"url":%q,"headers":{"Authorization":"Bearer %s"}}}}`, r.url, testToken))
 			if err != nil {
 				t.Fatal(err)
 			}
