@@ -131,9 +131,7 @@ func (h *hub) subscribe() (*feed, *deck.Reconcile, *deck.Store, error) {
 func (h *hub) unsubscribe(f *feed) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.watchers[f]; ok {
-		delete(h.watchers, f)
-	}
+	delete(h.watchers, f)
 }
 
 // close ends every feed.

@@ -402,7 +402,8 @@ func (l *loop) listen(ctx context.Context, st *stream) {
 	}
 	if st.prev != nil { // wait out its apply under way
 		st.prev.mu.Lock()
-		st.prev.mu.Unlock() // (empty: the lock is the wait)
+		//lint:ignore SA2001 the lock is the wait: taking it waits out the apply that holds it
+		st.prev.mu.Unlock()
 		st.prev = nil
 	}
 	for p := range sub.Events() {

@@ -19,7 +19,6 @@ import (
 type hookLog = storetest.HookLog
 
 var (
-	waitFor   = storetest.WaitFor
 	revsOf    = storetest.RevsOf
 	countLive = storetest.CountLive
 )
