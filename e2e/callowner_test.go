@@ -31,9 +31,13 @@ func slowCallDeck(t *testing.T) (*deck, *hostile.Server, *hostile.Gate) {
 	gate := srv.HoldAnswer("tools/call")
 	t.Cleanup(gate.Release)
 	d := newDeck(t)
-	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}}}`, srv.URL))
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}},"agents":{"leaver":{"token":"${LEAVER_TOKEN}","servers":["build"]}}}`, srv.URL))
+	d.env = append(d.env, "LEAVER_TOKEN="+leaverToken)
 	return d, srv, gate
 }
+
+// leaverToken is the agent's token on the proxy (the config's "leaver").
+const leaverToken = "leaver-agent-token-0123456789abcdef"
 
 // sleepCall is a tools/call of sleep by an agent with the tasks extension.
 const sleepCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"seconds":1},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"leaver","version":"1"},"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`
@@ -100,6 +104,7 @@ func TestCallOwnedWhenHTTPAgentHangsUp(t *testing.T) {
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", "sleep")
+	req.Header.Set("Authorization", "Bearer "+leaverToken)
 	done := make(chan error, 1)
 	go func() {
 		resp, err := http.DefaultClient.Do(req)

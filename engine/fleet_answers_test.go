@@ -106,7 +106,7 @@ func TestFleetRacingAnswersOneReachesServer(t *testing.T) {
 		winner := operators[won[0]].Name
 		lost := errs[i][1-won[0]]
 		var keyErr *InputKeyError
-		if !errors.As(lost, &keyErr) || !keyErr.Answered || !strings.Contains(lost.Error(), `"reason":"by `+winner+`"`) || !strings.Contains(lost.Error(), "by "+winner+" through engine") {
+		if !errors.As(lost, &keyErr) || !keyErr.Answered || !strings.Contains(lost.Error(), `"reason":"by `+winner+`"`) || !strings.Contains(lost.Error(), "by "+winner) || !strings.Contains(lost.Error(), "through engine") {
 			t.Errorf("task %s: the loser's error %q does not name the answer taken (by %s)", rec.ID, lost, winner)
 		}
 		// The record lists what the server took: its result names the reason sent.

@@ -112,7 +112,7 @@ func serversRun(opts *ServersOptions) error {
 		if h.Failing > 0 {
 			problem = fmt.Sprintf("%d failing polls, the last: %s", h.Failing, h.LastError)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", termtext.OneLine(termtext.Line(h.Name), 24), termtext.OneLine(termtext.Line(h.Target), 40),
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", termtext.OneLine(termtext.Line(h.Name), 24), termtext.Line(h.Target),
 			h.Open, h.Waiting, push, termtext.OneLine(termtext.Line(problem), 80))
 	}
 	return tw.Flush()

@@ -151,7 +151,7 @@ var otherClientsKeys = []string{"servers", "context_servers"}
 // except those other clients keep in a shared file (foreignTopKeys): a
 // misspelt key would otherwise be a setting silently not applied.
 var (
-	topKeys        = []string{"mcpServers", "store", "agents", "proxy"}
+	topKeys        = []string{"mcpServers", "store", "agents", "proxy", "dashboard"}
 	foreignTopKeys = append([]string{"$schema", "inputs", "globalShortcut", "preferences"}, otherClientsKeys...)
 )
 
