@@ -100,7 +100,8 @@ func TestConfigUnknownKeys(t *testing.T) {
 		{`{"mcpServers": {"b": {"url": "https://x.example/mcp", "header": {"A": "b"}}}}`,
 			[]string{`mcpServers.b.header`, `unknown key "header"`, `did you mean "headers"?`}},
 		{`{"mcpServers": {}, "stroe": "postgres://x"}`, []string{`stroe: unknown key "stroe"`, `did you mean "store"?`}},
-		{`{"mcpServers": {}, "dashbaord": {}}`, []string{`unknown key "dashbaord"`, `the keys here are "mcpServers", "store"`}},
+		{`{"mcpServers": {}, "dashbaord": {}}`, []string{`unknown key "dashbaord"`, `did you mean "dashboard"?`}},
+		{`{"mcpServers": {}, "colours": {}}`, []string{`unknown key "colours"`, `the keys here are "mcpServers", "store"`}},
 		{`{"mcpservers": {}}`, []string{`did you mean "mcpServers"?`}},
 	} {
 		_, msg := parseErr(t, c.src)
