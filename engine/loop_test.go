@@ -55,22 +55,32 @@ func seed(t *testing.T, e *Engine, real []string, n int) {
 		}
 		tasks[i] = res.Task
 	}
+	createAll(t, e, n, func(i int) (*model.Task, error) {
+		like := tasks[i%len(tasks)]
+		rec := model.NewIntent(like.Server, like.Tool, like.Arguments, "", time.Now())
+		_, err := rec.Apply(model.Snapshot{
+			TaskID: like.TaskID, Status: like.Status, StatusMessage: like.StatusMessage,
+			CreatedAt: like.ServerCreatedAt, TTLMs: like.TTLMs, PollIntervalMs: like.PollIntervalMs,
+		}, time.Now())
+		return rec, err
+	})
+}
+
+// createAll writes the n records newRec makes straight into the store,
+// 32 at a time.
+func createAll(t *testing.T, e *Engine, n int, newRec func(i int) (*model.Task, error)) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	const workers = 32
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < n; i += workers {
-				like := tasks[i%len(tasks)]
-				rec := model.NewIntent(like.Server, like.Tool, like.Arguments, "", time.Now())
-				if _, err := rec.Apply(model.Snapshot{
-					TaskID: like.TaskID, Status: like.Status, StatusMessage: like.StatusMessage,
-					CreatedAt: like.ServerCreatedAt, TTLMs: like.TTLMs, PollIntervalMs: like.PollIntervalMs,
-				}, time.Now()); err != nil {
-					errs <- err
-					return
+				rec, err := newRec(i)
+				if err == nil {
+					err = e.store.Create(rec)
 				}
-				if err := e.store.Create(rec); err != nil {
+				if err != nil {
 					errs <- err
 					return
 				}

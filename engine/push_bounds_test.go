@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,30 +21,12 @@ import (
 func seedHolds(t *testing.T, e *Engine, taskIDs []string) {
 	t.Helper()
 	hour := time.Hour.Milliseconds()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(taskIDs))
-	const workers = 32
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(taskIDs); i += workers {
-				rec := model.NewIntent(demoRef, demo.HoldTool, json.RawMessage(`{"steps":1}`), "", time.Now())
-				if _, err := rec.Apply(model.Snapshot{TaskID: taskIDs[i], Status: model.StatusWorking,
-					CreatedAt: time.Now(), TTLMs: &hour, PollIntervalMs: &hour}, time.Now()); err != nil {
-					errs <- err
-					return
-				}
-				if err := e.store.Create(rec); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	createAll(t, e, len(taskIDs), func(i int) (*model.Task, error) {
+		rec := model.NewIntent(demoRef, demo.HoldTool, json.RawMessage(`{"steps":1}`), "", time.Now())
+		_, err := rec.Apply(model.Snapshot{TaskID: taskIDs[i], Status: model.StatusWorking,
+			CreatedAt: time.Now(), TTLMs: &hour, PollIntervalMs: &hour}, time.Now())
+		return rec, err
+	})
 }
 
 // pushedCount is how many open records a stream up pushes now.
