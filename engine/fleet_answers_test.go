@@ -106,7 +106,12 @@ func TestFleetRacingAnswersOneReachesServer(t *testing.T) {
 		winner := operators[won[0]].Name
 		lost := errs[i][1-won[0]]
 		var keyErr *InputKeyError
-		if !errors.As(lost, &keyErr) || !keyErr.Answered || !strings.Contains(lost.Error(), `"reason":"by `+winner+`"`) || !strings.Contains(lost.Error(), "by "+winner) || !strings.Contains(lost.Error(), "through engine") {
+		var ended *StateError
+		switch {
+		case errors.As(lost, &ended) && ended.Task.Status.Terminal():
+			// On a busy machine the loser may come after the winner's answer
+			// ended the task: refused as well, nothing sent.
+		case !errors.As(lost, &keyErr) || !keyErr.Answered || !strings.Contains(lost.Error(), `"reason":"by `+winner+`"`) || !strings.Contains(lost.Error(), "by "+winner) || !strings.Contains(lost.Error(), "through engine"):
 			t.Errorf("task %s: the loser's error %q does not name the answer taken (by %s)", rec.ID, lost, winner)
 		}
 		// The record lists what the server took: its result names the reason sent.
