@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,17 +84,11 @@ func (d *deck) endsCompleted(gate *hostile.Gate) {
 func TestCallOwnedWhenHTTPAgentHangsUp(t *testing.T) {
 	t.Parallel()
 	d, srv, gate := slowCallDeck(t)
-	owner := d.start("serve", "--proxy", "127.0.0.1:0")
-	addr := regexp.MustCompile(`agents reach server NAME at (http://127\.0\.0\.1:\d+)/mcp/NAME`)
-	clitest.WaitFor(t, "the proxy's address", func() bool { return addr.MatchString(owner.Stderr.String()) || owner.exited() })
-	m := addr.FindStringSubmatch(owner.Stderr.String())
-	if m == nil {
-		t.Fatalf("serve --proxy printed no address (exit %d): %s", owner.Code, owner.Stderr)
-	}
+	_, base := d.serveProxy()
 
 	ctx, hangUp := context.WithCancel(context.Background())
 	defer hangUp()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m[1]+"/mcp/build", strings.NewReader(sleepCall))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp/build", strings.NewReader(sleepCall))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -197,6 +198,20 @@ func startTDWithStdin(t *testing.T, env []string, stdin io.Reader, args ...strin
 func (d *deck) start(args ...string) *proc {
 	d.t.Helper()
 	return startTD(d.t, d.env, d.args(args)...)
+}
+
+// serveProxy starts `serve --proxy` on a free loopback port and returns it
+// with the proxy's base URL (http://127.0.0.1:PORT), as it printed it.
+func (d *deck) serveProxy() (*proc, string) {
+	d.t.Helper()
+	owner := d.start("serve", "--proxy", "127.0.0.1:0")
+	addr := regexp.MustCompile(`agents reach server NAME at (http://127\.0\.0\.1:\d+)/mcp/NAME`)
+	clitest.WaitFor(d.t, "the proxy's address", func() bool { return addr.MatchString(owner.Stderr.String()) || owner.exited() })
+	m := addr.FindStringSubmatch(owner.Stderr.String())
+	if m == nil {
+		d.t.Fatalf("serve --proxy printed no address (exit %d): %s", owner.Code, owner.Stderr)
+	}
+	return owner, m[1]
 }
 
 // kill sends SIGKILL and waits until the process is reaped.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,17 +102,11 @@ func TestProxyRefusesAnotherUser(t *testing.T) {
 	d := newDeck(t)
 	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}},"agents":{"ci":{"token":"${CI_TOKEN}","servers":["build"]}}}`, srv.url))
 	d.env = append(d.env, "CI_TOKEN=ci-agent-token-0123456789abcdef")
-	owner := d.start("serve", "--proxy", "127.0.0.1:0")
-	addr := regexp.MustCompile(`agents reach server NAME at (http://127\.0\.0\.1:\d+)/mcp/NAME`)
-	clitest.WaitFor(t, "the proxy's address", func() bool { return addr.MatchString(owner.Stderr.String()) || owner.exited() })
-	m := addr.FindStringSubmatch(owner.Stderr.String())
-	if m == nil {
-		t.Fatalf("serve --proxy printed no address (exit %d): %s", owner.Code, owner.Stderr)
-	}
+	owner, base := d.serveProxy()
 
 	ctx, cancel := context.WithTimeout(context.Background(), clitest.CmdTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--data-dir", filepath.Join(home, "data"), "call", "--url", m[1]+"/mcp/build", "sleep", "--args", `{"seconds":1}`)
+	cmd := exec.CommandContext(ctx, bin, "--data-dir", filepath.Join(home, "data"), "call", "--url", base+"/mcp/build", "sleep", "--args", `{"seconds":1}`)
 	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 	var stdout, stderr bytes.Buffer

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -27,18 +26,12 @@ func TestHeldAgentAnsweredFromAnotherShell(t *testing.T) {
 	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}},"agents":{"e2e":{"token":"${E2E_AGENT_TOKEN}","servers":["build"]}}}`, srv.url))
 	const token = "e2e-agent-token-0123456789abcdef"
 	d.env = append(d.env, "E2E_AGENT_TOKEN="+token)
-	owner := d.start("serve", "--proxy", "127.0.0.1:0")
-	addr := regexp.MustCompile(`agents reach server NAME at (http://127\.0\.0\.1:\d+)/mcp/NAME`)
-	clitest.WaitFor(t, "the proxy's address", func() bool { return addr.MatchString(owner.Stderr.String()) || owner.exited() })
-	m := addr.FindStringSubmatch(owner.Stderr.String())
-	if m == nil {
-		t.Fatalf("serve --proxy printed no address (exit %d): %s", owner.Code, owner.Stderr)
-	}
+	_, base := d.serveProxy()
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: m[1] + "/mcp/build", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/build", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

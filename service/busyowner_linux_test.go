@@ -21,18 +21,7 @@ import (
 // others): a fake for a fault a real owner shows only under heavy load,
 // behind the real socket.
 func startSlowOwner(t *testing.T, dir string, busyFor time.Duration) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSlowOwnerProcess$")
-	cmd.Env = append(os.Environ(), "TASKDECK_SLOW_OWNER_DIR="+dir, "TASKDECK_SLOW_OWNER_BUSY="+busyFor.String())
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
-		t.Fatalf("the slow owner said %q", line)
-	}
-	return cmd
+	return startChild(t, "TestSlowOwnerProcess", "TASKDECK_SLOW_OWNER_DIR="+dir, "TASKDECK_SLOW_OWNER_BUSY="+busyFor.String())
 }
 
 func TestSlowOwnerProcess(t *testing.T) {

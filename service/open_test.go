@@ -211,18 +211,7 @@ func TestCutOffMidRequest(t *testing.T) {
 func TestTakeoverAfterSIGKILL(t *testing.T) {
 	ctx := t.Context()
 	dir, mcp := t.TempDir(), startDemo(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOwnerProcess$")
-	cmd.Env = append(os.Environ(), "TASKDECK_SERVICE_OWNER_DIR="+dir, "TASKDECK_SERVICE_OWNER_MCP="+mcp.URL)
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	if line != "ready\n" {
-		t.Fatalf("the owner process said %q", line)
-	}
+	cmd := startChild(t, "TestOwnerProcess", "TASKDECK_SERVICE_OWNER_DIR="+dir, "TASKDECK_SERVICE_OWNER_MCP="+mcp.URL)
 	b := open(t, dir, own(t, dir, mcp.URL))
 	if b.Owner() {
 		t.Fatal("Open became the owner beside a live one")
@@ -274,17 +263,7 @@ func TestOpenLockedWithoutOwner(t *testing.T) {
 	defer func(d time.Duration) { stuckAfter = d }(stuckAfter)
 	stuckAfter = 2 * time.Second
 	dir, mcp := t.TempDir(), startDemo(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOwnerProcess$")
-	cmd.Env = append(os.Environ(), "TASKDECK_SERVICE_OWNER_DIR="+dir, "TASKDECK_SERVICE_OWNER_MCP="+mcp.URL, "TASKDECK_SERVICE_OWNER_HOLD=1")
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
-		t.Fatalf("the holding process said %q", line)
-	}
+	cmd := startChild(t, "TestOwnerProcess", "TASKDECK_SERVICE_OWNER_DIR="+dir, "TASKDECK_SERVICE_OWNER_MCP="+mcp.URL, "TASKDECK_SERVICE_OWNER_HOLD=1")
 	start := time.Now()
 	var said []string
 	_, err := Open(t.Context(), Options{DataDir: dir, Own: own(t, dir, mcp.URL), Waiting: func(m string) { said = append(said, m) }})
@@ -403,4 +382,22 @@ func TestOpenWithoutOwn(t *testing.T) {
 	if _, err := b.List(t.Context(), deck.Filter{}); !errors.Is(err, ErrNoOwner) {
 		t.Fatalf("after the owner exits: %v, want ErrNoOwner", err)
 	}
+}
+
+// startChild runs test (a helper process of this test binary) with env
+// added, waits for its "ready" line, and SIGKILLs it when the test ends.
+func startChild(t *testing.T, test string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$")
+	cmd.Env = append(os.Environ(), env...)
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	if line, _ := bufio.NewReader(stdout).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("%s said %q, not ready", test, line)
+	}
+	return cmd
 }
