@@ -2,8 +2,10 @@ package proxy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +163,47 @@ func TestTasksGetLatePollAnswersFromRecord(t *testing.T) {
 	}
 	if len(srv.Requests("tasks/get")) == 0 {
 		t.Fatal("the proxy did not poll")
+	}
+}
+
+// Between the agent's answers and the server's next word, the record is
+// input_required with every request answered. The extension requires
+// inputRequests with input_required (the TypeScript client's schema
+// refuses the answer without them), so the agent is told the task is
+// working, as it is: it waits for its server, not for the agent. Here the
+// server's tasks/get is stalled, so that the proxy answers from the
+// record as it stands after the answers.
+func TestTasksGetAfterAllAnsweredIsWorking(t *testing.T) {
+	srv := hostile.Start(t, demo.Options{NoPush: true, PollInterval: 50 * time.Millisecond})
+	r := startRigWith(t, srv, fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.URL), Options{PollWait: 200 * time.Millisecond}, quietEngine)
+	m := metaJSON("a", true)
+	_, a := rpc(t, r.url, "tools/call", `{"name":"survey","arguments":{},"_meta":`+m+`}`, nil)
+	id := str(a.Result["taskId"])
+	var reqs map[string]json.RawMessage
+	until(t, "both survey questions", func() bool {
+		a = agentGet(t, r, id)
+		reqs = nil
+		_ = json.Unmarshal(a.Result["inputRequests"], &reqs)
+		return len(reqs) == 2
+	})
+	answers := map[string]string{"contact": `{"email":"a@example.com","plan":"pro"}`, "rating": `{"score":9}`}
+	var resp []string
+	for key := range reqs {
+		name, _, _ := strings.Cut(key, "-")
+		resp = append(resp, fmt.Sprintf(`%q:{"action":"accept","content":%s}`, key, answers[name]))
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	srv.On("tasks/get", hostile.Stall(stop))
+	if _, a := rpc(t, r.url, "tasks/update", `{"taskId":"`+id+`","inputResponses":{`+strings.Join(resp, ",")+`},"_meta":`+m+`}`, nil); a.Error != nil {
+		t.Fatal(a.Error.Message)
+	}
+	pastInterval(t, r, id)
+	a = agentGet(t, r, id)
+	if e, _ := r.eng.Get(context.Background(), id); e.Task.Status != model.StatusInputRequired {
+		t.Fatalf("the record is %s, not input_required with both answered: the test lost its window", e.Task.Status)
+	}
+	if s := str(a.Result["status"]); s != "working" || a.Result["inputRequests"] != nil {
+		t.Fatalf("with both questions answered and the server not heard since, the agent was told %s with inputRequests %s; want working", s, a.Result["inputRequests"])
 	}
 }

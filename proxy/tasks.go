@@ -430,7 +430,12 @@ func taskOf(rec *model.Task, id string) wire.DetailedTask {
 	case model.StatusCalling:
 		t.Status = string(model.StatusWorking)
 	case model.StatusInputRequired:
-		t.InputRequests = pending(rec)
+		// Every request answered (or the next not fetched yet): the task
+		// waits for its server, and input_required without inputRequests
+		// is not a shape the extension allows.
+		if t.InputRequests = pending(rec); len(t.InputRequests) == 0 {
+			t.Status = string(model.StatusWorking)
+		}
 	case model.StatusCompleted:
 		t.Result = rec.Result
 	case model.StatusFailed:
