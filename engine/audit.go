@@ -29,7 +29,7 @@ func (e *Engine) VerifyAudit(ctx context.Context) (model.AuditReport, error) {
 		return model.AuditReport{}, err
 	}
 	defer done()
-	rep, err := store.VerifyAudit(e.store)
+	rep, err := store.VerifyAudit(e.store, e.auditKey)
 	return rep, classify(err, "")
 }
 

@@ -54,15 +54,16 @@ type Options struct {
 // Engine is the Deck in process: the owner of the store, its run loop and
 // its feed.
 type Engine struct {
-	opts    Options
-	log     *slog.Logger
-	store   store.Backend
-	claims  *claimer     // nil on Badger: the sole owner polls every task
-	health  *storeHealth // nil on Badger
-	pool    *mcpclient.Pool
-	tracker *Tracker
-	feeds   *hub
-	pushes  pushView
+	opts     Options
+	auditKey []byte // seals the audit log; nil: a fleet without one
+	log      *slog.Logger
+	store    store.Backend
+	claims   *claimer     // nil on Badger: the sole owner polls every task
+	health   *storeHealth // nil on Badger
+	pool     *mcpclient.Pool
+	tracker  *Tracker
+	feeds    *hub
+	pushes   pushView
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
 	// host names this host in the acts of a fleet ("" on Badger).
@@ -90,11 +91,11 @@ func Open(opts Options) (*Engine, error) {
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	opts.RequestTimeout = cmp.Or(opts.RequestTimeout, mcpclient.DefaultRequestTimeout)
 	opts.PerServer = cmp.Or(opts.PerServer, mcpclient.DefaultPerServer)
-	st, claims, err := openBackend(opts)
+	st, claims, key, err := openBackend(opts)
 	if err != nil {
 		return nil, classify(err, "")
 	}
-	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil)}
+	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key}
 	e.feeds = newHub(e)
 	if claims != nil {
 		st = e.watchHealth(st, claims.pg)

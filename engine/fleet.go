@@ -47,19 +47,31 @@ func IsPostgres(conn string) bool {
 func RedactStore(conn string) string { return mcpconfig.RedactURL(conn) }
 
 // openBackend opens the store opts name: Badger in DataDir, or the
-// PostgreSQL database of a connection string (then also its claims).
-func openBackend(opts Options) (store.Backend, *claimer, error) {
+// PostgreSQL database of a connection string (then also its claims);
+// its audit entries sealed with the audit key (store.LoadAuditKey),
+// which it returns.
+func openBackend(opts Options) (store.Backend, *claimer, []byte, error) {
 	switch {
 	case opts.Store == "":
 		st, err := store.Open(opts.DataDir, opts.Logger)
-		return st, nil, err
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		// Loaded once the store's lock is held: one process makes the key.
+		key, err := store.LoadAuditKey(opts.DataDir)
+		if err != nil {
+			_ = st.Close()
+			return nil, nil, nil, deck.Errorf(deck.KindUsage, "%v", err)
+		}
+		st.SetAuditKey(key)
+		return st, nil, key, nil
 	case !IsPostgres(opts.Store):
-		return nil, nil, deck.Errorf(deck.KindUsage, "store %q is neither empty (Badger in the data directory) nor a postgres:// connection string; fix --store or \"store\" in the config", RedactStore(opts.Store))
+		return nil, nil, nil, deck.Errorf(deck.KindUsage, "store %q is neither empty (Badger in the data directory) nor a postgres:// connection string; fix --store or \"store\" in the config", RedactStore(opts.Store))
 	}
 	name := engineName()
 	conn, err := url.Parse(opts.Store)
 	if err != nil {
-		return nil, nil, deck.Errorf(deck.KindUsage, "store %s is not a valid connection URL; fix --store or \"store\" in the config", RedactStore(opts.Store))
+		return nil, nil, nil, deck.Errorf(deck.KindUsage, "store %s is not a valid connection URL; fix --store or \"store\" in the config", RedactStore(opts.Store))
 	}
 	// The engines of a fleet count each other by their connections' name.
 	q := conn.Query()
@@ -67,11 +79,16 @@ func openBackend(opts Options) (store.Backend, *claimer, error) {
 	conn.RawQuery = q.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), opts.RequestTimeout)
 	defer cancel()
+	key, err := store.LoadAuditKey("")
+	if err != nil {
+		return nil, nil, nil, deck.Errorf(deck.KindUsage, "%v", err)
+	}
 	pg, err := postgres.Open(ctx, conn.String(), opts.Logger.With("component", "store", "store", RedactStore(opts.Store)))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return pg, newClaimer(pg, name, opts), nil
+	pg.SetAuditKey(key)
+	return pg, newClaimer(pg, name, opts), key, nil
 }
 
 // enginePrefix begins the application name of an engine's connections.

@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -33,6 +34,13 @@ type AuditBody struct {
 	// Record is the hex SHA-256 of the record as written (RecordHash);
 	// empty for a deletion.
 	Record string `json:"record,omitempty"`
+	// Prev is the revision of the record this write replaced (0: a new
+	// record): under the seal, it ties each write to the one before it,
+	// so that an entry sealed once cannot be replayed elsewhere.
+	Prev uint64 `json:"prev,omitempty"`
+	// Seal is the hex HMAC-SHA256, under the audit key, of the entry's
+	// bytes before it (see SealAudit); empty in a log kept without a key.
+	Seal string `json:"seal,omitempty"`
 }
 
 // AuditCheckpoint is where the kept log starts: the revision and hash of
@@ -56,6 +64,9 @@ func NewAuditBody(prev, next *Task, nextJSON []byte, act *Act, now time.Time) Au
 	if next != nil {
 		sum := sha256.Sum256(nextJSON)
 		b.Task, b.To, b.Record = next.ID, next.Status, hex.EncodeToString(sum[:])
+		if prev != nil {
+			b.Prev = prev.Revision
+		}
 	}
 	return b
 }
@@ -72,6 +83,34 @@ func (b AuditBody) Marshal() []byte {
 		panic(err) // strings, times and statuses always marshal
 	}
 	return out
+}
+
+// sealField ends a sealed entry: the seal is its last member, so that
+// the bytes it seals are the entry's bytes before it, exactly as written.
+const sealField = `,"seal":"`
+
+// SealAudit seals an entry's canonical bytes (Marshal, without a seal)
+// with key: the HMAC-SHA256 of those bytes becomes their last member.
+// Whoever can write the store but does not hold the key can rewrite the
+// SHA-256 chain, not the seals. A nil key leaves body as it is.
+func SealAudit(key, body []byte) []byte {
+	if key == nil {
+		return body
+	}
+	mac := hmac.New(sha256.New, key)
+	mac.Write(body)
+	out := append(bytes.Clone(body[:len(body)-1]), sealField...)
+	out = hex.AppendEncode(out, mac.Sum(nil))
+	return append(out, '"', '}')
+}
+
+// sealed checks the seal of body under key.
+func sealed(key, body []byte) bool {
+	const tail = len(sealField) + 2*sha256.Size + 2
+	if len(body) < tail || !bytes.HasPrefix(body[len(body)-tail:], []byte(sealField)) {
+		return false
+	}
+	return hmac.Equal(SealAudit(key, append(bytes.Clone(body[:len(body)-tail]), '}')), body)
 }
 
 // RecordHash fingerprints a record as the store keeps it: its JSON without
@@ -107,6 +146,10 @@ type AuditFilter struct {
 
 // AuditReport is what a verification of the audit log checked.
 type AuditReport struct {
+	// Keyed: every entry's seal was checked under the audit key; without
+	// a key only the SHA-256 chain was, which whoever can write the store
+	// can recompute.
+	Keyed      bool            `json:"keyed"`
 	Checkpoint AuditCheckpoint `json:"checkpoint"`
 	Entries    int             `json:"entries"` // entries whose hash was recomputed
 	Last       uint64          `json:"last"`    // the revision of the last entry checked
@@ -134,19 +177,23 @@ func (f *AuditFault) Error() string {
 // AuditVerifier recomputes the chain one entry at a time, in revision
 // order from the checkpoint, and remembers each record's fingerprint.
 type AuditVerifier struct {
+	key     []byte // nil: the seals are not checked
+	floor   uint64 // the checkpoint's revision
 	prev    []byte
 	rev     uint64
 	records map[uint64]AuditBody // by revision, the entries that wrote a record
+	last    map[string]uint64    // by task, the revision of its last entry (0 after a removal)
 	Entries int
 }
 
-// NewAuditVerifier starts at checkpoint cp.
-func NewAuditVerifier(cp AuditCheckpoint) (*AuditVerifier, *AuditFault) {
+// NewAuditVerifier starts at checkpoint cp; with a key, it checks every
+// entry's seal under it too.
+func NewAuditVerifier(cp AuditCheckpoint, key []byte) (*AuditVerifier, *AuditFault) {
 	prev, err := hex.DecodeString(cp.Hash)
 	if err != nil {
 		return nil, &AuditFault{Rev: cp.Rev, Reason: "the checkpoint's hash is not hex"}
 	}
-	return &AuditVerifier{prev: prev, rev: cp.Rev, records: map[uint64]AuditBody{}}, nil
+	return &AuditVerifier{key: key, floor: cp.Rev, prev: prev, rev: cp.Rev, records: map[uint64]AuditBody{}, last: map[string]uint64{}}, nil
 }
 
 // Next checks the entry at rev with canonical bytes body and stored hash.
@@ -159,10 +206,36 @@ func (v *AuditVerifier) Next(rev uint64, body []byte, hash []byte) *AuditFault {
 	if want := ChainHash(v.prev, rev, body); !bytes.Equal(want, hash) {
 		return &AuditFault{Rev: rev, Task: b.Task, Reason: "its hash does not match its content and the entry before it (this entry, or the one before, was rewritten)"}
 	}
+	if v.key != nil {
+		if !sealed(v.key, body) {
+			return &AuditFault{Rev: rev, Task: b.Task, Reason: "its seal does not match its content under the audit key (the entry was rewritten, or made without the key)"}
+		}
+		if f := v.follows(rev, b); f != nil {
+			return f
+		}
+	}
 	v.prev, v.rev = hash, rev
 	v.Entries++
 	if b.Record != "" {
 		v.records[rev] = b
+		v.last[b.Task] = rev
+	} else {
+		v.last[b.Task] = 0
+	}
+	return nil
+}
+
+// follows checks that a sealed write names as the record it replaced
+// the task's last entry: a sealed entry copied to another place in the
+// log (a record rolled back with its old entry) does not.
+func (v *AuditVerifier) follows(rev uint64, b AuditBody) *AuditFault {
+	if b.Record == "" {
+		return nil
+	}
+	last, seen := v.last[b.Task]
+	switch {
+	case seen && b.Prev != last, !seen && b.Prev > v.floor:
+		return &AuditFault{Rev: rev, Task: b.Task, Reason: fmt.Sprintf("it says it replaced the record written at revision %d, which is not the task's last entry before it (an entry was moved, replayed or removed)", b.Prev)}
 	}
 	return nil
 }

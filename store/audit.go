@@ -33,9 +33,13 @@ var engineActor = model.EngineActor("")
 // auditEntry is the canonical bytes of the audit entry of a write of t
 // (as base) over prev, made before the commit: the group's leader, which
 // runs every change of a group one after the other, then only chains it.
-func auditEntry(prev, t *model.Task, base []byte) []byte {
-	return model.NewAuditBody(prev, t, base, t.Act, time.Now()).Marshal()
+func (s *Store) auditEntry(prev, t *model.Task, base []byte) []byte {
+	return model.SealAudit(s.auditKey, model.NewAuditBody(prev, t, base, t.Act, time.Now()).Marshal())
 }
+
+// SetAuditKey makes every audit entry written after it sealed with key
+// (model.SealAudit). It must be called before the store is shared.
+func (s *Store) SetAuditKey(key []byte) { s.auditKey = key }
 
 // audit appends the entry b of the change at r.meta.rev.
 func (r *revisions) audit(txn *badger.Txn, b []byte) error {

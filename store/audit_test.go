@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/taskdeck/taskdeck/internal/cli"
 	"github.com/taskdeck/taskdeck/model"
@@ -23,6 +28,9 @@ func auditedStore(t *testing.T) (string, *model.Task) {
 	t.Helper()
 	dir := t.TempDir()
 	s := openStore(t, dir)
+	key, err := store.LoadAuditKey(dir) // as taskdeck's engine seals it
+	must(t, err)
+	s.SetAuditKey(key)
 	alice := model.Actor{Name: "alice", Role: model.RoleUser}
 	rec := intent("", t0)
 	rec.Act = &model.Act{Kind: model.ActCall, Actor: alice}
@@ -72,7 +80,7 @@ func TestAuditVerifyNamesARewrittenRecord(t *testing.T) {
 
 // TestAuditVerifyNamesARewrittenEntry: an audit entry rewritten (its
 // actor changed) fails at that entry; one rewritten with its hash
-// recomputed fails at the next, whose hash no longer follows.
+// recomputed too, at its seal.
 func TestAuditVerifyNamesARewrittenEntry(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -80,7 +88,7 @@ func TestAuditVerifyNamesARewrittenEntry(t *testing.T) {
 		at     string
 	}{
 		{"entry", false, "audit entry 1 (task "},
-		{"entry and its hash", true, "audit entry 2 (task "},
+		{"entry and its hash", true, "audit entry 1 (task "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, _ := auditedStore(t)
@@ -109,4 +117,118 @@ func TestAuditVerifyNamesADeletedEntry(t *testing.T) {
 	if code != 6 || !strings.Contains(errOut, "audit entry 2: missing") {
 		t.Fatalf("exit %d, want 6 naming entry 2 missing\n%s%s", code, out, errOut)
 	}
+}
+
+// rechain recomputes, in txn, the SHA-256 chain of every entry from rev
+// on: what whoever can write the store can do after changing one.
+func rechain(txn *badger.Txn, rev uint64) error {
+	var prev []byte
+	if rev > 1 {
+		item, err := txn.Get([]byte(auditKey(rev - 1)))
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		prev = v[:32]
+	}
+	for ; ; rev++ {
+		item, err := txn.Get([]byte(auditKey(rev)))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		prev = model.ChainHash(prev, rev, v[32:])
+		if err := txn.Set([]byte(auditKey(rev)), append(slices.Clone(prev), v[32:]...)); err != nil {
+			return err
+		}
+	}
+}
+
+// TestAuditVerifyNamesARewriteWithItsChain: the record rewritten (its
+// caller renamed mallory) and its last entry made to match it, by
+// Badger's own API on the closed store, with the SHA-256 chain
+// recomputed from there on: the chain and the record agree, but the
+// entry's seal, made with the audit key kept beside the store, does not.
+// The same with an entry alone rewritten (the call's actor) and the
+// chain recomputed. `taskdeck audit verify` exits 6 naming the entry.
+func TestAuditVerifyNamesARewriteWithItsChain(t *testing.T) {
+	t.Run("record and entry", func(t *testing.T) {
+		dir, rec := auditedStore(t)
+		must(t, store.Tamper(dir, func(txn *badger.Txn) error {
+			item, err := txn.Get([]byte("t\x00" + rec.ID))
+			if err != nil {
+				return err
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			v = bytes.ReplaceAll(v, []byte(`"name":"alice"`), []byte(`"name":"mallory"`))
+			var forged model.Task
+			if err := json.Unmarshal(v, &forged); err != nil {
+				return err
+			}
+			sum, err := model.RecordHash(&forged)
+			if err != nil {
+				return err
+			}
+			if err := txn.Set([]byte("t\x00"+rec.ID), v); err != nil {
+				return err
+			}
+			// The record's last change is entry 3: make it name the forgery.
+			item, err = txn.Get([]byte(auditKey(3)))
+			if err != nil {
+				return err
+			}
+			e, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			var body model.AuditBody
+			if err := json.Unmarshal(e[32:], &body); err != nil {
+				return err
+			}
+			e = bytes.Replace(e, []byte(body.Record), []byte(sum), 1)
+			if err := txn.Set([]byte(auditKey(3)), e); err != nil {
+				return err
+			}
+			return rechain(txn, 3)
+		}))
+		code, out, errOut := verify(t, dir)
+		want := fmt.Sprintf("audit entry 3 (task %s): its seal does not match", rec.ID)
+		if code != 6 || !strings.Contains(errOut, want) {
+			t.Fatalf("exit %d, want 6 and %q\n%s%s", code, want, out, errOut)
+		}
+	})
+	t.Run("entry", func(t *testing.T) {
+		dir, rec := auditedStore(t)
+		must(t, store.Tamper(dir, func(txn *badger.Txn) error {
+			item, err := txn.Get([]byte(auditKey(1)))
+			if err != nil {
+				return err
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if err := txn.Set([]byte(auditKey(1)), bytes.ReplaceAll(v, []byte(`"name":"alice"`), []byte(`"name":"mallory"`))); err != nil {
+				return err
+			}
+			return rechain(txn, 1)
+		}))
+		code, out, errOut := verify(t, dir)
+		want := fmt.Sprintf("audit entry 1 (task %s): its seal does not match", rec.ID)
+		if code != 6 || !strings.Contains(errOut, want) {
+			t.Fatalf("exit %d, want 6 and %q\n%s%s", code, want, out, errOut)
+		}
+	})
 }

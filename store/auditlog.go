@@ -40,19 +40,20 @@ func ReadAudit(b Backend, f model.AuditFilter) ([]model.AuditEntry, model.AuditC
 }
 
 // VerifyAudit recomputes the audit chain of b from its checkpoint and
-// checks every live record against the entry of its last change. A
-// mismatch is the report's Fault; err is a failure to read.
-func VerifyAudit(b Backend) (model.AuditReport, error) {
+// checks every live record against the entry of its last change; with a
+// key, every entry's seal under it too. A mismatch is the report's
+// Fault; err is a failure to read.
+func VerifyAudit(b Backend, key []byte) (model.AuditReport, error) {
 	// The records first: every change they carry is in the log read after.
 	_, tasks, err := b.Snapshot()
 	if err != nil {
 		return model.AuditReport{}, err
 	}
-	rep := model.AuditReport{Records: len(tasks)}
+	rep := model.AuditReport{Records: len(tasks), Keyed: key != nil}
 	var v *model.AuditVerifier
 	start := func(cp model.AuditCheckpoint) bool {
 		if v == nil && rep.Fault == nil {
-			v, rep.Fault = model.NewAuditVerifier(cp)
+			v, rep.Fault = model.NewAuditVerifier(cp, key)
 		}
 		return rep.Fault == nil
 	}

@@ -137,7 +137,7 @@ func (s *Store) runGroup(batch []*commitReq) {
 		bad := -1
 		var rv revisions
 		err := s.db.Update(func(txn *badger.Txn) error {
-			rv = revisions{meta: s.meta}
+			rv = revisions{meta: s.meta, key: s.auditKey}
 			for i, r := range batch {
 				if err := r.fn(txn, &rv); err != nil {
 					bad, r.err = i, err

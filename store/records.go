@@ -41,7 +41,7 @@ func (s *Store) Create(rec *model.Task) error {
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
-	entry := auditEntry(nil, stored, val)
+	entry := s.auditEntry(nil, stored, val)
 	err = s.commitRecord(rec.ID, val, func(txn *badger.Txn, rv *revisions) error {
 		switch _, err := txn.Get(recordKey(rec.ID)); {
 		case err == nil:
@@ -149,7 +149,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
-		entry := auditEntry(cur, stored, val)
+		entry := s.auditEntry(cur, stored, val)
 		err = s.commitRecord(id, val, func(txn *badger.Txn, rv *revisions) error {
 			item, err := txn.Get(recordKey(id))
 			if errors.Is(err, badger.ErrKeyNotFound) {

@@ -116,6 +116,7 @@ func floorValue(floor uint64) []byte { return binary.BigEndian.AppendUint64(nil,
 // changes. It is made afresh for every run of the txn.
 type revisions struct {
 	meta    revMeta // as it will be once the txn commits
+	key     []byte  // the audit key (nil: entries unsealed)
 	deleted bool    // the txn wrote a tombstone
 	changes []Change
 }
@@ -161,7 +162,7 @@ func (r *revisions) remove(txn *badger.Txn, t *model.Task, act *model.Act) error
 	if err := txn.Set(revKey(tombPrefix, r.meta.rev), []byte(t.ID)); err != nil {
 		return err
 	}
-	if err := r.audit(txn, model.RemovalAudit(t.ID, act, time.Now()).Marshal()); err != nil {
+	if err := r.audit(txn, model.SealAudit(r.key, model.RemovalAudit(t.ID, act, time.Now()).Marshal())); err != nil {
 		return err
 	}
 	r.deleted = true

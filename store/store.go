@@ -24,6 +24,8 @@ import (
 type Store struct {
 	db  *badger.DB
 	dir string
+	// auditKey seals the audit entries (SetAuditKey); nil: unsealed.
+	auditKey []byte
 	// writes counts committed writes (one per commit call, however they
 	// were grouped), so tests can prove that a call which changed nothing
 	// cost no write.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
 )
@@ -190,7 +191,11 @@ func auditVerifyRun(opts *AuditOptions) error {
 		if rep.Records == 1 {
 			records = "1 record matches its last entry"
 		}
-		fmt.Fprintf(opts.f.stdout, "audit log verified: %s from %s to revision %d; %s\n", entries(rep.Entries), from, rep.Last, records)
+		seals := "each sealed with the audit key"
+		if !rep.Keyed {
+			seals = "unkeyed: only the SHA-256 chain, which whoever can write the store can recompute (set $" + store.AuditKeyEnv + " on every host)"
+		}
+		fmt.Fprintf(opts.f.stdout, "audit log verified: %s from %s to revision %d; %s; %s\n", entries(rep.Entries), from, rep.Last, records, seals)
 	}
 	return nil
 }

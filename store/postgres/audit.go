@@ -11,6 +11,10 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 )
 
+// SetAuditKey makes every audit entry written after it sealed with key
+// (model.SealAudit). It must be called before the store is shared.
+func (s *Store) SetAuditKey(key []byte) { s.auditKey = key }
+
 // AuditLog calls fn with each audit entry kept, in revision order, read
 // in one transaction, and returns the checkpoint the kept log starts
 // after.

@@ -68,9 +68,11 @@ var errStale = errors.New("record changed meanwhile")
 // Store is an open PostgreSQL task store. Its methods are safe for
 // concurrent use.
 type Store struct {
-	pool   *pgxpool.Pool
-	log    *slog.Logger
-	closed atomic.Bool
+	pool *pgxpool.Pool
+	// auditKey seals the audit entries (SetAuditKey); nil: unsealed.
+	auditKey []byte
+	log      *slog.Logger
+	closed   atomic.Bool
 	// rev is the highest revision this process knows committed.
 	rev  atomic.Uint64
 	hook atomic.Pointer[func([]store.Change)]
@@ -359,7 +361,7 @@ func (s *Store) put(what string, rec *model.Task, from *model.Task, prev uint64,
 	}
 	now := time.Now()
 	req := &putReq{rec: rec, val: val, c: c, done: make(chan error, 1), lead: make(chan struct{}, 1),
-		audit: model.NewAuditBody(from, rec, val, rec.Act, now).Marshal(), auditAt: now}
+		audit: model.SealAudit(s.auditKey, model.NewAuditBody(from, rec, val, rec.Act, now).Marshal()), auditAt: now}
 	if prev != 0 {
 		p := int64(prev)
 		req.prev = &p
@@ -653,7 +655,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 // forget by by), in one committed txn.
 func (s *Store) Delete(id string, by model.Actor) error {
 	now := time.Now()
-	entry := model.RemovalAudit(id, &model.Act{Kind: model.ActForget, Actor: by}, now).Marshal()
+	entry := model.SealAudit(s.auditKey, model.RemovalAudit(id, &model.Act{Kind: model.ActForget, Actor: by}, now).Marshal())
 	_, err := s.write("delete task "+id, func(b *pgx.Batch) func() error {
 		var n int64
 		b.Queue(`DELETE FROM taskdeck_tasks WHERE id = $1`, id).
@@ -733,7 +735,7 @@ func (s *Store) pruneChunk(ids, terminal []string, before *time.Time, due string
 		now, act := time.Now(), &model.Act{Kind: model.ActPrune, Actor: by}
 		for _, id := range gone {
 			rev++
-			b.Queue(auditSQL, rev, model.RemovalAudit(id, act, now).Marshal(), now, id)
+			b.Queue(auditSQL, rev, model.SealAudit(s.auditKey, model.RemovalAudit(id, act, now).Marshal()), now, id)
 		}
 		b.Queue(`UPDATE taskdeck_meta SET rev = $1`, rev)
 		b.Queue(dropTombsSQL, int64(maxTombstones))

@@ -16,10 +16,19 @@ var (
 	bob   = model.Actor{Name: "agent-b", Role: model.RoleAgent, Label: "claude"}
 )
 
+// AuditKey is the audit key the contract's audit tests seal with.
+var AuditKey = []byte("storetest's audit key, 32 bytes.")
+
+// keyed seals s's audit entries with AuditKey from now on.
+func keyed(s store.Backend) {
+	s.(interface{ SetAuditKey([]byte) }).SetAuditKey(AuditKey)
+}
+
 // Every change has its audit entry, at its revision, naming its act and
 // actor; concurrent writes (a backend's batches) chain in revision order;
 // the chain and the records verify.
 func testAuditNamesEveryChange(t *testing.T, s store.Backend) {
+	keyed(s)
 	rec := Intent("", T0)
 	rec.Act = &model.Act{Kind: model.ActCall, Actor: alice}
 	Must(t, s.Create(rec))
@@ -93,9 +102,9 @@ func testAuditNamesEveryChange(t *testing.T, s store.Backend) {
 	if task, _, err := store.ReadAudit(s, model.AuditFilter{Task: rec.ID}); err != nil || len(task) != 3 {
 		t.Fatalf("the entries of task %s: %d, %v; want 3", rec.ID, len(task), err)
 	}
-	rep, err := store.VerifyAudit(s)
+	rep, err := store.VerifyAudit(s, AuditKey)
 	Must(t, err)
-	if rep.Fault != nil || rep.Entries != len(entries) || rep.Records != 1 {
+	if rep.Fault != nil || !rep.Keyed || rep.Entries != len(entries) || rep.Records != 1 {
 		t.Fatalf("VerifyAudit = %+v (fault %v); want %d entries, 1 record, no fault", rep, rep.Fault, len(entries))
 	}
 }
@@ -103,6 +112,7 @@ func testAuditNamesEveryChange(t *testing.T, s store.Backend) {
 // Pruning the log leaves a checkpoint after which the rest verifies; the
 // records whose entries went are no longer checked.
 func testAuditPruneKeepsAVerifiableChain(t *testing.T, s store.Backend) {
+	keyed(s)
 	old := []*model.Task{Create(t, s, "", model.StatusCompleted, T0), Create(t, s, "", model.StatusWorking, T0)}
 	_, err := s.Update(old[1].ID, MoveTo(model.StatusCompleted, T0))
 	Must(t, err)
@@ -121,7 +131,7 @@ func testAuditPruneKeepsAVerifiableChain(t *testing.T, s store.Backend) {
 	if since, _, err := store.ReadAudit(s, model.AuditFilter{Since: entries[1].At}); err != nil || len(since) != 1 || since[0].Task != newest.ID {
 		t.Fatalf("entries since the last: %+v, %v", since, err)
 	}
-	rep, err := store.VerifyAudit(s)
+	rep, err := store.VerifyAudit(s, AuditKey)
 	Must(t, err)
 	if rep.Fault != nil || rep.Entries != 2 || rep.Checkpoint != cp {
 		t.Fatalf("VerifyAudit after PruneAudit = %+v (fault %v)", rep, rep.Fault)
