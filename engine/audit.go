@@ -47,3 +47,7 @@ func (e *Engine) PruneAudit(ctx context.Context, before time.Time) (int, error) 
 	n, err := e.store.PruneAudit(before)
 	return n, classify(err, "")
 }
+
+// AuditKey is the key that seals this engine's audit log
+// (store.LoadAuditKey); nil on a fleet without one.
+func (e *Engine) AuditKey() []byte { return e.auditKey }

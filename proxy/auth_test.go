@@ -10,7 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,6 +229,55 @@ func TestAgentsKeptApart(t *testing.T) {
 	}
 	if e, _ := r.eng.Get(context.Background(), recA); e.Task.Status != model.StatusWorking || e.Task.CancelRequested {
 		t.Fatalf("a's task after b's tries: %s (cancel requested %v)", e.Task.Status, e.Task.CancelRequested)
+	}
+}
+
+// countGets counts the records the proxy reads.
+type countGets struct {
+	deck.Deck
+	n atomic.Int64
+}
+
+func (c *countGets) Get(ctx context.Context, id string) (deck.Entry, error) {
+	c.n.Add(1)
+	return c.Deck.Get(ctx, id)
+}
+
+// b's tasks/get, update and cancel of a's task are refused before any
+// record is read, as an unknown id is, so they cannot differ in time:
+// by a's whole id (leaked), by a's record id with b's own secret and
+// tag, or with a's secret and no tag. a's own reads its record.
+func TestOthersTaskRefusedBeforeAnyRead(t *testing.T) {
+	r, _ := twoAgents(t)
+	idA, idB := callAs(t, r, tokenA), callAs(t, r, tokenB)
+	recA, secretA, _ := splitID(idA)
+	_, secretB, tagB := splitID(idB)
+	if tagB == "" {
+		t.Fatalf("b was given %s, an id without a tag", idB)
+	}
+	counted := &countGets{Deck: r.eng}
+	opts := r.proxy.opts
+	opts.Deck = counted
+	p := New(opts)
+	t.Cleanup(func() { p.Close() })
+	ts := httptest.NewServer(handler(t, p))
+	t.Cleanup(ts.Close)
+	via := &rig{srv: r.srv, eng: r.eng, url: ts.URL + "/mcp/demo"}
+
+	unknown := model.NewID(time.Now()) + handleSep + secretB + handleSep + tagB
+	for _, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		want := taskReq(t, via, tokenB, method, unknown)
+		for _, id := range []string{idA, recA + handleSep + secretB + handleSep + tagB, recA + handleSep + secretA} {
+			if got := taskReq(t, via, tokenB, method, id); got != want {
+				t.Errorf("b's %s of %s: %s, an unknown id: %s", method, id, got, want)
+			}
+		}
+	}
+	if n := counted.n.Load(); n != 0 {
+		t.Fatalf("b's 9 requests for a's task and 3 for an unknown one read %d records, want none", n)
+	}
+	if got := taskReq(t, via, tokenA, "tasks/get", idA); !strings.Contains(got, `"status":"working"`) || counted.n.Load() == 0 {
+		t.Fatalf("a's own tasks/get: %s (%d reads)", got, counted.n.Load())
 	}
 }
 

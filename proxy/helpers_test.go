@@ -76,6 +76,7 @@ func startFront(t testing.TB, config string, popts Options, tune ...func(*engine
 		t.Fatal(err)
 	}
 	popts.Deck, popts.Config = eng, cfg
+	popts.HandleKey = HandleKeyFrom(eng.AuditKey()) // as serve does
 	p := New(popts)
 	t.Cleanup(func() { p.Close() })
 	l, err := net.Listen("tcp", "127.0.0.1:0")

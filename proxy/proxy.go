@@ -9,6 +9,8 @@ package proxy
 import (
 	"cmp"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +60,23 @@ type Options struct {
 	PollWait time.Duration
 	// Lookup expands ${VAR} in the config; os.LookupEnv when nil.
 	Lookup func(string) (string, bool)
+	// HandleKey tags the task ids agents are given (see agentID), so that
+	// an id of another agent's task, or none, is refused before any read,
+	// in the time of an unknown one. It must stay the same across
+	// restarts (HandleKeyFrom derives it from the audit key). Nil: ids
+	// untagged, and a refusal reads the record first.
+	HandleKey []byte
+}
+
+// HandleKeyFrom derives the proxy's HandleKey from the audit key
+// (store.LoadAuditKey), apart from the audit seals; nil for nil.
+func HandleKeyFrom(auditKey []byte) []byte {
+	if auditKey == nil {
+		return nil
+	}
+	mac := hmac.New(sha256.New, auditKey)
+	mac.Write([]byte("taskdeck proxy: agents' task ids"))
+	return mac.Sum(nil)
 }
 
 // Proxy serves agents. Close it to stop following the Deck's feed.

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -65,7 +66,7 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 		if gerr != nil {
 			return fail(req.ID, codeInvalidParams, "the requestState names no call of this server; call the tool again without it")
 		}
-		_, secret, _ = strings.Cut(id, handleSep)
+		_, secret, _ = splitID(id)
 		res, err = ep.p.opts.Deck.Continue(ctx, e.Task.ID, cp.InputResponses)
 	} else {
 		res, err = ep.p.opts.Deck.Call(ctx, deck.CallRequest{
@@ -77,7 +78,7 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 		return callError(req.ID, res.Task, err)
 	}
 	rec := res.Task
-	tid := agentID(rec, secret)
+	tid := ep.p.agentID(rec, ep.who.who.Name, secret)
 	ep.p.log.Info("proxy: call", "server", ep.cfg.Name, "tool", cp.Name, "principal", ep.who.who.Name, "agent", m.Agent, "id", rec.ID, "status", rec.Status, "held", !m.Tasks)
 	if !m.Tasks {
 		return ep.hold(ctx, req.ID, rec, m.Raw["progressToken"])
@@ -257,7 +258,8 @@ func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) 
 	}
 }
 
-// handleSep joins a record's id and the secret in an agent's task id.
+// handleSep joins a record's id, the secret and the tag in an agent's
+// task id.
 const handleSep = "."
 
 // newHandle is a fresh secret for an agent's task id (128 random bits)
@@ -273,12 +275,38 @@ func hashHandle(secret string) string {
 }
 
 // agentID is the task id an agent is given: the record's id, which finds
-// the record at once, and the secret, without which the id names nothing.
-func agentID(rec *model.Task, secret string) string {
+// the record at once; the secret, without which the id names nothing; and,
+// with a HandleKey, the tag that binds both to the agent (see tag).
+func (p *Proxy) agentID(rec *model.Task, owner, secret string) string {
 	if secret == "" {
 		return rec.ID // an operator that named the record by its id
 	}
-	return rec.ID + handleSep + secret
+	id := rec.ID + handleSep + secret
+	if p.opts.HandleKey != nil {
+		id += handleSep + p.tag(owner, rec.ID, secret)
+	}
+	return id
+}
+
+// tag is the HMAC, under the HandleKey, of an agent's name, a record's id
+// and a secret (128 bits, hex): only the proxy makes one, so an id whose
+// tag does not match the agent asking is no task of the agent's, known
+// without reading the store (whose read would take longer for a record
+// that exists).
+func (p *Proxy) tag(owner, recID, secret string) string {
+	mac := hmac.New(sha256.New, p.opts.HandleKey)
+	for _, s := range []string{owner, recID, secret} {
+		mac.Write([]byte(s))
+		mac.Write([]byte{0})
+	}
+	return hex.EncodeToString(mac.Sum(nil)[:16])
+}
+
+// splitID splits an agent's task id into its parts.
+func splitID(id string) (recID, secret, tag string) {
+	recID, rest, _ := strings.Cut(id, handleSep)
+	secret, tag, _ = strings.Cut(rest, handleSep)
+	return recID, secret, tag
 }
 
 // errNoTask is every task an agent may not see, and every task that does
@@ -290,10 +318,17 @@ var errNoTask = deck.Errorf(deck.KindNotFound, "no such task")
 // agent, its own. An operator or a viewer may name any task of the
 // server, by its record id too. Anything else is errNoTask.
 func (ep *endpoint) record(ctx context.Context, id string) (deck.Entry, error) {
-	recID, secret, _ := strings.Cut(id, handleSep)
+	recID, secret, tag := splitID(id)
 	all := ep.who.seesAll()
 	if !model.ValidID(recID) || (secret == "" && !all) {
 		return deck.Entry{}, errNoTask
+	}
+	if key := ep.p.opts.HandleKey; key != nil && !all {
+		// Decided before any read: another agent's id, a record id with
+		// this agent's secret, a guess, all cost what an unknown id does.
+		if subtle.ConstantTimeCompare([]byte(ep.p.tag(ep.who.who.Name, recID, secret)), []byte(tag)) != 1 {
+			return deck.Entry{}, errNoTask
+		}
 	}
 	e, err := ep.p.opts.Deck.Get(ctx, recID)
 	if deck.KindOf(err) == deck.KindNotFound {

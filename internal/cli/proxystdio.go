@@ -6,8 +6,11 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+
+	"github.com/taskdeck/taskdeck/engine"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/proxy"
+	"github.com/taskdeck/taskdeck/store"
 )
 
 // ProxyOptions is `taskdeck proxy --stdio NAME`.
@@ -72,7 +75,18 @@ func proxyRun(opts *ProxyOptions) error {
 	if err != nil {
 		return err
 	}
-	p := proxy.New(proxy.Options{Deck: dk, Config: f.cfg, Logger: f.logger.With("component", "proxy"), Agent: opts.Agent})
+	// The owner made the key when it opened the store: the same tags as
+	// its own proxy's.
+	dir := f.dataDir
+	if engine.IsPostgres(f.storeOf(f.cfg)) {
+		dir = ""
+	}
+	key, err := store.LoadAuditKey(dir)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	p := proxy.New(proxy.Options{Deck: dk, Config: f.cfg, Logger: f.logger.With("component", "proxy"), Agent: opts.Agent,
+		HandleKey: proxy.HandleKeyFrom(key)})
 	defer p.Close()
 	err = p.ServeStdio(opts.ctx, opts.Server, os.Stdin, os.Stdout)
 	if opts.ctx.Err() != nil {

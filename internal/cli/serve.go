@@ -119,7 +119,8 @@ func serveRun(opts *ServeOptions) error {
 			// no usage error.
 			return &exitError{code: exitTaskBad, err: err}
 		}
-		px = proxy.New(proxy.Options{Deck: e, Config: cfg, Logger: f.logger.With("component", "proxy"), Token: opts.Token})
+		px = proxy.New(proxy.Options{Deck: e, Config: cfg, Logger: f.logger.With("component", "proxy"), Token: opts.Token,
+			HandleKey: proxy.HandleKeyFrom(e.AuditKey())})
 		h, err := px.Handler()
 		if err != nil {
 			ln.Close()
