@@ -1,0 +1,189 @@
+package mcpclient_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/internal/nodetest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	"github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/mcpclient/legacy"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// legacyServers installs the 2025-11-25 servers of testdata/legacy (npm
+// ci, once) and returns where.
+func legacyServers(t *testing.T) string {
+	t.Helper()
+	return nodetest.Install(t, filepath.Join("testdata", "legacy"), "listen.cjs")
+}
+
+// everythingEntry is @modelcontextprotocol/server-everything's program.
+func everythingEntry(dir string) string {
+	return filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+}
+
+// everythingStdio is a pool whose server "everything" is server-everything
+// over stdio.
+func everythingStdio(t *testing.T, pin string) *mcpclient.Pool {
+	t.Helper()
+	dir := legacyServers(t)
+	entry := map[string]any{"command": "node", "args": []string{everythingEntry(dir), "stdio"}}
+	if pin != "" {
+		entry["protocol"] = pin
+	}
+	return legacyPool(t, entry)
+}
+
+func legacyPool(t *testing.T, entry map[string]any) *mcpclient.Pool {
+	t.Helper()
+	src, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": entry}})
+	cfg, err := config.ParseConfig("test.json", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// everythingHTTP starts server-everything's streamable HTTP transport on
+// a loopback port and returns its URL; the process is stopped (by its pid)
+// at cleanup.
+func everythingHTTP(t *testing.T) (string, *exec.Cmd) {
+	t.Helper()
+	dir := legacyServers(t)
+	loopback := filepath.Join("..", "internal", "nodetest", "testdata", "conformance", "loopback.cjs")
+	abs, err := filepath.Abs(loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", "--require", abs, "--require", filepath.Join(dir, "listen.cjs"), everythingEntry(dir), "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT=0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	port := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), "taskdeck-test-listening "); ok {
+				port <- p
+			}
+		}
+	}()
+	select {
+	case p := <-port:
+		return "http://127.0.0.1:" + p + "/mcp", cmd
+	case <-time.After(waitfor.Scale(30 * time.Second)):
+		t.Fatal("server-everything did not listen within 30 s")
+	}
+	return "", nil
+}
+
+// pollUntil polls a task until cond holds of its snapshot.
+func pollUntil(t *testing.T, s *mcpclient.Session, id, what string, cond func(*model.Snapshot) bool) *model.Snapshot {
+	t.Helper()
+	var last *model.Snapshot
+	waitfor.Within(t, 30*time.Second, what, func() bool {
+		snap, err := s.GetTask(context.Background(), id)
+		if err != nil {
+			t.Fatalf("tasks/get: %v", err)
+		}
+		last = snap
+		return cond(snap)
+	})
+	return last
+}
+
+// The reference server of the 2025-11-25 revision, installed from npm:
+// taskdeck negotiates the sessioned revision with it (2026-07-28 first,
+// or pinned), calls its task-required research tool as a task, polls it
+// to input_required, holds the server's elicitation/create (carried on
+// tasks/result) as the task's input request, answers it, and fetches the
+// result, which says what was answered. Over stdio and HTTP.
+func TestLegacyEverythingResearchWithQuestion(t *testing.T) {
+	for _, c := range []struct{ name, pin string }{{"stdio negotiated", ""}, {"stdio pinned", legacy.ProtocolVersion}, {"http negotiated", "http"}} {
+		t.Run(c.name, func(t *testing.T) {
+			var pool *mcpclient.Pool
+			if c.pin == "http" {
+				url, _ := everythingHTTP(t)
+				pool = legacyPool(t, map[string]any{"url": url})
+			} else {
+				pool = everythingStdio(t, c.pin)
+			}
+			ctx := context.Background()
+			s, err := pool.Session(ctx, model.ServerRef{Name: "everything"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Protocol != legacy.ProtocolVersion || !s.SupportsTasks {
+				t.Fatalf("negotiated %q, tasks %v; want %s with tasks", s.Protocol, s.SupportsTasks, legacy.ProtocolVersion)
+			}
+			out, err := s.CallTool(ctx, "simulate-research-query", json.RawMessage(`{"topic":"python","ambiguous":true}`), nil, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Task == nil {
+				t.Fatalf("want a task handle, got %s", out.Result)
+			}
+			id := out.Task.TaskID
+			asked := pollUntil(t, s, id, "the question", func(s *model.Snapshot) bool { return len(s.InputRequests) > 0 })
+			if asked.Status != model.StatusInputRequired {
+				t.Fatalf("status %s with a question; want input_required", asked.Status)
+			}
+			var key string
+			for k, r := range asked.InputRequests {
+				key = k
+				if r.Method != "elicitation/create" || !strings.Contains(string(r.Params), "interpretation") {
+					t.Fatalf("input request %s: %s %s", k, r.Method, r.Params)
+				}
+			}
+			if err := s.UpdateTask(ctx, id, map[string]json.RawMessage{key: json.RawMessage(`{"action":"accept","content":{"interpretation":"snake"}}`)}); err != nil {
+				t.Fatal(err)
+			}
+			done := pollUntil(t, s, id, "the end", func(s *model.Snapshot) bool { return s.Status.Terminal() })
+			if done.Status != model.StatusCompleted || !strings.Contains(string(done.Result), "Clarification**: snake") {
+				t.Fatalf("ended %s with %.300s; want completed with the answer in the report", done.Status, done.Result)
+			}
+			// A tool that forbids tasks is called synchronously.
+			out, err = s.CallTool(ctx, "echo", json.RawMessage(`{"message":"hi"}`), nil, "")
+			if err != nil || out.Task != nil || !strings.Contains(string(out.Result), "hi") {
+				t.Fatalf("echo: %v %+v", err, out)
+			}
+		})
+	}
+}
+
+// An answer to a question no longer held (the session that carried it
+// ended) is refused with the reason, and nothing is sent.
+func TestLegacyAnswerToAQuestionNotHeld(t *testing.T) {
+	s, err := everythingStdio(t, "").Session(context.Background(), model.ServerRef{Name: "everything"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.CallTool(context.Background(), "simulate-research-query", json.RawMessage(`{"topic":"x"}`), nil, "")
+	if err != nil || out.Task == nil {
+		t.Fatalf("call: %v %+v", err, out)
+	}
+	err = s.UpdateTask(context.Background(), out.Task.TaskID, map[string]json.RawMessage{"elicit-gone": json.RawMessage(`{"action":"decline"}`)})
+	if err != mcpclient.ErrQuestionGone {
+		t.Fatalf("answer to a question not held: %v; want ErrQuestionGone", err)
+	}
+}
