@@ -31,7 +31,6 @@ type callInfo struct {
 	taskID string
 	task   *legacy.TaskParams // set: a 2025-11-25 tools/call sent as a task
 
-
 	mu         sync.Mutex
 	raw        json.RawMessage
 	retryAfter time.Duration

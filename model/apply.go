@@ -36,6 +36,7 @@ func clip(s string, most int) string {
 // tasks/get result), already decoded and checked by the client.
 type Snapshot struct {
 	TaskID         string
+	Protocol       string // "2025-11-25", or empty for 2026-07-28
 	Status         Status
 	StatusMessage  string
 	CreatedAt      time.Time
@@ -97,6 +98,10 @@ func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
 	}
 	if t.StatusMessage != s.StatusMessage {
 		t.StatusMessage = s.StatusMessage
+		changed = true
+	}
+	if s.Protocol != "" && t.Protocol != s.Protocol {
+		t.Protocol = s.Protocol
 		changed = true
 	}
 	if !s.CreatedAt.IsZero() && !t.ServerCreatedAt.Equal(s.CreatedAt) {

@@ -100,6 +100,11 @@ func TestApplyEachChange(t *testing.T) {
 				t.Errorf("message = %q", x.StatusMessage)
 			}
 		}},
+		{"protocol", func(s *Snapshot) { s.Protocol = "2025-11-25" }, func(t *testing.T, x *Task) {
+			if x.Protocol != "2025-11-25" {
+				t.Errorf("protocol = %q", x.Protocol)
+			}
+		}},
 		{"ttl", func(s *Snapshot) { s.TTLMs = i64(120000) }, func(t *testing.T, x *Task) {
 			if x.TTLMs == nil || *x.TTLMs != 120000 {
 				t.Errorf("ttl = %v", x.TTLMs)

@@ -125,7 +125,7 @@ func DecodeTask(raw json.RawMessage) (*model.Snapshot, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: task has unknown status %.40q", wire.ErrInvalid, t.Status)
 	}
-	s := &model.Snapshot{TaskID: t.TaskID, Status: st, StatusMessage: t.StatusMessage, ReceivedAt: time.Now()}
+	s := &model.Snapshot{TaskID: t.TaskID, Protocol: ProtocolVersion, Status: st, StatusMessage: t.StatusMessage, ReceivedAt: time.Now()}
 	if t.TTL != nil {
 		v := int64(*t.TTL)
 		s.TTLMs = &v
