@@ -40,7 +40,7 @@ func (e *TaskGoneError) Is(target error) bool { return target == ErrTaskUnknown 
 
 // WhySessionBound is why a task made on an earlier session is unknown to
 // the current one: 2025-11-25 servers may bind tasks to their session.
-const WhySessionBound = "the server binds tasks to the session that made them, and that session is gone (a restart of taskdeck or the server)"
+const WhySessionBound = "the server binds tasks to the session that made them, and that session is gone (taskdeck or the server restarted); the server may still be running it"
 
 // legacyTasks is what a 2025-11-25 session keeps about its tasks: the
 // tasks/result requests in flight (one per task at most, ended with the

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,9 +57,9 @@ func legacyPool(t *testing.T, entry map[string]any) *mcpclient.Pool {
 }
 
 // everythingHTTP starts server-everything's streamable HTTP transport on
-// a loopback port and returns its URL; the process is stopped (by its pid)
-// at cleanup.
-func everythingHTTP(t *testing.T) (string, *exec.Cmd) {
+// a loopback port (port, or any when "0") and returns its URL; the
+// process is stopped (by its pid) at cleanup.
+func everythingHTTP(t *testing.T, port string) (string, *exec.Cmd) {
 	t.Helper()
 	dir := legacyServers(t)
 	loopback := filepath.Join("..", "internal", "nodetest", "testdata", "conformance", "loopback.cjs")
@@ -67,7 +68,7 @@ func everythingHTTP(t *testing.T) (string, *exec.Cmd) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("node", "--require", abs, "--require", filepath.Join(dir, "listen.cjs"), everythingEntry(dir), "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT=0")
+	cmd.Env = append(os.Environ(), "PORT="+port)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -79,17 +80,17 @@ func everythingHTTP(t *testing.T) (string, *exec.Cmd) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	port := make(chan string, 1)
+	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if p, ok := strings.CutPrefix(sc.Text(), "taskdeck-test-listening "); ok {
-				port <- p
+				listening <- p
 			}
 		}
 	}()
 	select {
-	case p := <-port:
+	case p := <-listening:
 		return "http://127.0.0.1:" + p + "/mcp", cmd
 	case <-time.After(waitfor.Scale(30 * time.Second)):
 		t.Fatal("server-everything did not listen within 30 s")
@@ -123,7 +124,7 @@ func TestLegacyEverythingResearchWithQuestion(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var pool *mcpclient.Pool
 			if c.pin == "http" {
-				url, _ := everythingHTTP(t)
+				url, _ := everythingHTTP(t, "0")
 				pool = legacyPool(t, map[string]any{"url": url})
 			} else {
 				pool = everythingStdio(t, c.pin)
@@ -185,5 +186,58 @@ func TestLegacyAnswerToAQuestionNotHeld(t *testing.T) {
 	err = s.UpdateTask(context.Background(), out.Task.TaskID, map[string]json.RawMessage{"elicit-gone": json.RawMessage(`{"action":"decline"}`)})
 	if err != mcpclient.ErrQuestionGone {
 		t.Fatalf("answer to a question not held: %v; want ErrQuestionGone", err)
+	}
+}
+
+// server-everything binds a task to the session that made it: a new
+// session (taskdeck restarted) is told "not found", which taskdeck words
+// as that, not as an expired task. A restarted server answers the old
+// session id with 404: the session is dropped, the next connects anew
+// (initialize again), and the task it cannot see is reported the same way.
+func TestLegacySessionLost(t *testing.T) {
+	url, cmd := everythingHTTP(t, "0")
+	ctx := context.Background()
+	ref := model.ServerRef{Name: "everything"}
+	first := legacyPool(t, map[string]any{"url": url})
+	s, err := first.Session(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.CallTool(ctx, "simulate-research-query", json.RawMessage(`{"topic":"tides"}`), nil, "")
+	if err != nil || out.Task == nil {
+		t.Fatalf("call: %v %+v", err, out)
+	}
+	id := out.Task.TaskID
+	if _, err := s.GetTask(ctx, id); err != nil {
+		t.Fatalf("the session that made it: %v", err)
+	}
+	first.Close() // taskdeck exits
+
+	second := legacyPool(t, map[string]any{"url": url})
+	s, err = second.Session(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone *mcpclient.TaskGoneError
+	if _, err := s.GetTask(ctx, id); !errors.Is(err, mcpclient.ErrTaskUnknown) || !errors.As(err, &gone) || gone.Why != mcpclient.WhySessionBound {
+		t.Fatalf("another session's task: %v; want unknown, bound to its session", err)
+	}
+
+	// The server restarts on the same port: the session id is unknown there.
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	everythingHTTP(t, strings.TrimSuffix(strings.TrimPrefix(url, "http://127.0.0.1:"), "/mcp"))
+	_, err = s.GetTask(ctx, id)
+	var te *mcpclient.TransportError
+	if !errors.As(err, &te) || te.Transient {
+		t.Fatalf("on the restarted server's 404: %v; want a transport error that ends the session", err)
+	}
+	second.Drop(s)
+	s, err = second.Session(ctx, ref)
+	if err != nil {
+		t.Fatalf("initialize again: %v", err)
+	}
+	if _, err := s.GetTask(ctx, id); !errors.As(err, &gone) {
+		t.Fatalf("after the restart: %v; want unknown, bound to its session", err)
 	}
 }
