@@ -189,6 +189,9 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.meta.mu.Lock()
 		discover := resp.ID == c.meta.discoverID && resp.ID.IsValid()
+		if resp.ID == c.meta.initID && resp.ID.IsValid() && resp.Error == nil {
+			c.meta.initRaw = append(json.RawMessage(nil), resp.Result...)
+		}
 		if discover && resp.Error == nil {
 			// go-sdk retried (after -32022 naming the version it asked
 			// for, as a server behind a balancer may answer once): the
@@ -199,11 +202,6 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if discover && resp.Error != nil {
 			c.meta.discoverFailed(resp.Error)
 		}
-		c.meta.mu.Lock()
-		if resp.ID == c.meta.initID && resp.ID.IsValid() && resp.Error == nil {
-			c.meta.initRaw = append(json.RawMessage(nil), resp.Result...)
-		}
-		c.meta.mu.Unlock()
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
