@@ -275,7 +275,9 @@ func (s *Session) legacyResult(snap *model.Snapshot, f *resultFetch) error {
 	case f.err != nil:
 		return classify(s.ref.String(), f.err, true, nil)
 	case snap.Status == model.StatusFailed:
-		snap.Error = &model.RPCError{Code: wire.CodeInternal, Message: cmp.Or(snap.StatusMessage, "task failed (the server sent no error)")}
+		// What tasks/result holds of a failed task (a tool error, often)
+		// is kept whole as the error's data.
+		snap.Error = &model.RPCError{Code: wire.CodeInternal, Message: cmp.Or(snap.StatusMessage, "task failed"), Data: wire.Compact(f.raw)}
 		return nil
 	}
 	var err error

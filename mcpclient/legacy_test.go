@@ -24,7 +24,7 @@ import (
 // ci, once) and returns where.
 func legacyServers(t *testing.T) string {
 	t.Helper()
-	return nodetest.Install(t, filepath.Join("testdata", "legacy"), "listen.cjs")
+	return nodetest.Install(t, filepath.Join("testdata", "legacy"), "listen.cjs", "sdk-server.mjs")
 }
 
 // everythingEntry is @modelcontextprotocol/server-everything's program.
@@ -239,5 +239,40 @@ func TestLegacySessionLost(t *testing.T) {
 	}
 	if _, err := s.GetTask(ctx, id); !errors.As(err, &gone) {
 		t.Fatalf("after the restart: %v; want unknown, bound to its session", err)
+	}
+}
+
+// A server on the TypeScript SDK 1.x's own task store: an optional-task
+// tool is called as a task (and its result fetched with tasks/result), a
+// failed task ends failed with the server's word, and a tool that forbids
+// tasks is called synchronously.
+func TestLegacySDKServer(t *testing.T) {
+	dir := legacyServers(t)
+	pool := legacyPool(t, map[string]any{"command": "node", "args": []string{filepath.Join(dir, "sdk-server.mjs")}})
+	ctx := context.Background()
+	s, err := pool.Session(ctx, model.ServerRef{Name: "everything"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Protocol != legacy.ProtocolVersion || s.ServerName != "taskdeck-sdk1-test" {
+		t.Fatalf("session %s %s", s.Protocol, s.ServerName)
+	}
+	out, err := s.CallTool(ctx, "square", json.RawMessage(`{"n":7}`), nil, "")
+	if err != nil || out.Task == nil {
+		t.Fatalf("optional task: %v %+v", err, out)
+	}
+	if done := pollUntil(t, s, out.Task.TaskID, "the square", func(s *model.Snapshot) bool { return s.Status.Terminal() }); done.Status != model.StatusCompleted || !strings.Contains(string(done.Result), `"49"`) {
+		t.Fatalf("square: %s %s", done.Status, done.Result)
+	}
+	out, err = s.CallTool(ctx, "square", json.RawMessage(`{"n":3,"fail":true}`), nil, "")
+	if err != nil || out.Task == nil {
+		t.Fatalf("failing task: %v %+v", err, out)
+	}
+	if done := pollUntil(t, s, out.Task.TaskID, "the failure", func(s *model.Snapshot) bool { return s.Status.Terminal() }); done.Status != model.StatusFailed || done.Error == nil || !strings.Contains(string(done.Error.Data), "cannot square 3") {
+		t.Fatalf("failed task: %s %+v", done.Status, done.Error)
+	}
+	out, err = s.CallTool(ctx, "hello", json.RawMessage(`{"name":"deck"}`), nil, "")
+	if err != nil || out.Task != nil || !strings.Contains(string(out.Result), "hello deck") {
+		t.Fatalf("hello: %v %+v", err, out)
 	}
 }
