@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +17,7 @@ import (
 // npm, testdata of mcpclient) over stdio, named "everything".
 func everything(t *testing.T) (*mcpconfig.Config, model.ServerRef) {
 	t.Helper()
-	dir := nodetest.Install(t, filepath.Join("..", "mcpclient", "testdata", "legacy"))
-	entry := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	entry := nodetest.LegacyServers(t).Everything()
 	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"everything":{"command":"node","args":[%q,"stdio"]}}}`, entry))
 	if err != nil {
 		t.Fatal(err)
@@ -84,5 +82,38 @@ func TestLegacyTaskLikeAnyOther(t *testing.T) {
 	})
 	if rec.Status != model.StatusCancelled {
 		t.Fatalf("after cancel: %s (%s)", rec.Status, rec.StatusMessage)
+	}
+}
+
+// taskdeck restarted while a task of a server that binds tasks to their
+// session runs (server-everything over HTTP): the new session cannot see
+// it, and the record ends unknown saying so, not "expired".
+func TestLegacySessionBoundTaskAfterRestart(t *testing.T) {
+	url, _ := nodetest.LegacyServers(t).ServeEverything(t, "0")
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"everything":{"url":%q}}}`, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := model.ServerRef{Name: "everything"}
+	dir := t.TempDir()
+	ctx := ctxT(t)
+	first := open(t, dir, nil, Options{Config: cfg})
+	res, err := first.Call(ctx, deck.CallRequest{Server: ref, Tool: "simulate-research-query", Args: json.RawMessage(`{"topic":"tides"}`)})
+	if err != nil || res.Task.TaskID == "" {
+		t.Fatalf("call: %v", err)
+	}
+	first.Close()
+
+	second := open(t, dir, nil, Options{Config: cfg})
+	if err := second.PollNow(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var rec *model.Task
+	waitFor(t, 30*time.Second, "the record to end", func() bool {
+		rec, err = second.store.Get(res.Task.ID)
+		return err == nil && rec.Status.Terminal()
+	})
+	if rec.Status != model.StatusUnknown || !strings.Contains(rec.StatusMessage, "binds tasks to the session that made them") {
+		t.Fatalf("after the restart: %s %q", rec.Status, rec.StatusMessage)
 	}
 }

@@ -1,13 +1,9 @@
 package mcpclient_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,24 +16,11 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 )
 
-// legacyServers installs the 2025-11-25 servers of testdata/legacy (npm
-// ci, once) and returns where.
-func legacyServers(t *testing.T) string {
-	t.Helper()
-	return nodetest.Install(t, filepath.Join("testdata", "legacy"), "listen.cjs", "sdk-server.mjs")
-}
-
-// everythingEntry is @modelcontextprotocol/server-everything's program.
-func everythingEntry(dir string) string {
-	return filepath.Join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-}
-
 // everythingStdio is a pool whose server "everything" is server-everything
 // over stdio.
 func everythingStdio(t *testing.T, pin string) *mcpclient.Pool {
 	t.Helper()
-	dir := legacyServers(t)
-	entry := map[string]any{"command": "node", "args": []string{everythingEntry(dir), "stdio"}}
+	entry := map[string]any{"command": "node", "args": []string{nodetest.LegacyServers(t).Everything(), "stdio"}}
 	if pin != "" {
 		entry["protocol"] = pin
 	}
@@ -54,48 +37,6 @@ func legacyPool(t *testing.T, entry map[string]any) *mcpclient.Pool {
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
 	t.Cleanup(pool.Close)
 	return pool
-}
-
-// everythingHTTP starts server-everything's streamable HTTP transport on
-// a loopback port (port, or any when "0") and returns its URL; the
-// process is stopped (by its pid) at cleanup.
-func everythingHTTP(t *testing.T, port string) (string, *exec.Cmd) {
-	t.Helper()
-	dir := legacyServers(t)
-	loopback := filepath.Join("..", "internal", "nodetest", "testdata", "conformance", "loopback.cjs")
-	abs, err := filepath.Abs(loopback)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", "--require", abs, "--require", filepath.Join(dir, "listen.cjs"), everythingEntry(dir), "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+port)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	listening := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if p, ok := strings.CutPrefix(sc.Text(), "taskdeck-test-listening "); ok {
-				listening <- p
-			}
-		}
-	}()
-	select {
-	case p := <-listening:
-		return "http://127.0.0.1:" + p + "/mcp", cmd
-	case <-time.After(waitfor.Scale(30 * time.Second)):
-		t.Fatal("server-everything did not listen within 30 s")
-	}
-	return "", nil
 }
 
 // pollUntil polls a task until cond holds of its snapshot.
@@ -124,7 +65,7 @@ func TestLegacyEverythingResearchWithQuestion(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var pool *mcpclient.Pool
 			if c.pin == "http" {
-				url, _ := everythingHTTP(t, "0")
+				url, _ := nodetest.LegacyServers(t).ServeEverything(t, "0")
 				pool = legacyPool(t, map[string]any{"url": url})
 			} else {
 				pool = everythingStdio(t, c.pin)
@@ -195,7 +136,8 @@ func TestLegacyAnswerToAQuestionNotHeld(t *testing.T) {
 // session id with 404: the session is dropped, the next connects anew
 // (initialize again), and the task it cannot see is reported the same way.
 func TestLegacySessionLost(t *testing.T) {
-	url, cmd := everythingHTTP(t, "0")
+	servers := nodetest.LegacyServers(t)
+	url, cmd := servers.ServeEverything(t, "0")
 	ctx := context.Background()
 	ref := model.ServerRef{Name: "everything"}
 	first := legacyPool(t, map[string]any{"url": url})
@@ -226,7 +168,7 @@ func TestLegacySessionLost(t *testing.T) {
 	// The server restarts on the same port: the session id is unknown there.
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	everythingHTTP(t, strings.TrimSuffix(strings.TrimPrefix(url, "http://127.0.0.1:"), "/mcp"))
+	servers.ServeEverything(t, strings.TrimSuffix(strings.TrimPrefix(url, "http://127.0.0.1:"), "/mcp"))
 	_, err = s.GetTask(ctx, id)
 	var te *mcpclient.TransportError
 	if !errors.As(err, &te) || te.Transient {
@@ -247,8 +189,7 @@ func TestLegacySessionLost(t *testing.T) {
 // failed task ends failed with the server's word, and a tool that forbids
 // tasks is called synchronously.
 func TestLegacySDKServer(t *testing.T) {
-	dir := legacyServers(t)
-	pool := legacyPool(t, map[string]any{"command": "node", "args": []string{filepath.Join(dir, "sdk-server.mjs")}})
+	pool := legacyPool(t, map[string]any{"command": "node", "args": []string{nodetest.LegacyServers(t).SDKServer()}})
 	ctx := context.Background()
 	s, err := pool.Session(ctx, model.ServerRef{Name: "everything"})
 	if err != nil {
