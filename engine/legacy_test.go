@@ -9,9 +9,14 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/internal/nodetest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
+
+// nodeStart bounds connecting to a Node.js server, whose start (a
+// stdio server's, at the first connect) takes seconds on a busy machine.
+var nodeStart = waitfor.Scale(30 * time.Second)
 
 // everything is the reference 2025-11-25 server (server-everything from
 // npm, testdata of mcpclient) over stdio, named "everything".
@@ -32,7 +37,7 @@ func everything(t *testing.T) (*mcpconfig.Config, model.ServerRef) {
 // and a second task cancelled.
 func TestLegacyTaskLikeAnyOther(t *testing.T) {
 	cfg, ref := everything(t)
-	e := open(t, t.TempDir(), nil, Options{Config: cfg})
+	e := open(t, t.TempDir(), nil, Options{Config: cfg, RequestTimeout: nodeStart})
 	ctx := ctxT(t)
 	if err := e.PollNow(ctx, nil); err != nil { // the engine's watch
 		t.Fatal(err)
@@ -97,14 +102,14 @@ func TestLegacySessionBoundTaskAfterRestart(t *testing.T) {
 	ref := model.ServerRef{Name: "everything"}
 	dir := t.TempDir()
 	ctx := ctxT(t)
-	first := open(t, dir, nil, Options{Config: cfg})
+	first := open(t, dir, nil, Options{Config: cfg, RequestTimeout: nodeStart})
 	res, err := first.Call(ctx, deck.CallRequest{Server: ref, Tool: "simulate-research-query", Args: json.RawMessage(`{"topic":"tides"}`)})
 	if err != nil || res.Task.TaskID == "" {
 		t.Fatalf("call: %v", err)
 	}
 	first.Close()
 
-	second := open(t, dir, nil, Options{Config: cfg})
+	second := open(t, dir, nil, Options{Config: cfg, RequestTimeout: nodeStart})
 	if err := second.PollNow(ctx, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -234,6 +234,9 @@ func (s *Session) legacyGet(ctx context.Context, taskID string) (*model.Snapshot
 		f := l.fetch(taskID)
 		wait := time.NewTimer(askWait)
 		defer wait.Stop()
+		// Until a question arrives, the record keeps those it holds (asked
+		// on a session that is gone, they are answered with ErrQuestionGone).
+		snap.InputsUnheard = true
 		for {
 			reqs, arrived := l.requests(taskID)
 			if reqs != nil {
