@@ -35,12 +35,12 @@ func clip(s string, most int) string {
 // Snapshot is what the server said about a task (a CreateTaskResult or a
 // tasks/get result), already decoded and checked by the client.
 type Snapshot struct {
-	TaskID         string
-	Protocol       string // "2025-11-25", or empty for 2026-07-28
+	TaskID   string
+	Protocol string // "2025-11-25", or empty for 2026-07-28
 	// InputsUnheard: the report cannot list the task's questions (on
 	// 2025-11-25 they come as requests on another stream, not with the
 	// status): the record keeps the ones it holds.
-	InputsUnheard bool
+	InputsUnheard  bool
 	Status         Status
 	StatusMessage  string
 	CreatedAt      time.Time
