@@ -587,7 +587,11 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 	cancel()
 	switch {
 	case errors.Is(err, mcpclient.ErrTaskUnknown):
-		rec, err := t.markUnknown(id, whyUnknown)
+		why := whyUnknown
+		if gone := (*mcpclient.TaskGoneError)(nil); errors.As(err, &gone) {
+			why = gone.Why // the server's session held it (2025-11-25)
+		}
+		rec, err := t.markUnknown(id, why)
 		return PollResult{Task: rec, Changed: true}, err
 	case errors.Is(err, mcpclient.ErrNoTasks):
 		rec, err := t.markUnknown(id, whyNoTasks)

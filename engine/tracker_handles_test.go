@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -326,13 +328,24 @@ func TestPollAsksForTheStateWhenTheResendFails(t *testing.T) {
 }
 
 // A server of an older protocol does not know server/discover (-32601) and
-// answers initialize: it is told apart from one that failed, by name.
+// answers initialize: one of 2025-11-25 is spoken to in its revision; an
+// older one is told apart from one that failed, by name.
 func TestOlderServerIsNamedByItsVersion(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("server/discover", hostile.Error(-32601, "Method not found"))
-	_, err := e.pool.Session(context.Background(), e.ref)
-	if err == nil || !strings.Contains(err.Error(), "taskdeck needs MCP 2026-07-28") || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("connecting to an older server: %v; want one line saying which protocol taskdeck needs", err)
+	s, err := e.pool.Session(context.Background(), e.ref)
+	if err != nil || s.Protocol != "2025-11-25" {
+		t.Fatalf("connecting to a 2025-11-25 server: %v; want a 2025-11-25 session", err)
+	}
+	e.pool.Drop(s)
+	h.On("initialize", func(w http.ResponseWriter, req *hostile.Request) bool {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"old","version":"1"}}}`, req.ID)
+		return true
+	})
+	_, err = e.pool.Session(context.Background(), e.ref)
+	if err == nil || !strings.Contains(err.Error(), "speaks 2025-06-18; taskdeck needs MCP 2026-07-28") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("connecting to an older server: %v; want one line saying which protocols taskdeck needs", err)
 	}
 }
 

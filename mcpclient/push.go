@@ -104,6 +104,9 @@ const listenIDPrefix = "td-listen-"
 // *TransportError) is a failure to reach it: try again with backoff.
 func (s *Session) Listen(ctx context.Context, taskIDs []string) (*Subscription, error) {
 	server := s.ref.String()
+	if s.legacy != nil {
+		return nil, s.noPush("the 2025-11-25 revision pushes no task states")
+	}
 	if s.direct == nil {
 		return nil, s.noPush("push is offered only over HTTP, not over stdio")
 	}

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/mcpclient/legacy"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -156,7 +158,7 @@ func (p *Pool) Drop(s *Session) {
 	}
 	p.mu.Unlock()
 	if mine {
-		go s.cs.Close()
+		go s.close()
 	}
 }
 
@@ -188,7 +190,7 @@ func (p *Pool) Close() {
 	for _, e := range entries {
 		<-e.ready
 		if e.sess != nil {
-			e.sess.cs.Close()
+			e.sess.close()
 		}
 	}
 }
@@ -237,27 +239,41 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
 	}}
 	caps.AddExtension(wire.ExtensionID, nil)
+	// On the 2025-11-25 wire the server asks its questions as
+	// elicitation/create requests; they are held for the operator.
+	lt := newLegacyTasks()
 	client := mcp.NewClient(&mcp.Implementation{Name: "taskdeck", Version: Version}, &mcp.ClientOptions{
 		Logger:       p.opts.Logger,
 		Capabilities: caps,
 		// Input requests are the operator's to answer, not the SDK's.
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		MultiRoundTrip:     &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: lt.elicit,
 	})
 	for _, err := range []error{
 		mcp.AddSendingCustomMethod[*wire.GetTaskParams, *wire.GetTaskResult](client, wire.MethodGet),
 		mcp.AddSendingCustomMethod[*wire.UpdateTaskParams, *wire.AckResult](client, wire.MethodUpdate),
 		mcp.AddSendingCustomMethod[*wire.CancelTaskParams, *wire.AckResult](client, wire.MethodCancel),
+		mcp.AddSendingCustomMethod[*legacy.IDParams, *legacy.Raw](client, legacy.MethodResult),
+		mcp.AddSendingCustomMethod[*legacy.ListParams, *legacy.Raw](client, legacy.MethodList),
 	} {
 		if err != nil {
+			lt.cancel()
 			return nil, err
 		}
 	}
+	version := cmp.Or(cfg.Protocol, wire.ProtocolVersion) // 2026-07-28 falls back to 2025-11-25
 	meta := &sentMeta{}
-	cs, err := client.Connect(ctx, captureTransport{transport, meta, cfg.URL != ""}, &mcp.ClientSessionOptions{ProtocolVersion: wire.ProtocolVersion})
+	cs, err := client.Connect(ctx, captureTransport{transport, meta, cfg.URL != ""}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	var init *mcp.InitializeResult
 	if err == nil {
 		init = cs.InitializeResult()
 	}
+	if err == nil && init != nil && init.ProtocolVersion == legacy.ProtocolVersion && cfg.Protocol != wire.ProtocolVersion {
+		// server/discover failed, whatever its answer: the server speaks
+		// the sessioned revision, and says so.
+		return p.legacySession(ref, client, cs, meta, init, lt)
+	}
+	lt.cancel()
 	if derr := meta.discoverErr(); derr != nil && !(err == nil && unknownMethod(derr)) {
 		// go-sdk falls back to initialize when server/discover fails; what
 		// failed is server/discover, so that is what is reported. Only an
@@ -277,15 +293,38 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		if init != nil {
 			got = init.ProtocolVersion
 		}
-		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", config.RedactURL(ref.String()), RedactedLine(got), wire.ProtocolVersion)
+		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless, tasks extension) or %s (sessioned, tasks capability)", config.RedactURL(ref.String()), RedactedLine(got), wire.ProtocolVersion, legacy.ProtocolVersion)
 	}
-	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger}
+	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger, Protocol: wire.ProtocolVersion}
 	if hc != nil && meta.get() != nil {
 		s.direct = &directGet{client: hc, headers: ht, url: cfg.URL, meta: meta.get()}
 	}
 	if init.Capabilities != nil {
 		_, s.SupportsTasks = init.Capabilities.Extensions[wire.ExtensionID]
 	}
+	if init.ServerInfo != nil {
+		s.ServerName, s.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
+	}
+	return s, nil
+}
+
+// legacySession is a connected 2025-11-25 session.
+func (p *Pool) legacySession(ref model.ServerRef, client *mcp.Client, cs *mcp.ClientSession, meta *sentMeta, init *mcp.InitializeResult, lt *legacyTasks) (*Session, error) {
+	// The revision's tasks/get and tasks/cancel answer in shapes of their
+	// own: this session's client sends them with its types.
+	for _, method := range []string{legacy.MethodGet, legacy.MethodCancel} {
+		if err := mcp.AddSendingCustomMethod[*legacy.IDParams, *legacy.Raw](client, method); err != nil {
+			lt.cancel()
+			cs.Close()
+			return nil, err
+		}
+	}
+	raw := meta.initResult()
+	lt.cs = cs
+	lt.callsAsTasks = legacy.CallsAsTasks(raw)
+	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger, legacy: lt}
+	s.Protocol = legacy.ProtocolVersion
+	s.SupportsTasks = lt.callsAsTasks
 	if init.ServerInfo != nil {
 		s.ServerName, s.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
 	}
@@ -312,6 +351,15 @@ func pooledTransport() http.RoundTripper {
 	return t
 }
 
+// close ends the session: its held questions and tasks/result requests
+// first, then the connection.
+func (s *Session) close() {
+	if s.legacy != nil {
+		s.legacy.cancel()
+	}
+	s.cs.Close()
+}
+
 // Session is a connection to one server.
 type Session struct {
 	ref                       model.ServerRef
@@ -321,6 +369,8 @@ type Session struct {
 	silence                   time.Duration // ends a listen stream that carries nothing
 	log                       *slog.Logger
 	tools                     toolCache
+	legacy                    *legacyTasks // set: the session speaks 2025-11-25
+	Protocol                  string       // the revision negotiated
 	SupportsTasks             bool
 	ServerName, ServerVersion string
 }
@@ -334,6 +384,9 @@ type Session struct {
 // list from before this call means the tool changed since: the list is
 // listed again and the call, which the server never acted on, sent again.
 func (s *Session) CallTool(ctx context.Context, tool string, args json.RawMessage, answers map[string]json.RawMessage, requestState string) (*wire.CallOutcome, error) {
+	if s.legacy != nil {
+		return s.legacyCall(ctx, tool, args) // no input before a task on this wire
+	}
 	params := &mcp.CallToolParams{Name: tool, Arguments: args, RequestState: requestState}
 	if len(args) == 0 {
 		params.Arguments = json.RawMessage("{}")
@@ -370,6 +423,9 @@ func (s *Session) CallTool(ctx context.Context, tool string, args json.RawMessag
 // GetTask sends one tasks/get: over HTTP on its own, over stdio through
 // go-sdk's session.
 func (s *Session) GetTask(ctx context.Context, taskID string) (*model.Snapshot, error) {
+	if s.legacy != nil {
+		return s.legacyGet(ctx, taskID)
+	}
 	info := &callInfo{taskID: taskID}
 	ctx = withCallInfo(ctx, info)
 	var res *wire.GetTaskResult
@@ -388,6 +444,9 @@ func (s *Session) GetTask(ctx context.Context, taskID string) (*model.Snapshot, 
 
 // UpdateTask sends answers to input requests with tasks/update.
 func (s *Session) UpdateTask(ctx context.Context, taskID string, answers map[string]json.RawMessage) error {
+	if s.legacy != nil {
+		return s.legacyUpdate(taskID, answers)
+	}
 	info := &callInfo{taskID: taskID}
 	_, err := mcp.CallCustomMethod[*wire.UpdateTaskParams, *wire.AckResult](
 		withCallInfo(ctx, info), s.cs, wire.MethodUpdate, &wire.UpdateTaskParams{TaskID: taskID, InputResponses: answers})
@@ -397,6 +456,9 @@ func (s *Session) UpdateTask(ctx context.Context, taskID string, answers map[str
 // CancelTask sends tasks/cancel. An unknown task counts as cancelled: the
 // server has nothing left to stop.
 func (s *Session) CancelTask(ctx context.Context, taskID string) error {
+	if s.legacy != nil {
+		return s.legacyCancel(ctx, taskID)
+	}
 	info := &callInfo{taskID: taskID}
 	_, err := mcp.CallCustomMethod[*wire.CancelTaskParams, *wire.AckResult](
 		withCallInfo(ctx, info), s.cs, wire.MethodCancel, &wire.CancelTaskParams{TaskID: taskID})

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/mcpclient/legacy"
 )
 
 // callInfo rides in a request's context down to the transports, which
@@ -28,6 +29,7 @@ import (
 // the raw tools/call result that go-sdk would otherwise decode lossily.
 type callInfo struct {
 	taskID string
+	task   *legacy.TaskParams // set: a 2025-11-25 tools/call sent as a task
 
 	mu         sync.Mutex
 	raw        json.RawMessage
@@ -80,6 +82,16 @@ type sentMeta struct {
 	raw        json.RawMessage
 	discoverID jsonrpc.ID
 	discover   error
+	// initialize (the 2025-11-25 handshake): its id and raw result, whose
+	// capabilities.tasks go-sdk does not decode.
+	initID  jsonrpc.ID
+	initRaw json.RawMessage
+}
+
+func (m *sentMeta) initResult() json.RawMessage {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.initRaw
 }
 
 func (m *sentMeta) discoverFailed(err error) {
@@ -141,8 +153,27 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		return err
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
+		// Declared on the 2025-11-25 handshake only: the stateless
+		// revision has no initialize.
+		params, err := legacy.WithTasksCapability(req.Params)
+		if err != nil {
+			return err
+		}
+		c.meta.mu.Lock()
+		c.meta.initID = req.ID
+		c.meta.mu.Unlock()
+		msg = &jsonrpc.Request{ID: req.ID, Method: req.Method, Params: params, Extra: req.Extra}
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && (req.Method == "tools/call" || req.Method == "tools/list") {
 		if info := callInfoFrom(ctx); info != nil {
+			if info.task != nil && req.Method == "tools/call" {
+				params, err := legacy.WithTask(req.Params, *info.task)
+				if err != nil {
+					return err
+				}
+				msg = &jsonrpc.Request{ID: req.ID, Method: req.Method, Params: params, Extra: req.Extra}
+			}
 			c.mu.Lock()
 			c.pending[req.ID] = info
 			c.mu.Unlock()
@@ -158,6 +189,9 @@ func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.meta.mu.Lock()
 		discover := resp.ID == c.meta.discoverID && resp.ID.IsValid()
+		if resp.ID == c.meta.initID && resp.ID.IsValid() && resp.Error == nil {
+			c.meta.initRaw = append(json.RawMessage(nil), resp.Result...)
+		}
 		if discover && resp.Error == nil {
 			// go-sdk retried (after -32022 naming the version it asked
 			// for, as a server behind a balancer may answer once): the

@@ -35,7 +35,12 @@ func clip(s string, most int) string {
 // Snapshot is what the server said about a task (a CreateTaskResult or a
 // tasks/get result), already decoded and checked by the client.
 type Snapshot struct {
-	TaskID         string
+	TaskID   string
+	Protocol string // "2025-11-25", or empty for 2026-07-28
+	// InputsUnheard: the report cannot list the task's questions (on
+	// 2025-11-25 they come as requests on another stream, not with the
+	// status): the record keeps the ones it holds.
+	InputsUnheard  bool
 	Status         Status
 	StatusMessage  string
 	CreatedAt      time.Time
@@ -99,6 +104,10 @@ func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
 		t.StatusMessage = s.StatusMessage
 		changed = true
 	}
+	if s.Protocol != "" && t.Protocol != s.Protocol {
+		t.Protocol = s.Protocol
+		changed = true
+	}
 	if !s.CreatedAt.IsZero() && !t.ServerCreatedAt.Equal(s.CreatedAt) {
 		t.ServerCreatedAt = s.CreatedAt
 		changed = true
@@ -113,8 +122,11 @@ func (t *Task) Apply(s Snapshot, now time.Time) (changed bool, err error) {
 	}
 	// Input requests belong to input_required; elsewhere they are stale.
 	inputs := s.InputRequests
-	if s.Status != StatusInputRequired {
+	switch {
+	case s.Status != StatusInputRequired:
 		inputs = nil
+	case s.InputsUnheard && len(inputs) == 0:
+		inputs = t.InputRequests
 	}
 	if !sameInputs(t.InputRequests, inputs) {
 		t.InputRequests = inputs

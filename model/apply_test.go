@@ -100,6 +100,11 @@ func TestApplyEachChange(t *testing.T) {
 				t.Errorf("message = %q", x.StatusMessage)
 			}
 		}},
+		{"protocol", func(s *Snapshot) { s.Protocol = "2025-11-25" }, func(t *testing.T, x *Task) {
+			if x.Protocol != "2025-11-25" {
+				t.Errorf("protocol = %q", x.Protocol)
+			}
+		}},
 		{"ttl", func(s *Snapshot) { s.TTLMs = i64(120000) }, func(t *testing.T, x *Task) {
 			if x.TTLMs == nil || *x.TTLMs != 120000 {
 				t.Errorf("ttl = %v", x.TTLMs)
@@ -242,6 +247,27 @@ func TestApplyClearsInputsWhenLeavingInputRequired(t *testing.T) {
 	}
 	if task.InputRequests != nil {
 		t.Fatalf("inputs kept on completed: %+v", task.InputRequests)
+	}
+}
+
+// A 2025-11-25 report of input_required cannot list the questions (they
+// come as requests on another stream): the record keeps the ones it holds,
+// until the server asks anew or the task moves on.
+func TestApplyKeepsInputsNotHeard(t *testing.T) {
+	task := workingTask()
+	s := workingSnap()
+	s.Status = StatusInputRequired
+	s.InputRequests = nameInput()
+	if _, err := task.Apply(s, applyT0); err != nil {
+		t.Fatal(err)
+	}
+	s.InputRequests, s.InputsUnheard = nil, true
+	if changed, err := task.Apply(s, applyT0.Add(time.Second)); err != nil || changed || len(task.InputRequests) != 1 {
+		t.Fatalf("changed=%v err=%v inputs=%+v; want the question kept", changed, err, task.InputRequests)
+	}
+	s.Status = StatusWorking
+	if _, err := task.Apply(s, applyT0.Add(2*time.Second)); err != nil || task.InputRequests != nil {
+		t.Fatalf("err=%v inputs=%+v; want none once working", err, task.InputRequests)
 	}
 }
 

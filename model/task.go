@@ -117,7 +117,10 @@ type Task struct {
 	// Repeats is the id of the record this one runs again (a re-run).
 	Repeats string `json:"repeats,omitempty"`
 
-	TaskID         string `json:"taskId,omitempty"`
+	TaskID string `json:"taskId,omitempty"`
+	// Protocol is the MCP revision the task's server spoke when it made
+	// the task: "2025-11-25"; empty for 2026-07-28 (the default).
+	Protocol       string `json:"protocol,omitempty"`
 	Status         Status `json:"status"`
 	StatusMessage  string `json:"statusMessage,omitempty"`
 	TTLMs          *int64 `json:"ttlMs,omitempty"`

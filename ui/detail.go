@@ -66,6 +66,7 @@ func (m *Model) detailText(t *model.Task) string {
 	line("task", t.ID+"  (short: "+m.list.shortID(t.ID)+")")
 	line("status", m.styles.statusStyle(t).Render(look.Symbol+" "+present.StatusText(t)))
 	line("server", m.detailServer(t))
+	line("protocol", t.Protocol)
 	line("tool", termtext.Line(t.Tool))
 	line("agent", termtext.Line(t.Agent))
 	line("arguments", present.PrettyJSON(termtext.Sanitize(string(t.Arguments), true)))

@@ -21,6 +21,7 @@ import (
 type taskJSON struct {
 	ID              string                        `json:"id"`
 	TaskID          string                        `json:"taskId,omitempty"`
+	Protocol        string                        `json:"protocol,omitempty"` // the MCP revision of its server: 2025-11-25, or absent for 2026-07-28
 	Server          string                        `json:"server"`
 	Tool            string                        `json:"tool"`
 	Arguments       json.RawMessage               `json:"arguments,omitempty"`
@@ -56,7 +57,7 @@ type taskJSON struct {
 
 func toJSON(t *model.Task) taskJSON {
 	return taskJSON{
-		ID: t.ID, TaskID: t.TaskID, Server: t.Server.String(), Tool: t.Tool, Arguments: t.Arguments,
+		ID: t.ID, TaskID: t.TaskID, Protocol: t.Protocol, Server: t.Server.String(), Tool: t.Tool, Arguments: t.Arguments,
 		Key: t.IdempotencyKey, Agent: t.Agent, Owner: t.Owner, Repeats: t.Repeats, Status: t.Status, StatusMessage: t.StatusMessage,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, InputRequests: t.InputRequests,
 		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,

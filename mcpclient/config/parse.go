@@ -33,9 +33,16 @@ type ServerConfig struct {
 	// headers on to this server; by default only the headers above reach
 	// it. An agent's Authorization is its token at the proxy: never passed.
 	ForwardAgentCredentials bool `json:"forwardAgentCredentials,omitempty"`
+	// Protocol pins the MCP revision spoken to this server (one of
+	// Protocols); empty: 2026-07-28 where the server offers it, else
+	// 2025-11-25.
+	Protocol string `json:"protocol,omitempty"`
 
 	path string // the file it came from, for messages; "" for --url
 }
+
+// Protocols are the MCP revisions a server's "protocol" may pin, newest first.
+var Protocols = []string{"2026-07-28", "2025-11-25"}
 
 // Config is the server configuration, in the JSON shape MCP clients share:
 // {"mcpServers": {"NAME": {...}}}. Other top-level keys are ignored.
@@ -158,7 +165,7 @@ var (
 // serverKeys are the keys of an mcpServers entry taskdeck reads, and
 // foreignServerKeys those other clients write there, which it ignores.
 var (
-	serverKeys        = []string{"command", "args", "env", "url", "headers", "forwardAgentCredentials"}
+	serverKeys        = []string{"command", "args", "env", "url", "headers", "forwardAgentCredentials", "protocol"}
 	foreignServerKeys = []string{"type", "disabled", "cwd", "timeout", "envFile", "description", "alwaysAllow", "autoApprove"}
 )
 
@@ -308,10 +315,14 @@ func parseServer(path, name string, raw json.RawMessage) (ServerConfig, error) {
 		{"url", &s.URL, "a string (an http:// or https:// URL)"},
 		{"headers", &rawHeaders, `an object of strings, e.g. {"Authorization": "Bearer ${TOKEN}"}`},
 		{"forwardAgentCredentials", &s.ForwardAgentCredentials, "true or false"},
+		{"protocol", &s.Protocol, fmt.Sprintf("a string, one of %s", quoteAll(Protocols))},
 	} {
 		if err := decode(d.key, d.dst, d.want); err != nil {
 			return s, err
 		}
+	}
+	if s.Protocol != "" && !slices.Contains(Protocols, s.Protocol) {
+		return s, fail(".protocol", "taskdeck speaks %s, not %q; leave the key out to negotiate", quoteAll(Protocols), s.Protocol)
 	}
 	for i, a := range rawArgs {
 		var v string

@@ -253,12 +253,18 @@ func TestConfigParseValidation(t *testing.T) {
 		{"no host", `{"mcpServers": {"x": {"url": "https:///mcp"}}}`, []string{"mcpServers.x.url:", "no host"}},
 		{"port only", `{"mcpServers": {"x": {"url": "http://:8080/mcp"}}}`, []string{"mcpServers.x.url:", "no host"}},
 		{"unparsable", `{"mcpServers": {"x": {"url": "http://h:port/mcp"}}}`, []string{"mcpServers.x.url:", "not a valid URL"}},
+		{"unknown protocol", `{"mcpServers": {"x": {"command": "a", "protocol": "2025-06-18"}}}`, []string{"mcpServers.x.protocol:", `"2026-07-28", "2025-11-25"`, `not "2025-06-18"`}},
+		{"protocol a number", `{"mcpServers": {"x": {"command": "a", "protocol": 2025}}}`, []string{"mcpServers.x.protocol:", "want a string", "got a number"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, msg := parseErr(t, c.src)
 			wantIn(t, msg, c.parts...)
 		})
+	}
+	// A pinned revision is kept.
+	if s, _ := parseOK(t, `{"mcpServers": {"x": {"command": "a", "protocol": "2025-11-25"}}}`).Server("x"); s.Protocol != "2025-11-25" {
+		t.Fatalf("protocol = %q, want 2025-11-25", s.Protocol)
 	}
 	// A URL that needs expansion is checked after expansion, not at load.
 	cfg := parseOK(t, `{"mcpServers": {"x": {"url": "https://${HOST}/mcp"}}}`)

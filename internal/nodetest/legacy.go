@@ -1,0 +1,76 @@
+package nodetest
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+)
+
+// Legacy is the 2025-11-25 servers of testdata/legacy, installed once:
+// @modelcontextprotocol/server-everything and a server on the TypeScript
+// SDK 1.x's task store (sdk-server.mjs).
+type Legacy struct{ Dir string }
+
+// LegacyServers installs them.
+func LegacyServers(t testing.TB) Legacy {
+	t.Helper()
+	return Legacy{Dir: Install(t, filepath.Join(testdataDir(), "legacy"), "listen.cjs", "sdk-server.mjs")}
+}
+
+func testdataDir() string {
+	_, self, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(self), "testdata")
+}
+
+// Everything is server-everything's program (its argument: stdio or
+// streamableHttp).
+func (l Legacy) Everything() string {
+	return filepath.Join(l.Dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+}
+
+// SDKServer is the TypeScript SDK 1.x server's program (stdio).
+func (l Legacy) SDKServer() string { return filepath.Join(l.Dir, "sdk-server.mjs") }
+
+// ServeEverything starts server-everything's streamable HTTP transport
+// bound to loopback, on port (any when "0"), and returns its URL and
+// process, which is killed (by its pid) at cleanup.
+func (l Legacy) ServeEverything(t testing.TB, port string) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command("node", "--require", filepath.Join(testdataDir(), "conformance", "loopback.cjs"),
+		"--require", filepath.Join(l.Dir, "listen.cjs"), l.Everything(), "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), "taskdeck-test-listening "); ok {
+				listening <- p
+			}
+		}
+	}()
+	select {
+	case p := <-listening:
+		return "http://127.0.0.1:" + p + "/mcp", cmd
+	case <-time.After(waitfor.Scale(30 * time.Second)):
+		t.Fatal("server-everything did not listen within 30 s")
+	}
+	return "", nil
+}

@@ -1,0 +1,38 @@
+// A 2025-11-25 server on the TypeScript SDK 1.x's own experimental task
+// API (its InMemoryTaskStore), over stdio: "square" supports tasks
+// optionally and fails when asked to; "hello" forbids them.
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { InMemoryTaskStore, InMemoryTaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks";
+import { z } from "zod";
+
+const taskStore = new InMemoryTaskStore();
+const server = new McpServer({ name: "taskdeck-sdk1-test", version: "1.0.0" }, {
+  capabilities: { tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+  taskStore,
+  taskMessageQueue: new InMemoryTaskMessageQueue(),
+});
+
+server.experimental.tasks.registerToolTask("square", {
+  description: "Squares n after a short while; fails when fail is true.",
+  inputSchema: z.object({ n: z.number(), fail: z.boolean().default(false) }),
+  execution: { taskSupport: "optional" },
+}, {
+  createTask: async (args, extra) => {
+    const task = await extra.taskStore.createTask({ ttl: 60000, pollInterval: 100 });
+    setTimeout(() => {
+      const result = args.fail
+        ? { content: [{ type: "text", text: `cannot square ${args.n}` }], isError: true }
+        : { content: [{ type: "text", text: `${args.n * args.n}` }] };
+      extra.taskStore.storeTaskResult(task.taskId, args.fail ? "failed" : "completed", result).catch(() => {});
+    }, 300);
+    return { task };
+  },
+  getTask: async (args, extra) => extra.taskStore.getTask(extra.taskId),
+  getTaskResult: async (args, extra) => extra.taskStore.getTaskResult(extra.taskId),
+});
+
+server.registerTool("hello", { description: "Says hello at once.", inputSchema: { name: z.string() } },
+  async ({ name }) => ({ content: [{ type: "text", text: `hello ${name}` }] }));
+
+await server.connect(new StdioServerTransport());
