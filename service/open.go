@@ -382,20 +382,35 @@ func (c *Client) WatchWindow(ctx context.Context, from uint64, w deck.Window) (d
 }
 
 func (c *Client) follow(ctx context.Context, from uint64, w *deck.Window) (deck.Feed, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.closing, cancel)
-	inner, gen, err := c.watch(ctx, from, w)
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.closing, func() { cancel(errClosed) })
+	var gen uint64       // the owner's generation the feed is from
+	watchFailed := false // a re-watch's own error ends the feed
+	watch := func(ctx context.Context, from uint64) (deck.Feed, error) {
+		feed, g, err := c.watch(ctx, from, w)
+		gen, watchFailed = g, err != nil
+		return feed, err
+	}
+	resume := func(_ context.Context, err error) bool {
+		switch kind := deck.KindOf(err); {
+		case watchFailed || (kind != deck.KindOwnerGone && kind != deck.KindFellBehind):
+			cancel(err) // the feed ends with err, and what it holds goes
+			return false
+		case kind == deck.KindOwnerGone:
+			c.log.Debug("the owner went; the feed resumes")
+			c.drop(gen)
+		default: // the same owner cut this watcher off: it reads on
+			c.log.Debug("the feed fell behind; it resumes")
+		}
+		return true
+	}
+	f, err := deck.Follow(ctx, from, watch, resume)
 	if err != nil {
 		stop()
-		cancel()
+		cancel(nil)
 		return nil, err
 	}
-	f := &failoverFeed{ch: make(chan deck.Event, 64)}
-	go func() {
-		defer cancel()
-		defer stop()
-		f.run(ctx, c, inner, gen, from, w)
-	}()
+	context.AfterFunc(ctx, func() { stop() })
 	return f, nil
 }
 
@@ -411,63 +426,4 @@ func (c *Client) watch(ctx context.Context, from uint64, w *deck.Window) (deck.F
 		return d.Watch(ctx, from)
 	})
 	return feed, gen, err
-}
-
-type failoverFeed struct {
-	ch  chan deck.Event
-	mu  sync.Mutex
-	err error
-}
-
-func (f *failoverFeed) Events() <-chan deck.Event { return f.ch }
-
-func (f *failoverFeed) Err() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.err
-}
-
-func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen, rev uint64, w *deck.Window) {
-	defer close(f.ch)
-	defer func() {
-		if c.closing.Err() != nil {
-			f.setErr(errClosed)
-		}
-	}()
-	for {
-		for ev := range inner.Events() {
-			if (ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore) && !ev.More || ev.Kind == deck.EventChange {
-				rev = ev.Rev // a snapshot cut before its last part is read again
-			}
-			select {
-			case f.ch <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-		err := inner.Err()
-		switch kind := deck.KindOf(err); {
-		case ctx.Err() != nil || (kind != deck.KindOwnerGone && kind != deck.KindFellBehind):
-			f.setErr(err)
-			return
-		case kind == deck.KindOwnerGone:
-			c.log.Debug("the owner went; the feed resumes", "rev", rev)
-			c.drop(gen)
-		default: // the same owner cut this watcher off: it reads on
-			c.log.Debug("the feed fell behind; it resumes", "rev", rev)
-		}
-		if inner, gen, err = c.watch(ctx, rev, w); err != nil {
-			if ctx.Err() != nil {
-				err = nil
-			}
-			f.setErr(err)
-			return
-		}
-	}
-}
-
-func (f *failoverFeed) setErr(err error) {
-	f.mu.Lock()
-	f.err = err
-	f.mu.Unlock()
 }
