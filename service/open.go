@@ -88,8 +88,6 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 }
 
 var _ deck.Deck = (*Client)(nil)
-var _ deck.Auditor = (*Client)(nil)
-var _ deck.Auditor = (*remote)(nil)
 
 // Owner reports whether this process owns the store now.
 func (c *Client) Owner() bool {
@@ -303,43 +301,16 @@ func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int, error
 	return do(ctx, c, changing, func(d deck.Deck) (int, error) { return d.Prune(ctx, olderThan) })
 }
 
-// auditor is the deck's audit log: the engine's, or the owner's through
-// the socket.
-func auditor(d deck.Deck) (deck.Auditor, error) {
-	if a, ok := d.(deck.Auditor); ok {
-		return a, nil
-	}
-	return nil, deck.Errorf(deck.KindFailed, "this deck keeps no audit log")
-}
-
 func (c *Client) Audit(ctx context.Context, f model.AuditFilter) (deck.AuditLog, error) {
-	return do(ctx, c, readOnly, func(d deck.Deck) (deck.AuditLog, error) {
-		a, err := auditor(d)
-		if err != nil {
-			return deck.AuditLog{}, err
-		}
-		return a.Audit(ctx, f)
-	})
+	return do(ctx, c, readOnly, func(d deck.Deck) (deck.AuditLog, error) { return d.Audit(ctx, f) })
 }
 
 func (c *Client) VerifyAudit(ctx context.Context) (model.AuditReport, error) {
-	return do(ctx, c, readOnly, func(d deck.Deck) (model.AuditReport, error) {
-		a, err := auditor(d)
-		if err != nil {
-			return model.AuditReport{}, err
-		}
-		return a.VerifyAudit(ctx)
-	})
+	return do(ctx, c, readOnly, func(d deck.Deck) (model.AuditReport, error) { return d.VerifyAudit(ctx) })
 }
 
 func (c *Client) PruneAudit(ctx context.Context, before time.Time) (int, error) {
-	return do(ctx, c, changing, func(d deck.Deck) (int, error) {
-		a, err := auditor(d)
-		if err != nil {
-			return 0, err
-		}
-		return a.PruneAudit(ctx, before)
-	})
+	return do(ctx, c, changing, func(d deck.Deck) (int, error) { return d.PruneAudit(ctx, before) })
 }
 
 func (c *Client) PollNow(ctx context.Context, ids []string) error {
