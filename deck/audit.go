@@ -8,8 +8,8 @@ import (
 )
 
 // Auditor reads and keeps the audit log, where every change to a record
-// is an entry naming its act and actor, chained by hash. The engine and
-// the service's client implement it.
+// is an entry naming its act and actor, chained by hash. Every Deck is
+// one.
 type Auditor interface {
 	// Audit returns the entries the filter admits, in revision order.
 	Audit(ctx context.Context, f model.AuditFilter) (AuditLog, error)

@@ -17,6 +17,8 @@ import (
 
 // Deck is taskdeck as its frontends see it.
 type Deck interface {
+	// Auditor: every Deck reads and keeps the audit log.
+	Auditor
 	// Call makes a tool call durable: the idempotency key is checked, the
 	// intent is committed, tools/call is sent, and the handle (or the
 	// result) is committed before Call returns or any change about it is

@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -12,7 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -263,79 +261,27 @@ func readEvents(body io.Reader, id int64) (*wire.GetTaskResult, error) {
 	return msg.answer()
 }
 
-// scanEvents calls yield with the data of each "message" event (the
-// default type) until yield says it is done, the stream ends, or it
-// breaks. Data lines are joined with newlines, as the SSE format says.
-// method names the request whose stream it is, in errors.
+// scanEvents reads the events of method's stream through
+// wire.ScanEvents: a read failure is a transport error, yield's error
+// is returned as it is.
 func scanEvents(r io.Reader, method string, yield func(data []byte) (done bool, err error)) error {
-	sc := scanners.Get().(*scanner)
-	br := sc.br
-	br.Reset(r)
-	data := sc.data[:0]
-	defer func() {
-		br.Reset(nil)
-		if cap(data) <= maxKeptData {
-			sc.data = data
-		}
-		scanners.Put(sc)
-	}()
-	var name string
-	hasData := false
-	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			line, err = readLongLine(br, line)
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return &requestError{fmt.Errorf("reading the %s stream: %w", method, err)}
-		}
-		eof := err != nil
-		line = bytes.TrimRight(line, "\r\n")
-		if len(line) == 0 { // a blank line ends an event; so does the end of the stream
-			if len(data) > 0 && (name == "" || name == "message") { // an event without data is a priming one
-				if done, err := yield(data); done || err != nil {
-					return err
-				}
-			}
-			data, name, hasData = data[:0], "", false
-			if eof {
-				return nil
-			}
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if hasData {
-				data = append(data, '\n')
-			}
-			data, hasData = append(data, value...), true
-		case "event":
-			name = string(value)
-		}
+	var yerr error
+	err := wire.ScanEvents(r, maxResponseBytes, func(data []byte) bool {
+		done, err := yield(data)
+		yerr = err
+		return done || err != nil
+	})
+	if yerr != nil {
+		return yerr
 	}
-}
-
-// scanner is what scanEvents reuses from one poll to the next: its read
-// buffer and the buffer events are gathered in. What yield decodes from
-// the data is copied out of it.
-type scanner struct {
-	br   *bufio.Reader
-	data []byte
-}
-
-var scanners = sync.Pool{New: func() any { return &scanner{br: bufio.NewReader(nil)} }}
-
-// maxKeptData: a rare large answer's buffer is left to the GC rather
-// than kept for every later poll.
-const maxKeptData = 64 << 10
-
-// readLongLine finishes a line longer than the reader's buffer.
-func readLongLine(br *bufio.Reader, start []byte) ([]byte, error) {
-	line := append([]byte(nil), start...)
-	rest, err := br.ReadBytes('\n')
-	return append(line, rest...), err
+	var big *wire.EventTooLargeError
+	if errors.As(err, &big) {
+		err = &tooLargeError{method} // the same words as the body's bound
+	}
+	if err != nil {
+		return &requestError{fmt.Errorf("reading the %s stream: %w", method, err)}
+	}
+	return nil
 }
 
 // tooLargeError: the answer to method went past maxResponseBytes.

@@ -1,8 +1,8 @@
 package proxy
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 )
@@ -79,7 +80,7 @@ func (ep *endpoint) unreachable(id json.RawMessage, err error) *response {
 	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err // it names the URL, which may hold a secret
 	}
-	return fail(id, codeInternal, "taskdeck proxy: no answer from server "+ep.cfg.Name+": "+err.Error())
+	return fail(id, jsonrpc.CodeInternalError, "taskdeck proxy: no answer from server "+ep.cfg.Name+": "+err.Error())
 }
 
 // forwardHTTP relays a request to the server and streams its answer back
@@ -129,36 +130,12 @@ func messages(resp *http.Response, yield func([]byte) error) error {
 		}
 		return yield(b)
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, mcp.DefaultMaxEventSize)
-	var data []byte
-	for sc.Scan() {
-		line := sc.Bytes()
-		switch {
-		case len(line) == 0:
-			if len(data) > 0 {
-				if err := yield(data); err != nil {
-					return err
-				}
-			}
-			data = nil
-		case bytes.HasPrefix(line, []byte("data:")):
-			if data != nil {
-				data = append(data, '\n')
-			}
-			data = append(data, bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))...)
-			if data == nil {
-				data = []byte{}
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	if len(data) > 0 {
-		return yield(data)
-	}
-	return nil
+	var yerr error
+	err := wire.ScanEvents(resp.Body, mcp.DefaultMaxEventSize, func(data []byte) bool {
+		yerr = yield(data)
+		return yerr != nil
+	})
+	return cmp.Or(yerr, err)
 }
 
 // exchange relays a request and returns the messages of its answer.
@@ -173,7 +150,7 @@ func (ep *endpoint) exchange(ctx context.Context, req *request, body []byte, h h
 		return nil, ep.unreachable(req.ID, err)
 	}
 	if len(out) == 0 && !req.notification() {
-		return nil, fail(req.ID, codeInternal, "taskdeck proxy: server "+ep.cfg.Name+" answered HTTP "+resp.Status+" with no message")
+		return nil, fail(req.ID, jsonrpc.CodeInternalError, "taskdeck proxy: server "+ep.cfg.Name+" answered HTTP "+resp.Status+" with no message")
 	}
 	return out, nil
 }
@@ -188,10 +165,10 @@ func (ep *endpoint) discover(ctx context.Context, req *request, h http.Header) *
 	}
 	var res struct {
 		Result map[string]json.RawMessage `json:"result"`
-		Error  *rpcError                  `json:"error"`
+		Error  *jsonrpc.Error             `json:"error"`
 	}
 	if err := json.Unmarshal(msgs[len(msgs)-1], &res); err != nil || (res.Result == nil && res.Error == nil) {
-		return fail(req.ID, codeInternal, "taskdeck proxy: server "+ep.cfg.Name+" answered server/discover with no result")
+		return fail(req.ID, jsonrpc.CodeInternalError, "taskdeck proxy: server "+ep.cfg.Name+" answered server/discover with no result")
 	}
 	if res.Error != nil {
 		return &response{JSONRPC: "2.0", ID: req.ID, Error: res.Error}

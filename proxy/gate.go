@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -182,14 +183,14 @@ func (g *gate) ownHost(r *http.Request) bool {
 func (p *Proxy) admit(w http.ResponseWriter, r *http.Request) (principal, bool) {
 	if why := p.gate.browser(r); why != "" {
 		p.log.Warn("proxy: refused a request a web page may have sent", "why", why, "origin", r.Header.Get("Origin"), "host", r.Host, "remote", r.RemoteAddr)
-		writeHTTPError(w, http.StatusForbidden, nil, codeInvalidRequest, "taskdeck proxy: refused: "+why+" (a web page cannot use the proxy)")
+		writeHTTPError(w, http.StatusForbidden, nil, jsonrpc.CodeInvalidRequest, "taskdeck proxy: refused: "+why+" (a web page cannot use the proxy)")
 		return principal{}, false
 	}
 	pr, ok := p.gate.authenticate(r)
 	if !ok {
 		p.log.Warn("proxy: refused a request without a known token", "remote", r.RemoteAddr)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="taskdeck"`)
-		writeHTTPError(w, http.StatusUnauthorized, nil, codeInvalidRequest, "the proxy needs an agent's token: send Authorization: Bearer <token>")
+		writeHTTPError(w, http.StatusUnauthorized, nil, jsonrpc.CodeInvalidRequest, "the proxy needs an agent's token: send Authorization: Bearer <token>")
 		return principal{}, false
 	}
 	return pr, true

@@ -20,8 +20,8 @@ type hub struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	running  bool
-	starting bool   // a Watch is under way, outside mu
-	rev      uint64 // the last revision seen: where a re-watch resumes
+	starting bool            // a Watch is under way, outside mu
+	feed     *deck.Following // the last feed: a re-watch resumes from its Rev
 	closed   bool
 	waiters  map[string]map[chan struct{}]struct{}
 }
@@ -72,10 +72,14 @@ func (h *hub) ensure() error {
 		return nil
 	}
 	h.starting = true
-	from := h.rev
+	from := h.from()
 	h.mu.Unlock()
 
-	feed, err := h.deck.WatchWindow(h.ctx, from, deck.Window{})
+	watch := func(ctx context.Context, from uint64) (deck.Feed, error) {
+		return h.deck.WatchWindow(ctx, from, deck.Window{})
+	}
+	// It does not resume itself: the next waiter does, and hears why not.
+	feed, err := deck.Follow(h.ctx, from, watch, func(context.Context, error) bool { return false })
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -85,7 +89,7 @@ func (h *hub) ensure() error {
 		h.signalAll()
 		return err
 	}
-	h.running = true
+	h.running, h.feed = true, feed
 	go h.follow(feed)
 	return nil
 }
@@ -95,7 +99,7 @@ func (h *hub) ensure() error {
 // a snapshot's entries are not read: every waiter reads its record again
 // instead. So the snapshot is a window of the open records alone, not the
 // whole store.
-func (h *hub) follow(feed deck.Feed) {
+func (h *hub) follow(feed *deck.Following) {
 	for ev := range feed.Events() {
 		h.mu.Lock()
 		if ev.Kind == deck.EventSnapshot {
@@ -110,9 +114,6 @@ func (h *hub) follow(feed deck.Feed) {
 				h.signal(id)
 			}
 		}
-		if ev.Kind == deck.EventChange || ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore {
-			h.rev = max(h.rev, ev.Rev)
-		}
 		h.mu.Unlock()
 	}
 	h.mu.Lock()
@@ -123,6 +124,14 @@ func (h *hub) follow(feed deck.Feed) {
 	// Everyone reads again; the next waiter watches anew.
 	h.running = false
 	h.signalAll()
+}
+
+// from is the revision a watch resumes from; h.mu is held.
+func (h *hub) from() uint64 {
+	if h.feed == nil {
+		return 0
+	}
+	return h.feed.Rev()
 }
 
 // signalAll wakes every waiter; h.mu is held.

@@ -111,7 +111,7 @@ func TestHubResumesFromLastRevision(t *testing.T) {
 	until(t, "the hub to see the call's changes", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		seen = h.rev
+		seen = h.from()
 		return seen > 0
 	})
 	d.mu.Lock()

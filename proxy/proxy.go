@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
@@ -201,7 +202,7 @@ func (p *Proxy) Handler() (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp/{name}", p.serveHTTP)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeHTTPError(w, http.StatusNotFound, nil, codeInvalidRequest,
+		writeHTTPError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest,
 			fmt.Sprintf("no MCP endpoint at %s; the proxy serves /mcp/<server> for the servers: %s", r.URL.Path, p.names(principalOf(r.Context()))))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

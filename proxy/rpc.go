@@ -11,17 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
-)
-
-// JSON-RPC codes the proxy answers with itself.
-const (
-	codeParse          = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	codeInternal       = -32603
 )
 
 // request is one JSON-RPC message from an agent.
@@ -44,19 +36,12 @@ func (r *request) label() string {
 	return metaOf(p.Meta).Agent
 }
 
-// rpcError is a JSON-RPC error object.
-type rpcError struct {
-	Code    int64           `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
 // response is one JSON-RPC answer to an agent.
 type response struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Result  any             `json:"result,omitempty"`
-	Error   *rpcError       `json:"error,omitempty"`
+	Error   *jsonrpc.Error  `json:"error,omitempty"`
 }
 
 func reply(id json.RawMessage, result any) *response {
@@ -64,7 +49,7 @@ func reply(id json.RawMessage, result any) *response {
 }
 
 func fail(id json.RawMessage, code int64, msg string) *response {
-	return &response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: code, Message: msg}}
+	return &response{JSONRPC: "2.0", ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}}
 }
 
 func (r *response) encode() []byte {
@@ -73,7 +58,7 @@ func (r *response) encode() []byte {
 	}
 	b, err := json.Marshal(r)
 	if err != nil { // a result the proxy built itself: never
-		b, _ = json.Marshal(fail(r.ID, codeInternal, "taskdeck proxy could not encode its answer: "+err.Error()))
+		b, _ = json.Marshal(fail(r.ID, jsonrpc.CodeInternalError, "taskdeck proxy could not encode its answer: "+err.Error()))
 	}
 	return b
 }
@@ -82,23 +67,23 @@ func (r *response) encode() []byte {
 func parse(body []byte) (*request, *response) {
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '[' {
-		return nil, fail(nil, codeInvalidRequest, "a JSON-RPC batch is not part of MCP 2026-07-28; send one request per message")
+		return nil, fail(nil, jsonrpc.CodeInvalidRequest, "a JSON-RPC batch is not part of MCP 2026-07-28; send one request per message")
 	}
 	var req request
 	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, fail(nil, codeParse, "the request is not valid JSON: "+err.Error())
+		return nil, fail(nil, jsonrpc.CodeParseError, "the request is not valid JSON: "+err.Error())
 	}
 	switch {
 	case req.JSONRPC != "2.0":
-		return nil, fail(req.ID, codeInvalidRequest, `the request is not JSON-RPC 2.0: "jsonrpc" must be "2.0"`)
+		return nil, fail(req.ID, jsonrpc.CodeInvalidRequest, `the request is not JSON-RPC 2.0: "jsonrpc" must be "2.0"`)
 	case req.Method == "":
-		return nil, fail(req.ID, codeInvalidRequest, `the request has no "method"`)
+		return nil, fail(req.ID, jsonrpc.CodeInvalidRequest, `the request has no "method"`)
 	case len(req.ID) > 0 && req.ID[0] != '"' && (req.ID[0] < '0' || req.ID[0] > '9') && req.ID[0] != '-':
-		return nil, fail(nil, codeInvalidRequest, `the request's "id" must be a string or a number`)
+		return nil, fail(nil, jsonrpc.CodeInvalidRequest, `the request's "id" must be a string or a number`)
 	case req.notification() && (req.Method == "tools/call" || strings.HasPrefix(req.Method, "tasks/")):
 		// A notification is never answered: a call would launch a task
 		// nobody hears of.
-		return nil, fail(nil, codeInvalidRequest, req.Method+` requests need an id: send "id"`)
+		return nil, fail(nil, jsonrpc.CodeInvalidRequest, req.Method+` requests need an id: send "id"`)
 	}
 	return &req, nil
 }
@@ -127,17 +112,17 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok || !pr.may(name):
 		// A server this agent may not use is one it cannot tell from none.
-		writeHTTPError(w, http.StatusNotFound, nil, codeInvalidRequest, "no server "+quote(name)+" at this proxy; the servers are: "+p.names(pr))
+		writeHTTPError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "no server "+quote(name)+" at this proxy; the servers are: "+p.names(pr))
 		return
 	case r.Method != http.MethodPost:
 		w.Header().Set("Allow", http.MethodPost)
-		writeHTTPError(w, http.StatusMethodNotAllowed, nil, codeInvalidRequest, "MCP 2026-07-28 over HTTP is one POST per request")
+		writeHTTPError(w, http.StatusMethodNotAllowed, nil, jsonrpc.CodeInvalidRequest, "MCP 2026-07-28 over HTTP is one POST per request")
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.opts.MaxBody))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		writeHTTPError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest, "the request is larger than the proxy's bound of "+size(p.opts.MaxBody)+"; send less")
+		writeHTTPError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest, "the request is larger than the proxy's bound of "+size(p.opts.MaxBody)+"; send less")
 		return
 	}
 	if err != nil {
@@ -230,11 +215,11 @@ func checkEnvelope(h http.Header, req *request) *response {
 	var caps map[string]any
 	switch {
 	case json.Unmarshal(meta[mcp.MetaKeyProtocolVersion], &version) != nil || version == "":
-		return fail(req.ID, codeInvalidParams, `missing or invalid _meta field "`+mcp.MetaKeyProtocolVersion+`": every 2026-07-28 request carries it`)
+		return fail(req.ID, jsonrpc.CodeInvalidParams, `missing or invalid _meta field "`+mcp.MetaKeyProtocolVersion+`": every 2026-07-28 request carries it`)
 	case version != headerText(h.Get("Mcp-Protocol-Version")):
 		return mismatch(fmt.Sprintf("Mcp-Protocol-Version %q differs from _meta %q %q", h.Get("Mcp-Protocol-Version"), mcp.MetaKeyProtocolVersion, version))
 	case json.Unmarshal(meta[mcp.MetaKeyClientCapabilities], &caps) != nil || caps == nil:
-		return fail(req.ID, codeInvalidParams, `missing or invalid _meta field "`+mcp.MetaKeyClientCapabilities+`": every 2026-07-28 request carries it ({} for none)`)
+		return fail(req.ID, jsonrpc.CodeInvalidParams, `missing or invalid _meta field "`+mcp.MetaKeyClientCapabilities+`": every 2026-07-28 request carries it ({} for none)`)
 	}
 	return nil
 }
@@ -255,9 +240,9 @@ func statusOf(res *response, modern bool) int {
 	case c == wire.CodeHeaderMismatch, c == wire.CodeUnsupportedVersion:
 		return http.StatusBadRequest
 	case !modern:
-	case c == codeMethodNotFound:
+	case c == jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
-	case c == codeInvalidParams, c == wire.CodeMissingCapability:
+	case c == jsonrpc.CodeInvalidParams, c == wire.CodeMissingCapability:
 		return http.StatusBadRequest
 	}
 	return http.StatusOK
@@ -288,7 +273,7 @@ func (ep *endpoint) local(method string) bool {
 func (ep *endpoint) handle(ctx context.Context, req *request, h http.Header) *response {
 	switch {
 	case !ep.who.who.CanChange() && (req.Method == "tools/call" || req.Method == wire.MethodUpdate || req.Method == wire.MethodCancel):
-		return fail(req.ID, codeInvalidRequest, "taskdeck proxy: "+quote(ep.who.who.Name)+" is a viewer: it may read tasks, not "+req.Method)
+		return fail(req.ID, jsonrpc.CodeInvalidRequest, "taskdeck proxy: "+quote(ep.who.who.Name)+" is a viewer: it may read tasks, not "+req.Method)
 	case req.Method == "tools/call":
 		return ep.call(ctx, req)
 	case req.Method == "server/discover" && ep.viaDeck():

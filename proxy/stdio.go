@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // ServeStdio serves one agent that launched taskdeck as its server, over
@@ -59,7 +61,7 @@ read:
 			break read
 		}
 		if l.tooLong {
-			write(fail(nil, codeInvalidRequest, "a message is larger than the proxy's bound of "+size(p.opts.MaxBody)+"; send less").encode())
+			write(fail(nil, jsonrpc.CodeInvalidRequest, "a message is larger than the proxy's bound of "+size(p.opts.MaxBody)+"; send less").encode())
 			continue
 		}
 		req, bad := parse(l.b)
@@ -90,7 +92,7 @@ read:
 			imu.Unlock()
 			if dup {
 				stop()
-				write(fail(req.ID, codeInvalidRequest, "a request with id "+key+" is still in flight; give each request its own id").encode())
+				write(fail(req.ID, jsonrpc.CodeInvalidRequest, "a request with id "+key+" is still in flight; give each request its own id").encode())
 				continue
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
@@ -46,10 +47,10 @@ type callParams struct {
 func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	var cp callParams
 	if err := json.Unmarshal(req.Params, &cp); err != nil {
-		return fail(req.ID, codeInvalidParams, `tools/call params must be an object of "name", "arguments" (an object) and "_meta" (an object)`)
+		return fail(req.ID, jsonrpc.CodeInvalidParams, `tools/call params must be an object of "name", "arguments" (an object) and "_meta" (an object)`)
 	}
 	if cp.Name == "" {
-		return fail(req.ID, codeInvalidParams, `tools/call needs params with the tool's "name"`)
+		return fail(req.ID, jsonrpc.CodeInvalidParams, `tools/call needs params with the tool's "name"`)
 	}
 	if bad := ep.checkParamHeaders(ctx, req.ID, cp.Name, cp.Arguments); bad != nil {
 		return bad
@@ -64,7 +65,7 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	if id, ok := strings.CutPrefix(cp.RequestState, statePrefix); ok {
 		e, gerr := ep.record(ctx, id)
 		if gerr != nil {
-			return fail(req.ID, codeInvalidParams, "the requestState names no call of this server; call the tool again without it")
+			return fail(req.ID, jsonrpc.CodeInvalidParams, "the requestState names no call of this server; call the tool again without it")
 		}
 		_, secret, _ = splitID(id)
 		res, err = ep.p.opts.Deck.Continue(ctx, e.Task.ID, cp.InputResponses)
@@ -103,12 +104,12 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 // when there is one, else what the Deck said.
 func callError(id json.RawMessage, rec *model.Task, err error) *response {
 	if rec != nil && rec.Error != nil {
-		return &response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data}}
+		return &response{JSONRPC: "2.0", ID: id, Error: &jsonrpc.Error{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data}}
 	}
-	code := int64(codeInternal)
+	code := int64(jsonrpc.CodeInternalError)
 	switch deck.KindOf(err) {
 	case deck.KindUsage, deck.KindConflict:
-		code = codeInvalidParams
+		code = jsonrpc.CodeInvalidParams
 	}
 	return fail(id, code, "taskdeck: "+err.Error())
 }
@@ -156,7 +157,7 @@ func recordEnded(id json.RawMessage, rec *model.Task) *response {
 		return reply(id, complete(rec.Result))
 	case model.StatusFailed:
 		if rec.Error != nil {
-			return &response{JSONRPC: "2.0", ID: id, Error: &rpcError{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data}}
+			return &response{JSONRPC: "2.0", ID: id, Error: &jsonrpc.Error{Code: rec.Error.Code, Message: rec.Error.Message, Data: rec.Error.Data}}
 		}
 		return reply(id, toolError(fmt.Sprintf("the call failed: %s (taskdeck record %s)", cmpText(rec.LocalError, rec.StatusMessage), rec.ID)))
 	case model.StatusCancelled:
@@ -204,11 +205,11 @@ func (ep *endpoint) hold(ctx context.Context, id json.RawMessage, rec *model.Tas
 			rec.Status, ep.p.opts.HoldLimit, rec.ID)))
 	case ctx.Err() != nil:
 		ep.p.log.Info("proxy: the agent left a held call; the task goes on", "id", rec.ID)
-		return fail(id, codeInternal, "the call was left; the task goes on: `taskdeck get "+rec.ID+"`")
+		return fail(id, jsonrpc.CodeInternalError, "the call was left; the task goes on: `taskdeck get "+rec.ID+"`")
 	case errors.Is(err, errProxyClosed):
-		return fail(id, codeInternal, "taskdeck's proxy is stopping; the task goes on, and the next taskdeck watches it: `taskdeck get "+rec.ID+"`")
+		return fail(id, jsonrpc.CodeInternalError, "taskdeck's proxy is stopping; the task goes on, and the next taskdeck watches it: `taskdeck get "+rec.ID+"`")
 	}
-	return fail(id, codeInternal, fmt.Sprintf("taskdeck lost track of the task: %v; `taskdeck get %s` shows it", err, rec.ID))
+	return fail(id, jsonrpc.CodeInternalError, fmt.Sprintf("taskdeck lost track of the task: %v; `taskdeck get %s` shows it", err, rec.ID))
 }
 
 // errHoldLimit is why a held call ends at the proxy's HoldLimit.
@@ -361,14 +362,14 @@ type taskParams struct {
 func (ep *endpoint) task(ctx context.Context, req *request) *response {
 	var tp taskParams
 	if err := json.Unmarshal(req.Params, &tp); err != nil {
-		return fail(req.ID, codeInvalidParams, req.Method+` params must be an object of "taskId" (a string) and "_meta" (an object)`)
+		return fail(req.ID, jsonrpc.CodeInvalidParams, req.Method+` params must be an object of "taskId" (a string) and "_meta" (an object)`)
 	}
 	if tp.TaskID == "" {
-		return fail(req.ID, codeInvalidParams, req.Method+` needs params with "taskId"`)
+		return fail(req.ID, jsonrpc.CodeInvalidParams, req.Method+` needs params with "taskId"`)
 	}
 	if !metaOf(tp.Meta).Tasks {
 		e := wire.ErrMissingCapability()
-		return &response{JSONRPC: "2.0", ID: req.ID, Error: &rpcError{Code: e.Code, Message: e.Message, Data: e.Data}}
+		return &response{JSONRPC: "2.0", ID: req.ID, Error: &jsonrpc.Error{Code: e.Code, Message: e.Message, Data: e.Data}}
 	}
 	e, err := ep.record(ctx, tp.TaskID)
 	if err != nil {
@@ -438,9 +439,9 @@ func taskError(id json.RawMessage, err error) *response {
 		e := wire.ErrTaskNotFound()
 		return fail(id, e.Code, e.Message)
 	case deck.KindUsage, deck.KindState:
-		return fail(id, codeInvalidParams, "taskdeck: "+err.Error())
+		return fail(id, jsonrpc.CodeInvalidParams, "taskdeck: "+err.Error())
 	}
-	return fail(id, codeInternal, "taskdeck: "+err.Error())
+	return fail(id, jsonrpc.CodeInternalError, "taskdeck: "+err.Error())
 }
 
 // taskOf is a record as the agent sees it: its taskId is the id the agent
@@ -476,11 +477,11 @@ func taskOf(rec *model.Task, id string) wire.DetailedTask {
 	case model.StatusFailed:
 		t.Error = rec.Error
 		if t.Error == nil {
-			t.Error = &model.RPCError{Code: codeInternal, Message: cmpText(rec.LocalError, rec.StatusMessage)}
+			t.Error = &model.RPCError{Code: jsonrpc.CodeInternalError, Message: cmpText(rec.LocalError, rec.StatusMessage)}
 		}
 	case model.StatusOrphaned, model.StatusUnknown:
 		t.Status = string(model.StatusFailed)
-		t.Error = &model.RPCError{Code: codeInternal, Message: fmt.Sprintf("taskdeck: the task is %s: %s", rec.Status, cmpText(rec.StatusMessage, rec.LocalError))}
+		t.Error = &model.RPCError{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("taskdeck: the task is %s: %s", rec.Status, cmpText(rec.StatusMessage, rec.LocalError))}
 	}
 	return t
 }

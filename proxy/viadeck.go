@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 )
@@ -17,7 +18,7 @@ import (
 func (ep *endpoint) viaDeck() bool { return ep.cfg.URL == "" }
 
 func (ep *endpoint) unreachableViaDeck(id json.RawMessage, err error) *response {
-	return fail(id, codeInternal, "taskdeck proxy: server "+ep.cfg.Name+" cannot be reached: "+err.Error())
+	return fail(id, jsonrpc.CodeInternalError, "taskdeck proxy: server "+ep.cfg.Name+" cannot be reached: "+err.Error())
 }
 
 // discoverViaDeck answers server/discover for a stdio server.
@@ -50,5 +51,5 @@ func (ep *endpoint) answerViaDeck(ctx context.Context, req *request) *response {
 		}
 		return reply(req.ID, map[string]any{"resultType": wire.ResultTypeComplete, "tools": tools})
 	}
-	return fail(req.ID, codeMethodNotFound, "taskdeck proxy serves only tools and tasks for the stdio server "+ep.cfg.Name+"; give it a url in the config to relay "+req.Method)
+	return fail(req.ID, jsonrpc.CodeMethodNotFound, "taskdeck proxy serves only tools and tasks for the stdio server "+ep.cfg.Name+"; give it a url in the config to relay "+req.Method)
 }

@@ -28,7 +28,7 @@ func TestSocketNamesThePeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := r.(deck.Auditor).Audit(ctx, model.AuditFilter{})
+	log, err := r.Audit(ctx, model.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestSocketNamesThePeer(t *testing.T) {
 		t.Fatalf("the calls' actors: %+v, %+v, %+v; want %+v, %+v, %+v",
 			by[mine.Task.ID], by[agents.Task.ID], by[boss.Task.ID], me, bot, me)
 	}
-	rep, err := r.(deck.Auditor).VerifyAudit(ctx)
+	rep, err := r.VerifyAudit(ctx)
 	if err != nil || rep.Fault != nil || rep.Entries == 0 {
 		t.Fatalf("VerifyAudit through the socket: %+v, %v", rep, err)
 	}

@@ -88,8 +88,6 @@ func Open(ctx context.Context, opts Options) (*Client, error) {
 }
 
 var _ deck.Deck = (*Client)(nil)
-var _ deck.Auditor = (*Client)(nil)
-var _ deck.Auditor = (*remote)(nil)
 
 // Owner reports whether this process owns the store now.
 func (c *Client) Owner() bool {
@@ -303,43 +301,16 @@ func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int, error
 	return do(ctx, c, changing, func(d deck.Deck) (int, error) { return d.Prune(ctx, olderThan) })
 }
 
-// auditor is the deck's audit log: the engine's, or the owner's through
-// the socket.
-func auditor(d deck.Deck) (deck.Auditor, error) {
-	if a, ok := d.(deck.Auditor); ok {
-		return a, nil
-	}
-	return nil, deck.Errorf(deck.KindFailed, "this deck keeps no audit log")
-}
-
 func (c *Client) Audit(ctx context.Context, f model.AuditFilter) (deck.AuditLog, error) {
-	return do(ctx, c, readOnly, func(d deck.Deck) (deck.AuditLog, error) {
-		a, err := auditor(d)
-		if err != nil {
-			return deck.AuditLog{}, err
-		}
-		return a.Audit(ctx, f)
-	})
+	return do(ctx, c, readOnly, func(d deck.Deck) (deck.AuditLog, error) { return d.Audit(ctx, f) })
 }
 
 func (c *Client) VerifyAudit(ctx context.Context) (model.AuditReport, error) {
-	return do(ctx, c, readOnly, func(d deck.Deck) (model.AuditReport, error) {
-		a, err := auditor(d)
-		if err != nil {
-			return model.AuditReport{}, err
-		}
-		return a.VerifyAudit(ctx)
-	})
+	return do(ctx, c, readOnly, func(d deck.Deck) (model.AuditReport, error) { return d.VerifyAudit(ctx) })
 }
 
 func (c *Client) PruneAudit(ctx context.Context, before time.Time) (int, error) {
-	return do(ctx, c, changing, func(d deck.Deck) (int, error) {
-		a, err := auditor(d)
-		if err != nil {
-			return 0, err
-		}
-		return a.PruneAudit(ctx, before)
-	})
+	return do(ctx, c, changing, func(d deck.Deck) (int, error) { return d.PruneAudit(ctx, before) })
 }
 
 func (c *Client) PollNow(ctx context.Context, ids []string) error {
@@ -382,20 +353,35 @@ func (c *Client) WatchWindow(ctx context.Context, from uint64, w deck.Window) (d
 }
 
 func (c *Client) follow(ctx context.Context, from uint64, w *deck.Window) (deck.Feed, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(c.closing, cancel)
-	inner, gen, err := c.watch(ctx, from, w)
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(c.closing, func() { cancel(errClosed) })
+	var gen uint64       // the owner's generation the feed is from
+	watchFailed := false // a re-watch's own error ends the feed
+	watch := func(ctx context.Context, from uint64) (deck.Feed, error) {
+		feed, g, err := c.watch(ctx, from, w)
+		gen, watchFailed = g, err != nil
+		return feed, err
+	}
+	resume := func(_ context.Context, err error) bool {
+		switch kind := deck.KindOf(err); {
+		case watchFailed || (kind != deck.KindOwnerGone && kind != deck.KindFellBehind):
+			cancel(err) // the feed ends with err, and what it holds goes
+			return false
+		case kind == deck.KindOwnerGone:
+			c.log.Debug("the owner went; the feed resumes")
+			c.drop(gen)
+		default: // the same owner cut this watcher off: it reads on
+			c.log.Debug("the feed fell behind; it resumes")
+		}
+		return true
+	}
+	f, err := deck.Follow(ctx, from, watch, resume)
 	if err != nil {
 		stop()
-		cancel()
+		cancel(nil)
 		return nil, err
 	}
-	f := &failoverFeed{ch: make(chan deck.Event, 64)}
-	go func() {
-		defer cancel()
-		defer stop()
-		f.run(ctx, c, inner, gen, from, w)
-	}()
+	context.AfterFunc(ctx, func() { stop() })
 	return f, nil
 }
 
@@ -411,63 +397,4 @@ func (c *Client) watch(ctx context.Context, from uint64, w *deck.Window) (deck.F
 		return d.Watch(ctx, from)
 	})
 	return feed, gen, err
-}
-
-type failoverFeed struct {
-	ch  chan deck.Event
-	mu  sync.Mutex
-	err error
-}
-
-func (f *failoverFeed) Events() <-chan deck.Event { return f.ch }
-
-func (f *failoverFeed) Err() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.err
-}
-
-func (f *failoverFeed) run(ctx context.Context, c *Client, inner deck.Feed, gen, rev uint64, w *deck.Window) {
-	defer close(f.ch)
-	defer func() {
-		if c.closing.Err() != nil {
-			f.setErr(errClosed)
-		}
-	}()
-	for {
-		for ev := range inner.Events() {
-			if (ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore) && !ev.More || ev.Kind == deck.EventChange {
-				rev = ev.Rev // a snapshot cut before its last part is read again
-			}
-			select {
-			case f.ch <- ev:
-			case <-ctx.Done():
-				return
-			}
-		}
-		err := inner.Err()
-		switch kind := deck.KindOf(err); {
-		case ctx.Err() != nil || (kind != deck.KindOwnerGone && kind != deck.KindFellBehind):
-			f.setErr(err)
-			return
-		case kind == deck.KindOwnerGone:
-			c.log.Debug("the owner went; the feed resumes", "rev", rev)
-			c.drop(gen)
-		default: // the same owner cut this watcher off: it reads on
-			c.log.Debug("the feed fell behind; it resumes", "rev", rev)
-		}
-		if inner, gen, err = c.watch(ctx, rev, w); err != nil {
-			if ctx.Err() != nil {
-				err = nil
-			}
-			f.setErr(err)
-			return
-		}
-	}
-}
-
-func (f *failoverFeed) setErr(err error) {
-	f.mu.Lock()
-	f.err = err
-	f.mu.Unlock()
 }

@@ -404,16 +404,14 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 		return empty{}, d.CheckCall(ctx, r)
 	})
 	mux.HandleFunc("POST "+pathWatch, func(w http.ResponseWriter, r *http.Request) { s.watch(w, r, d) })
-	if a, ok := d.(deck.Auditor); ok {
-		handle(s, mux, pathAudit, a.Audit)
-		handle(s, mux, pathAuditVerify, func(ctx context.Context, _ empty) (model.AuditReport, error) {
-			return a.VerifyAudit(ctx)
-		})
-		handle(s, mux, pathAuditPrune, func(ctx context.Context, r auditPruneReq) (pruneResp, error) {
-			n, err := a.PruneAudit(ctx, r.Before)
-			return pruneResp{n}, err
-		})
-	}
+	handle(s, mux, pathAudit, d.Audit)
+	handle(s, mux, pathAuditVerify, func(ctx context.Context, _ empty) (model.AuditReport, error) {
+		return d.VerifyAudit(ctx)
+	})
+	handle(s, mux, pathAuditPrune, func(ctx context.Context, r auditPruneReq) (pruneResp, error) {
+		n, err := d.PruneAudit(ctx, r.Before)
+		return pruneResp{n}, err
+	})
 	return mux
 }
 

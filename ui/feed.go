@@ -35,8 +35,9 @@ type feedEnded struct {
 // watcher reads the deck's feed on its own goroutine, at once, so the
 // engine never waits for the dashboard (it cuts off a slow watcher), and
 // hands what it read to the dashboard one frame at a time. When a feed
-// ends with an error it watches again from the last revision it saw,
-// with backoff: nothing is missed and nothing comes twice.
+// ends it says so and follows it again (deck.Follow) from the last
+// revision it saw, with backoff: nothing is missed and nothing comes
+// twice.
 type watcher struct {
 	ctx    context.Context
 	deck   deck.Deck
@@ -48,60 +49,77 @@ type watcher struct {
 	ended   *feedEnded
 	wake    chan struct{} // signalled when pending or ended is set
 	last    time.Time     // when the last batch was handed over
-	rev     uint64        // the last revision read
+	feed    *deck.Following
+	backoff time.Duration // before the next watch, if the feed ends
 }
 
 func newWatcher(ctx context.Context, d deck.Deck, w deck.Window) *watcher {
-	return &watcher{ctx: ctx, deck: d, window: w, wake: make(chan struct{}, 1)}
+	return &watcher{ctx: ctx, deck: d, window: w, wake: make(chan struct{}, 1), backoff: rewatchFirst}
 }
 
 // start reads the feed until ctx ends; it starts once.
 func (w *watcher) start() { w.once.Do(func() { go w.run() }) }
 
 func (w *watcher) run() {
-	backoff := rewatchFirst
+	watch := func(ctx context.Context, from uint64) (deck.Feed, error) {
+		return w.deck.WatchWindow(ctx, from, w.window)
+	}
 	for {
-		feed, err := w.deck.WatchWindow(w.ctx, w.from(), w.window)
+		feed, err := deck.Follow(w.ctx, w.from(), watch, w.rewatch)
 		if err == nil {
+			w.mu.Lock()
+			w.feed = feed
+			w.mu.Unlock()
 			for ev := range feed.Events() {
 				w.push(ev)
-				backoff = rewatchFirst
 			}
 			err = feed.Err()
 		}
-		if w.ctx.Err() != nil {
+		if err == nil || !w.rewatch(w.ctx, err) {
 			return
 		}
-		if err == nil {
-			err = errFeedClosed
-		}
-		w.mu.Lock()
-		w.ended = &feedEnded{err: err, retry: backoff}
-		w.mu.Unlock()
-		w.signal()
-		select {
-		case <-w.ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, rewatchMax)
+	}
+}
+
+// rewatch says that the feed ended and waits its backoff before it is
+// watched again; the backoff grows while no event comes between.
+func (w *watcher) rewatch(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if err == nil {
+		err = errFeedClosed
+	}
+	w.mu.Lock()
+	backoff := w.backoff
+	w.ended = &feedEnded{err: err, retry: backoff}
+	w.backoff = min(backoff*2, rewatchMax)
+	w.mu.Unlock()
+	w.signal()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(backoff):
+		return true
 	}
 }
 
 var errFeedClosed = &deck.Error{Kind: deck.KindOwnerGone, Message: "the feed closed"}
 
+// from is the revision a watch resumes from.
 func (w *watcher) from() uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.rev
+	if w.feed == nil {
+		return 0
+	}
+	return w.feed.Rev()
 }
 
 func (w *watcher) push(ev deck.Event) {
 	w.mu.Lock()
 	w.pending = append(w.pending, ev)
-	if !ev.More { // a snapshot cut before its last part is read again
-		w.rev = max(w.rev, ev.Rev)
-	}
+	w.backoff = rewatchFirst
 	w.mu.Unlock()
 	w.signal()
 }

@@ -85,21 +85,8 @@ does not match and exits 6: the store was changed behind taskdeck's back.`,
 	return cmd
 }
 
-// auditorOf is the deck's audit log.
-func (o *AuditOptions) auditor() (deck.Deck, deck.Auditor, error) {
-	dk, err := o.f.deck(o.ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	a, ok := dk.(deck.Auditor)
-	if !ok {
-		return nil, nil, deck.Errorf(deck.KindFailed, "this taskdeck keeps no audit log")
-	}
-	return dk, a, nil
-}
-
 func auditRun(opts *AuditOptions) error {
-	dk, a, err := opts.auditor()
+	dk, err := opts.f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}
@@ -115,7 +102,7 @@ func auditRun(opts *AuditOptions) error {
 			return err
 		}
 	}
-	log, err := a.Audit(opts.ctx, f)
+	log, err := dk.Audit(opts.ctx, f)
 	if err != nil {
 		return err
 	}
@@ -162,7 +149,7 @@ func auditLine(e model.AuditEntry) string {
 }
 
 func auditVerifyRun(opts *AuditOptions) error {
-	_, a, err := opts.auditor()
+	a, err := opts.f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}
@@ -201,7 +188,7 @@ func auditVerifyRun(opts *AuditOptions) error {
 }
 
 func auditPruneRun(opts *AuditOptions) error {
-	_, a, err := opts.auditor()
+	a, err := opts.f.deck(opts.ctx)
 	if err != nil {
 		return err
 	}

@@ -24,8 +24,8 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/service"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/taskdeck"
 	"github.com/taskdeck/taskdeck/termtext"
 	"golang.org/x/term"
 )
@@ -77,6 +77,7 @@ type Factory struct {
 	logFile *os.File
 	logger  *slog.Logger
 	dk      deck.Deck
+	opened  *taskdeck.Deck // what dk was opened as (nil in tests that set dk)
 }
 
 // NewFactory is a Factory on these streams; the operator is asked for
@@ -254,40 +255,32 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 	if err := f.openLog(); err != nil {
 		return nil, err
 	}
-	own := func() (deck.Deck, error) {
-		e, err := f.openEngine(cfg)
-		if err != nil {
-			return nil, err
-		}
-		if f.watchAll {
-			if err := e.PollNow(ctx, nil); err != nil {
-				e.Close()
-				return nil, err
-			}
-		}
-		return e, nil
-	}
-	if engine.IsPostgres(f.storeOf(cfg)) {
-		// A shared database has no single owner: every process runs its
-		// own engine on it, and no socket is served in the data dir.
-		e, err := own()
-		if err != nil {
-			return nil, err
-		}
-		f.dk = e
-		return e, nil
-	}
 	waiting := func(msg string) {
 		f.logger.Info(msg)
 		if !f.quiet {
 			fmt.Fprintf(f.stderr, "taskdeck: %s\n", msg)
 		}
 	}
-	c, err := service.Open(ctx, service.Options{DataDir: f.dataDir, Own: own, Config: f.configFile(), Logger: f.logger, Waiting: waiting})
-	if err != nil {
-		return nil, err
+	opts := taskdeck.Options{
+		DataDir:        f.dataDir,
+		ConfigPath:     f.configPath,
+		Config:         cfg,
+		Store:          f.store,
+		Logger:         f.logger,
+		ChildStderr:    f.logFile,
+		Warn:           f.warn,
+		Waiting:        waiting,
+		RequestTimeout: f.requestTimeout,
+		Policy:         f.policy,
 	}
-	f.dk = c
+	if f.watchAll {
+		opts.Opened = func(e *engine.Engine) error { return e.PollNow(ctx, nil) }
+	}
+	c, err := taskdeck.Open(ctx, opts)
+	if err != nil {
+		return nil, storeFailure(err)
+	}
+	f.dk, f.opened = c, c
 	// Through another owner, server names resolve in its config, not in
 	// the one named here: say so when they differ.
 	if owner, through := c.OwnerConfig(); through && f.configSet && owner != f.configFile() {
@@ -303,11 +296,10 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 // throughOwner reports commands served by another process, the owner:
 // server names resolve in its config, its stdio servers are its children.
 func (f *Factory) throughOwner() bool {
-	c, ok := f.dk.(*service.Client)
-	if !ok {
+	if f.opened == nil {
 		return false
 	}
-	_, through := c.OwnerConfig()
+	_, through := f.opened.OwnerConfig()
 	return through
 }
 
@@ -322,9 +314,9 @@ func (f *Factory) configFile() string {
 
 // openEngine opens the engine in this process, which takes the store.
 func (f *Factory) openEngine(cfg *mcpconfig.Config) (*engine.Engine, error) {
-	e, err := engine.Open(engine.Options{
+	e, err := taskdeck.OpenEngine(taskdeck.Options{
 		DataDir:        f.dataDir,
-		Store:          f.storeOf(cfg),
+		Store:          f.store,
 		Config:         cfg,
 		Logger:         f.logger,
 		ChildStderr:    f.logFile,
@@ -332,12 +324,17 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config) (*engine.Engine, error) {
 		RequestTimeout: f.requestTimeout,
 		Policy:         f.policy,
 	})
-	if deck.KindOf(err) == deck.KindFailed {
-		// Opening is the store's business alone: what the engine could
-		// not sort is the store's own failure.
-		return nil, &exitError{code: exitLocal, err: err}
+	return e, storeFailure(err)
+}
+
+// storeFailure: opening is the store's business alone, so what the
+// engine could not sort is the store's own failure.
+func storeFailure(err error) error {
+	var se *taskdeck.StoreError
+	if errors.As(err, &se) && deck.KindOf(err) == deck.KindFailed {
+		return &exitError{code: exitLocal, err: err}
 	}
-	return e, err
+	return err
 }
 
 // storeOf is the store to open: --store, else the config's "store".

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -33,9 +34,9 @@ const (
 
 // JSON-RPC error codes a tasks client must tell apart.
 const (
-	CodeInvalidParams      = -32602 // on tasks/*: the task is unknown, expired or purged
-	CodeMethodNotFound     = -32601
-	CodeInternal           = -32603
+	CodeInvalidParams      = jsonrpc.CodeInvalidParams // on tasks/*: the task is unknown, expired or purged
+	CodeMethodNotFound     = jsonrpc.CodeMethodNotFound
+	CodeInternal           = jsonrpc.CodeInternalError
 	CodeHeaderMismatch     = -32020
 	CodeMissingCapability  = -32021
 	CodeUnsupportedVersion = -32022
