@@ -78,6 +78,7 @@ const (
 	modeForm
 	modePick
 	modePalette
+	modeServers
 )
 
 // Model is the dashboard's root model.
@@ -124,9 +125,13 @@ type Model struct {
 	// stopped failing in this batch.
 	absTimes       bool
 	behind, pushed map[string]int
-	ticks          int
-	expiring       int
-	failingMoved   bool
+	// noEngine and watchers are, per server, its open tasks no engine
+	// can poll and the engines that poll them (the servers view).
+	noEngine     map[string]int
+	watchers     map[string]map[string]int
+	ticks        int
+	expiring     int
+	failingMoved bool
 
 	filter       textinput.Model
 	history      *searchHistory
@@ -144,6 +149,10 @@ type Model struct {
 	question   *question
 	palette    *palette
 	listing    *listing
+	servers    *serversPane
+	// backToServers: the server shown alone was chosen in the servers
+	// view, where esc goes back.
+	backToServers bool
 
 	flash    string
 	flashErr bool
@@ -175,6 +184,7 @@ func New(ctx context.Context, opts Options) *Model {
 		keys: opts.Config.keys, styles: opts.Config.styles, mouse: opts.Config.mouse, help: help.New(),
 		width: 80, height: 24,
 		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{}, behind: map[string]int{}, pushed: map[string]int{},
+		noEngine: map[string]int{}, watchers: map[string]map[string]int{},
 		filter: fi, now: opts.Now(),
 	}
 	// Two spaces between the help's columns leave room at 80 columns for
@@ -533,10 +543,12 @@ func (m *Model) mode() mode {
 		return modePick
 	case m.palette != nil:
 		return modePalette
-	case m.detail != nil:
-		return modeDetail
 	case m.helpOpen:
 		return modeHelp
+	case m.servers != nil:
+		return modeServers
+	case m.detail != nil:
+		return modeDetail
 	case m.filtering:
 		return modeFilter
 	}
@@ -559,6 +571,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.keyPick(msg)
 	case modePalette:
 		return m.keyPalette(msg)
+	case modeServers:
+		return m.keyServers(msg)
 	case modeDetail:
 		out, cmd := m.detail.Update(msg, m.keys)
 		switch out {
@@ -609,13 +623,18 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.clearMarks()
-		if m.filter.Value() != "" || m.statusFilter != "" || m.list.group != nil || m.list.server != "" {
+		back, server := m.backToServers, m.list.server
+		if m.filter.Value() != "" || m.statusFilter != "" || m.list.group != nil || m.list.server != "" || m.list.agent != "" {
 			m.filter.SetValue("")
 			m.statusFilter = ""
 			m.list.server = ""
+			m.list.agent = ""
 			m.list.group = nil
 			m.applyFilter()
 			m.say("showing every task")
+		}
+		if back {
+			m.openServers(server)
 		}
 	case key.Matches(msg, k.Filter):
 		m.filtering = true

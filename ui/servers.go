@@ -155,6 +155,11 @@ type serverHealth struct {
 	pushErr string
 	lastErr string // the latest poll error
 	lastAt  time.Time
+	// For the servers view (serverview.go): its tasks that wait for
+	// input, those no live engine can poll, and the engines that poll
+	// them on a shared store.
+	waiting, noEngine int
+	watchers          []string
 }
 
 // maxHeaderErr bounds a server's last error in the header (the detail
@@ -170,10 +175,21 @@ const behindAfter = time.Second
 func (m *Model) refreshHealth() {
 	clear(m.behind)
 	clear(m.pushed)
+	clear(m.noEngine)
+	clear(m.watchers)
 	for id, p := range m.polls {
 		r, ok := m.list.byID[id]
 		if !ok || !r.task.Pollable() {
 			continue
+		}
+		if p.NoEngine {
+			m.noEngine[r.server]++
+		}
+		if p.Watcher != "" {
+			if m.watchers[r.server] == nil {
+				m.watchers[r.server] = map[string]int{}
+			}
+			m.watchers[r.server][p.Watcher]++
 		}
 		if !p.Next.IsZero() && m.now.Sub(p.Next) > behindAfter {
 			m.behind[r.server]++

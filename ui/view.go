@@ -45,6 +45,8 @@ func (m *Model) View() tea.View {
 		body = m.palette.View(m.styles, m.boxWidth(), max(m.height-headerLines-footerLines-7, 3))
 	case modeForm:
 		body = m.box(m.form.form.View())
+	case modeServers:
+		body = m.viewServersPane()
 	default:
 		body = m.viewTable()
 	}

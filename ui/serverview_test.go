@@ -1,0 +1,84 @@
+package ui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// serverTasks are the sample tasks (on build) and two more servers: web,
+// whose one open task waits for input, and a server whose tasks ended.
+func serverTasks() []*model.Task {
+	tasks := sampleTasks()
+	web := *tasks[1]
+	web.ID, web.Server = "t90", model.ServerRef{Name: "web"}
+	old := *tasks[2]
+	old.ID, old.Server = "t91", model.ServerRef{Name: "old"}
+	return append(tasks, &web, &old)
+}
+
+// TestServersView: S lists every server with its health, open and
+// waiting counts, push state, polls behind, last error and the engine
+// that watches it; the lines under the table say the selected server in
+// full at 80 columns; enter shows its tasks alone and esc comes back.
+func TestServersView(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			tasks := serverTasks()
+			m := loaded(t, tasks, size[0], size[1])
+			failed := deck.PollState{Errors: 3, LastError: "server build unreachable: connection refused by 127.0.0.1:9", LastPolled: fixedNow, Watcher: "hostb/4242/0a0b0c0d"}
+			m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventPoll, Rev: 2, Entries: []deck.Entry{
+				{Task: tasks[0], Poll: failed}, {Task: tasks[8], Poll: deck.PollState{Next: fixedNow.Add(-10e9), Watcher: "hosta/17/01020304"}},
+				{Task: tasks[9], Poll: deck.PollState{NoEngine: true}}}}}})
+			m.configured = []deck.Server{{Name: "build", Push: deck.PushDown, PushError: "the stream ended"}, {Name: "web", Push: deck.PushUp}}
+			m.Update(tickMsg(fixedNow))
+			m.Update(keyMsg("S"))
+			s := plainView(m)
+			build := lineWith(s, "  build  ")
+			for _, want := range []string{pollFailedSymbol, " 3 ", " 1 ", "down", "connection refused"} {
+				if !strings.Contains(build, want) {
+					t.Errorf("build's row lacks %q: %q\n%s", want, build, s)
+				}
+			}
+			if web := lineWith(s, "  web  "); !strings.Contains(web, " 1 ") || !strings.Contains(web, "up") || !strings.Contains(web, "no engine polls") {
+				t.Errorf("web's row: %q", web)
+			}
+			if old := lineWith(s, "  old  "); !strings.Contains(old, "·") {
+				t.Errorf("a server whose tasks ended: %q", old)
+			}
+			// The first server (build) is selected: all of it under the table.
+			for _, want := range []string{"push: stream down, re-subscribing: the stream ended", "last error: server build unreachable: connection refused by 127.0.0.1:9",
+				"watched by: hosta, pid 17; hostb, pid 4242", "1 poll behind"} {
+				if !strings.Contains(strings.Join(strings.Fields(s), " "), want) {
+					t.Errorf("the servers view lacks %q:\n%s", want, s)
+				}
+			}
+			for i, l := range strings.Split(s, "\n") {
+				if w := len([]rune(l)); w > size[0] {
+					t.Errorf("line %d is %d cells wide: %q", i, w, l)
+				}
+			}
+
+			m.Update(keyMsg("j"))
+			m.Update(keyMsg("j"))
+			m.Update(keyMsg("enter"))
+			if ids := visibleIDs(m); len(ids) != 1 || ids[0] != "t90" || m.mode() != modeTable {
+				t.Fatalf("enter on web shows %v in mode %v, want web's task alone", ids, m.mode())
+			}
+			if !strings.Contains(plainView(m), "server: web") {
+				t.Errorf("the footer does not say the server shown:\n%s", plainView(m))
+			}
+			m.Update(keyMsg("esc"))
+			if m.mode() != modeServers || m.servers.name != "web" || len(m.list.visible) != len(tasks) {
+				t.Fatalf("esc after the drill: mode %v on %q, %d rows", m.mode(), m.servers.name, len(m.list.visible))
+			}
+			m.Update(keyMsg("esc"))
+			if m.mode() != modeTable {
+				t.Fatalf("esc in the servers view leaves mode %v", m.mode())
+			}
+		})
+	}
+}
