@@ -660,7 +660,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 		return m.askRerun()
 	case key.Matches(msg, k.Palette):
 		var cmd tea.Cmd
-		m.palette, cmd = newPalette(m.keys, m.opts.ReadOnly)
+		m.palette, cmd = newPalette(m.keys, m.opts.ReadOnly, m.places())
 		m.detail = nil
 		return cmd
 	case key.Matches(msg, k.Suspend):

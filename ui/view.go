@@ -138,7 +138,7 @@ func (m *Model) emptyText() string {
 		return "  loading the store…"
 	case m.list.Len() == 0:
 		return "  no tasks yet: press n to call a tool, or run `taskdeck call`"
-	case m.inInbox() && m.filter.Value() == "" && m.list.server == "":
+	case m.inInbox() && m.filter.Value() == "" && m.list.server == "" && m.list.agent == "":
 		return "  no task waits for your answer (0 shows every task)"
 	}
 	return "  no task matches the filter (esc clears it, s changes the status filter)"
@@ -227,6 +227,9 @@ func (m *Model) viewFooter() string {
 	}
 	if m.list.server != "" {
 		info += " · server: " + m.list.server
+	}
+	if m.list.agent != "" {
+		info += " · agent: " + m.list.agent
 	}
 	if m.filtering || m.filter.Value() != "" {
 		info += " · " + m.filter.View()
