@@ -86,7 +86,7 @@ func TestTUISearchPaletteBulkRerun(t *testing.T) {
 			tm.keys("?")
 			tm.waitText("ctrl+r/R re-run")
 			tm.keys("Escape") // closes the help
-			tm.waitText("STATUS")
+			tm.waitText("SERVER")
 			if c.noColor {
 				if n := sgrColours(tm.rawOutput()); n != 0 {
 					t.Fatalf("NO_COLOR=1 but the program sent %d colour attributes", n)

@@ -491,6 +491,17 @@ func (l *taskList) withFailing(rows []*row, order func(a, b *row) int) []*row {
 	return append(append(merged, rows...), extra...)
 }
 
+// hasAgents reports whether a record held names an agent: the table
+// then has an AGENT column.
+func (l *taskList) hasAgents() bool {
+	for _, n := range l.agents {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Len is the number of tasks, filtered or not.
 func (l *taskList) Len() int { return len(l.all) }
 

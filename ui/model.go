@@ -460,7 +460,12 @@ func (m *Model) onReconcile(r deck.Reconcile) {
 // alert rings the bell (and notifies the desktop where asked) when a
 // task starts waiting for input.
 func (m *Model) alert(t *model.Task) tea.Cmd {
-	m.say(fmt.Sprintf("task %s (%s) waits for input: press i then a (2: every task that waits)", t.ID, termtext.Line(t.Tool)))
+	// The keys first: at 80 columns the line's end is cut.
+	hint := termtext.Line(t.Tool) + " waits for input: press i then a (2: inbox)"
+	if t.Agent != "" {
+		hint = "agent " + termtext.Line(t.Agent) + " waits on you (" + termtext.Line(t.Tool) + "): press i then a"
+	}
+	m.say(hint + " · task " + m.list.shortID(t.ID))
 	out := "\a"
 	if m.opts.Notify {
 		// Sanitized text has no ESC or BEL to end the sequence early; a

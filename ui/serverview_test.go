@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -78,6 +79,50 @@ func TestServersView(t *testing.T) {
 			m.Update(keyMsg("esc"))
 			if m.mode() != modeTable {
 				t.Fatalf("esc in the servers view leaves mode %v", m.mode())
+			}
+		})
+	}
+}
+
+// TestAgentColumnMarksAndAges: once a record names an agent the table
+// has an AGENT column (at 80 columns too, where the status is its symbol
+// alone); a marked row is drawn marked, not only with *; ages under ten
+// minutes keep their seconds; a task that starts to wait says which
+// agent waits on you, the keys first.
+func TestAgentColumnMarksAndAges(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			tasks := sampleTasks()
+			m := loaded(t, tasks, size[0], size[1])
+			if s := plainView(m); strings.Contains(s, "AGENT") {
+				t.Fatalf("an AGENT column with no agent:\n%s", s)
+			}
+			held := tasks[1].Clone()
+			held.Agent = "ux-agent-held"
+			m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventChange, Rev: 2, Entries: []deck.Entry{{Task: held}}}}})
+			s := plainView(m)
+			row := lineWith(s, " deploy ")
+			if !strings.Contains(s, "AGENT") || !strings.Contains(row, "ux-agen") || !strings.Contains(row, "5m00s") {
+				t.Fatalf("the deploy row at %d columns: %q\n%s", size[0], row, s)
+			}
+			narrow := size[0] < 100
+			if got := strings.Contains(s, "STATUS"); got == narrow {
+				t.Errorf("at %d columns the STATUS title shown = %v", size[0], got)
+			}
+			if narrow && strings.Contains(row, "input_required") {
+				t.Errorf("the narrow status column holds the name: %q", row)
+			}
+
+			m.alert(held)
+			if line := lineWith(plainView(m), "waits on you"); !strings.Contains(line, "agent ux-agent-held waits on you (deploy): press i then a") {
+				t.Errorf("the status line when the task began to wait: %q", line)
+			}
+
+			m.Update(keyMsg("j"))
+			m.Update(keyMsg("space")) // marks t07; the cursor goes on to the next row
+			marked := lineWith(m.View().Content, "t07")
+			if !strings.HasPrefix(ansi.Strip(marked), "*") || !strings.Contains(marked, "\x1b[1mt07") {
+				t.Errorf("a marked row is not drawn marked: %q", marked)
 			}
 		})
 	}
