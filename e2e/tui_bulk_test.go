@@ -48,8 +48,9 @@ func TestTUISearchPaletteBulkRerun(t *testing.T) {
 
 			// Mark all from the palette, then cancel: the question lists them.
 			tm.keys(":")
-			tm.waitText("Commands", "mark all")
+			tm.waitText("Go to, or do", "inbox")
 			tm.typeText("mark all")
+			tm.waitText("> mark all")
 			tm.keys("Enter")
 			tm.waitText("marked all 3 tasks shown")
 			tm.keys("c")

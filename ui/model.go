@@ -139,6 +139,7 @@ type Model struct {
 	filtering    bool // the filter prompt takes the keys
 	statusFilter model.Status
 	helpOpen     bool
+	helpTop      int // the help's first line shown: it scrolls where the screen is short
 	// The overlays, nil when closed. Where several are open (a question
 	// asked from a form, a tool list that came while a form was open),
 	// mode says which one takes the keys.
@@ -591,7 +592,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return cmd
 	case modeHelp:
-		m.helpOpen = false
+		m.keyHelp(msg)
 		return nil
 	case modeFilter:
 		return m.keyFilter(msg)
@@ -699,7 +700,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Copy):
 		return m.copyResult()
 	case key.Matches(msg, k.Help):
-		m.helpOpen = true
+		m.helpOpen, m.helpTop = true, 0
 		m.detail = nil
 	}
 	return nil

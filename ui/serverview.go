@@ -67,7 +67,7 @@ func (m *Model) keyServers(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Quit):
 		return m.quit()
 	case key.Matches(msg, k.Help):
-		m.helpOpen = true
+		m.helpOpen, m.helpTop = true, 0
 		return nil
 	case key.Matches(msg, k.Pick):
 		if len(rows) > 0 {

@@ -127,3 +127,52 @@ func TestAgentColumnMarksAndAges(t *testing.T) {
 		})
 	}
 }
+
+// TestHelpScrollsAndHeaderSummarises: at 80×24 the help is clipped no
+// more: its last line says how much is left, ↓ and pgdn scroll to the
+// legend's end, another key closes it; where the servers do not fit the
+// header line (ten servers at 120 columns, two at 80) it counts them by
+// health, names the troubled ones and gives the servers view's key.
+func TestHelpScrollsAndHeaderSummarises(t *testing.T) {
+	m := loaded(t, sampleTasks(), 80, 24)
+	m.Update(keyMsg("?"))
+	s := plainView(m)
+	if !strings.Contains(s, "more lines (↑/↓, pgup/pgdn scroll)") || strings.Contains(s, "its last polls failed") {
+		t.Fatalf("the help at 80x24:\n%s", s)
+	}
+	m.Update(keyMsg("pgdown"))
+	m.Update(keyMsg("down"))
+	s = plainView(m)
+	if !strings.Contains(s, "its last polls failed") || !strings.Contains(s, "any other key closes") || len(strings.Split(m.View().Content, "\n")) != 24 {
+		t.Fatalf("the help scrolled to its end:\n%s", s)
+	}
+	m.Update(keyMsg("x"))
+	if m.mode() != modeTable {
+		t.Fatalf("a key other than a scroll leaves mode %v", m.mode())
+	}
+
+	var tasks []*model.Task
+	var servers []deck.Server
+	for i := range 10 {
+		name := fmt.Sprintf("server%02d", i)
+		servers = append(servers, deck.Server{Name: name})
+		for _, tk := range sampleTasks()[:2] {
+			tk.ID, tk.Server = fmt.Sprintf("%s-%s", tk.ID, name), model.ServerRef{Name: name}
+			tasks = append(tasks, tk)
+		}
+	}
+	m = loaded(t, tasks, 120, 30)
+	m.configured = servers
+	failed := deck.PollState{Errors: 3, LastError: "connection refused"}
+	m.Update(feedMsg{events: []deck.Event{{Kind: deck.EventPoll, Rev: 2, Entries: []deck.Entry{{Task: tasks[18], Poll: failed}, {Task: tasks[19], Poll: failed}}}}})
+	line := lineWith(plainView(m), "servers")
+	if !strings.Contains(line, "servers ✗1 ✓9 (S) ✗ server09") {
+		t.Fatalf("ten servers at 120 columns: %q", line)
+	}
+	m.Update(keyMsg("S"))
+	for _, s := range servers {
+		if !strings.Contains(plainView(m), "  "+s.Name+" ") {
+			t.Errorf("the servers view lacks %s:\n%s", s.Name, plainView(m))
+		}
+	}
+}

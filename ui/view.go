@@ -285,19 +285,62 @@ func (m *Model) viewFooter() string {
 	return status + "\n" + ansi.Truncate(m.help.ShortHelpView(keys), m.width, "…")
 }
 
-func (m *Model) viewHelp() string {
+// helpText is the whole help: the keys by column, then the legend.
+func (m *Model) helpText() []string {
 	var b strings.Builder
 	b.WriteString(m.help.FullHelpView(m.keys.FullHelp()))
 	b.WriteString("\n\nIn a form: esc back (nothing sent) · ctrl+x decline or cancel the request\n")
-	b.WriteString("Statuses:\n")
+	b.WriteString("Statuses (below 100 columns the table shows the symbol alone):\n")
 	for _, st := range model.AllStatuses {
 		look := statusLooks[st]
 		b.WriteString("  " + m.styles.Status[st].Render(look.Symbol+" "+string(st)) + "\n")
 	}
 	b.WriteString("  " + m.styles.ToolError.Render(toolErrorLook.Symbol+" completed") + " with a tool error\n")
-	b.WriteString("  " + m.styles.Error.Render(pollFailedSymbol) + " its last polls failed\n")
-	b.WriteString("any key closes this help")
-	return b.String()
+	b.WriteString("  " + m.styles.Error.Render(pollFailedSymbol) + " its last polls failed")
+	return strings.Split(b.String(), "\n")
+}
+
+// helpRows is how many lines of the help the screen shows at once: the
+// screen but the two header lines, the last line (what keys do here) and
+// the footer.
+func (m *Model) helpRows() int { return max(m.height-2-1-footerLines, 1) }
+
+// viewHelp is the help from helpTop on; its last line says what scrolls
+// it and how much is left, so that a short screen clips nothing unseen.
+func (m *Model) viewHelp() string {
+	lines := m.helpText()
+	rows := m.helpRows()
+	top := max(min(m.helpTop, len(lines)-rows), 0)
+	end := min(top+rows, len(lines))
+	out := append([]string(nil), lines[top:end]...)
+	switch {
+	case end < len(lines):
+		out = append(out, m.styles.Dim.Render(fmt.Sprintf("↓ %d more lines (↑/↓, pgup/pgdn scroll) · any other key closes this help", len(lines)-end)))
+	case top > 0:
+		out = append(out, m.styles.Dim.Render("↑ scrolls back · any other key closes this help"))
+	default:
+		out = append(out, "any key closes this help")
+	}
+	return strings.Join(out, "\n")
+}
+
+// keyHelp scrolls the help, or closes it.
+func (m *Model) keyHelp(msg tea.KeyPressMsg) {
+	k := m.keys
+	last := max(len(m.helpText())-m.helpRows(), 0)
+	switch {
+	case key.Matches(msg, k.Up):
+		m.helpTop--
+	case key.Matches(msg, k.Down):
+		m.helpTop++
+	case key.Matches(msg, k.PageUp):
+		m.helpTop -= m.helpRows()
+	case key.Matches(msg, k.PageDown):
+		m.helpTop += m.helpRows()
+	default:
+		m.helpOpen = false
+	}
+	m.helpTop = max(min(m.helpTop, last), 0)
 }
 
 func (m *Model) box(s string) string {
