@@ -176,3 +176,22 @@ func TestHelpScrollsAndHeaderSummarises(t *testing.T) {
 		}
 	}
 }
+
+// TestDetailWrapsLongLines: at 80 columns the detail pane wraps a long
+// status message instead of cutting it.
+func TestDetailWrapsLongLines(t *testing.T) {
+	tasks := sampleTasks()
+	tasks[0].StatusMessage = "step 3 of 7: linking the release binary for linux/amd64 with every plugin; the end of the line says DONE-MARK"
+	m := loaded(t, tasks, 80, 24)
+	m.cursor = m.list.IndexOf(tasks[0].ID)
+	m.Update(keyMsg("enter"))
+	s := plainView(m)
+	if !strings.Contains(s, "DONE-MARK") {
+		t.Fatalf("the detail pane cuts the long message:\n%s", s)
+	}
+	for i, l := range strings.Split(s, "\n") {
+		if w := len([]rune(l)); w > 80 {
+			t.Errorf("line %d is %d cells wide: %q", i, w, l)
+		}
+	}
+}
