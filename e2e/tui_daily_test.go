@@ -19,7 +19,8 @@ const approveCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"na
 // the servers view, with a server that stopped answering flagged and its
 // error under the table; enter shows that server's tasks alone and esc
 // comes back; the palette goes to :agent NAME, :group finished, :inbox
-// and :servers.
+// and :servers; the header's servers and ? help fit 80×24 (the help
+// scrolls).
 func TestTUIServersPaletteAndAgents(t *testing.T) {
 	for _, size := range [][2]int{{80, 24}, {200, 60}} {
 		for _, noColor := range []bool{false, true} {
@@ -76,6 +77,16 @@ func tuiServersPaletteAndAgents(t *testing.T, width, height int, noColor bool) {
 		return len(rows) == 1 && strings.Contains(rows[0].line, "ux-agen") && strings.Contains(s, "AGENT") && strings.Contains(s, "4 problems 1")
 	})
 
+	// The header names every server's health, or at 80 columns counts
+	// them, names the troubled one and gives the servers view's key.
+	header := "✗ flaky unreachable"
+	if width < 100 {
+		header = "servers ✗1 ✓1 (S)" // the names after it are cut
+	}
+	if !strings.Contains(s, header) {
+		t.Errorf("the header lacks %q:\n%s", header, s)
+	}
+
 	// S: the servers view, each server on a row, flaky unreachable.
 	tm.keys("S")
 	s = tm.waitScreen("the servers view with flaky unreachable", func(s string) bool {
@@ -129,6 +140,17 @@ func tuiServersPaletteAndAgents(t *testing.T, width, height int, noColor bool) {
 	palette("servers")
 	tm.waitText("PUSH", "BEHIND")
 	tm.keys("Escape")
+	tm.waitScreen("the table again", func(s string) bool { return !strings.Contains(s, "PUSH") })
+
+	// ? help: scrolled to its legend's end where the screen is short.
+	tm.keys("?")
+	if height < 40 {
+		tm.waitText("more lines (↑/↓, pgup/pgdn scroll)")
+		tm.keys("NPage", "NPage")
+	}
+	tm.waitText("its last polls failed", "closes this help")
+	tm.keys("x")
+	tm.waitScreen("the help closed", func(s string) bool { return !strings.Contains(s, "closes this help") })
 
 	if noColor {
 		if n := sgrColours(tm.capture(true)); n != 0 {
