@@ -48,8 +48,9 @@ func TestTUISearchPaletteBulkRerun(t *testing.T) {
 
 			// Mark all from the palette, then cancel: the question lists them.
 			tm.keys(":")
-			tm.waitText("Commands", "mark all")
+			tm.waitText("Go to, or do", "inbox")
 			tm.typeText("mark all")
+			tm.waitText("> mark all")
 			tm.keys("Enter")
 			tm.waitText("marked all 3 tasks shown")
 			tm.keys("c")
@@ -86,7 +87,7 @@ func TestTUISearchPaletteBulkRerun(t *testing.T) {
 			tm.keys("?")
 			tm.waitText("ctrl+r/R re-run")
 			tm.keys("Escape") // closes the help
-			tm.waitText("STATUS")
+			tm.waitText("SERVER")
 			if c.noColor {
 				if n := sgrColours(tm.rawOutput()); n != 0 {
 					t.Fatalf("NO_COLOR=1 but the program sent %d colour attributes", n)

@@ -241,27 +241,42 @@ type tuiRow struct {
 }
 
 // tableRows parses the task table: the lines under the column titles, up
-// to the first blank line.
+// to the first blank line. Below 100 columns the status column is its
+// symbol alone (titled S): the status is read from the symbol (✗ reads
+// as failed, though a tool error shows it too).
 func tableRows(screen string) []tuiRow {
 	lines := strings.Split(screen, "\n")
 	var rows []tuiRow
-	in := false
+	in, narrow := false, false
 	for _, l := range lines {
 		if !in {
-			in = strings.Contains(l, "STATUS") && strings.Contains(l, "TOOL")
+			in = strings.Contains(l, "ID") && strings.Contains(l, "SERVER") && strings.Contains(l, "TOOL")
+			narrow = in && !strings.Contains(l, "STATUS")
 			continue
 		}
 		f := strings.Fields(l)
 		if len(f) > 0 && f[0] == "*" { // marked
 			f = f[1:]
 		}
-		if len(f) < 5 {
+		if len(f) < 4 {
 			break
 		}
 		f = f[1:] // the short id
+		if narrow {
+			f = append([]string{f[0], symbolStatus[f[0]]}, f[1:]...)
+		}
+		if len(f) < 4 {
+			break
+		}
 		rows = append(rows, tuiRow{symbol: f[0], status: f[1], server: f[2], tool: f[3], line: l})
 	}
 	return rows
+}
+
+// symbolStatus reads a narrow status column's symbol.
+var symbolStatus = map[string]string{
+	"…": "calling", "●": "working", "?": "input_required", "!": "orphaned", "✓": "completed",
+	"✗": "failed", "⊘": "cancelled", "∅": "unknown", "⚠": "",
 }
 
 // rowsOf are the table rows of one tool.
@@ -547,7 +562,7 @@ func TestTUICancelPruneNewCallResize(t *testing.T) {
 	s = tm.waitScreen("the 80×24 layout", func(s string) bool {
 		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 		return len(lines) == 24 && strings.HasPrefix(lines[0], "taskdeck") &&
-			strings.Contains(lines[2], "STATUS") && strings.Contains(lines[2], "NEXT") &&
+			strings.Contains(lines[2], "SERVER") && strings.Contains(lines[2], "NEXT") &&
 			strings.Contains(lines[22], "sort: newest") && strings.Contains(lines[23], "help")
 	})
 	if rows := tableRows(s); len(rows) != 2 {
@@ -675,11 +690,11 @@ func TestTUIConfirmAndHelpAt80x24(t *testing.T) {
 		return len(clitest.Missing(strings.Join(strings.Fields(s), " "), want...)) == 0 // the help pads its columns
 	})
 	tm.keys("Escape") // any key closes the help
-	tm.waitText("STATUS", "NEXT")
+	tm.waitText("SERVER", "NEXT")
 
 	tm.keys("c")
 	s := tm.waitText("Cancel 1 task on the server?", sleepID, "[ No ]", "Yes, cancel")
-	if !strings.Contains(s, "STATUS") {
+	if !strings.Contains(s, "SERVER") {
 		t.Fatalf("the question hides the table:\n%s", s)
 	}
 	tm.keys("Enter")

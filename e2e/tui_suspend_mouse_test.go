@@ -68,7 +68,7 @@ func TestTUISuspendResume(t *testing.T) {
 
 			tm.keys("C-z")
 			s := tm.waitScreen("the shell's job-control message", func(s string) bool {
-				return strings.Contains(s, "Stopped") && !strings.Contains(s, "STATUS")
+				return strings.Contains(s, "Stopped") && !strings.Contains(s, "SERVER")
 			})
 			if strings.Contains(s, "Done") || strings.Contains(s, "Exit") {
 				t.Fatalf("ctrl+z ended the dashboard instead of suspending it:\n%s", s)
@@ -77,11 +77,11 @@ func TestTUISuspendResume(t *testing.T) {
 			tm.typeText("fg")
 			tm.keys("Enter")
 			tm.waitScreen("the table drawn again", func(s string) bool {
-				return oneRow(s, "sleep") == "working" && strings.Contains(s, "STATUS")
+				return oneRow(s, "sleep") == "working" && strings.Contains(s, "SERVER")
 			})
 			tm.keys("q")
 			tm.waitScreen("the shell's prompt after the dashboard", func(s string) bool {
-				return !strings.Contains(s, "STATUS") && strings.HasSuffix(strings.TrimRight(s, "\n"), "$")
+				return !strings.Contains(s, "SERVER") && strings.HasSuffix(strings.TrimRight(s, "\n"), "$")
 			})
 			tm.typeText(`echo "EXITED $?"`)
 			tm.keys("Enter")
@@ -119,7 +119,7 @@ func TestTUIMouse(t *testing.T) {
 			lines := strings.Split(s, "\n")
 			title := 0
 			for i, l := range lines {
-				if strings.Contains(l, "STATUS") && strings.Contains(l, "TOOL") {
+				if strings.Contains(l, "SERVER") && strings.Contains(l, "TOOL") {
 					title = i
 					break
 				}

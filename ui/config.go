@@ -132,6 +132,7 @@ func (c *Config) setKeys(keys map[string][]string) error {
 var modeNames = map[mode]string{
 	modeTable: "table", modeDetail: "detail pane", modeFilter: "filter prompt", modeHelp: "help",
 	modeConfirm: "questions", modeForm: "forms", modePick: "pickers", modePalette: "command palette",
+	modeServers: "servers view",
 }
 
 // colorValue is what a colour may be: an ANSI number or #rgb / #rrggbb.

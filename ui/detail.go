@@ -29,7 +29,9 @@ const (
 )
 
 func newDetailPane(id string) *detailPane {
-	return &detailPane{id: id, vp: viewport.New()}
+	vp := viewport.New()
+	vp.SoftWrap = true // a long line wraps, not cut at the pane's edge
+	return &detailPane{id: id, vp: vp}
 }
 
 // SetSize sets the space the pane may use.

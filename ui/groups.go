@@ -96,6 +96,8 @@ func (m *Model) keyViews(msg tea.KeyPressMsg) bool {
 		m.showGroup(nil)
 	case key.Matches(msg, k.ServerView):
 		m.cycleServer()
+	case key.Matches(msg, k.ServersView):
+		m.openServers(m.list.server)
 	case key.Matches(msg, k.Times):
 		m.absTimes = !m.absTimes
 		m.say(map[bool]string{true: "times: absolute (t: relative)", false: "times: relative (t: absolute)"}[m.absTimes])

@@ -34,6 +34,8 @@ type KeyMap struct {
 	// Views (ops-a): a status group (1 to 4; 2 is the inbox), every
 	// group, one server's tasks, absolute or relative times.
 	Groups, AllGroups, ServerView, Times key.Binding
+	// The servers view (daily-ui): a row per server, enter its tasks.
+	ServersView key.Binding
 }
 
 // DefaultKeyMap is the dashboard's key map.
@@ -100,6 +102,8 @@ func DefaultKeyMap() KeyMap {
 		AllGroups:  b("0", "all", "0"),
 		ServerView: b("v", "server", "v"),
 		Times:      b("t", "clock times", "t"),
+
+		ServersView: b("S", "servers view", "S"),
 	}
 }
 
@@ -112,7 +116,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Suspend, k.Groups, k.AllGroups},
-		{k.Detail, k.Filter, k.StatusFilter, k.Sort, k.Copy, k.Palette, k.ServerView, k.Times, k.Quit},
+		{k.Detail, k.Filter, k.StatusFilter, k.Sort, k.Copy, k.Palette, k.ServerView, k.ServersView, k.Times, k.Quit},
 		{k.Mark, k.MarkRange, k.MarkAll, k.ClearMarks, k.Answer, k.NextInput, k.Back},
 		{k.PollNow, k.NewCall, k.Rerun, k.Cancel, k.Forget, k.Prune, k.Help},
 	}
@@ -148,6 +152,7 @@ func (k KeyMap) modeKeys() map[mode][]key.Binding {
 		modeConfirm: {k.Choose, k.Pick, k.Confirm, k.Deny},
 		modeForm:    {k.FormBack, k.Refuse},
 		modePick:    {k.Up, k.Down, k.Pick, k.PickBack},
+		modeServers: {k.Up, k.Down, k.Top, k.Bottom, k.Pick, k.PickBack, k.ServersView, k.Quit, k.Help},
 	}
 }
 
@@ -158,6 +163,8 @@ func (k KeyMap) shortHelp(m mode) []key.Binding {
 		return k.ShortHelp()
 	case modeDetail:
 		return []key.Binding{k.Close, k.Quit, k.Scroll, k.Answer, k.Cancel, k.Copy}
+	case modeServers:
+		return []key.Binding{k.Move, key.NewBinding(key.WithKeys(k.Pick.Keys()...), key.WithHelp(k.Pick.Help().Key, "its tasks")), k.PickBack, k.Help, k.Quit}
 	}
 	return k.modeKeys()[m]
 }

@@ -18,13 +18,13 @@ import (
 // changed in place: an update makes a new row, so the old one can still
 // be found where the sort order put it.
 type row struct {
-	task                 *model.Task
-	server, tool, msg    string
-	text                 search.Text // what the filter searches
-	statusRank, isErrRnk int
-	status               model.Status // the task's, here so a filter pass reads only rows
-	waits                bool         // input_required with questions not yet answered
-	waitingSince         time.Time    // when it began to wait for the operator (the inbox's clock)
+	task                     *model.Task
+	server, tool, msg, agent string
+	text                     search.Text // what the filter searches
+	statusRank, isErrRnk     int
+	status                   model.Status // the task's, here so a filter pass reads only rows
+	waits                    bool         // input_required with questions not yet answered
+	waitingSince             time.Time    // when it began to wait for the operator (the inbox's clock)
 	// groups has bit i set when deck.Groups[i] holds the row by its status
 	// alone (failing polls are the list's to know): a group key reads
 	// the group's own rows, not every row.
@@ -40,6 +40,7 @@ func newRow(t *model.Task, server string) *row {
 		server: server,
 		tool:   termtext.Line(t.Tool),
 		msg:    termtext.Line(t.StatusMessage),
+		agent:  termtext.Line(t.Agent),
 	}
 	r.status, r.waits = t.Status, t.WaitsForInput()
 	if r.waits {
@@ -115,6 +116,7 @@ type taskList struct {
 	status model.Status // status filter; "" for all
 	group  *deck.Group  // group view (groups.go); nil for all
 	server string       // server view: a server's shown name; "" for all
+	agent  string       // agent view: an agent's name as shown; "" for all
 	// failing are the open tasks whose last poll failed (the problems group).
 	failing map[string]bool
 	// names shows a server's name (servers.go); nil: as recorded.
@@ -128,13 +130,17 @@ type taskList struct {
 	servers map[string]int // tasks per shown server name
 	open    map[string]int // working and waiting tasks per shown server name
 	waiting int            // rows that wait for input
+	// waitingOn are the rows that wait for input per shown server name,
+	// agents the rows per agent (the palette offers them).
+	waitingOn, agents map[string]int
 	// reorders counts the sorts and the single-row moves: what a batch
 	// of changes cost (the tests count it).
 	reorders int
 }
 
 func newTaskList() *taskList {
-	return &taskList{byID: map[string]*row{}, byGroup: make([][]*row, len(deck.Groups)), counts: map[model.Status]int{}, extra: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{}}
+	return &taskList{byID: map[string]*row{}, byGroup: make([][]*row, len(deck.Groups)), counts: map[model.Status]int{}, extra: map[model.Status]int{}, servers: map[string]int{}, open: map[string]int{}, failing: map[string]bool{},
+		waitingOn: map[string]int{}, agents: map[string]int{}}
 }
 
 func (l *taskList) cmp(a, b *row) int { return sortOrders[l.order].cmp(a, b) }
@@ -162,12 +168,12 @@ func (l *taskList) newRow(t *model.Task) *row {
 }
 
 type shownBy struct {
-	group  *deck.Group
-	server string
-	status model.Status
+	group         *deck.Group
+	server, agent string
+	status        model.Status
 }
 
-func (l *taskList) shownNow() shownBy { return shownBy{l.group, l.server, l.status} }
+func (l *taskList) shownNow() shownBy { return shownBy{l.group, l.server, l.agent, l.status} }
 
 // memoFields are the fields of few values: a search decides its terms on
 // them once per value, not once per row.
@@ -220,6 +226,9 @@ func (l *taskList) matches(r *row) bool {
 	if l.server != "" && r.server != l.server {
 		return false
 	}
+	if l.agent != "" && r.agent != l.agent {
+		return false
+	}
 	for i := range l.memo {
 		if len(l.memo[i].q) > 0 && !l.memo[i].holds(r.keys[i], &l.vals[i]) {
 			return false
@@ -239,6 +248,8 @@ func (l *taskList) Replace(tasks []*model.Task) {
 	clear(l.counts)
 	clear(l.servers)
 	clear(l.open)
+	clear(l.waitingOn)
+	clear(l.agents)
 	l.waiting = 0
 	l.ends = l.ends[:0]
 	l.Apply(tasks, nil)
@@ -333,6 +344,10 @@ func (l *taskList) count(r *row, d int) {
 	}
 	if r.waits {
 		l.waiting += d
+		l.waitingOn[r.server] += d
+	}
+	if r.agent != "" {
+		l.agents[r.agent] += d
 	}
 }
 
@@ -437,7 +452,7 @@ func (l *taskList) refilter() {
 		i := slices.IndexFunc(deck.Groups, func(g deck.Group) bool { return g.Name == l.group.Name })
 		from = l.withFailing(l.byGroup[i], l.groupCmp(i))
 	}
-	if l.status == "" && l.server == "" && len(l.query) == 0 {
+	if l.status == "" && l.server == "" && l.agent == "" && len(l.query) == 0 {
 		l.visible = append(l.visible[:0], from...)
 		return
 	}
@@ -474,6 +489,17 @@ func (l *taskList) withFailing(rows []*row, order func(a, b *row) int) []*row {
 		}
 	}
 	return append(append(merged, rows...), extra...)
+}
+
+// hasAgents reports whether a record held names an agent: the table
+// then has an AGENT column.
+func (l *taskList) hasAgents() bool {
+	for _, n := range l.agents {
+		if n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Len is the number of tasks, filtered or not.

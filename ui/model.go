@@ -78,6 +78,7 @@ const (
 	modeForm
 	modePick
 	modePalette
+	modeServers
 )
 
 // Model is the dashboard's root model.
@@ -124,9 +125,13 @@ type Model struct {
 	// stopped failing in this batch.
 	absTimes       bool
 	behind, pushed map[string]int
-	ticks          int
-	expiring       int
-	failingMoved   bool
+	// noEngine and watchers are, per server, its open tasks no engine
+	// can poll and the engines that poll them (the servers view).
+	noEngine     map[string]int
+	watchers     map[string]map[string]int
+	ticks        int
+	expiring     int
+	failingMoved bool
 
 	filter       textinput.Model
 	history      *searchHistory
@@ -134,6 +139,7 @@ type Model struct {
 	filtering    bool // the filter prompt takes the keys
 	statusFilter model.Status
 	helpOpen     bool
+	helpTop      int // the help's first line shown: it scrolls where the screen is short
 	// The overlays, nil when closed. Where several are open (a question
 	// asked from a form, a tool list that came while a form was open),
 	// mode says which one takes the keys.
@@ -144,6 +150,10 @@ type Model struct {
 	question   *question
 	palette    *palette
 	listing    *listing
+	servers    *serversPane
+	// backToServers: the server shown alone was chosen in the servers
+	// view, where esc goes back.
+	backToServers bool
 
 	flash    string
 	flashErr bool
@@ -175,6 +185,7 @@ func New(ctx context.Context, opts Options) *Model {
 		keys: opts.Config.keys, styles: opts.Config.styles, mouse: opts.Config.mouse, help: help.New(),
 		width: 80, height: 24,
 		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{}, behind: map[string]int{}, pushed: map[string]int{},
+		noEngine: map[string]int{}, watchers: map[string]map[string]int{},
 		filter: fi, now: opts.Now(),
 	}
 	// Two spaces between the help's columns leave room at 80 columns for
@@ -450,7 +461,12 @@ func (m *Model) onReconcile(r deck.Reconcile) {
 // alert rings the bell (and notifies the desktop where asked) when a
 // task starts waiting for input.
 func (m *Model) alert(t *model.Task) tea.Cmd {
-	m.say(fmt.Sprintf("task %s (%s) waits for input: press i then a (2: every task that waits)", t.ID, termtext.Line(t.Tool)))
+	// The keys first: at 80 columns the line's end is cut.
+	hint := termtext.Line(t.Tool) + " waits for input: press i then a (2: inbox)"
+	if t.Agent != "" {
+		hint = "agent " + termtext.Line(t.Agent) + " waits on you (" + termtext.Line(t.Tool) + "): press i then a"
+	}
+	m.say(hint + " · task " + m.list.shortID(t.ID))
 	out := "\a"
 	if m.opts.Notify {
 		// Sanitized text has no ESC or BEL to end the sequence early; a
@@ -533,10 +549,12 @@ func (m *Model) mode() mode {
 		return modePick
 	case m.palette != nil:
 		return modePalette
-	case m.detail != nil:
-		return modeDetail
 	case m.helpOpen:
 		return modeHelp
+	case m.servers != nil:
+		return modeServers
+	case m.detail != nil:
+		return modeDetail
 	case m.filtering:
 		return modeFilter
 	}
@@ -559,6 +577,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.keyPick(msg)
 	case modePalette:
 		return m.keyPalette(msg)
+	case modeServers:
+		return m.keyServers(msg)
 	case modeDetail:
 		out, cmd := m.detail.Update(msg, m.keys)
 		switch out {
@@ -572,7 +592,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		return cmd
 	case modeHelp:
-		m.helpOpen = false
+		m.keyHelp(msg)
 		return nil
 	case modeFilter:
 		return m.keyFilter(msg)
@@ -609,13 +629,18 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.clearMarks()
-		if m.filter.Value() != "" || m.statusFilter != "" || m.list.group != nil || m.list.server != "" {
+		back, server := m.backToServers, m.list.server
+		if m.filter.Value() != "" || m.statusFilter != "" || m.list.group != nil || m.list.server != "" || m.list.agent != "" {
 			m.filter.SetValue("")
 			m.statusFilter = ""
 			m.list.server = ""
+			m.list.agent = ""
 			m.list.group = nil
 			m.applyFilter()
 			m.say("showing every task")
+		}
+		if back {
+			m.openServers(server)
 		}
 	case key.Matches(msg, k.Filter):
 		m.filtering = true
@@ -641,7 +666,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 		return m.askRerun()
 	case key.Matches(msg, k.Palette):
 		var cmd tea.Cmd
-		m.palette, cmd = newPalette(m.keys, m.opts.ReadOnly)
+		m.palette, cmd = newPalette(m.keys, m.opts.ReadOnly, m.places())
 		m.detail = nil
 		return cmd
 	case key.Matches(msg, k.Suspend):
@@ -675,7 +700,7 @@ func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Copy):
 		return m.copyResult()
 	case key.Matches(msg, k.Help):
-		m.helpOpen = true
+		m.helpOpen, m.helpTop = true, 0
 		m.detail = nil
 	}
 	return nil

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -10,25 +11,46 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/taskdeck/taskdeck/deck"
 )
 
-// palette is the command palette (: or ctrl+p): every action of the
-// table with its keys, narrowed by what is typed. Choosing one does what
-// its key does, so the palette teaches the keys.
+// palette is the command palette (: or ctrl+p): the places to go (the
+// inbox, the servers, a group, an agent's or a server's tasks), then
+// every action of the table with its keys, narrowed by what is typed.
+// Choosing an action does what its key does, so the palette teaches the
+// keys.
 type palette struct {
 	query   textinput.Model
+	places  []paletteItem
 	all     []key.Binding
-	shown   []key.Binding
+	shown   []paletteItem
 	cursor  int
 	matched string // the query shown was narrowed by
 }
 
-func newPalette(k KeyMap, readOnly bool) (*palette, tea.Cmd) {
+// paletteItem is one line of the palette: a place (to) or an action (b).
+type paletteItem struct {
+	desc, keys string
+	to         func(m *Model)
+	b          key.Binding
+}
+
+// place is where the palette can go, as the query names it (`inbox`,
+// `agent bob`), with the key that goes there too, if any.
+type place struct {
+	name, keys string
+	to         func(m *Model)
+}
+
+func newPalette(k KeyMap, readOnly bool, places []place) (*palette, tea.Cmd) {
 	q := textinput.New()
 	q.Prompt = ": "
-	q.Placeholder = "type to narrow, enter runs"
-	q.SetWidth(40)
+	q.Placeholder = "inbox, servers, agent X, group finished, an action…"
+	q.SetWidth(60)
 	p := &palette{query: q}
+	for _, pl := range places {
+		p.places = append(p.places, paletteItem{desc: pl.name, keys: pl.keys, to: pl.to})
+	}
 	// The help's columns run from moving about to acting; the palette
 	// lists the actions first.
 	cols := k.FullHelp()
@@ -46,28 +68,77 @@ func newPalette(k KeyMap, readOnly bool) (*palette, tea.Cmd) {
 	return p, p.query.Focus()
 }
 
-// narrow shows the actions whose description or keys hold every word of
-// the query.
+// places are where the palette goes: the inbox, the servers view, each
+// group, each agent's and each server's tasks.
+func (m *Model) places() []place {
+	k := m.keys
+	out := []place{
+		{"inbox", keyOf(k.Groups, 1), func(m *Model) { m.showGroup(waitingGroup()) }},
+		{"servers", keyOf(k.ServersView, 0), func(m *Model) { m.openServers(m.list.server) }},
+		{"group all", keyOf(k.AllGroups, 0), func(m *Model) { m.showGroup(nil) }},
+	}
+	for i, g := range deck.Groups {
+		out = append(out, place{"group " + g.Name, keyOf(k.Groups, i), func(m *Model) { m.showGroup(&deck.Groups[i]) }})
+	}
+	for _, a := range slices.Sorted(maps.Keys(m.list.agents)) {
+		if m.list.agents[a] > 0 {
+			out = append(out, place{"agent " + a, "", func(m *Model) { m.showAgent(a) }})
+		}
+	}
+	for _, s := range m.serverNames() {
+		out = append(out, place{"server " + s, "", func(m *Model) { m.showServer(s) }})
+	}
+	return out
+}
+
+// keyOf is a binding's i-th key, "" past its last.
+func keyOf(b key.Binding, i int) string {
+	if i < len(b.Keys()) {
+		return b.Keys()[i]
+	}
+	return ""
+}
+
+func waitingGroup() *deck.Group {
+	i := slices.IndexFunc(deck.Groups, func(g deck.Group) bool { return g.Waiting })
+	return &deck.Groups[i]
+}
+
+// narrow shows the places and actions whose name or keys hold every word
+// of the query; `agent X` for an agent no task names yet goes there too.
 func (p *palette) narrow() {
 	p.matched = p.query.Value()
 	words := strings.Fields(strings.ToLower(p.matched))
-	p.shown = p.shown[:0]
-	for _, b := range p.all {
-		text := strings.ToLower(b.Help().Desc + " " + b.Help().Key + " " + strings.Join(b.Keys(), " "))
-		ok := true
+	holds := func(text string) bool {
+		text = strings.ToLower(text)
 		for _, w := range words {
-			ok = ok && strings.Contains(text, w)
+			if !strings.Contains(text, w) {
+				return false
+			}
 		}
-		if ok {
-			p.shown = append(p.shown, b)
+		return true
+	}
+	p.shown = p.shown[:0]
+	for _, pl := range p.places {
+		if holds(pl.desc + " " + pl.keys) {
+			p.shown = append(p.shown, pl)
+		}
+	}
+	if f := strings.Fields(p.matched); len(f) == 2 && f[0] == "agent" && !slices.ContainsFunc(p.shown, func(it paletteItem) bool { return it.desc == "agent "+f[1] }) {
+		name := f[1]
+		p.shown = append(p.shown, paletteItem{desc: "agent " + name, to: func(m *Model) { m.showAgent(name) }})
+	}
+	for _, b := range p.all {
+		if holds(b.Help().Desc + " " + b.Help().Key + " " + strings.Join(b.Keys(), " ")) {
+			p.shown = append(p.shown, paletteItem{desc: b.Help().Desc, keys: strings.Join(b.Keys(), " "), b: b})
 		}
 	}
 	p.cursor = max(min(p.cursor, len(p.shown)-1), 0)
 }
 
-// Update takes one key. With done, run is the key press of the action
-// chosen, or nil for back.
-func (p *palette) Update(msg tea.KeyPressMsg, k KeyMap) (run *tea.KeyPressMsg, done bool, cmd tea.Cmd) {
+// Update takes one key. With done, chosen is the item chosen, or nil
+// for back.
+func (p *palette) Update(msg tea.KeyPressMsg, k KeyMap) (chosen *paletteItem, done bool, cmd tea.Cmd) {
 	switch {
 	case key.Matches(msg, k.PickBack):
 		return nil, true, nil
@@ -75,8 +146,7 @@ func (p *palette) Update(msg tea.KeyPressMsg, k KeyMap) (run *tea.KeyPressMsg, d
 		if len(p.shown) == 0 {
 			return nil, false, nil
 		}
-		press, _ := keyPress(p.shown[p.cursor].Keys()[0]) // the config took only names keyPress reads
-		return &press, true, nil
+		return &p.shown[p.cursor], true, nil
 	case key.Matches(msg, k.Move):
 		if msg.Code == tea.KeyUp {
 			p.cursor = max(p.cursor-1, 0)
@@ -92,39 +162,62 @@ func (p *palette) Update(msg tea.KeyPressMsg, k KeyMap) (run *tea.KeyPressMsg, d
 	return nil, false, cmd
 }
 
-// keyPalette routes a key to the palette; the action chosen is done as
-// its key would do it in the table.
+// keyPalette routes a key to the palette; a place chosen is gone to, an
+// action done as its key would do it in the table.
 func (m *Model) keyPalette(msg tea.KeyPressMsg) tea.Cmd {
-	run, done, cmd := m.palette.Update(msg, m.keys)
+	chosen, done, cmd := m.palette.Update(msg, m.keys)
 	if !done {
 		return cmd
 	}
 	m.palette = nil
-	if run == nil {
+	switch {
+	case chosen == nil:
+		return nil
+	case chosen.to != nil:
+		chosen.to(m)
 		return nil
 	}
-	return m.keyTable(*run)
+	press, _ := keyPress(chosen.b.Keys()[0]) // the config took only names keyPress reads
+	return m.keyTable(press)
 }
 
-// View is the palette in a box: the query, then the actions shown, each
-// with its keys.
+// showAgent shows one agent's tasks alone; esc shows every task again.
+func (m *Model) showAgent(name string) {
+	selected := m.selectedID()
+	m.list.agent = name
+	m.list.refilter()
+	m.keepSelected(selected)
+	m.say("showing agent " + name + "'s tasks (esc: every task)")
+}
+
+// showServer shows one server's tasks alone, as v does.
+func (m *Model) showServer(name string) {
+	selected := m.selectedID()
+	m.list.server = name
+	m.list.refilter()
+	m.keepSelected(selected)
+	m.say("showing server " + name + " (esc: every task)")
+}
+
+// View is the palette in a box: the query, then the places and actions
+// shown, each with its keys.
 func (p *palette) View(s Styles, width, rows int) string {
 	var b strings.Builder
-	b.WriteString(s.Title.Render("Commands") + "\n" + p.query.View() + "\n\n")
+	b.WriteString(s.Title.Render("Go to, or do") + "\n" + p.query.View() + "\n\n")
 	inner := width - 4
 	start := max(0, min(p.cursor-rows/2, len(p.shown)-rows))
 	for i := start; i < min(start+rows, len(p.shown)); i++ {
-		h := p.shown[i].Help()
-		line := fit(h.Desc, 22) + " " + s.Key.Render(strings.Join(p.shown[i].Keys(), " "))
+		it := p.shown[i]
+		var line string
 		if i == p.cursor {
-			line = s.Selected.Render("> " + fit(h.Desc, 22) + " " + strings.Join(p.shown[i].Keys(), " "))
+			line = s.Selected.Render("> " + fit(it.desc, 28) + " " + it.keys)
 		} else {
-			line = "  " + line
+			line = "  " + fit(it.desc, 28) + " " + s.Key.Render(it.keys)
 		}
 		b.WriteString(ansi.Truncate(line, inner, "…") + "\n")
 	}
 	if len(p.shown) == 0 {
-		b.WriteString(s.Dim.Render("  no command matches") + "\n")
+		b.WriteString(s.Dim.Render("  nothing matches") + "\n")
 	}
 	b.WriteString("\nenter runs · esc back · the keys on the right do the same from the table")
 	return s.Box.Width(width).Render(b.String())

@@ -13,7 +13,7 @@ import (
 // a key of its own binding.
 func TestEveryPaletteEntryPressesItsOwnKey(t *testing.T) {
 	k := DefaultKeyMap()
-	p, _ := newPalette(k, false)
+	p, _ := newPalette(k, false, nil)
 	var table int
 	for _, col := range k.FullHelp() {
 		table += len(col)
@@ -40,7 +40,7 @@ func TestPaletteNarrowsAndRuns(t *testing.T) {
 		t.Fatalf("mode %d after :", m.mode())
 	}
 	s := screenOf(m)
-	for _, want := range []string{"Commands", "re-run", "mark all", "cancel"} {
+	for _, want := range []string{"Go to, or do", "inbox", "servers", "group finished", "re-run", "cancel"} {
 		if !strings.Contains(s, want) {
 			t.Fatalf("the palette lacks %q:\n%s", want, s)
 		}
@@ -48,7 +48,7 @@ func TestPaletteNarrowsAndRuns(t *testing.T) {
 	for _, r := range "mark all" {
 		press(m, string(r))
 	}
-	if len(m.palette.shown) != 2 || m.palette.shown[0].Help().Desc != "mark all" { // and "unmark all"
+	if len(m.palette.shown) != 2 || m.palette.shown[0].desc != "mark all" { // and "unmark all"
 		t.Fatalf("\"mark all\" narrows to %d actions", len(m.palette.shown))
 	}
 	if !strings.Contains(screenOf(m), "ctrl+a") {
@@ -117,5 +117,57 @@ func TestNewViewsFitTheScreen(t *testing.T) {
 			m.palette, m.question, m.bulk = nil, nil, nil
 			clear(m.marked)
 		}
+	}
+}
+
+// The palette goes places: :inbox, :servers, :group finished, :agent X
+// (one known and one no task names yet), :server X; esc comes back to
+// every task.
+func TestPaletteNavigates(t *testing.T) {
+	tasks := serverTasks()
+	tasks[0].Agent, tasks[1].Agent = "ux-agent", "ux-agent"
+	tasks[2].Agent = "other"
+	m := loaded(t, tasks, 80, 24)
+	run := func(query string) {
+		t.Helper()
+		press(m, ":")
+		for _, r := range query {
+			press(m, string(r))
+		}
+		press(m, "enter")
+		if m.palette != nil {
+			t.Fatalf(":%s left the palette open", query)
+		}
+	}
+	run("inbox")
+	if g := m.list.group; g == nil || !g.Waiting || len(m.list.visible) != 2 {
+		t.Fatalf(":inbox shows group %v, %d rows", g, len(m.list.visible))
+	}
+	run("servers")
+	if m.mode() != modeServers {
+		t.Fatalf(":servers leaves mode %v", m.mode())
+	}
+	press(m, "esc")
+	run("group finished")
+	if g := m.list.group; g == nil || g.Name != "finished" || !strings.Contains(screenOf(m), "[3 finished 6]") {
+		t.Fatalf(":group finished shows %v:\n%s", g, screenOf(m))
+	}
+	press(m, "0")
+	run("agent ux-agent")
+	if ids := visibleIDs(m); len(ids) != 2 || ids[0] != "t01" || !strings.Contains(screenOf(m), "agent: ux-agent") {
+		t.Fatalf(":agent ux-agent shows %v:\n%s", ids, screenOf(m))
+	}
+	press(m, "esc")
+	if len(m.list.visible) != len(tasks) {
+		t.Fatalf("esc after :agent shows %d of %d", len(m.list.visible), len(tasks))
+	}
+	run("agent nobody")
+	if len(m.list.visible) != 0 || !strings.Contains(screenOf(m), "agent: nobody") {
+		t.Fatalf(":agent nobody shows %d rows:\n%s", len(m.list.visible), screenOf(m))
+	}
+	press(m, "esc")
+	run("server web")
+	if ids := visibleIDs(m); len(ids) != 1 || ids[0] != "t90" {
+		t.Fatalf(":server web shows %v", ids)
 	}
 }

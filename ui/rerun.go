@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	tea "charm.land/bubbletea/v2"
@@ -58,11 +59,29 @@ func (m *Model) rerun(ids []string) tea.Cmd {
 	}), func(m *Model) {
 		mu.Lock()
 		defer mu.Unlock()
+		// The new records by id, so that get and answer can take them.
+		switch {
+		case len(made) == 1 && len(ids) == 1:
+			m.say(fmt.Sprintf("re-ran task %s: the new record is task %s", ids[0], made[0]))
+		case len(made) > 0:
+			m.say(fmt.Sprintf("re-ran %s: the new records are %s", present.Count(len(made), "task"), idList(made, maxNamed)))
+		}
 		if len(made) == 1 { // one re-run: the cursor follows it, as after a new call
 			m.selectNext = made[0]
 			m.selectNew()
 		}
 	})
+}
+
+// maxNamed bounds the ids a status line names.
+const maxNamed = 3
+
+// idList names up to n ids, and how many more.
+func idList(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:n], ", "), len(ids)-n)
 }
 
 // selectNew puts the cursor on the task just made once its row is shown

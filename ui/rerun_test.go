@@ -8,7 +8,8 @@ import (
 )
 
 // A failed task re-runs, after a question that defaults to No, as a new
-// record of the same tool and arguments that names the one it repeats.
+// record of the same tool and arguments that names the one it repeats;
+// the status line names the new record by its id (R, item 15).
 func TestRerunOfAFailedTaskIsANewRecordThatNamesIt(t *testing.T) {
 	var failed *model.Task
 	h := newHarness(t, func(h *harness) { failed = h.call("fail", `{"mode":"error"}`) })
@@ -36,7 +37,7 @@ func TestRerunOfAFailedTaskIsANewRecordThatNamesIt(t *testing.T) {
 	if n := h.demo.Stats().ToolCalls["fail"]; n != 2 {
 		t.Fatalf("the server got %d calls of fail, want 2", n)
 	}
-	if !strings.Contains(h.m.flash, "re-ran task "+failed.ID) {
+	if !strings.Contains(h.m.flash, "re-ran task "+failed.ID+": the new record is task "+again.ID) {
 		t.Fatalf("the status line says %q", h.m.flash)
 	}
 	h.until("the cursor on the re-run", func(m *Model) bool { return m.selectedID() == again.ID })
@@ -74,5 +75,15 @@ func TestOrphanedDetailOffersRerunOrForget(t *testing.T) {
 	press(m, "R")
 	if m.mode() != modeConfirm || !strings.Contains(screenOf(m), "Re-run 1 task?") {
 		t.Fatalf("R in the detail pane:\n%s", screenOf(m))
+	}
+}
+
+// Several re-runs name their new records, three at most.
+func TestIDListIsBounded(t *testing.T) {
+	if got := idList([]string{"a", "b", "c", "d", "e"}, maxNamed); got != "a, b, c and 2 more" {
+		t.Fatalf("idList: %q", got)
+	}
+	if got := idList([]string{"a", "b"}, maxNamed); got != "a, b" {
+		t.Fatalf("idList: %q", got)
 	}
 }

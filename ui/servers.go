@@ -155,6 +155,11 @@ type serverHealth struct {
 	pushErr string
 	lastErr string // the latest poll error
 	lastAt  time.Time
+	// For the servers view (serverview.go): its tasks that wait for
+	// input, those no live engine can poll, and the engines that poll
+	// them on a shared store.
+	waiting, noEngine int
+	watchers          []string
 }
 
 // maxHeaderErr bounds a server's last error in the header (the detail
@@ -170,10 +175,21 @@ const behindAfter = time.Second
 func (m *Model) refreshHealth() {
 	clear(m.behind)
 	clear(m.pushed)
+	clear(m.noEngine)
+	clear(m.watchers)
 	for id, p := range m.polls {
 		r, ok := m.list.byID[id]
 		if !ok || !r.task.Pollable() {
 			continue
+		}
+		if p.NoEngine {
+			m.noEngine[r.server]++
+		}
+		if p.Watcher != "" {
+			if m.watchers[r.server] == nil {
+				m.watchers[r.server] = map[string]int{}
+			}
+			m.watchers[r.server][p.Watcher]++
 		}
 		if !p.Next.IsZero() && m.now.Sub(p.Next) > behindAfter {
 			m.behind[r.server]++
@@ -227,17 +243,55 @@ func (m *Model) health() []*serverHealth {
 // servers; their last errors only where the line has room for them.
 func (m *Model) viewGroupsAndServers() string {
 	groups := m.viewGroups() + "  "
-	line := groups + m.viewServers(true)
+	line := groups + m.viewServers(true, true)
 	if ansi.StringWidth(line) > m.width {
-		line = groups + m.viewServers(false)
+		line = groups + m.viewServers(false, true)
+	}
+	if ansi.StringWidth(line) > m.width { // the servers view has the reasons
+		line = groups + m.viewServers(false, false)
+	}
+	if ansi.StringWidth(line) > m.width {
+		line = groups + m.serversSummary()
 	}
 	return ansi.Truncate(line, m.width, "…")
 }
 
+// serversSummary is the servers' health where the line cannot name each
+// one (80 columns, ten servers at 120): how many are in each state, the
+// troubled ones by name, and the key of the servers view, which lists
+// them all. The counts and the key come first, so a cut takes names.
+func (m *Model) serversSummary() string {
+	count := map[string]int{}
+	var troubled []string
+	for _, h := range m.health() {
+		symbol, _ := h.state()
+		count[symbol]++
+		if h.bad() {
+			troubled = append(troubled, symbol+" "+h.name)
+		}
+	}
+	parts := []string{m.styles.Dim.Render("servers")}
+	for _, symbol := range []string{"✗", pollFailedSymbol, "✓", "·"} {
+		if n := count[symbol]; n > 0 {
+			s := fmt.Sprintf("%s%d", symbol, n)
+			if symbol == "✗" || symbol == pollFailedSymbol {
+				s = m.styles.Error.Render(s)
+			}
+			parts = append(parts, s)
+		}
+	}
+	parts = append(parts, m.styles.Dim.Render("(S)"))
+	if len(troubled) > 0 {
+		parts = append(parts, m.styles.Error.Render(strings.Join(troubled, " ")))
+	}
+	return strings.Join(parts, " ")
+}
+
 // viewServers is each server's health, the one shown alone in brackets:
 // ✓ polls answer, ⚠ some fail, ✗ every one fails (unreachable), · no
-// open task to poll; with the last error where errs.
-func (m *Model) viewServers(errs bool) string {
+// open task to poll; with the last error where errs, and why a push
+// stream is down where reasons.
+func (m *Model) viewServers(errs, reasons bool) string {
 	parts := []string{m.styles.Dim.Render("servers")}
 	for _, h := range m.health() {
 		var s string
@@ -258,7 +312,7 @@ func (m *Model) viewServers(errs bool) string {
 		if bad && errs {
 			s += ": " + h.lastErr
 		}
-		if p := h.pushText(); p != "" {
+		if p := h.pushText(reasons); p != "" {
 			s += " · " + p
 		}
 		if h.behind > 0 {
@@ -298,7 +352,7 @@ func serverNote(s deck.Server) string {
 // pushText says how a server's open tasks are followed: pushed, polled,
 // or some of each; and a push stream that is down (a server that offers
 // none is simply polled).
-func (h *serverHealth) pushText() string {
+func (h *serverHealth) pushText(reason bool) string {
 	var parts []string
 	switch {
 	case h.open == 0:
@@ -311,7 +365,7 @@ func (h *serverHealth) pushText() string {
 	}
 	if h.push == deck.PushDown && h.open > 0 { // with nothing open, no stream is needed
 		p := "push " + h.push
-		if h.pushErr != "" {
+		if h.pushErr != "" && reason {
 			p += ": " + h.pushErr
 		}
 		parts = append(parts, p)

@@ -230,6 +230,13 @@ func TestServerPushDown(t *testing.T) {
 	h.until("flaky's push is down", func(m *Model) bool {
 		h.send(tickMsg(time.Now()))
 		h.run(listServers(context.Background(), h.eng))
-		return strings.Contains(lineWith(h.screen(), "servers"), "✓ flaky 1 open · poll · push down, re-subscribing: ")
+		return strings.Contains(lineWith(h.screen(), "servers"), "✓ flaky 1 open · poll · push down, re-subscribing")
 	})
+	// The header has no room for why at 200 columns; the servers view
+	// says it.
+	h.key("S")
+	h.key("down")
+	if s := strings.Join(strings.Fields(h.screen()), " "); !strings.Contains(s, "push: stream down, re-subscribing: ") {
+		t.Fatalf("the servers view does not say why flaky's push is down:\n%s", h.screen())
+	}
 }

@@ -45,6 +45,8 @@ func (m *Model) View() tea.View {
 		body = m.palette.View(m.styles, m.boxWidth(), max(m.height-headerLines-footerLines-7, 3))
 	case modeForm:
 		body = m.box(m.form.form.View())
+	case modeServers:
+		body = m.viewServersPane()
 	default:
 		body = m.viewTable()
 	}
@@ -91,21 +93,37 @@ func (m *Model) viewCounts() string {
 	return ansi.Truncate(strings.Join(parts, "  "), m.width, "…")
 }
 
-// columns are the table's column widths for the current terminal width.
-type columns struct{ id, status, server, tool, msg, age, changed, next, exp int }
+// columns are the table's column widths for the current terminal width;
+// agent is 0 while no record names an agent.
+type columns struct{ id, status, server, tool, agent, msg, age, changed, next, exp int }
+
+// narrowStatus is the status column's width below 100 columns: the
+// symbol alone (the count line and the help say what each means).
+const narrowStatus = 1
 
 func (m *Model) columns() columns {
 	c := columns{id: m.idWidth(), status: 16, server: 16, tool: 14, age: 5, changed: 7, next: 6, exp: 5}
+	agents := m.list.hasAgents()
+	if agents {
+		c.agent = 12
+	}
 	if m.width < 120 { // the message keeps room
 		c.server, c.tool = 12, 12
+		if agents {
+			c.agent = 10
+		}
 	}
 	if m.width < 100 {
-		c.server, c.tool, c.age, c.changed, c.next, c.exp = 8, 10, 4, 4, 4, 5
-		if m.absTimes { // 15:04 and 01-02 take five cells
-			c.age, c.changed = 5, 5
+		// Five cells hold 9m59s, and 15:04 with t.
+		c.status, c.server, c.tool, c.age, c.changed, c.next, c.exp = narrowStatus, 8, 10, 5, 5, 5, 5
+		if agents {
+			c.agent = 8
 		}
 	}
 	fixed := 2 + c.id + c.status + c.server + c.tool + c.age + c.changed + c.next + c.exp + 9 // gaps
+	if c.agent > 0 {
+		fixed += c.agent + 1
+	}
 	c.msg = max(m.width-fixed, 8)
 	return c
 }
@@ -114,10 +132,14 @@ func (m *Model) tableHeight() int { return max(m.height-headerLines-footerLines,
 
 func (m *Model) viewTable() string {
 	c := m.columns()
+	titles := []string{"  " + fit("ID", c.id), fit(ifWide(c.status, "STATUS", "S"), c.status), fit("SERVER", c.server), fit("TOOL", c.tool)}
+	if c.agent > 0 {
+		titles = append(titles, fit("AGENT", c.agent))
+	}
+	titles = append(titles, fit("MESSAGE", c.msg),
+		fit(m.ageTitle(c.age), c.age), fit(ifWide(c.changed, "CHANGED", "CHG"), c.changed), fit("NEXT", c.next), fit("EXP", c.exp))
 	var b strings.Builder
-	b.WriteString(m.styles.Header.Render(ansi.Truncate(strings.Join([]string{
-		"  " + fit("ID", c.id), fit("STATUS", c.status), fit("SERVER", c.server), fit("TOOL", c.tool), fit("MESSAGE", c.msg),
-		fit(m.ageTitle(c.age), c.age), fit(ifWide(c.changed, "CHANGED", "CHG"), c.changed), fit("NEXT", c.next), fit("EXP", c.exp)}, " "), m.width, "")))
+	b.WriteString(m.styles.Header.Render(ansi.Truncate(strings.Join(titles, " "), m.width, "")))
 	rows := m.list.visible
 	end := min(m.top+m.tableHeight(), len(rows))
 	for i := m.top; i < end; i++ {
@@ -136,7 +158,7 @@ func (m *Model) emptyText() string {
 		return "  loading the store…"
 	case m.list.Len() == 0:
 		return "  no tasks yet: press n to call a tool, or run `taskdeck call`"
-	case m.inInbox() && m.filter.Value() == "" && m.list.server == "":
+	case m.inInbox() && m.filter.Value() == "" && m.list.server == "" && m.list.agent == "":
 		return "  no task waits for your answer (0 shows every task)"
 	}
 	return "  no task matches the filter (esc clears it, s changes the status filter)"
@@ -144,11 +166,20 @@ func (m *Model) emptyText() string {
 
 func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	t := r.task
+	marked := m.marked[t.ID]
+	// A marked row is drawn in the marked style (bold) beside its *, so
+	// that marks read at a glance; its coloured cells keep their colour.
+	plain := func(s string) string {
+		if marked && !selected {
+			return m.styles.Marked.Render(s)
+		}
+		return s
+	}
 	mark := " "
-	if m.marked[t.ID] {
+	if marked {
 		mark = "*"
 	}
-	status := fit(lookOf(t).Symbol+" "+string(t.Status), c.status)
+	symbol := lookOf(t).Symbol
 	msg := fit(r.msg, c.msg)
 	pollErr := m.polls[t.ID].LastError
 	if m.pending(t.ID) {
@@ -156,26 +187,34 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 	}
 	if pollErr != "" {
 		// Its state is the last one heard, which may no longer be true.
-		status = fit(pollFailedSymbol+" "+string(t.Status), c.status)
+		symbol = pollFailedSymbol
 		msg = fit("poll failed: "+termtext.Line(pollErr), c.msg)
+	}
+	status := fit(symbol+" "+string(t.Status), c.status)
+	if c.status == narrowStatus {
+		status = fit(symbol, c.status)
 	}
 	// The selected row is drawn in reverse as a whole, so its cells stay
 	// unstyled; other rows colour their status (and a poll error).
-	if !selected {
-		status = m.styles.statusStyle(t).Render(status)
-		if pollErr != "" {
-			status, msg = m.styles.Error.Render(status), m.styles.Error.Render(msg)
-		}
+	switch {
+	case selected:
+	case pollErr != "":
+		status, msg = m.styles.Error.Render(m.styles.statusStyle(t).Render(status)), m.styles.Error.Render(msg)
+	default:
+		status, msg = m.styles.statusStyle(t).Render(status), plain(msg)
 	}
 	exp, warn := m.expiry(t)
 	exp = fit(exp, c.exp)
 	if warn && !selected {
 		exp = m.styles.Error.Render(exp)
 	}
-	line := strings.Join([]string{mark, fit(m.list.shortID(t.ID), c.id), status, fit(r.server, c.server), fit(r.tool, c.tool), msg,
-		fit(m.ageCell(r), c.age), fit(m.when(t.UpdatedAt), c.changed),
-		fit(m.nextPoll(t), c.next), exp}, " ")
-	line = ansi.Truncate(line, m.width, "")
+	cells := []string{mark, plain(fit(m.list.shortID(t.ID), c.id)), status, plain(fit(r.server, c.server)), plain(fit(r.tool, c.tool))}
+	if c.agent > 0 {
+		cells = append(cells, plain(fit(r.agent, c.agent)))
+	}
+	cells = append(cells, msg, plain(fit(m.ageCell(r), c.age)), plain(fit(m.when(t.UpdatedAt), c.changed)),
+		plain(fit(m.nextPoll(t), c.next)), exp)
+	line := ansi.Truncate(strings.Join(cells, " "), m.width, "")
 	if selected {
 		return m.styles.Selected.Render(line)
 	}
@@ -226,6 +265,9 @@ func (m *Model) viewFooter() string {
 	if m.list.server != "" {
 		info += " · server: " + m.list.server
 	}
+	if m.list.agent != "" {
+		info += " · agent: " + m.list.agent
+	}
 	if m.filtering || m.filter.Value() != "" {
 		info += " · " + m.filter.View()
 	}
@@ -243,19 +285,62 @@ func (m *Model) viewFooter() string {
 	return status + "\n" + ansi.Truncate(m.help.ShortHelpView(keys), m.width, "…")
 }
 
-func (m *Model) viewHelp() string {
+// helpText is the whole help: the keys by column, then the legend.
+func (m *Model) helpText() []string {
 	var b strings.Builder
 	b.WriteString(m.help.FullHelpView(m.keys.FullHelp()))
 	b.WriteString("\n\nIn a form: esc back (nothing sent) · ctrl+x decline or cancel the request\n")
-	b.WriteString("Statuses:\n")
+	b.WriteString("Statuses (below 100 columns the table shows the symbol alone):\n")
 	for _, st := range model.AllStatuses {
 		look := statusLooks[st]
 		b.WriteString("  " + m.styles.Status[st].Render(look.Symbol+" "+string(st)) + "\n")
 	}
 	b.WriteString("  " + m.styles.ToolError.Render(toolErrorLook.Symbol+" completed") + " with a tool error\n")
-	b.WriteString("  " + m.styles.Error.Render(pollFailedSymbol) + " its last polls failed\n")
-	b.WriteString("any key closes this help")
-	return b.String()
+	b.WriteString("  " + m.styles.Error.Render(pollFailedSymbol) + " its last polls failed")
+	return strings.Split(b.String(), "\n")
+}
+
+// helpRows is how many lines of the help the screen shows at once: the
+// screen but the two header lines, the last line (what keys do here) and
+// the footer.
+func (m *Model) helpRows() int { return max(m.height-2-1-footerLines, 1) }
+
+// viewHelp is the help from helpTop on; its last line says what scrolls
+// it and how much is left, so that a short screen clips nothing unseen.
+func (m *Model) viewHelp() string {
+	lines := m.helpText()
+	rows := m.helpRows()
+	top := max(min(m.helpTop, len(lines)-rows), 0)
+	end := min(top+rows, len(lines))
+	out := append([]string(nil), lines[top:end]...)
+	switch {
+	case end < len(lines):
+		out = append(out, m.styles.Dim.Render(fmt.Sprintf("↓ %d more lines (↑/↓, pgup/pgdn scroll) · any other key closes this help", len(lines)-end)))
+	case top > 0:
+		out = append(out, m.styles.Dim.Render("↑ scrolls back · any other key closes this help"))
+	default:
+		out = append(out, "any key closes this help")
+	}
+	return strings.Join(out, "\n")
+}
+
+// keyHelp scrolls the help, or closes it.
+func (m *Model) keyHelp(msg tea.KeyPressMsg) {
+	k := m.keys
+	last := max(len(m.helpText())-m.helpRows(), 0)
+	switch {
+	case key.Matches(msg, k.Up):
+		m.helpTop--
+	case key.Matches(msg, k.Down):
+		m.helpTop++
+	case key.Matches(msg, k.PageUp):
+		m.helpTop -= m.helpRows()
+	case key.Matches(msg, k.PageDown):
+		m.helpTop += m.helpRows()
+	default:
+		m.helpOpen = false
+	}
+	m.helpTop = max(min(m.helpTop, last), 0)
 }
 
 func (m *Model) box(s string) string {

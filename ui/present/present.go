@@ -133,13 +133,15 @@ func exampleValue(p model.Property) any {
 	return "…"
 }
 
-// Age is a short human duration: 42s, 5m, 3h, 2d.
+// Age is a short human duration: 42s, 1m14s, 25m, 3h, 2d.
 func Age(d time.Duration) string {
 	switch {
 	case d < 0:
 		return "0s"
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < 10*time.Minute: // seconds still matter: 1m14s
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	case d < time.Hour:
 		return fmt.Sprintf("%dm", int(d.Minutes()))
 	case d < 48*time.Hour:

@@ -23,3 +23,15 @@ func TestHistoryShowsFoldedCount(t *testing.T) {
 		t.Fatalf("history lines:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// Ages keep their seconds under ten minutes, and fit five cells.
+func TestAgeHasSecondsUnderTenMinutes(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s", 59 * time.Second: "59s", 74 * time.Second: "1m14s", 65 * time.Second: "1m05s",
+		10*time.Minute - time.Second: "9m59s", 10 * time.Minute: "10m", 3 * time.Hour: "3h", 50 * time.Hour: "2d",
+	} {
+		if got := Age(d); got != want || len(got) > 5 {
+			t.Errorf("Age(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
