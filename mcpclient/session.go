@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -268,9 +269,10 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 	if err == nil {
 		init = cs.InitializeResult()
 	}
-	if err == nil && init != nil && init.ProtocolVersion == legacy.ProtocolVersion && cfg.Protocol != wire.ProtocolVersion {
-		// server/discover failed, whatever its answer: the server speaks
-		// the sessioned revision, and says so.
+	if err == nil && init != nil && init.ProtocolVersion == legacy.ProtocolVersion && cfg.Protocol != wire.ProtocolVersion && answered(meta.discoverErr()) {
+		// The server refused server/discover in JSON-RPC and speaks the
+		// sessioned revision. One whose discover failed on the way (no
+		// answer, an oversized one) is reported as that, below.
 		return p.legacySession(ref, client, cs, meta, init, lt)
 	}
 	lt.cancel()
@@ -306,6 +308,15 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		s.ServerName, s.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
 	}
 	return s, nil
+}
+
+// answered tells a server's refusal of server/discover (a JSON-RPC error,
+// an HTTP 4xx; or no error: the revision was pinned) from a request that
+// failed on the way: no answer in time, an answer past the size bound, a
+// redirect, a broken connection.
+func answered(err error) bool {
+	return err == nil || !(errors.As(err, new(*tooLargeError)) || errors.As(err, new(*RedirectError)) ||
+		errors.As(err, new(net.Error)) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
 }
 
 // legacySession is a connected 2025-11-25 session.
