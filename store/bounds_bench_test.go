@@ -33,7 +33,20 @@ import (
 // (disk/live-max), the same with Badger's working set (5 memtables' worth,
 // 40 MiB) taken off (disk-ws/live-max), and what is left after Prune
 // against the records left (disk/live-pruned).
-func BenchmarkPolledLargeTasks(b *testing.B) {
+func BenchmarkPolledLargeTasks(b *testing.B) { bySizing(b, polledLargeTasks) }
+
+// bySizing runs f with the store's Badger sizing and with the one before
+// issue 20, one after the other in this process.
+func bySizing(b *testing.B, f func(*testing.B)) {
+	for _, sizing := range store.Sizings {
+		b.Run("sizing="+sizing, func(b *testing.B) {
+			defer store.UseSizing(sizing)()
+			f(b)
+		})
+	}
+}
+
+func polledLargeTasks(b *testing.B) {
 	dir := b.TempDir()
 	s, err := store.Open(dir, nil)
 	must(b, err)
@@ -85,7 +98,9 @@ func BenchmarkPolledLargeTasks(b *testing.B) {
 // tenth of the flips to the last (the first tenth fill Badger's fixed
 // working set: block and index caches, memtables, mapped files; reported
 // as heap-warmup-MB and rss-warmup-MB).
-func BenchmarkFlippingTask(b *testing.B) {
+func BenchmarkFlippingTask(b *testing.B) { bySizing(b, flippingTask) }
+
+func flippingTask(b *testing.B) {
 	s, err := store.Open(b.TempDir(), nil)
 	must(b, err)
 	defer s.Close()

@@ -55,7 +55,7 @@ func (s *Store) commit(key string, fn func(txn *badger.Txn, rv *revisions) error
 // commitRecord is commit for a change that writes val as a record.
 func (s *Store) commitRecord(id string, val []byte, fn func(txn *badger.Txn, rv *revisions) error) error {
 	// The revision the commit appends to val adds at most 32 bytes.
-	big := len(val)+32 >= valueThreshold
+	big := len(val)+32 >= int(s.db.Opts().ValueThreshold)
 	err := s.enqueue(&commitReq{key: id, bigValue: big, fn: fn})
 	if big && err == nil {
 		s.noteValueLog(len(val))
@@ -134,12 +134,17 @@ func (s *Store) runGroup(batch []*commitReq) {
 		}
 	}()
 	for len(batch) > 0 {
-		bad := -1
+		bad, full := -1, 0
 		var rv revisions
 		err := s.db.Update(func(txn *badger.Txn) error {
 			rv = revisions{meta: s.meta, key: s.auditKey}
 			for i, r := range batch {
-				if err := r.fn(txn, &rv); err != nil {
+				err := r.fn(txn, &rv)
+				if i > 0 && errors.Is(err, badger.ErrTxnTooBig) {
+					full = i // the changes before it fill the txn
+					return err
+				}
+				if err != nil {
 					bad, r.err = i, err
 					return errAbort
 				}
@@ -168,6 +173,10 @@ func (s *Store) runGroup(batch []*commitReq) {
 				r.err = err
 				r.wake <- false
 			}
+			return
+		case full > 0:
+			s.runGroup(batch[:full])
+			s.runGroup(batch[full:])
 			return
 		case bad >= 0:
 			failed = append(failed, batch[bad])

@@ -117,3 +117,21 @@ func behindTheBack(dir string, fn func(*badger.Txn) error) error {
 // Tamper runs fn in one Badger txn on the closed store in dir, as Rewrite
 // does: for an attacker who rewrites several keys at once.
 func Tamper(dir string, fn func(*badger.Txn) error) error { return behindTheBack(dir, fn) }
+
+// before20 is Badger's sizing before issue 20 (8 MiB memtables, values of
+// 1 MiB and more in the value log), the baseline of the sizing benchmarks.
+var before20 = sizing{memTable: 8 << 20, memtables: 2, level0: 2, table: 2 << 20, threshold: 1 << 20}
+
+// Sizings names the sizings the benchmarks compare; UseSizing makes Open
+// take one until the returned func restores the store's own.
+var Sizings = []string{"small", "before20"}
+
+func UseSizing(name string) (restore func()) {
+	if name == "before20" {
+		sized = before20
+	}
+	return func() { sized = small }
+}
+
+// PruneChunk is the records one prune txn deletes at most.
+const PruneChunk = pruneChunk

@@ -20,6 +20,9 @@ import (
 type filesFound struct {
 	level0   int   // tables the MANIFEST lists in level 0
 	walBytes int64 // commits in the WALs, which Open replays and flushes
+	// walFile is the largest WAL file: Badger sizes one at twice the
+	// memtable it was written for, whose arena its replay fills.
+	walFile int64
 	// compactBytes is what compacting level 0 rewrites: its tables and
 	// those of the first level below it that has any.
 	compactBytes int64
@@ -57,6 +60,9 @@ func checkFiles(dir string, opt badger.Options) (found filesFound, err error) {
 			}
 			wals = append(wals, span)
 			found.walBytes += span.end
+			if fi, err := e.Info(); err == nil {
+				found.walFile = max(found.walFile, fi.Size())
+			}
 		}
 	}
 	if len(tables) == 0 {

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -151,6 +152,10 @@ func TestStoreIsAFile(t *testing.T) {
 
 const helperEnv = "TASKDECK_STORE_HELPER_DIR"
 
+// helperBigWALEnv makes the helper write 4 MiB more with the 8 MiB
+// memtables used before issue 20, all of it in its WAL when it is killed.
+const helperBigWALEnv = "TASKDECK_STORE_HELPER_BIG_WAL"
+
 // TestHelperProcess is not a test: TestLockedByAnotherProcess runs the
 // test binary again with helperEnv set, and this opens the store there,
 // writes one record, says "ready" and holds the store until killed.
@@ -159,9 +164,18 @@ func TestHelperProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process for TestLockedByAnotherProcess")
 	}
+	bigWAL := os.Getenv(helperBigWALEnv) != ""
+	if bigWAL {
+		store.UseSizing("before20")
+	}
 	s, err := store.Open(dir, nil)
 	if err == nil {
 		err = s.Create(intent("from-child", t0))
+	}
+	for i := 0; bigWAL && i < 100 && err == nil; i++ {
+		rec := intent(fmt.Sprint("big-", i), t0)
+		rec.Arguments = json.RawMessage(fmt.Sprintf(`{"note":%q}`, strings.Repeat("x", 40<<10)))
+		err = s.Create(rec)
 	}
 	if err != nil {
 		fmt.Println("error:", err)
@@ -234,6 +248,34 @@ func TestLockedByAnotherProcess(t *testing.T) {
 	// The revision survived the kill with it.
 	if rec.Revision != 1 || s.Revision() != 1 {
 		t.Fatalf("after the kill: record at revision %d, store at %d; want 1 and 1", rec.Revision, s.Revision())
+	}
+}
+
+// TestOpenAfterKillWithABigWAL: a store killed with 4 MiB of commits in
+// a WAL of the 8 MiB memtables used before issue 20 opens with the smaller
+// sizing, which replays it into one memtable of the WAL's own size, and
+// every commit is there.
+func TestOpenAfterKillWithABigWAL(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+dir, helperBigWALEnv+"=1")
+	stdin, err := cmd.StdinPipe()
+	must(t, err)
+	defer stdin.Close()
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	l, _ := bufio.NewReader(out).ReadString('\n')
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if l != "ready\n" {
+		t.Fatalf("helper said %q", l)
+	}
+	s := openStore(t, dir)
+	for i := range 100 {
+		if _, err := s.ByKey(fmt.Sprint("big-", i)); err != nil {
+			t.Fatalf("record %d written before the kill: %v", i, err)
+		}
 	}
 }
 

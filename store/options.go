@@ -8,13 +8,32 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 )
 
-// valueThreshold keeps records in the LSM tree, where compaction drops
-// the old copy of a rewritten record; a value this big or bigger goes to
-// the value log, whose old copies only a reclaim gives back (reclaim.go).
-// At 64 KiB, every poll of a task with 100 KB of arguments appended 100 KB
-// to the value log for good (issue 20). 1 MiB is Badger's most; it must
-// also stay <= 15% of MemTableSize (the txn size limit).
-const valueThreshold = 1 << 20
+// sizing is the part of Badger's options that sets its fixed working set:
+// the memtable (its WAL on disk and its arena in memory), the level-0 tables
+// a flush makes before compaction merges them, and the builders Badger
+// keeps pooled for them.
+type sizing struct {
+	memTable  int64 // also the txn size limit (15%), see pruneChunk
+	memtables int   // full memtables that may wait for their flush
+	level0    int   // level-0 tables that start a compaction
+	table     int64 // the size of a table below level 0
+	// threshold: a record this big or bigger goes to the value log,
+	// whose old copies only a reclaim gives back (reclaim.go); a smaller
+	// one stays in the LSM tree, where compaction drops a rewritten
+	// record's old copy. Badger wants it <= 15% of memTable.
+	threshold int64
+}
+
+// small is sized for a CLI tool and a store of a few MB (issue 20): at 8
+// MiB memtables, ten tasks with 100 KB of arguments rewritten by polls took
+// 30 MiB on disk for 1 MiB of records, and a flipping task 63 MB of heap,
+// most of it Badger's pooled table builders. A bigger store only flushes
+// and compacts more often (store/bench_test.go, BenchmarkCreate).
+var small = sizing{memTable: 1 << 20, memtables: 1, level0: 1, table: 512 << 10, threshold: 128 << 10}
+
+// sized is small, or what a WAL left by an earlier, bigger sizing needs.
+// The benchmarks set it to compare with that sizing.
+var sized = small
 
 // compactL0At: once the MANIFEST lists this many level-0 tables, Open
 // makes the session's Close compact level 0.
@@ -29,13 +48,14 @@ func options(dir string, logger *slog.Logger) badger.Options {
 		l = badgerLogger{logger.With("component", "badger")}
 	}
 	return badger.DefaultOptions(dir).
-		WithLogger(l).             // never the default, which writes to stderr under the TUI
-		WithSyncWrites(false).     // the store syncs each commit itself, see walsync.go
-		WithMemTableSize(8 << 20). // also sets the txn size limit (15%), see pruneChunk
-		WithValueThreshold(valueThreshold).
-		WithNumMemtables(2).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(4).
+		WithLogger(l).         // never the default, which writes to stderr under the TUI
+		WithSyncWrites(false). // the store syncs each commit itself, see walsync.go
+		WithMemTableSize(sized.memTable).
+		WithValueThreshold(sized.threshold).
+		WithNumMemtables(sized.memtables).
+		WithNumLevelZeroTables(sized.level0).
+		WithNumLevelZeroTablesStall(sized.level0 + 2).
+		WithBaseTableSize(sized.table).
 		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(4 << 20).
 		WithValueLogFileSize(16 << 20). // default 1 GiB, mapped twice

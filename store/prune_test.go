@@ -48,9 +48,9 @@ func TestPrune(t *testing.T) {
 	if n != oldTerminal {
 		t.Fatalf("Prune deleted %d, want %d", n, oldTerminal)
 	}
-	// Three chunks of at most 1000, and the note to compact at next open.
-	if txns := store.Writes(s) - writes; txns != 3+1 {
-		t.Errorf("Prune used %d write txns for %d records, want 3 chunks of at most 1000 and the compaction note", txns, oldTerminal)
+	// Chunks of at most PruneChunk, and the note to compact at next open.
+	if txns, chunks := store.Writes(s)-writes, (oldTerminal+store.PruneChunk-1)/store.PruneChunk; txns != int64(chunks)+1 {
+		t.Errorf("Prune used %d write txns for %d records, want %d chunks of at most %d and the compaction note", txns, oldTerminal, chunks, store.PruneChunk)
 	}
 
 	all, err := s.All()

@@ -10,8 +10,8 @@ import (
 // Space. A record rewritten on every poll leaves its old copies behind:
 // in the LSM tree, compaction drops them as writes go on; in the value log
 // only Badger's value-log GC does, and only for files that compactions
-// have found garbage in (discard stats). Records below valueThreshold (1
-// MiB, options.go) never reach the value log. For bigger ones, and after a
+// have found garbage in (discard stats). Records below the value threshold
+// (128 KiB, options.go) never reach the value log. For bigger ones, and after a
 // prune, reclaim makes the garbage visible and gives it back without a
 // restart: it flushes the memtables (the only public way is DropPrefix, of
 // the compact marker), flattens the tree and runs value-log GC.

@@ -15,11 +15,13 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 )
 
-// pruneChunk bounds one prune txn: each record costs three deletes, and
-// with an 8 MiB memtable about 5000 records in one txn hit ErrTxnTooBig
-// (libraries.md §3.6). Its revision entry, tombstone and the oldest
-// tombstone it drops add three small writes more.
-const pruneChunk = 1000
+// pruneChunk bounds one prune txn, which Badger limits to 15% of the
+// memtable and as many entries as 96-byte skiplist nodes fit there (1,638
+// at 1 MiB, options.go). Each record costs three or four deletes, its
+// revision entry, tombstone and audit entry (about 250 bytes), and the
+// oldest tombstone it drops: about 8 entries and 450 bytes, so 100 records
+// take half of either bound.
+const pruneChunk = 100
 
 // errStale tells Update that the record changed between its read and its
 // write, so fn must see the newer record.

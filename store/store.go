@@ -50,6 +50,7 @@ type Store struct {
 	vlogWritten atomic.Int64
 	reclaiming  atomic.Bool
 	reclaimMu   sync.Mutex
+	threshold   int64 // Badger's ValueThreshold
 	background  sync.WaitGroup
 	logger      *slog.Logger
 }
@@ -78,6 +79,11 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	// ~1,000 commands the tables took every file descriptor. Once a few
 	// have gathered, this session's Close compacts level 0.
 	opt := options(dir, logger)
+	if found.walFile/2 > opt.MemTableSize {
+		// A WAL left by a bigger memtable (before issue 20's sizing)
+		// replays into one memtable; the next session is small again.
+		opt = opt.WithMemTableSize(found.walFile / 2)
+	}
 	opt = opt.WithCompactL0OnClose(found.level0 >= compactL0At && roomToCompact(dir, found, opt.MemTableSize))
 	unlock()
 	db, err := badger.Open(opt)
@@ -91,7 +97,7 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err != nil {
 		return nil, openError(dir, err)
 	}
-	s := &Store{db: db, dir: dir, logger: logger}
+	s := &Store{db: db, dir: dir, logger: logger, threshold: opt.ValueThreshold}
 	if w, ok := newWALSyncer(dir); ok {
 		s.wal = w
 	}

@@ -11,7 +11,7 @@ import (
 
 // Durability. Badger with SyncWrites syncs two files per commit: the
 // memtable's WAL, and the value log even when the commit put nothing in
-// it (values under valueThreshold stay in the LSM tree). On this VM each
+// it (values under the value threshold stay in the LSM tree). On this VM each
 // sync is a disk cache flush, so a durable record cost 1.35-1.45x a bare
 // write+fsync. The store therefore runs Badger without SyncWrites and,
 // after every commit and before any caller hears of it, syncs the one
