@@ -46,6 +46,10 @@ type PoolOptions struct {
 	// keep-alive) for this long is taken as dropped; DefaultPushSilence
 	// when zero.
 	PushSilence time.Duration
+	// IdlePerServer is how many connections to a server are kept open
+	// between requests: one per poll that may be in flight (the engine's
+	// PerServer); DefaultPerServer when zero. A request beyond them dials.
+	IdlePerServer int
 }
 
 // Pool keeps one session per server, connecting on first use and again
@@ -89,6 +93,9 @@ func NewPool(opts PoolOptions) *Pool {
 	}
 	if opts.PushSilence == 0 {
 		opts.PushSilence = DefaultPushSilence
+	}
+	if opts.IdlePerServer == 0 {
+		opts.IdlePerServer = DefaultPerServer
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pool{opts: opts, ctx: ctx, cancel: cancel, entries: map[model.ServerRef]*poolEntry{}}
@@ -156,7 +163,7 @@ func (p *Pool) Drop(s *Session) {
 	}
 	p.mu.Unlock()
 	if mine {
-		go s.cs.Close()
+		go s.close()
 	}
 }
 
@@ -188,12 +195,12 @@ func (p *Pool) Close() {
 	for _, e := range entries {
 		<-e.ready
 		if e.sess != nil {
-			e.sess.cs.Close()
+			e.sess.close()
 		}
 	}
 }
 
-func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, error) {
+func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (_ *Session, err error) {
 	cfg, err := p.Resolve(ref)
 	if err != nil {
 		return nil, err
@@ -205,6 +212,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 	var transport mcp.Transport
 	var hc *http.Client
 	var ht *headerTransport
+	var pooled *http.Transport // nil for stdio
 	if cfg.URL != "" {
 		if !cfg.IsLoopbackOrHTTPS() && p.opts.Warn != nil {
 			p.opts.Warn(fmt.Sprintf("server %s is reached over plain http on a non-loopback address: traffic and task ids are not encrypted", config.RedactURL(ref.String())))
@@ -213,7 +221,13 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		if err != nil {
 			return nil, err // checked when the config was loaded and expanded
 		}
-		ht = &headerTransport{base: pooledTransport(), headers: cfg.Headers, url: u}
+		pooled = pooledTransport(p.opts.IdlePerServer)
+		defer func() {
+			if err != nil { // a failed connect keeps no connection open
+				pooled.CloseIdleConnections()
+			}
+		}()
+		ht = &headerTransport{base: pooled, headers: cfg.Headers, url: u}
 		// The direct tasks/get bounds its answers itself; go-sdk's are
 		// bounded by its client.
 		hc = &http.Client{Transport: ht, CheckRedirect: refuseRedirects}
@@ -279,7 +293,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		}
 		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless) with the tasks extension", config.RedactURL(ref.String()), RedactedLine(got), wire.ProtocolVersion)
 	}
-	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger}
+	s := &Session{ref: ref, cs: cs, pooled: pooled, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger}
 	if hc != nil && meta.get() != nil {
 		s.direct = &directGet{client: hc, headers: ht, url: cfg.URL, meta: meta.get()}
 	}
@@ -292,23 +306,20 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 	return s, nil
 }
 
-// pooledTransport is http.DefaultTransport with room to keep a connection
-// idle for every poll that may be in flight: the default keeps two per
-// host, so with more in flight most polls paid for a new TCP connection
-// (and left one in TIME_WAIT).
 // unknownMethod is a JSON-RPC "method not found" answer.
 func unknownMethod(err error) bool {
 	var werr *jsonrpc.Error
 	return errors.As(err, &werr) && werr.Code == wire.CodeMethodNotFound
 }
 
-func pooledTransport() http.RoundTripper {
-	t, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return http.DefaultTransport
-	}
-	t = t.Clone()
-	t.MaxIdleConnsPerHost = 2 * DefaultPerServer
+// pooledTransport is http.DefaultTransport with room to keep a connection
+// idle for each of idle polls in flight: the default keeps two per host,
+// so with more in flight most polls paid for a new TCP connection (and
+// left one in TIME_WAIT). No more than that: each connection kept is two
+// goroutines and a socket.
+func pooledTransport(idle int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = idle
 	return t
 }
 
@@ -316,13 +327,24 @@ func pooledTransport() http.RoundTripper {
 type Session struct {
 	ref                       model.ServerRef
 	cs                        *mcp.ClientSession
-	direct                    *directGet    // tasks/get over HTTP; nil for stdio
-	timeout                   time.Duration // bounds a tool listing
-	silence                   time.Duration // ends a listen stream that carries nothing
+	pooled                    *http.Transport // its connections; nil for stdio
+	direct                    *directGet      // tasks/get over HTTP; nil for stdio
+	timeout                   time.Duration   // bounds a tool listing
+	silence                   time.Duration   // ends a listen stream that carries nothing
 	log                       *slog.Logger
 	tools                     toolCache
 	SupportsTasks             bool
 	ServerName, ServerVersion string
+}
+
+// close ends the session and the connections it keeps idle: they would
+// otherwise stay open (two goroutines and a socket each) until the
+// transport's idle timeout.
+func (s *Session) close() {
+	s.cs.Close()
+	if s.pooled != nil {
+		s.pooled.CloseIdleConnections()
+	}
 }
 
 // CallTool sends tools/call with the tasks extension declared and returns
