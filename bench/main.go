@@ -28,6 +28,9 @@ type config struct {
 	interval   time.Duration
 	records    int // records in the start-up store
 	open       int // of which open
+	// profiles: where the poll benchmark writes heap and goroutine
+	// profiles as each steady state starts and is measured ("" for none).
+	profiles string
 }
 
 // finding is one target and whether it was met.
@@ -52,6 +55,7 @@ func main() {
 	only := flag.String("only", "write,poll,startup", "comma-separated sections to run")
 	out := flag.String("out", "RESULTS.md", "where to write the Markdown results ('' for none)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the parent process here")
+	profiles := flag.String("profiles", "", "write heap and goroutine profiles of the poll benchmark's steady states into this directory (go tool pprof -base N-base.heap N+1-steady.heap)")
 	mkstore := flag.String("mkstore", "", "only fill a store in this directory (-records, -open) and exit; for profiling")
 	nrec := flag.Int("records", 0, "with -mkstore: records")
 	nopen := flag.Int("open", 0, "with -mkstore: open records")
@@ -70,7 +74,7 @@ func main() {
 	}
 
 	cfg := config{quick: *quick, rounds: 5, writeOps1: 1000, writeOps64: 64 * 25,
-		tasks: 10000, interval: 20 * time.Second, records: 1_000_000, open: 10_000}
+		tasks: 10000, interval: 20 * time.Second, records: 1_000_000, open: 10_000, profiles: *profiles}
 	if *quick {
 		cfg.rounds, cfg.writeOps1, cfg.writeOps64 = 3, 200, 64*10
 		cfg.tasks, cfg.interval = 1000, 1*time.Second

@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,6 +269,7 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 	var gapMu sync.Mutex
 	var measuring atomic.Bool
 	baseMem, baseRSS := goMem(), rss()
+	dumpProfiles(cfg, "base")
 	st.baseGoroutines = runtime.NumGoroutine()
 	var polls, changed, errs atomic.Int64
 	count := func(res engine.PollResult, err error) {
@@ -303,6 +306,7 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 	// Memory in the steady state, with everything still running.
 	st.memPerTask = float64(goMem()-baseMem) / float64(cfg.tasks)
 	st.rssPerTask = float64(rss()-baseRSS) / float64(cfg.tasks)
+	dumpProfiles(cfg, "steady")
 	cancel()
 	<-done
 	gapMu.Lock()
@@ -465,6 +469,12 @@ func benchPoll(cfg config) (string, []finding) {
 	for round := range rounds {
 		for k := range runs {
 			i := (k + round) % len(runs)
+			// A tracker opened anew holds no connection yet: the
+			// baseline counts none that the run (ours closes it) drops.
+			e.closeTracker()
+			if err := e.openTracker(); err != nil {
+				return out + fmt.Sprintf("\n%v\n", err), found
+			}
 			res[i] = append(res[i], steadyRun(cfg, warm, window, runs[i]))
 		}
 	}
@@ -518,3 +528,25 @@ func benchPoll(cfg config) (string, []finding) {
 		fmt.Sprintf("%d bytes over %d polls (%d changed)", wb, polls, changed)})
 	return out, found
 }
+
+// dumpProfiles writes the heap (every allocation still held, after a GC)
+// and goroutine profiles into cfg.profiles, numbered in the order taken.
+func dumpProfiles(cfg config, tag string) {
+	if cfg.profiles == "" {
+		return
+	}
+	runtime.GC()
+	n := dumpN.Add(1)
+	for _, p := range []string{"heap", "goroutine"} {
+		f, err := os.Create(filepath.Join(cfg.profiles, fmt.Sprintf("%02d-%s.%s", n, tag, p)))
+		if err != nil {
+			logf("%v", err)
+			return
+		}
+		// debug 1: the goroutines grouped by stack, as text.
+		_ = pprof.Lookup(p).WriteTo(f, map[string]int{"goroutine": 1}[p])
+		f.Close()
+	}
+}
+
+var dumpN atomic.Int64

@@ -107,6 +107,7 @@ func Open(opts Options) (*Engine, error) {
 		Warn:           opts.Warn,
 		RequestTimeout: opts.RequestTimeout,
 		PushSilence:    opts.PushSilence,
+		IdlePerServer:  opts.PerServer,
 	})
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx})

@@ -17,6 +17,9 @@ var ErrFellBehind = errors.New("the watcher fell behind the feed")
 // feedBuffer is how many events a watcher may leave unread before its
 // feed is cut off: room for a start-up reconcile of thousands of tasks
 // (a poll event each, a change each that moved) while a watcher draws.
+// The room is taken as events wait, not up front: a watcher that keeps
+// up holds a few events, not 8,192 (1 MiB each, which was most of the
+// engine's memory per open task at 1,000 of them).
 var feedBuffer = 8192
 
 // hub fans the engine's events out to its feeds. It publishes without
@@ -39,7 +42,7 @@ func newHub(e *Engine) *hub {
 // read wait in in; run drops those the replay already covered.
 type feed struct {
 	h    *hub
-	in   chan deck.Event
+	in   inbox
 	out  chan deck.Event
 	stop chan struct{} // closed when the hub cuts the feed off
 	// cause is why the hub cut it off (set before stop is closed).
@@ -100,13 +103,69 @@ func (h *hub) storeChanged(st deck.Store) {
 // publish hands ev to every feed; the caller holds mu.
 func (h *hub) publish(ev deck.Event) {
 	for f := range h.watchers {
-		select {
-		case f.in <- ev:
-		default:
+		if !f.in.put(ev) {
 			h.cut(f, ErrFellBehind)
 		}
 	}
 }
+
+// inbox is a feed's queue of published events not yet delivered, at most
+// feedBuffer: it grows as events wait and gives its room back once they
+// are read.
+type inbox struct {
+	mu    sync.Mutex
+	queue []deck.Event
+	head  int           // the next event to read
+	limit int           // feedBuffer as the feed subscribed
+	ready chan struct{} // holds a token while the queue is not empty
+}
+
+func newInbox() inbox { return inbox{limit: feedBuffer, ready: make(chan struct{}, 1)} }
+
+// put queues ev without waiting; false if limit events wait already.
+func (q *inbox) put(ev deck.Event) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.queue)-q.head >= q.limit {
+		return false
+	}
+	q.queue = append(q.queue, ev)
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take reads the next event, if one waits; the token in ready stays while
+// more wait.
+func (q *inbox) take() (deck.Event, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.queue) {
+		return deck.Event{}, false
+	}
+	ev := q.queue[q.head]
+	q.queue[q.head] = deck.Event{} // its entries are the watcher's now
+	q.head++
+	if q.head == len(q.queue) {
+		// Empty: a small array is kept for the next events, a large one
+		// (a burst) given back.
+		q.queue, q.head = q.queue[:0], 0
+		if cap(q.queue) > inboxKeep {
+			q.queue = nil
+		}
+	} else {
+		select {
+		case q.ready <- struct{}{}:
+		default:
+		}
+	}
+	return ev, true
+}
+
+// inboxKeep is the most room an empty inbox keeps.
+const inboxKeep = 64
 
 // cut ends a feed; the caller holds mu.
 func (h *hub) cut(f *feed, cause error) {
@@ -123,7 +182,7 @@ func (h *hub) subscribe() (*feed, *deck.Reconcile, *deck.Store, error) {
 	if h.closed {
 		return nil, nil, nil, errClosed
 	}
-	f := &feed{h: h, in: make(chan deck.Event, feedBuffer), out: make(chan deck.Event), stop: make(chan struct{})}
+	f := &feed{h: h, in: newInbox(), out: make(chan deck.Event), stop: make(chan struct{})}
 	h.watchers[f] = struct{}{}
 	return f, h.recon, h.down, nil
 }
@@ -213,8 +272,9 @@ func (f *feed) runLater(ctx context.Context, from uint64) {
 	}
 	for {
 		select {
-		case ev := <-f.in:
-			if ev.Kind != deck.EventStore {
+		case <-f.in.ready:
+			ev, ok := f.in.take()
+			if !ok || ev.Kind != deck.EventStore {
 				continue // the replay will hold it
 			}
 			if !f.deliver(ctx, ev) {
@@ -359,8 +419,9 @@ func (f *feed) stream(ctx context.Context, first []deck.Event, covered uint64) {
 	}
 	for {
 		select {
-		case ev := <-f.in:
-			if ev.Kind == deck.EventChange && ev.Rev <= covered {
+		case <-f.in.ready:
+			ev, ok := f.in.take()
+			if !ok || ev.Kind == deck.EventChange && ev.Rev <= covered {
 				continue // the replay holds it
 			}
 			if !f.deliver(ctx, ev) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,31 @@ func TestLateWatcherHearsTheReconcile(t *testing.T) {
 	ev := next(t, late, time.Second, "the reconcile", func(ev deck.Event) bool { return ev.Kind == deck.EventReconcile })
 	if !ev.Reconcile.Over || ev.Reconcile.Reattached != 3 {
 		t.Fatalf("late watcher heard %+v, want the reconcile over with 3 re-attached", *ev.Reconcile)
+	}
+}
+
+// A watcher costs what it holds, not its buffer's bound: room for events
+// is taken as they wait. Each watcher used to take 8,192 events' room (1
+// MiB) as it subscribed: at 1,000 open tasks, more than the engine's
+// whole memory for them.
+func TestWatcherTakesNoRoomUpFront(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	e := open(t, t.TempDir(), srv, Options{})
+	ctx := ctxT(t)
+	const watchers = 16
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range watchers {
+		f, err := e.Watch(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next(t, f, 5*time.Second, "the snapshot", func(ev deck.Event) bool { return ev.Kind == deck.EventSnapshot })
+	}
+	runtime.ReadMemStats(&after)
+	// Everything this process allocated meanwhile, the engine's
+	// background work included: still far under one MiB per watcher.
+	if per := (after.TotalAlloc - before.TotalAlloc) / watchers; per > 128<<10 {
+		t.Fatalf("a watcher took %d KiB as it subscribed; want at most 128 KiB", per>>10)
 	}
 }

@@ -49,6 +49,10 @@ type PoolOptions struct {
 	// keep-alive) for this long is taken as dropped; DefaultPushSilence
 	// when zero.
 	PushSilence time.Duration
+	// IdlePerServer is how many connections to a server are kept open
+	// between requests: one per poll that may be in flight (the engine's
+	// PerServer); DefaultPerServer when zero. A request beyond them dials.
+	IdlePerServer int
 }
 
 // Pool keeps one session per server, connecting on first use and again
@@ -92,6 +96,9 @@ func NewPool(opts PoolOptions) *Pool {
 	}
 	if opts.PushSilence == 0 {
 		opts.PushSilence = DefaultPushSilence
+	}
+	if opts.IdlePerServer == 0 {
+		opts.IdlePerServer = DefaultPerServer
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Pool{opts: opts, ctx: ctx, cancel: cancel, entries: map[model.ServerRef]*poolEntry{}}
@@ -196,7 +203,7 @@ func (p *Pool) Close() {
 	}
 }
 
-func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, error) {
+func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (_ *Session, err error) {
 	cfg, err := p.Resolve(ref)
 	if err != nil {
 		return nil, err
@@ -208,6 +215,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 	var transport mcp.Transport
 	var hc *http.Client
 	var ht *headerTransport
+	var pooled *http.Transport // nil for stdio
 	if cfg.URL != "" {
 		if !cfg.IsLoopbackOrHTTPS() && p.opts.Warn != nil {
 			p.opts.Warn(fmt.Sprintf("server %s is reached over plain http on a non-loopback address: traffic and task ids are not encrypted", config.RedactURL(ref.String())))
@@ -216,7 +224,13 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		if err != nil {
 			return nil, err // checked when the config was loaded and expanded
 		}
-		ht = &headerTransport{base: pooledTransport(), headers: cfg.Headers, url: u}
+		pooled = pooledTransport(p.opts.IdlePerServer)
+		defer func() {
+			if err != nil { // a failed connect keeps no connection open
+				pooled.CloseIdleConnections()
+			}
+		}()
+		ht = &headerTransport{base: pooled, headers: cfg.Headers, url: u}
 		// The direct tasks/get bounds its answers itself; go-sdk's are
 		// bounded by its client.
 		hc = &http.Client{Transport: ht, CheckRedirect: refuseRedirects}
@@ -273,7 +287,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		// The server refused server/discover in JSON-RPC and speaks the
 		// sessioned revision. One whose discover failed on the way (no
 		// answer, an oversized one) is reported as that, below.
-		return p.legacySession(ref, client, cs, meta, init, lt)
+		return p.legacySession(ref, client, cs, pooled, meta, init, lt)
 	}
 	lt.cancel()
 	if derr := meta.discoverErr(); derr != nil && !(err == nil && unknownMethod(derr)) {
@@ -297,7 +311,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (*Session, erro
 		}
 		return nil, fmt.Errorf("server %s speaks %s; taskdeck needs MCP %s (stateless, tasks extension) or %s (sessioned, tasks capability)", config.RedactURL(ref.String()), RedactedLine(got), wire.ProtocolVersion, legacy.ProtocolVersion)
 	}
-	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger, Protocol: wire.ProtocolVersion}
+	s := &Session{ref: ref, cs: cs, pooled: pooled, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger, Protocol: wire.ProtocolVersion}
 	if hc != nil && meta.get() != nil {
 		s.direct = &directGet{client: hc, headers: ht, url: cfg.URL, meta: meta.get()}
 	}
@@ -320,7 +334,7 @@ func answered(err error) bool {
 }
 
 // legacySession is a connected 2025-11-25 session.
-func (p *Pool) legacySession(ref model.ServerRef, client *mcp.Client, cs *mcp.ClientSession, meta *sentMeta, init *mcp.InitializeResult, lt *legacyTasks) (*Session, error) {
+func (p *Pool) legacySession(ref model.ServerRef, client *mcp.Client, cs *mcp.ClientSession, pooled *http.Transport, meta *sentMeta, init *mcp.InitializeResult, lt *legacyTasks) (*Session, error) {
 	// The revision's tasks/get and tasks/cancel answer in shapes of their
 	// own: this session's client sends them with its types.
 	for _, method := range []string{legacy.MethodGet, legacy.MethodCancel} {
@@ -333,7 +347,7 @@ func (p *Pool) legacySession(ref model.ServerRef, client *mcp.Client, cs *mcp.Cl
 	raw := meta.initResult()
 	lt.cs = cs
 	lt.callsAsTasks = legacy.CallsAsTasks(raw)
-	s := &Session{ref: ref, cs: cs, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger, legacy: lt}
+	s := &Session{ref: ref, cs: cs, pooled: pooled, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger, legacy: lt}
 	s.Protocol = legacy.ProtocolVersion
 	s.SupportsTasks = lt.callsAsTasks
 	if init.ServerInfo != nil {
@@ -342,48 +356,51 @@ func (p *Pool) legacySession(ref model.ServerRef, client *mcp.Client, cs *mcp.Cl
 	return s, nil
 }
 
-// pooledTransport is http.DefaultTransport with room to keep a connection
-// idle for every poll that may be in flight: the default keeps two per
-// host, so with more in flight most polls paid for a new TCP connection
-// (and left one in TIME_WAIT).
 // unknownMethod is a JSON-RPC "method not found" answer.
 func unknownMethod(err error) bool {
 	var werr *jsonrpc.Error
 	return errors.As(err, &werr) && werr.Code == wire.CodeMethodNotFound
 }
 
-func pooledTransport() http.RoundTripper {
-	t, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return http.DefaultTransport
-	}
-	t = t.Clone()
-	t.MaxIdleConnsPerHost = 2 * DefaultPerServer
+// pooledTransport is http.DefaultTransport with room to keep a connection
+// idle for each of idle polls in flight: the default keeps two per host,
+// so with more in flight most polls paid for a new TCP connection (and
+// left one in TIME_WAIT). No more than that: each connection kept is two
+// goroutines and a socket.
+func pooledTransport(idle int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = idle
 	return t
-}
-
-// close ends the session: its held questions and tasks/result requests
-// first, then the connection.
-func (s *Session) close() {
-	if s.legacy != nil {
-		s.legacy.cancel()
-	}
-	s.cs.Close()
 }
 
 // Session is a connection to one server.
 type Session struct {
 	ref                       model.ServerRef
 	cs                        *mcp.ClientSession
-	direct                    *directGet    // tasks/get over HTTP; nil for stdio
-	timeout                   time.Duration // bounds a tool listing
-	silence                   time.Duration // ends a listen stream that carries nothing
+	pooled                    *http.Transport // its connections; nil for stdio
+	direct                    *directGet      // tasks/get over HTTP; nil for stdio
+	timeout                   time.Duration   // bounds a tool listing
+	silence                   time.Duration   // ends a listen stream that carries nothing
 	log                       *slog.Logger
 	tools                     toolCache
 	legacy                    *legacyTasks // set: the session speaks 2025-11-25
 	Protocol                  string       // the revision negotiated
 	SupportsTasks             bool
 	ServerName, ServerVersion string
+}
+
+// close ends the session: its held questions and tasks/result requests
+// first, then the connection and the connections it keeps idle (they
+// would otherwise stay open, two goroutines and a socket each, until the
+// transport's idle timeout).
+func (s *Session) close() {
+	if s.legacy != nil {
+		s.legacy.cancel()
+	}
+	s.cs.Close()
+	if s.pooled != nil {
+		s.pooled.CloseIdleConnections()
+	}
 }
 
 // CallTool sends tools/call with the tasks extension declared and returns

@@ -99,7 +99,9 @@ func checkFiles(dir string, opt badger.Options) (found filesFound, err error) {
 		}
 		listed = append(listed, name)
 	}
-	if reason := checkTables(dir, m, listed, opt); reason != "" {
+	// No commit to replay: the last session closed cleanly (or crashed
+	// with none unflushed, its new tables unsummed and so read).
+	if reason := checkTables(dir, m, listed, opt, found.walBytes == 0); reason != "" {
 		return found, &CorruptError{Dir: dir, Reason: reason}
 	}
 	if len(unlisted) > 0 && truncAt < fi.Size() {
@@ -261,6 +263,9 @@ func (s *Store) closeDB() error {
 			s.wal.close()
 		}
 		if err == nil {
+			// Modes first: a chmod after the sums would move the new
+			// tables' stamps, and have them read again at the next open.
+			_ = restrictFiles(s.dir)
 			_ = recordSums(s.dir) // best effort: a table not recorded is checked at the next open
 		}
 		done <- err
