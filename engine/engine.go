@@ -17,7 +17,6 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // Options configure an engine. Zero values select the defaults.
@@ -271,7 +270,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 // record when the cancel returns.
 func (e *Engine) pollCancelled(ctx context.Context, rec *model.Task) (*model.Task, error) {
 	res, err := e.tracker.Poll(ctx, rec.ID)
-	if errors.Is(err, postgres.ErrClaimLost) || (err != nil && ctx.Err() != nil) {
+	if errors.Is(err, store.ErrFenced) || (err != nil && ctx.Err() != nil) {
 		// Claimed by another meanwhile, or the caller left: the cancel is
 		// acknowledged, and the next poll records the outcome.
 		return rec, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
@@ -33,7 +34,7 @@ func TestFleetOneLostRequestDoesNotStopPolling(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, lostErr := postgres.Open(ctx, "postgres://u:secret@127.0.0.1:1/x?connect_timeout=1", slog.Default())
-	if !postgres.Lost(lostErr) {
+	if !store.Unreachable(lostErr) {
 		t.Fatalf("not a lost database: %v", lostErr)
 	}
 	e.health.note(lostErr)

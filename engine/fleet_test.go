@@ -20,6 +20,7 @@ import (
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
@@ -365,7 +366,7 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	// A pushed state, as the slow engine's stream would apply it.
 	const stale = "a stale word pushed to the engine that lost the claim"
 	_, err = slow.tracker.Pushed(id, model.Snapshot{TaskID: taskID, Status: model.StatusWorking, StatusMessage: stale})
-	if !errors.Is(err, postgres.ErrClaimLost) {
+	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("the slow engine's pushed state: %v, want it refused (claim lost)", err)
 	}
 	if after, err := other.store.Get(id); err != nil || after.StatusMessage == stale {
@@ -378,7 +379,7 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	waitFor(t, 5*time.Second, "a poll by the slow engine with something to write", func() bool {
 		res, err := slow.tracker.Poll(ctxT(t), id)
 		switch {
-		case errors.Is(err, postgres.ErrClaimLost):
+		case errors.Is(err, store.ErrFenced):
 			return true
 		case err != nil:
 			t.Fatalf("the slow engine's poll: %v", err)

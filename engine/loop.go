@@ -9,7 +9,6 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // loop is the engine's run loop: it alone owns the schedule of due polls.
@@ -185,7 +184,7 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 			defer func() { <-slots }()
 			res, err := e.tracker.Poll(ctx, rec.ID)
 			switch {
-			case errors.Is(err, postgres.ErrClaimLost):
+			case errors.Is(err, store.ErrFenced):
 				// Claimed by another meanwhile: its poll is the refresh.
 			case err != nil:
 				errs[i] = classify(err, rec.ID)
@@ -243,7 +242,7 @@ func (l *loop) run() {
 func (l *loop) poll(ctx context.Context, id string) {
 	defer l.polls.Done()
 	var res PollResult
-	err := postgres.ErrClaimLost
+	err := store.ErrFenced
 	if c := l.e.claims; c == nil {
 		res, err = l.e.tracker.Poll(ctx, id)
 	} else if _, ok := c.claim(id); ok {
@@ -260,7 +259,7 @@ func (l *loop) poll(ctx context.Context, id string) {
 func (l *loop) done(p polled) {
 	now := time.Now()
 	switch {
-	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, postgres.ErrClaimLost):
+	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, store.ErrFenced):
 		l.drop(p.id) // forgotten meanwhile, or another engine polls it now
 	case p.err != nil && l.e.health.lost():
 		l.sched.Done(p.id, now) // polled again as soon as the store is back

@@ -14,7 +14,6 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
@@ -484,7 +483,7 @@ func (l *loop) applied(st *stream, p polled) {
 	}
 	now := time.Now()
 	switch {
-	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, postgres.ErrClaimLost):
+	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, store.ErrFenced):
 		l.drop(p.id) // forgotten meanwhile, or another engine watches it now
 	case p.err != nil:
 		l.e.log.Warn("push could not be recorded", "task", p.id, "err", p.err)

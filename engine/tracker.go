@@ -16,7 +16,6 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // Tracker joins the MCP client and the store: every handle is on disk
@@ -407,7 +406,7 @@ func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*
 		return nil, handleLost(id, snap.TaskID, err)
 	}
 	res, err := t.Poll(ctx, id) // on failure the record stays open, for the next poll
-	if errors.Is(err, postgres.ErrClaimLost) || (err != nil && ctx.Err() != nil) {
+	if errors.Is(err, store.ErrFenced) || (err != nil && ctx.Err() != nil) {
 		// Another engine claimed it meanwhile, or the owner is closing:
 		// the handle is committed all the same, and the next poll fetches the
 		// outcome.
@@ -516,7 +515,7 @@ func (t *Tracker) intentMaker() (string, error) {
 // polledWrite writes the server's word on a task, fenced on a shared
 // store (t.polled): an engine that lost the claim cannot overwrite the one
 // that took it, whichever path (poll, push, cancel, answer) brought the
-// word; that write is refused with postgres.ErrClaimLost.
+// word; that write is refused with store.ErrFenced.
 func (t *Tracker) polledWrite(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
 	if t.polled != nil {
 		return t.polled(id, fn)
