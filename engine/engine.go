@@ -25,9 +25,15 @@ type Options struct {
 	// Store is empty for Badger in DataDir, or a postgres:// connection
 	// string: a fleet's shared database, where this engine polls only the
 	// tasks it has claimed.
-	Store          string
-	ClaimLease     time.Duration     // a claim's lease; DefaultClaimLease when 0
-	ClaimRenew     time.Duration     // how often claims are renewed and taken; DefaultClaimRenew when 0
+	Store      string
+	ClaimLease time.Duration // a claim's lease; DefaultClaimLease when 0
+	ClaimRenew time.Duration // how often claims are renewed and taken; DefaultClaimRenew when 0
+	// Claim makes this engine a member of the fleet on a shared database:
+	// it claims its share of the open tasks and polls them (`serve`).
+	// Without it the engine watches: it reads the records and who watches
+	// them, and claims only the tasks of servers no member reaches (else
+	// nothing would poll them), so that closing it moves no claim.
+	Claim          bool
 	Config         *mcpconfig.Config // servers
 	Logger         *slog.Logger      // nil: discard
 	ChildStderr    io.Writer         // stdio servers' stderr (the log file)

@@ -61,9 +61,14 @@ func openBackend(opts Options) (store.Backend, *claimer, error) {
 	if err != nil {
 		return nil, nil, deck.Errorf(deck.KindUsage, "store %s is not a valid connection URL; fix --store or \"store\" in the config", RedactStore(opts.Store))
 	}
-	// The engines of a fleet count each other by their connections' name.
+	// The members of a fleet count each other by their connections' name:
+	// a watcher's are named apart, so that it takes no member's share.
+	prefix := enginePrefix
+	if !opts.Claim {
+		prefix = watcherPrefix
+	}
 	q := conn.Query()
-	q.Set("application_name", enginePrefix+name)
+	q.Set("application_name", prefix+name)
 	conn.RawQuery = q.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), opts.RequestTimeout)
 	defer cancel()
@@ -76,6 +81,10 @@ func openBackend(opts Options) (store.Backend, *claimer, error) {
 
 // enginePrefix begins the application name of an engine's connections.
 const enginePrefix = "taskdeck-engine:" // no space: an encoded query gives it as +
+
+// watcherPrefix begins the application name of a watcher's connections
+// (an engine opened without Options.Claim).
+const watcherPrefix = "taskdeck-watcher:"
 
 // engineName names this engine in the database: host, pid and a random
 // part, as a pid may come again.
@@ -93,6 +102,9 @@ type claimer struct {
 	lease time.Duration
 	renew time.Duration
 	wake  chan struct{} // a claim round at once (a call made a task)
+	// member: this engine claims its share (Options.Claim); a watcher
+	// claims only the tasks of servers no live member reaches.
+	member bool
 
 	mu sync.Mutex
 	// servers are the only tasks it claims: the configured names, and the
@@ -131,6 +143,7 @@ func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 		name:     name,
 		lease:    opts.ClaimLease,
 		renew:    opts.ClaimRenew,
+		member:   opts.Claim,
 		wake:     make(chan struct{}, 1),
 		held:     map[string]postgres.Claim{},
 		until:    map[string]time.Time{},
@@ -281,6 +294,24 @@ func (c *claimer) claimable() []string {
 	return slices.Clone(c.servers)
 }
 
+// toClaim are the servers whose tasks a claim round takes: a member's
+// all; a watcher's only those that no live member reaches in the last
+// view of the fleet (none before the first view).
+func (c *claimer) toClaim() []string {
+	if c.member {
+		return c.claimable()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, s := range c.servers {
+		if !c.readAt.IsZero() && !c.fleet.Reachable[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // watch is who watches rec on the shared database, in the last view read:
 // the engine holding its claim, or none that can (no live engine has its
 // server). It reads nothing: it runs in the commit hook too.
@@ -420,7 +451,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 		}
 	}
 	c.mu.Unlock()
-	servers := c.claimable()
+	servers := c.toClaim()
 	if len(servers) == 0 {
 		return lost, nil, nil
 	}
@@ -441,16 +472,19 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	if err != nil {
 		return lost, claimed, err
 	}
-	engines, open, err := c.pg.Share(enginePrefix, servers)
-	if err != nil {
-		return lost, claimed, err
+	want := takeAll // a watcher's servers have no member to share them with
+	if c.member {
+		engines, open, err := c.pg.Share(enginePrefix, servers)
+		if err != nil {
+			return lost, claimed, err
+		}
+		engines = max(engines, 1) // this one, whatever the view says
+		want = max((open+engines-1)/engines-len(held)+len(lost)-taken, 0)
+		if !poked {
+			want = max(want, trickle)
+		}
 	}
-	engines = max(engines, 1) // this one, whatever the view says
-	want := (open+engines-1)/engines - len(held) + len(lost) - taken
-	if !poked {
-		want = max(want, trickle)
-	}
-	if want > 0 {
+	if want != 0 {
 		_, err = c.take(&claimed, want, func(n int) ([]postgres.Claim, error) {
 			return c.pg.ClaimTasks(c.name, servers, n, c.lease)
 		})
@@ -613,14 +647,15 @@ func (e *Engine) keepAlive() {
 	}
 }
 
-// beat records this engine alive for a lease: with the servers it claims
-// while its claim rounds run, else none (it polls nothing).
+// beat records this engine alive for a lease: a member with the servers
+// it claims while its claim rounds run, else none (it polls nothing, or
+// as a watcher only what no member reaches: naming those would hide that).
 func (c *claimer) beat() error {
 	c.mu.Lock()
 	rounds := c.rounds
 	c.mu.Unlock()
 	servers := []string{}
-	if rounds {
+	if rounds && c.member {
 		servers = c.claimable()
 	}
 	return c.pg.Heartbeat(c.name, servers, c.lease)

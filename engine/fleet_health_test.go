@@ -20,7 +20,7 @@ import (
 func TestFleetOneLostRequestDoesNotStopPolling(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	polls := srv.RecordPolls("tasks/get", 0)
-	e := open(t, t.TempDir(), srv, Options{Store: pgtest.DB(t), ClaimRenew: testRenew})
+	e := open(t, t.TempDir(), srv, Options{Store: pgtest.DB(t), Claim: true, ClaimRenew: testRenew})
 	if err := e.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -51,8 +51,8 @@ func TestFleetOneLostRequestDoesNotStopPolling(t *testing.T) {
 func TestFleetRoundsKeepTheirPaceWhileDown(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	db := pgtest.DB(t)
-	a := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew})
-	b := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew})
+	a := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, ClaimLease: testLease, ClaimRenew: testRenew})
+	b := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, ClaimLease: testLease, ClaimRenew: testRenew})
 	if err := b.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -255,7 +255,7 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 		return nil, err
 	}
 	own := func() (deck.Deck, error) {
-		e, err := f.openEngine(cfg)
+		e, err := f.openEngine(cfg, false)
 		if err != nil {
 			return nil, err
 		}
@@ -320,11 +320,14 @@ func (f *Factory) configFile() string {
 	return f.configPath
 }
 
-// openEngine opens the engine in this process, which takes the store.
-func (f *Factory) openEngine(cfg *mcpconfig.Config) (*engine.Engine, error) {
+// openEngine opens the engine in this process, which takes the store. On
+// a shared database only a member (serve) claims tasks: the dashboard and
+// the other commands watch, and leave no claim behind when they end.
+func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine, error) {
 	e, err := engine.Open(engine.Options{
 		DataDir:        f.dataDir,
 		Store:          f.storeOf(cfg),
+		Claim:          member,
 		Config:         cfg,
 		Logger:         f.logger,
 		ChildStderr:    f.logFile,
