@@ -185,7 +185,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 // taken (an agent's is dropped, as a server ignores it), and sends
 // nothing.
 func (t *Tracker) claimAnswers(ctx context.Context, answers map[string]json.RawMessage) func(r *model.Task) (bool, error) {
-	by := model.AnsweredInput{By: actorOf(ctx), Engine: t.name}
+	by := model.AnsweredInput{By: actorOf(ctx), Engine: t.owner.name()}
 	return func(r *model.Task) (bool, error) {
 		admitted, err := admitAnswers(ctx, r, answers)
 		if err != nil || len(admitted) == 0 {

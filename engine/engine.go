@@ -62,6 +62,7 @@ type Engine struct {
 	opts    Options
 	log     *slog.Logger
 	store   store.Backend
+	own     owner        // which tasks this engine holds, and how it writes them
 	claims  *claimer     // nil on Badger: the sole owner polls every task
 	health  *storeHealth // nil on Badger
 	pool    *mcpclient.Pool
@@ -113,15 +114,14 @@ func Open(opts Options) (*Engine, error) {
 		PushSilence:    opts.PushSilence,
 	})
 	e.ctx, e.cancel = context.WithCancel(context.Background())
-	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx})
-	tr.engine = model.EngineActor(e.host)
+	e.own = soleOwner{st}
 	if claims != nil {
-		tr.polled = claims.update // every server word on a task carries the claim
-		tr.maker = e.maker        // every intent names its engine, alive by then
-		tr.name = claims.name
+		e.own = fleetOwner{e}
 	}
+	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx,
+		owner: e.own, actor: model.EngineActor(e.host)})
 	var orphans []*model.Task
-	if claims == nil {
+	if e.own.alone() {
 		if orphans, err = tr.OrphanStale(); err != nil {
 			e.cancel()
 			pool.Close()
@@ -266,7 +266,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	if rec, err = e.tracker.Cancel(ctx, rec.ID); err != nil {
 		return rec, classify(err, idOf(rec))
 	}
-	if e.watchedElsewhere(rec) {
+	if e.own.elsewhere(rec) {
 		return rec, nil // its watcher's next poll records the outcome
 	}
 	return e.pollCancelled(ctx, rec)
@@ -328,7 +328,7 @@ func (e *Engine) Get(ctx context.Context, id string) (deck.Entry, error) {
 	if err != nil {
 		return deck.Entry{}, err
 	}
-	e.refreshFleet()
+	e.own.refresh()
 	return e.entry(rec), nil
 }
 
@@ -380,9 +380,7 @@ func (e *Engine) entry(rec *model.Task) deck.Entry {
 	if ps.LastError != nil {
 		p.LastError = ps.LastError.Error()
 	}
-	if e.claims != nil {
-		p.Watcher, p.NoEngine = e.claims.watch(rec)
-	}
+	p.Watcher, p.NoEngine = e.own.watch(rec)
 	return deck.Entry{Task: rec, Poll: p}
 }
 
@@ -393,7 +391,7 @@ func (e *Engine) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) 
 		return nil, err
 	}
 	defer done()
-	e.refreshFleet()
+	e.own.refresh()
 	groups, reads, err := groupsOf(f)
 	if err != nil {
 		return nil, err

@@ -332,9 +332,6 @@ func (c *claimer) watch(rec *model.Task) (watcher string, noEngine bool) {
 // feed's replay call it before they name watchers.
 func (e *Engine) refreshFleet() {
 	c := e.claims
-	if c == nil {
-		return
-	}
 	c.mu.Lock()
 	stale := !c.rounds && time.Since(c.triedAt) > c.renew
 	c.mu.Unlock()
@@ -381,9 +378,6 @@ func (c *claimer) read() (ids []string, changed bool, err error) {
 // one then neither polls it nor writes what its server says.
 func (e *Engine) watchedElsewhere(rec *model.Task) bool {
 	c := e.claims
-	if c == nil {
-		return false
-	}
 	if _, ok := c.claim(rec.ID); ok {
 		return false
 	}
@@ -588,6 +582,49 @@ func (c *claimer) update(id string, fn func(t *model.Task) (bool, error)) (*mode
 	}
 	return c.pg.UpdateClaimed(cl, fn)
 }
+
+// fleetOwner is the owner of an engine on a shared database: every server
+// word on a task carries its claim, every intent names it, alive by then.
+type fleetOwner struct{ e *Engine }
+
+func (o fleetOwner) write(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+	return o.e.claims.update(id, fn)
+}
+
+func (o fleetOwner) maker() (string, error) { return o.e.maker() }
+func (o fleetOwner) name() string           { return o.e.claims.name }
+func (fleetOwner) alone() bool              { return false }
+
+// run starts the claim rounds.
+func (o fleetOwner) run(l *loop) {
+	o.e.ops.Add(1)
+	go l.claims(o.e.ctx)
+}
+
+// schedules: the claim rounds schedule the tasks this engine claims; a
+// task it does not hold yet is asked a round at once, and an ad-hoc URL
+// this process called joins the servers it may claim.
+func (o fleetOwner) schedules(rec *model.Task) bool {
+	c := o.e.claims
+	if c.holds(rec.ID) {
+		return true
+	}
+	c.reach(rec.Server)
+	c.poke() // whichever engine claims it polls it
+	return false
+}
+
+func (o fleetOwner) mayPoll(id string) bool {
+	_, ok := o.e.claims.claim(id)
+	return ok
+}
+
+func (o fleetOwner) release(id string)                { o.e.claims.release(id) }
+func (o fleetOwner) committed(changes []store.Change) { o.e.actsHeard(changes) }
+
+func (o fleetOwner) watch(rec *model.Task) (string, bool) { return o.e.claims.watch(rec) }
+func (o fleetOwner) refresh()                             { o.e.refreshFleet() }
+func (o fleetOwner) elsewhere(rec *model.Task) bool       { return o.e.watchedElsewhere(rec) }
 
 // orphanClaimed turns a crash's intent this engine has claimed into
 // `orphaned`, written under the claim's fence, then lets the claim go:

@@ -58,10 +58,7 @@ func (e *Engine) start() *loop {
 		}
 		e.ops.Add(1)
 		go e.loop.run()
-		if e.claims != nil {
-			e.ops.Add(1)
-			go e.loop.claims(e.ctx)
-		}
+		e.own.run(e.loop)
 	}
 	return e.loop
 }
@@ -91,9 +88,7 @@ func (e *Engine) due(rec *model.Task, soon bool) {
 	if l == nil || !rec.Pollable() {
 		return
 	}
-	if e.claims != nil && !e.claims.holds(rec.ID) {
-		e.claims.reach(rec.Server) // an ad-hoc URL this process called: it may claim its tasks
-		e.claims.poke()            // whichever engine claims it polls it
+	if !e.own.schedules(rec) {
 		return
 	}
 	at := time.Now()
@@ -169,7 +164,7 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 		if err != nil {
 			return err
 		}
-		if rec.Pollable() && !e.watchedElsewhere(rec) { // its watcher polls it: one poller per task
+		if rec.Pollable() && !e.own.elsewhere(rec) { // its watcher polls it: one poller per task
 			recs = append(recs, rec)
 		}
 	}
@@ -243,9 +238,7 @@ func (l *loop) poll(ctx context.Context, id string) {
 	defer l.polls.Done()
 	var res PollResult
 	err := store.ErrFenced
-	if c := l.e.claims; c == nil {
-		res, err = l.e.tracker.Poll(ctx, id)
-	} else if _, ok := c.claim(id); ok {
+	if l.e.own.mayPoll(id) {
 		res, err = l.e.tracker.Poll(ctx, id)
 	}
 	select {
@@ -289,7 +282,7 @@ func (l *loop) begin() {
 	l.recon = r
 	var open []*model.Task
 	var err error
-	if l.e.claims == nil { // on a shared database, the claim rounds schedule
+	if l.e.own.alone() { // on a shared database, the claim rounds schedule
 		open, err = l.e.store.ByStatus(model.StatusWorking, model.StatusInputRequired)
 	}
 	if err != nil {

@@ -251,9 +251,7 @@ func (l *loop) track(id string, server model.ServerRef, taskID string, at time.T
 // place it leaves goes to a task that had none.
 func (l *loop) drop(id string) {
 	l.sched.Remove(id)
-	if l.e.claims != nil {
-		l.e.claims.release(id)
-	}
+	l.e.own.release(id)
 	for ref, sp := range l.push {
 		delete(sp.over, id)
 		sh := sp.of[id]
