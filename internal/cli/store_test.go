@@ -99,7 +99,7 @@ func TestSharedStoreShowsWatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.Open(engine.Options{Store: db, DataDir: t.TempDir(), Config: cfg, RequestTimeout: 5 * time.Second})
+	e, err := engine.Open(engine.Options{Store: db, Claim: true, DataDir: t.TempDir(), Config: cfg, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
