@@ -14,7 +14,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store/postgres"
+	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
@@ -161,7 +161,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 		// gone (-32602 on both) from an answer refused.
 		res, perr := t.poll(ctx, id)
 		switch {
-		case errors.Is(perr, postgres.ErrClaimLost):
+		case errors.Is(perr, store.ErrFenced):
 			return sent, err // another engine watches it and records its state
 		case perr != nil:
 			return sent, perr
@@ -185,7 +185,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 // taken (an agent's is dropped, as a server ignores it), and sends
 // nothing.
 func (t *Tracker) claimAnswers(ctx context.Context, answers map[string]json.RawMessage) func(r *model.Task) (bool, error) {
-	by := model.AnsweredInput{By: actorOf(ctx), Engine: t.name}
+	by := model.AnsweredInput{By: actorOf(ctx), Engine: t.owner.name()}
 	return func(r *model.Task) (bool, error) {
 		admitted, err := admitAnswers(ctx, r, answers)
 		if err != nil || len(admitted) == 0 {
@@ -308,7 +308,7 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 		// Nothing left to stop, if tasks/get agrees that it is gone.
 		res, perr := t.poll(ctx, id)
 		switch {
-		case errors.Is(perr, postgres.ErrClaimLost):
+		case errors.Is(perr, store.ErrFenced):
 			return rec, fmt.Errorf("the server refused the cancel (%w); another engine watches this task and records what became of it", err)
 		case perr != nil || !res.Task.Status.Pollable():
 			return res.Task, perr

@@ -97,7 +97,7 @@ func (e *Engine) cancelSoon(ctx context.Context, id string) error {
 	switch {
 	case err != nil:
 		return classify(err, idOf(rec))
-	case e.watchedElsewhere(rec):
+	case e.own.elsewhere(rec):
 		return nil
 	case e.running() != nil:
 		e.due(rec, true)

@@ -17,7 +17,6 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // Options configure an engine. Zero values select the defaults.
@@ -26,9 +25,15 @@ type Options struct {
 	// Store is empty for Badger in DataDir, or a postgres:// connection
 	// string: a fleet's shared database, where this engine polls only the
 	// tasks it has claimed.
-	Store          string
-	ClaimLease     time.Duration     // a claim's lease; DefaultClaimLease when 0
-	ClaimRenew     time.Duration     // how often claims are renewed and taken; DefaultClaimRenew when 0
+	Store      string
+	ClaimLease time.Duration // a claim's lease; DefaultClaimLease when 0
+	ClaimRenew time.Duration // how often claims are renewed and taken; DefaultClaimRenew when 0
+	// Claim makes this engine a member of the fleet on a shared database:
+	// it claims its share of the open tasks and polls them (`serve`).
+	// Without it the engine watches: it reads the records and who watches
+	// them, and claims only the tasks of servers no member reaches (else
+	// nothing would poll them), so that closing it moves no claim.
+	Claim          bool
 	Config         *mcpconfig.Config // servers
 	Logger         *slog.Logger      // nil: discard
 	ChildStderr    io.Writer         // stdio servers' stderr (the log file)
@@ -58,6 +63,7 @@ type Engine struct {
 	auditKey []byte // seals the audit log; nil: a fleet without one
 	log      *slog.Logger
 	store    store.Backend
+	own      owner        // which tasks this engine holds, and how it writes them
 	claims   *claimer     // nil on Badger: the sole owner polls every task
 	health   *storeHealth // nil on Badger
 	pool     *mcpclient.Pool
@@ -110,15 +116,14 @@ func Open(opts Options) (*Engine, error) {
 		IdlePerServer:  opts.PerServer,
 	})
 	e.ctx, e.cancel = context.WithCancel(context.Background())
-	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx})
-	tr.engine = model.EngineActor(e.host)
+	e.own = soleOwner{st}
 	if claims != nil {
-		tr.polled = claims.update // every server word on a task carries the claim
-		tr.maker = e.maker        // every intent names its engine, alive by then
-		tr.name = claims.name
+		e.own = fleetOwner{e}
 	}
+	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx,
+		owner: e.own, actor: model.EngineActor(e.host)})
 	var orphans []*model.Task
-	if claims == nil {
+	if e.own.alone() {
 		if orphans, err = tr.OrphanStale(); err != nil {
 			e.cancel()
 			pool.Close()
@@ -263,7 +268,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	if rec, err = e.tracker.Cancel(ctx, rec.ID); err != nil {
 		return rec, classify(err, idOf(rec))
 	}
-	if e.watchedElsewhere(rec) {
+	if e.own.elsewhere(rec) {
 		return rec, nil // its watcher's next poll records the outcome
 	}
 	return e.pollCancelled(ctx, rec)
@@ -273,7 +278,7 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 // record when the cancel returns.
 func (e *Engine) pollCancelled(ctx context.Context, rec *model.Task) (*model.Task, error) {
 	res, err := e.tracker.Poll(ctx, rec.ID)
-	if errors.Is(err, postgres.ErrClaimLost) || (err != nil && ctx.Err() != nil) {
+	if errors.Is(err, store.ErrFenced) || (err != nil && ctx.Err() != nil) {
 		// Claimed by another meanwhile, or the caller left: the cancel is
 		// acknowledged, and the next poll records the outcome.
 		return rec, nil
@@ -325,7 +330,7 @@ func (e *Engine) Get(ctx context.Context, id string) (deck.Entry, error) {
 	if err != nil {
 		return deck.Entry{}, err
 	}
-	e.refreshFleet()
+	e.own.refresh()
 	return e.entry(rec), nil
 }
 
@@ -377,9 +382,7 @@ func (e *Engine) entry(rec *model.Task) deck.Entry {
 	if ps.LastError != nil {
 		p.LastError = ps.LastError.Error()
 	}
-	if e.claims != nil {
-		p.Watcher, p.NoEngine = e.claims.watch(rec)
-	}
+	p.Watcher, p.NoEngine = e.own.watch(rec)
 	return deck.Entry{Task: rec, Poll: p}
 }
 
@@ -390,7 +393,7 @@ func (e *Engine) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) 
 		return nil, err
 	}
 	defer done()
-	e.refreshFleet()
+	e.own.refresh()
 	groups, reads, err := groupsOf(f)
 	if err != nil {
 		return nil, err

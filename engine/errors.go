@@ -9,7 +9,6 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // classify makes err a *deck.Error of the kind its frontends act on, its
@@ -54,7 +53,7 @@ func kindOf(err error) deck.Kind {
 		return deck.KindCanceled
 	case errors.As(err, &te) && te.Answered():
 		return deck.KindRefused
-	case postgres.Lost(err), postgres.RefusesWrites(err): // before a deadline: a database that timed out
+	case store.Unreachable(err), store.RefusesWrites(err): // before a deadline: a database that timed out
 		return deck.KindStoreDown
 	case errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded):
 		return deck.KindUnreachable

@@ -307,7 +307,7 @@ func (f *feed) runLater(ctx context.Context, from uint64) {
 // is every record, or with a window the open ones, the newest finished
 // and the counts; a windowed replay ends with the counts as of its end.
 func (e *Engine) replay(from uint64, w *deck.Window) ([]deck.Event, uint64, error) {
-	e.refreshFleet()
+	e.own.refresh()
 	if from > 0 {
 		// The counts and the changes are two reads: a commit between them
 		// is read again (and, should commits keep coming, a snapshot).

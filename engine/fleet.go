@@ -73,9 +73,14 @@ func openBackend(opts Options) (store.Backend, *claimer, []byte, error) {
 	if err != nil {
 		return nil, nil, nil, deck.Errorf(deck.KindUsage, "store %s is not a valid connection URL; fix --store or \"store\" in the config", RedactStore(opts.Store))
 	}
-	// The engines of a fleet count each other by their connections' name.
+	// The members of a fleet count each other by their connections' name:
+	// a watcher's are named apart, so that it takes no member's share.
+	prefix := enginePrefix
+	if !opts.Claim {
+		prefix = watcherPrefix
+	}
 	q := conn.Query()
-	q.Set("application_name", enginePrefix+name)
+	q.Set("application_name", prefix+name)
 	conn.RawQuery = q.Encode()
 	ctx, cancel := context.WithTimeout(context.Background(), opts.RequestTimeout)
 	defer cancel()
@@ -94,6 +99,10 @@ func openBackend(opts Options) (store.Backend, *claimer, []byte, error) {
 // enginePrefix begins the application name of an engine's connections.
 const enginePrefix = "taskdeck-engine:" // no space: an encoded query gives it as +
 
+// watcherPrefix begins the application name of a watcher's connections
+// (an engine opened without Options.Claim).
+const watcherPrefix = "taskdeck-watcher:"
+
 // engineName names this engine in the database: host, pid and a random
 // part, as a pid may come again.
 func engineName() string {
@@ -110,6 +119,9 @@ type claimer struct {
 	lease time.Duration
 	renew time.Duration
 	wake  chan struct{} // a claim round at once (a call made a task)
+	// member: this engine claims its share (Options.Claim); a watcher
+	// claims only the tasks of servers no live member reaches.
+	member bool
 
 	mu sync.Mutex
 	// servers are the only tasks it claims: the configured names, and the
@@ -148,6 +160,7 @@ func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 		name:     name,
 		lease:    opts.ClaimLease,
 		renew:    opts.ClaimRenew,
+		member:   opts.Claim,
 		wake:     make(chan struct{}, 1),
 		held:     map[string]postgres.Claim{},
 		until:    map[string]time.Time{},
@@ -298,6 +311,24 @@ func (c *claimer) claimable() []string {
 	return slices.Clone(c.servers)
 }
 
+// toClaim are the servers whose tasks a claim round takes: a member's
+// all; a watcher's only those that no live member reaches in the last
+// view of the fleet (none before the first view).
+func (c *claimer) toClaim() []string {
+	if c.member {
+		return c.claimable()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, s := range c.servers {
+		if !c.readAt.IsZero() && !c.fleet.Reachable[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // watch is who watches rec on the shared database, in the last view read:
 // the engine holding its claim, or none that can (no live engine has its
 // server). It reads nothing: it runs in the commit hook too.
@@ -318,9 +349,6 @@ func (c *claimer) watch(rec *model.Task) (watcher string, noEngine bool) {
 // feed's replay call it before they name watchers.
 func (e *Engine) refreshFleet() {
 	c := e.claims
-	if c == nil {
-		return
-	}
 	c.mu.Lock()
 	stale := !c.rounds && time.Since(c.triedAt) > c.renew
 	c.mu.Unlock()
@@ -367,9 +395,6 @@ func (c *claimer) read() (ids []string, changed bool, err error) {
 // one then neither polls it nor writes what its server says.
 func (e *Engine) watchedElsewhere(rec *model.Task) bool {
 	c := e.claims
-	if c == nil {
-		return false
-	}
 	if _, ok := c.claim(rec.ID); ok {
 		return false
 	}
@@ -437,7 +462,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 		}
 	}
 	c.mu.Unlock()
-	servers := c.claimable()
+	servers := c.toClaim()
 	if len(servers) == 0 {
 		return lost, nil, nil
 	}
@@ -458,16 +483,19 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	if err != nil {
 		return lost, claimed, err
 	}
-	engines, open, err := c.pg.Share(enginePrefix, servers)
-	if err != nil {
-		return lost, claimed, err
+	want := takeAll // a watcher's servers have no member to share them with
+	if c.member {
+		engines, open, err := c.pg.Share(enginePrefix, servers)
+		if err != nil {
+			return lost, claimed, err
+		}
+		engines = max(engines, 1) // this one, whatever the view says
+		want = max((open+engines-1)/engines-len(held)+len(lost)-taken, 0)
+		if !poked {
+			want = max(want, trickle)
+		}
 	}
-	engines = max(engines, 1) // this one, whatever the view says
-	want := (open+engines-1)/engines - len(held) + len(lost) - taken
-	if !poked {
-		want = max(want, trickle)
-	}
-	if want > 0 {
+	if want != 0 {
 		_, err = c.take(&claimed, want, func(n int) ([]postgres.Claim, error) {
 			return c.pg.ClaimTasks(c.name, servers, n, c.lease)
 		})
@@ -572,6 +600,49 @@ func (c *claimer) update(id string, fn func(t *model.Task) (bool, error)) (*mode
 	return c.pg.UpdateClaimed(cl, fn)
 }
 
+// fleetOwner is the owner of an engine on a shared database: every server
+// word on a task carries its claim, every intent names it, alive by then.
+type fleetOwner struct{ e *Engine }
+
+func (o fleetOwner) write(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+	return o.e.claims.update(id, fn)
+}
+
+func (o fleetOwner) maker() (string, error) { return o.e.maker() }
+func (o fleetOwner) name() string           { return o.e.claims.name }
+func (fleetOwner) alone() bool              { return false }
+
+// run starts the claim rounds.
+func (o fleetOwner) run(l *loop) {
+	o.e.ops.Add(1)
+	go l.claims(o.e.ctx)
+}
+
+// schedules: the claim rounds schedule the tasks this engine claims; a
+// task it does not hold yet is asked a round at once, and an ad-hoc URL
+// this process called joins the servers it may claim.
+func (o fleetOwner) schedules(rec *model.Task) bool {
+	c := o.e.claims
+	if c.holds(rec.ID) {
+		return true
+	}
+	c.reach(rec.Server)
+	c.poke() // whichever engine claims it polls it
+	return false
+}
+
+func (o fleetOwner) mayPoll(id string) bool {
+	_, ok := o.e.claims.claim(id)
+	return ok
+}
+
+func (o fleetOwner) release(id string)                { o.e.claims.release(id) }
+func (o fleetOwner) committed(changes []store.Change) { o.e.actsHeard(changes) }
+
+func (o fleetOwner) watch(rec *model.Task) (string, bool) { return o.e.claims.watch(rec) }
+func (o fleetOwner) refresh()                             { o.e.refreshFleet() }
+func (o fleetOwner) elsewhere(rec *model.Task) bool       { return o.e.watchedElsewhere(rec) }
+
 // orphanClaimed turns a crash's intent this engine has claimed into
 // `orphaned`, written under the claim's fence, then lets the claim go:
 // as on one host, the operator sees it and nothing re-sends it. The
@@ -630,14 +701,15 @@ func (e *Engine) keepAlive() {
 	}
 }
 
-// beat records this engine alive for a lease: with the servers it claims
-// while its claim rounds run, else none (it polls nothing).
+// beat records this engine alive for a lease: a member with the servers
+// it claims while its claim rounds run, else none (it polls nothing, or
+// as a watcher only what no member reaches: naming those would hide that).
 func (c *claimer) beat() error {
 	c.mu.Lock()
 	rounds := c.rounds
 	c.mu.Unlock()
 	servers := []string{}
-	if rounds {
+	if rounds && c.member {
 		servers = c.claimable()
 	}
 	return c.pg.Heartbeat(c.name, servers, c.lease)

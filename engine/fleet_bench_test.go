@@ -55,7 +55,7 @@ func BenchmarkFleetPolls(b *testing.B) {
 	ctx := context.Background()
 	tiny := model.PollPolicy{Default: time.Microsecond, Floor: time.Microsecond, Cap: time.Microsecond, Growth: 1}
 	openEngine := func() *Engine {
-		e, err := Open(Options{DataDir: b.TempDir(), Store: db, Config: cfg, Policy: tiny, RequestTimeout: 10 * time.Second})
+		e, err := Open(Options{DataDir: b.TempDir(), Store: db, Claim: true, Config: cfg, Policy: tiny, RequestTimeout: 10 * time.Second})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestFleetOneLostRequestDoesNotStopPolling(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	polls := srv.RecordPolls("tasks/get", 0)
-	e := open(t, t.TempDir(), srv, Options{Store: pgtest.DB(t), ClaimRenew: testRenew})
+	e := open(t, t.TempDir(), srv, Options{Store: pgtest.DB(t), Claim: true, ClaimRenew: testRenew})
 	if err := e.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestFleetOneLostRequestDoesNotStopPolling(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_, lostErr := postgres.Open(ctx, "postgres://u:secret@127.0.0.1:1/x?connect_timeout=1", slog.Default())
-	if !postgres.Lost(lostErr) {
+	if !store.Unreachable(lostErr) {
 		t.Fatalf("not a lost database: %v", lostErr)
 	}
 	e.health.note(lostErr)
@@ -50,8 +51,8 @@ func TestFleetOneLostRequestDoesNotStopPolling(t *testing.T) {
 func TestFleetRoundsKeepTheirPaceWhileDown(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	db := pgtest.DB(t)
-	a := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew})
-	b := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew})
+	a := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, ClaimLease: testLease, ClaimRenew: testRenew})
+	b := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, ClaimLease: testLease, ClaimRenew: testRenew})
 	if err := b.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -42,11 +42,11 @@ func wasOrphaned(rec *model.Task) bool {
 func TestFleetSkewedClockCallNotOrphaned(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	db := pgtest.DB(t)
-	watcher := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew})
+	watcher := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, ClaimLease: testLease, ClaimRenew: testRenew})
 	if err := watcher.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	slow := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew,
+	slow := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, ClaimLease: testLease, ClaimRenew: testRenew,
 		RequestTimeout: 20 * time.Second, Now: func() time.Time { return time.Now().Add(-10 * time.Minute) }})
 	// The server has the task; its answer waits until the watcher has
 	// claimed the intent and judged it (left it waiting, or orphaned it).
@@ -96,8 +96,8 @@ func TestFleetSkewedClockCallNotOrphaned(t *testing.T) {
 func TestFleetOrphanedIntentTakesItsHandle(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	db := pgtest.DB(t)
-	maker := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 20 * time.Second})
-	other := open(t, t.TempDir(), srv, Options{Store: db, ClaimLease: testLease, ClaimRenew: testRenew})
+	maker := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 20 * time.Second})
+	other := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, ClaimLease: testLease, ClaimRenew: testRenew})
 	gate := srv.HoldAnswer("tools/call")
 	go func() {
 		defer gate.Release()

@@ -20,6 +20,7 @@ import (
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
@@ -42,7 +43,7 @@ func fleet(t *testing.T, srv *hostile.Server, n int, lease, renew time.Duration)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := open(t, t.TempDir(), srv, Options{Store: db, Config: cfg, ClaimLease: lease, ClaimRenew: renew})
+		e := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: cfg, ClaimLease: lease, ClaimRenew: renew})
 		if err := e.PollNow(ctxT(t), nil); err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +248,7 @@ func TestFleetLostClaimStopsPolling(t *testing.T) {
 		return cfg
 	}
 	// The slow engine takes its claims at once and then renews too late.
-	slow := open(t, t.TempDir(), srv, Options{Store: db, Config: engineCfg(0), ClaimLease: time.Second, ClaimRenew: time.Minute})
+	slow := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: engineCfg(0), ClaimLease: time.Second, ClaimRenew: time.Minute})
 	if err := slow.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestFleetLostClaimStopsPolling(t *testing.T) {
 	}
 	id, taskID := res.Task.ID, res.Task.TaskID
 	waitFor(t, 5*time.Second, "the slow engine polls its task", func() bool { return len(polls.Of(taskID)) > 0 })
-	other := open(t, t.TempDir(), srv, Options{Store: db, Config: engineCfg(1), ClaimLease: testLease, ClaimRenew: 200 * time.Millisecond})
+	other := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: engineCfg(1), ClaimLease: testLease, ClaimRenew: 200 * time.Millisecond})
 	if err := other.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +343,7 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	polls := srv.RecordPolls("tasks/get", 0)
 	db := pgtest.DB(t)
 	// The slow engine takes its claim at once and then renews too late.
-	slow := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 0), ClaimLease: time.Second, ClaimRenew: time.Minute})
+	slow := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 0), ClaimLease: time.Second, ClaimRenew: time.Minute})
 	if err := slow.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +357,7 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	// 5 s: a poll of its own amid the slow engine's would leave that one
 	// nothing to write (the record already says it), not a write refused.
 	rare := model.PollPolicy{Default: 5 * time.Second, Floor: 5 * time.Second, Cap: 5 * time.Second, Growth: 1}
-	other := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: 200 * time.Millisecond, Policy: rare})
+	other := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: 200 * time.Millisecond, Policy: rare})
 	if err := other.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	// A pushed state, as the slow engine's stream would apply it.
 	const stale = "a stale word pushed to the engine that lost the claim"
 	_, err = slow.tracker.Pushed(id, model.Snapshot{TaskID: taskID, Status: model.StatusWorking, StatusMessage: stale})
-	if !errors.Is(err, postgres.ErrClaimLost) {
+	if !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("the slow engine's pushed state: %v, want it refused (claim lost)", err)
 	}
 	if after, err := other.store.Get(id); err != nil || after.StatusMessage == stale {
@@ -378,7 +379,7 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	waitFor(t, 5*time.Second, "a poll by the slow engine with something to write", func() bool {
 		res, err := slow.tracker.Poll(ctxT(t), id)
 		switch {
-		case errors.Is(err, postgres.ErrClaimLost):
+		case errors.Is(err, store.ErrFenced):
 			return true
 		case err != nil:
 			t.Fatalf("the slow engine's poll: %v", err)
@@ -610,7 +611,7 @@ func TestFleetDeadEnginesIntentOrphanedAtOnce(t *testing.T) {
 	srv := startDemo(t, demo.Options{})
 	srv.Hold("tools/call") // never answered: the call is in flight when the process dies
 	db := pgtest.DB(t)
-	survivor := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 30 * time.Second})
+	survivor := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 30 * time.Second})
 	if err := survivor.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -666,12 +667,12 @@ func TestFleetLiveEnginesSlowCallNotOrphaned(t *testing.T) {
 	srv := startDemo(t, demo.Options{})
 	srv.CountInFlight("tools/call", 3*time.Second)
 	db := pgtest.DB(t)
-	other := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew})
+	other := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew})
 	if err := other.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
 	// The maker runs no loop (a one-off `call`).
-	maker := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: testRenew})
+	maker := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: testRenew})
 	done := make(chan deck.CallResult, 1)
 	go func() {
 		res, err := maker.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":0.5}`)})
@@ -707,7 +708,7 @@ func TestFleetLiveEnginesSlowCallNotOrphaned(t *testing.T) {
 func TestFleetContinuedCallAgesFromItsLastCall(t *testing.T) {
 	srv := startDemo(t, demo.Options{})
 	db := pgtest.DB(t)
-	first := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: testRenew})
+	first := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: testRenew})
 	res, err := first.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "confirm_first"})
 	if err != nil || !res.NeedsInput {
 		t.Fatalf("Call = %+v, %v: want a call that needs input", res, err)
@@ -732,12 +733,12 @@ func TestFleetContinuedCallAgesFromItsLastCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A call is 2 × 2 s + the lease old at most: 6 s, beyond the 3 s stall.
-	other := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 2 * time.Second})
+	other := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 0), ClaimLease: testLease, ClaimRenew: testRenew, RequestTimeout: 2 * time.Second})
 	if err := other.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
 	srv.CountInFlight("tools/call", 3*time.Second)
-	maker := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 2), ClaimLease: testLease, ClaimRenew: testRenew})
+	maker := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 2), ClaimLease: testLease, ClaimRenew: testRenew})
 	done := make(chan error, 1)
 	go func() {
 		_, err := maker.Continue(ctxT(t), id, confirmYes)

@@ -9,7 +9,6 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // loop is the engine's run loop: it alone owns the schedule of due polls.
@@ -59,10 +58,7 @@ func (e *Engine) start() *loop {
 		}
 		e.ops.Add(1)
 		go e.loop.run()
-		if e.claims != nil {
-			e.ops.Add(1)
-			go e.loop.claims(e.ctx)
-		}
+		e.own.run(e.loop)
 	}
 	return e.loop
 }
@@ -92,9 +88,7 @@ func (e *Engine) due(rec *model.Task, soon bool) {
 	if l == nil || !rec.Pollable() {
 		return
 	}
-	if e.claims != nil && !e.claims.holds(rec.ID) {
-		e.claims.reach(rec.Server) // an ad-hoc URL this process called: it may claim its tasks
-		e.claims.poke()            // whichever engine claims it polls it
+	if !e.own.schedules(rec) {
 		return
 	}
 	at := time.Now()
@@ -170,7 +164,7 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 		if err != nil {
 			return err
 		}
-		if rec.Pollable() && !e.watchedElsewhere(rec) { // its watcher polls it: one poller per task
+		if rec.Pollable() && !e.own.elsewhere(rec) { // its watcher polls it: one poller per task
 			recs = append(recs, rec)
 		}
 	}
@@ -185,7 +179,7 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 			defer func() { <-slots }()
 			res, err := e.tracker.Poll(ctx, rec.ID)
 			switch {
-			case errors.Is(err, postgres.ErrClaimLost):
+			case errors.Is(err, store.ErrFenced):
 				// Claimed by another meanwhile: its poll is the refresh.
 			case err != nil:
 				errs[i] = classify(err, rec.ID)
@@ -243,10 +237,8 @@ func (l *loop) run() {
 func (l *loop) poll(ctx context.Context, id string) {
 	defer l.polls.Done()
 	var res PollResult
-	err := postgres.ErrClaimLost
-	if c := l.e.claims; c == nil {
-		res, err = l.e.tracker.Poll(ctx, id)
-	} else if _, ok := c.claim(id); ok {
+	err := store.ErrFenced
+	if l.e.own.mayPoll(id) {
 		res, err = l.e.tracker.Poll(ctx, id)
 	}
 	select {
@@ -260,7 +252,7 @@ func (l *loop) poll(ctx context.Context, id string) {
 func (l *loop) done(p polled) {
 	now := time.Now()
 	switch {
-	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, postgres.ErrClaimLost):
+	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, store.ErrFenced):
 		l.drop(p.id) // forgotten meanwhile, or another engine polls it now
 	case p.err != nil && l.e.health.lost():
 		l.sched.Done(p.id, now) // polled again as soon as the store is back
@@ -290,7 +282,7 @@ func (l *loop) begin() {
 	l.recon = r
 	var open []*model.Task
 	var err error
-	if l.e.claims == nil { // on a shared database, the claim rounds schedule
+	if l.e.own.alone() { // on a shared database, the claim rounds schedule
 		open, err = l.e.store.ByStatus(model.StatusWorking, model.StatusInputRequired)
 	}
 	if err != nil {

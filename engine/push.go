@@ -14,7 +14,6 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
@@ -252,9 +251,7 @@ func (l *loop) track(id string, server model.ServerRef, taskID string, at time.T
 // place it leaves goes to a task that had none.
 func (l *loop) drop(id string) {
 	l.sched.Remove(id)
-	if l.e.claims != nil {
-		l.e.claims.release(id)
-	}
+	l.e.own.release(id)
 	for ref, sp := range l.push {
 		delete(sp.over, id)
 		sh := sp.of[id]
@@ -484,7 +481,7 @@ func (l *loop) applied(st *stream, p polled) {
 	}
 	now := time.Now()
 	switch {
-	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, postgres.ErrClaimLost):
+	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, store.ErrFenced):
 		l.drop(p.id) // forgotten meanwhile, or another engine watches it now
 	case p.err != nil:
 		l.e.log.Warn("push could not be recorded", "task", p.id, "err", p.err)

@@ -12,13 +12,9 @@ type change = store.Change
 // elsewhere.
 func (e *Engine) watchStore() {
 	e.feeds.rev = e.store.Revision()
-	if e.claims == nil {
-		e.store.SetCommitHook(e.feeds.committed)
-		return
-	}
 	e.store.SetCommitHook(func(changes []change) {
 		e.feeds.committed(changes)
-		e.actsHeard(changes)
+		e.own.committed(changes)
 	})
 }
 

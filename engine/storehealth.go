@@ -48,7 +48,7 @@ func (h *storeHealth) note(err error) {
 	if h == nil {
 		return
 	}
-	lost := postgres.Lost(err)
+	lost := store.Unreachable(err)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if lost == (h.down != nil) {
@@ -72,7 +72,7 @@ func (h *storeHealth) note(err error) {
 // A listener that failed on something else than its connection says
 // nothing of the database's reach.
 func (h *storeHealth) listened(err error) {
-	if err == nil || postgres.Lost(err) {
+	if err == nil || store.Unreachable(err) {
 		h.note(err)
 	}
 }
@@ -186,7 +186,7 @@ func (e *HandleLostError) Unwrap() error { return e.Err }
 // handleLost words a failed write of a call's handle when the database
 // was lost; any other error is passed on.
 func handleLost(id, taskID string, err error) error {
-	if !postgres.Lost(err) && !postgres.RefusesWrites(err) {
+	if !store.Unreachable(err) && !store.RefusesWrites(err) {
 		return err
 	}
 	return &HandleLostError{ID: id, TaskID: taskID, Err: err}
@@ -197,7 +197,7 @@ func handleLost(id, taskID string, err error) error {
 // committed) and what to do.
 func storeDown(err error, taskID string) *deck.Error {
 	state := "is unreachable"
-	if postgres.RefusesWrites(err) {
+	if store.RefusesWrites(err) {
 		state = "refuses writes"
 	}
 	msg := fmt.Sprintf("the database %s (%v); nothing was recorded: try again once it is back", state, err)

@@ -94,7 +94,7 @@ func TestStoreLostPausesPolling(t *testing.T) {
 	db := pgtest.DB(t)
 	// The default lease: the claims outlast the outage, so that only the
 	// pause stops the polls.
-	e := open(t, t.TempDir(), srv, Options{Store: db, ClaimRenew: testRenew, Logger: slog.New(logs)})
+	e := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, ClaimRenew: testRenew, Logger: slog.New(logs)})
 	reads := &pollReads{Backend: e.tracker.store}
 	e.tracker.store = reads // before the loop starts
 	feed, err := e.Watch(ctxT(t), 0)
@@ -191,7 +191,7 @@ func TestStoreLostPausesPolling(t *testing.T) {
 // the one place it is told.
 func TestCallHandleLostWithTheDatabase(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, NoPush: true})
-	e := open(t, t.TempDir(), srv, Options{Store: pgtest.DB(t)})
+	e := open(t, t.TempDir(), srv, Options{Store: pgtest.DB(t), Claim: true})
 	var made string // the server's task id, as it answered
 	srv.On("tools/call", func(w http.ResponseWriter, req *hostile.Request) bool {
 		up := srv.Upstream(req)

@@ -16,7 +16,6 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
 // Tracker joins the MCP client and the store: every handle is on disk
@@ -33,15 +32,9 @@ type Tracker struct {
 	// under it, not under its caller's context (invariant 11).
 	life context.Context
 
-	// polled, on a shared store, writes the server's word on a task under
-	// this engine's claim (nil: store.Update).
-	polled func(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error)
-	// maker, on a shared store, names this engine on the intents it
-	// makes, once the database lists it alive (nil: no name).
-	maker func() (string, error)
-	// name is this engine's on a shared store ("" on Badger), kept with
-	// the answers it sends.
-	name string
+	// owner writes the servers' word and names this engine: alone, or a
+	// fleet's claims.
+	owner owner
 	// engine names the tracker's own acts (an orphaning).
 	engine model.Actor
 
@@ -78,6 +71,8 @@ type TrackerOptions struct {
 	// goes on under it when its caller leaves (nil: until the server
 	// answers, within the request timeout).
 	Context context.Context
+	owner   owner       // nil: the sole owner of st
+	actor   model.Actor // names its own acts; zero: this host's engine
 }
 
 // NewTracker makes a tracker over an open store and a pool.
@@ -97,9 +92,15 @@ func NewTracker(st store.Backend, pool *mcpclient.Pool, opts TrackerOptions) *Tr
 	if opts.Context == nil {
 		opts.Context = context.Background()
 	}
+	if opts.owner == nil {
+		opts.owner = soleOwner{st}
+	}
+	if opts.actor == (model.Actor{}) {
+		opts.actor = model.EngineActor("")
+	}
 	return &Tracker{
 		store: st, pool: pool, policy: opts.Policy, now: opts.Now, log: opts.Logger,
-		requestTimeout: opts.RequestTimeout, life: opts.Context, polls: map[string]*pollState{}, engine: model.EngineActor(""),
+		requestTimeout: opts.RequestTimeout, life: opts.Context, polls: map[string]*pollState{}, owner: opts.owner, engine: opts.actor,
 	}
 }
 
@@ -182,7 +183,7 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 	if req.Repeats != "" {
 		rec.Act.Kind = model.ActRerun
 	}
-	if rec.Engine, err = t.intentMaker(); err != nil {
+	if rec.Engine, err = t.owner.maker(); err != nil {
 		return CallOutcome{}, err // nothing was sent, nothing is written
 	}
 	if err := t.store.Create(rec); err != nil {
@@ -364,7 +365,7 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 	}
 	send, state := rec.PendingAnswers, rec.RequestState
 	round := rec.InputRounds()
-	maker, err := t.intentMaker()
+	maker, err := t.owner.maker()
 	if err != nil {
 		return CallOutcome{Task: rec, NeedsInput: true}, err // the answers stay, for another Continue
 	}
@@ -407,7 +408,7 @@ func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*
 		return nil, handleLost(id, snap.TaskID, err)
 	}
 	res, err := t.Poll(ctx, id) // on failure the record stays open, for the next poll
-	if errors.Is(err, postgres.ErrClaimLost) || (err != nil && ctx.Err() != nil) {
+	if errors.Is(err, store.ErrFenced) || (err != nil && ctx.Err() != nil) {
 		// Another engine claimed it meanwhile, or the owner is closing:
 		// the handle is committed all the same, and the next poll fetches the
 		// outcome.
@@ -505,23 +506,12 @@ func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rp
 	})
 }
 
-// intentMaker names the engine about to make an intent ("" on Badger).
-func (t *Tracker) intentMaker() (string, error) {
-	if t.maker == nil {
-		return "", nil
-	}
-	return t.maker()
-}
-
-// polledWrite writes the server's word on a task, fenced on a shared
-// store (t.polled): an engine that lost the claim cannot overwrite the one
-// that took it, whichever path (poll, push, cancel, answer) brought the
-// word; that write is refused with postgres.ErrClaimLost.
+// polledWrite writes the server's word on a task through its owner,
+// fenced on a shared store: an engine that lost the claim cannot
+// overwrite the one that took it, whichever path (poll, push, cancel,
+// answer) brought the word; that write is refused with store.ErrFenced.
 func (t *Tracker) polledWrite(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
-	if t.polled != nil {
-		return t.polled(id, fn)
-	}
-	return t.store.Update(id, fn)
+	return t.owner.write(id, fn)
 }
 
 // apply folds a call's own answer into its stored intent, which no poll
@@ -681,7 +671,7 @@ func (t *Tracker) markUnknown(id, why string) (*model.Task, error) {
 // and the poll re-sends what is still pending. With one owner its task
 // lock already keeps a poll from overlapping its own send.
 func (t *Tracker) mayBeSending(rec *model.Task) bool {
-	if t.polled == nil {
+	if t.owner.alone() {
 		return false
 	}
 	cutoff := t.now().Add(-2 * t.requestTimeout)

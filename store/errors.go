@@ -49,3 +49,31 @@ type DuplicateKeyError struct {
 func (e *DuplicateKeyError) Error() string {
 	return fmt.Sprintf("idempotency key %q already names task %s", e.Key, e.Existing.ID)
 }
+
+// ErrFenced refuses a write made under a claim that no longer holds: the
+// writer's lease ran out, or another process took the task over. Nothing
+// was written; the task's new holder writes what its server says.
+var ErrFenced = errors.New("this engine's claim on the task was lost (its lease ran out); another engine polls it now, and nothing was written")
+
+// availability is implemented by the errors of a backend shared over the
+// network, which may be away or refuse writes for a while.
+type availability interface {
+	Unreachable() bool
+	RefusesWrites() bool
+}
+
+// Unreachable tells whether err says the backend's database could not be
+// reached (refused, dropped, timed out, shutting down), as against an
+// answer it gave. Badger's errors never do: its failures are its disk's.
+func Unreachable(err error) bool {
+	var a availability
+	return errors.As(err, &a) && a.Unreachable()
+}
+
+// RefusesWrites tells whether err says the backend's database answered but
+// takes no writes now (read-only, out of disk, memory or connections):
+// like an unreachable one, the database's state to fix, not the request's.
+func RefusesWrites(err error) bool {
+	var a availability
+	return errors.As(err, &a) && a.RefusesWrites()
+}

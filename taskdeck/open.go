@@ -37,6 +37,11 @@ type Options struct {
 	// Store overrides the config's "store": a postgres:// URL, or "" for
 	// Badger in DataDir.
 	Store string
+	// Claim joins a PostgreSQL fleet: the engine claims its share of the
+	// open tasks and polls them (`taskdeck serve` does). Without it the
+	// engine watches the fleet's tasks and claims none, so closing it
+	// moves no work. Badger ignores it: its one owner polls every task.
+	Claim bool
 
 	Logger         *slog.Logger  // nil: discard
 	ChildStderr    io.Writer     // stdio servers' stderr; nil: discard
@@ -114,6 +119,7 @@ func OpenEngine(opts Options) (*engine.Engine, error) {
 	e, err := engine.Open(engine.Options{
 		DataDir:        opts.DataDir,
 		Store:          store,
+		Claim:          opts.Claim,
 		Config:         opts.Config,
 		Logger:         opts.Logger,
 		ChildStderr:    opts.ChildStderr,

@@ -312,11 +312,14 @@ func (f *Factory) configFile() string {
 	return f.configPath
 }
 
-// openEngine opens the engine in this process, which takes the store.
-func (f *Factory) openEngine(cfg *mcpconfig.Config) (*engine.Engine, error) {
+// openEngine opens the engine in this process, which takes the store. On
+// a shared database only a member (serve) claims tasks: the dashboard and
+// the other commands watch, and leave no claim behind when they end.
+func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine, error) {
 	e, err := taskdeck.OpenEngine(taskdeck.Options{
 		DataDir:        f.dataDir,
 		Store:          f.store,
+		Claim:          member,
 		Config:         cfg,
 		Logger:         f.logger,
 		ChildStderr:    f.logFile,

@@ -99,7 +99,7 @@ func TestSharedStoreShowsWatcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.Open(engine.Options{Store: db, DataDir: t.TempDir(), Config: cfg, RequestTimeout: 5 * time.Second})
+	e, err := engine.Open(engine.Options{Store: db, Claim: true, DataDir: t.TempDir(), Config: cfg, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestSharedStoreLostDuringMigrationExits3(t *testing.T) {
 	var killed bool
 	waitfor.Within(t, clitest.CmdTimeout, "the command to wait for the migration lock", func() bool {
 		err := migrator.QueryRow(context.Background(), `SELECT bool_or(pg_terminate_backend(pid)) FROM pg_stat_activity
-			WHERE datname = current_database() AND application_name LIKE 'taskdeck-engine:%' AND query LIKE '%pg_try_advisory_lock%'`).Scan(&killed)
+			WHERE datname = current_database() AND application_name LIKE 'taskdeck-%' AND query LIKE '%pg_try_advisory_lock%'`).Scan(&killed)
 		return err == nil && killed
 	})
 	r := <-done

@@ -43,7 +43,7 @@ func (c *inproc) runOnEngine(args ...string) (clitest.Result, []uint64) {
 	if err := f.openLog(); err != nil {
 		c.t.Fatal(err)
 	}
-	e, err := f.openEngine(cfg)
+	e, err := f.openEngine(cfg, false)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -8,11 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
 )
-
-// ErrClaimLost refuses a write of a poll result by an engine whose claim
-// on the task has expired or been taken by another engine.
-var ErrClaimLost = errors.New("this engine's claim on the task was lost (its lease ran out); another engine polls it now, and nothing was written")
 
 // Claim is an engine's lease on polling one task. Fence grows with every
 // claim of the task (from 1), so a write carrying an older one is refused.
@@ -139,7 +136,7 @@ func (s *Store) RenewClaims(claims []Claim, lease time.Duration) ([]Claim, error
 }
 
 // UpdateClaimed is Update for the engine that holds claim c: the write is
-// refused with ErrClaimLost once the claim no longer holds. An unchanged
+// refused with store.ErrFenced once the claim no longer holds. An unchanged
 // poll still writes nothing.
 func (s *Store) UpdateClaimed(c Claim, fn func(t *model.Task) (changed bool, err error)) (*model.Task, error) {
 	return s.update(c.ID, fn, false, &c)
@@ -159,11 +156,11 @@ func (s *Store) checkClaim(id string, c *Claim) error {
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("task %s: %w", id, ErrClaimLost)
+		return fmt.Errorf("task %s: %w", id, store.ErrFenced)
 	case err != nil:
 		return dbError("check a claim", err)
 	case !holds:
-		return fmt.Errorf("task %s: %w", id, ErrClaimLost)
+		return fmt.Errorf("task %s: %w", id, store.ErrFenced)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/postgres"
 	"github.com/taskdeck/taskdeck/store/storetest"
 )
@@ -96,8 +97,8 @@ func TestLostClaimCannotWrite(t *testing.T) {
 	}
 	rev := a.Revision()
 	_, err = a.UpdateClaimed(ca[0], func(t *model.Task) (bool, error) { t.StatusMessage = "a, too late"; return true, nil })
-	if !errors.Is(err, postgres.ErrClaimLost) {
-		t.Fatalf("a's write after losing its claim: %v, want ErrClaimLost", err)
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a's write after losing its claim: %v, want ErrFenced", err)
 	}
 	if kept, err := a.RenewClaims(ca, time.Minute); err != nil || len(kept) != 0 {
 		t.Fatalf("a renewed a lost claim: %v, %v", kept, err)
@@ -127,8 +128,8 @@ func TestUnclaimedWriteOnlyWhileNoneHolds(t *testing.T) {
 		t.Fatalf("engine b claimed %v, want the one task", cb)
 	}
 	_, err = a.UpdateClaimed(none, func(t *model.Task) (bool, error) { t.StatusMessage = "a overwrites"; return true, nil })
-	if !errors.Is(err, postgres.ErrClaimLost) {
-		t.Fatalf("a's unclaimed write while b holds the claim: %v, want ErrClaimLost", err)
+	if !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("a's unclaimed write while b holds the claim: %v, want ErrFenced", err)
 	}
 	stored, err := a.Get(rec.ID)
 	storetest.Must(t, err)

@@ -29,22 +29,22 @@ func (s *Store) health(err error) {
 	}
 }
 
-// Lost tells whether err is this store's, and says the database could not
-// be reached (refused, dropped, timed out, shutting down), as against an
-// answer it gave.
-func Lost(err error) bool {
-	return (errors.As(err, new(*dbErr)) || errors.As(err, new(*openLost))) && unreachable(err)
-}
+// Unreachable tells whether the database could not be reached (refused,
+// dropped, timed out, shutting down), as against an answer it gave: see
+// store.Unreachable.
+func (e *dbErr) Unreachable() bool { return unreachable(e.err) }
 
-// RefusesWrites tells whether err is this store's, and says the database
-// answered but takes no writes now: read-only (a standby, or
-// default_transaction_read_only), or out of disk, memory or connections
-// (class 53). Like a lost database, it is the database's state to fix,
-// not the request's.
-func RefusesWrites(err error) bool {
+// RefusesWrites tells whether the database answered but takes no writes
+// now: read-only (a standby, or default_transaction_read_only), or out of
+// disk, memory or connections (class 53). See store.RefusesWrites.
+func (e *dbErr) RefusesWrites() bool { return refusesWrites(e.err) }
+
+func (e *openLost) Unreachable() bool   { return unreachable(e.err) }
+func (e *openLost) RefusesWrites() bool { return refusesWrites(e.err) }
+
+func refusesWrites(err error) bool {
 	var pe *pgconn.PgError
-	return (errors.As(err, new(*dbErr)) || errors.As(err, new(*openLost))) && errors.As(err, &pe) &&
-		(pe.Code == "25006" || pe.Code[:2] == "53")
+	return errors.As(err, &pe) && (pe.Code == "25006" || pe.Code[:2] == "53")
 }
 
 // openLost is Open's failure to reach the database at all.

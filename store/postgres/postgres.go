@@ -617,7 +617,7 @@ func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.
 }
 
 // update is Update; with dropKey, fn may also clear the idempotency key;
-// with a claim, the write is refused with ErrClaimLost unless the claim
+// with a claim, the write is refused with store.ErrFenced unless the claim
 // still holds.
 func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err error), dropKey bool, c *Claim) (*model.Task, error) {
 	for {

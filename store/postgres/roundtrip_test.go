@@ -321,7 +321,7 @@ func TestRefusedLoneWriteTakesNoRevision(t *testing.T) {
 		{"an update whose claim moved on", func() error {
 			_, err := s.UpdateClaimed(stale, func(t *model.Task) (bool, error) { t.StatusMessage = "late"; return true, nil })
 			return err
-		}, func(err error) bool { return errors.Is(err, postgres.ErrClaimLost) }},
+		}, func(err error) bool { return errors.Is(err, store.ErrFenced) }},
 	}
 	for _, r := range refused {
 		err := r.write()
