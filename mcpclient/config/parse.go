@@ -33,6 +33,11 @@ type ServerConfig struct {
 	// headers on to this server; by default only the headers above reach
 	// it. An agent's Authorization is its token at the proxy: never passed.
 	ForwardAgentCredentials bool `json:"forwardAgentCredentials,omitempty"`
+	// Reattach lets the proxy answer an agent's call that repeats an open
+	// call of the same agent (same tool, same arguments) with that task
+	// instead of launching another: "reattach": true for every tool, or a
+	// list of tool names. See ServerConfig.Reattaches.
+	Reattach Reattach `json:"reattach,omitzero"`
 
 	path string // the file it came from, for messages; "" for --url
 }
@@ -158,7 +163,7 @@ var (
 // serverKeys are the keys of an mcpServers entry taskdeck reads, and
 // foreignServerKeys those other clients write there, which it ignores.
 var (
-	serverKeys        = []string{"command", "args", "env", "url", "headers", "forwardAgentCredentials"}
+	serverKeys        = []string{"command", "args", "env", "url", "headers", "forwardAgentCredentials", "reattach"}
 	foreignServerKeys = []string{"type", "disabled", "cwd", "timeout", "envFile", "description", "alwaysAllow", "autoApprove"}
 )
 
@@ -308,6 +313,7 @@ func parseServer(path, name string, raw json.RawMessage) (ServerConfig, error) {
 		{"url", &s.URL, "a string (an http:// or https:// URL)"},
 		{"headers", &rawHeaders, `an object of strings, e.g. {"Authorization": "Bearer ${TOKEN}"}`},
 		{"forwardAgentCredentials", &s.ForwardAgentCredentials, "true or false"},
+		{"reattach", &s.Reattach, `true (every tool) or a list of tool names, e.g. ["deploy"]`},
 	} {
 		if err := decode(d.key, d.dst, d.want); err != nil {
 			return s, err
@@ -378,6 +384,34 @@ func (s ServerConfig) validate() error {
 	return nil
 }
 
+// Reattach is a server's "reattach": every tool (true) or the tools named.
+type Reattach struct {
+	All   bool
+	Tools []string
+}
+
+// UnmarshalJSON reads true, false or a list of tool names.
+func (r *Reattach) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &r.All); err == nil {
+		return nil
+	}
+	r.All = false
+	return json.Unmarshal(b, &r.Tools)
+}
+
+// MarshalJSON writes what UnmarshalJSON reads.
+func (r Reattach) MarshalJSON() ([]byte, error) {
+	if r.Tools != nil && !r.All {
+		return json.Marshal(r.Tools)
+	}
+	return json.Marshal(r.All)
+}
+
+// Reattaches tells a tool whose repeated open calls re-attach.
+func (s ServerConfig) Reattaches(tool string) bool {
+	return s.Reattach.All || slices.Contains(s.Reattach.Tools, tool)
+}
+
 // loc names the entry, and a field of it, in messages.
 func (s ServerConfig) loc(field string) string {
 	switch {
@@ -443,6 +477,7 @@ func (s ServerConfig) clone() ServerConfig {
 	c.Args = slices.Clone(s.Args)
 	c.Env = cloneStrings(s.Env)
 	c.Headers = cloneStrings(s.Headers)
+	c.Reattach.Tools = slices.Clone(s.Reattach.Tools)
 	return c
 }
 

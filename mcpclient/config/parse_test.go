@@ -90,6 +90,26 @@ func TestConfigParseValid(t *testing.T) {
 	}
 }
 
+// "reattach" names every tool (true) or the tools listed; none without it.
+func TestConfigReattach(t *testing.T) {
+	cfg := parseOK(t, `{"mcpServers": {
+  "all": {"url": "https://x.example/mcp", "reattach": true},
+  "some": {"url": "https://x.example/mcp", "reattach": ["deploy"]},
+  "none": {"url": "https://x.example/mcp"}}}`)
+	for _, c := range []struct {
+		server, tool string
+		want         bool
+	}{{"all", "deploy", true}, {"all", "echo", true}, {"some", "deploy", true}, {"some", "echo", false}, {"none", "deploy", false}} {
+		s, err := cfg.Server(c.server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Reattaches(c.tool); got != c.want {
+			t.Errorf("server %s reattaches %s: %v, want %v", c.server, c.tool, got, c.want)
+		}
+	}
+}
+
 // A misspelt key is refused, naming it and the key it is close to: ignored,
 // it would be a setting (a token in "header") silently never applied.
 func TestConfigUnknownKeys(t *testing.T) {
@@ -216,6 +236,8 @@ func TestConfigParseTypeErrors(t *testing.T) {
 		{"headers value an object", `{"mcpServers": {"r": {"url": "https://x", "headers": {"X-A": {"v": 1}}}}}`, []string{"mcpServers.r.headers.X-A:", "want a string", "got an object"}},
 		{"command a list", `{"mcpServers": {"build": {"command": ["npx", "x"]}}}`, []string{"mcpServers.build.command:", "want a string", "got a list"}},
 		{"url a number", `{"mcpServers": {"r": {"url": 8080}}}`, []string{"mcpServers.r.url:", "want a string", "got a number"}},
+		{"reattach a string", `{"mcpServers": {"r": {"url": "https://x", "reattach": "yes"}}}`, []string{"mcpServers.r.reattach:", `want true (every tool) or a list of tool names`, "got a string"}},
+		{"reattach holds a number", `{"mcpServers": {"r": {"url": "https://x", "reattach": ["deploy", 1]}}}`, []string{"mcpServers.r.reattach:", "got a list"}},
 		{"odd name is quoted", `{"mcpServers": {"my server.v2": {"command": "x", "args": 1}}}`, []string{`mcpServers["my server.v2"].args:`}},
 	}
 	for _, c := range cases {
