@@ -26,16 +26,19 @@ type Options struct {
 	// Store is empty for Badger in DataDir, or a postgres:// connection
 	// string: a fleet's shared database, where this engine polls only the
 	// tasks it has claimed.
-	Store          string
-	ClaimLease     time.Duration     // a claim's lease; DefaultClaimLease when 0
-	ClaimRenew     time.Duration     // how often claims are renewed and taken; DefaultClaimRenew when 0
-	Config         *mcpconfig.Config // servers
-	Logger         *slog.Logger      // nil: discard
-	ChildStderr    io.Writer         // stdio servers' stderr (the log file)
-	Warn           func(string)      // config warnings (pool)
-	RequestTimeout time.Duration     // one request to a server; mcpclient.DefaultRequestTimeout when 0
-	Policy         model.PollPolicy  // zero: model.DefaultPollPolicy (tests make it fast)
-	PerServer      int               // polls in flight per server; mcpclient.DefaultPerServer when 0
+	Store      string
+	ClaimLease time.Duration     // a claim's lease; DefaultClaimLease when 0
+	ClaimRenew time.Duration     // how often claims are renewed and taken; DefaultClaimRenew when 0
+	Config     *mcpconfig.Config // servers
+	// FollowConfig reads Config's file again when it changes (see
+	// reload.go): for an owner that runs while the file is edited.
+	FollowConfig   bool
+	Logger         *slog.Logger     // nil: discard
+	ChildStderr    io.Writer        // stdio servers' stderr (the log file)
+	Warn           func(string)     // config warnings (pool)
+	RequestTimeout time.Duration    // one request to a server; mcpclient.DefaultRequestTimeout when 0
+	Policy         model.PollPolicy // zero: model.DefaultPollPolicy (tests make it fast)
+	PerServer      int              // polls in flight per server; mcpclient.DefaultPerServer when 0
 	// PushSafety is how often a task the server pushes is polled all the
 	// same; 0: twenty times the policy's cap (10 min by default).
 	PushSafety time.Duration
@@ -63,6 +66,7 @@ type Engine struct {
 	tracker *Tracker
 	feeds   *hub
 	pushes  pushView
+	cfg     *followedConfig // the config in use
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
 	// host names this host in the acts of a fleet ("" on Badger).
@@ -94,7 +98,7 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, classify(err, "")
 	}
-	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil)}
+	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), cfg: newFollowedConfig(opts.Config)}
 	e.feeds = newHub(e)
 	if claims != nil {
 		st = e.watchHealth(st, claims.pg)
@@ -183,6 +187,9 @@ func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResul
 	defer done()
 	if _, err := NormalizeArgs(req.Args); err != nil {
 		return deck.CallResult{}, deck.Errorf(deck.KindUsage, "%w", err)
+	}
+	if err := e.refreshFor(req.Server); err != nil {
+		return deck.CallResult{}, err
 	}
 	out, err := e.tracker.Start(ctx, CallRequest{
 		Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key, Answers: req.Answers, Agent: req.Agent, Repeats: req.Repeats,
@@ -503,12 +510,16 @@ func admits(f deck.Filter, text string, t *model.Task) bool {
 // Servers implements deck.Deck: the configured servers, their URLs
 // redacted.
 func (e *Engine) Servers(ctx context.Context) ([]deck.Server, error) {
+	if err := e.refreshConfig(); err != nil {
+		return nil, classify(err, "")
+	}
 	var out []deck.Server
-	if e.opts.Config == nil {
+	cfg := e.config()
+	if cfg == nil {
 		return out, nil
 	}
-	for _, name := range e.opts.Config.Names() {
-		s, err := e.opts.Config.Server(name)
+	for _, name := range cfg.Names() {
+		s, err := cfg.Server(name)
 		if err != nil {
 			return nil, classify(err, "")
 		}
@@ -529,6 +540,9 @@ func (e *Engine) Tools(ctx context.Context, server model.ServerRef, refresh bool
 		return nil, err
 	}
 	defer done()
+	if err := e.refreshFor(server); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
 	defer cancel()
 	sess, err := e.pool.Session(ctx, server)
@@ -569,6 +583,9 @@ func (e *Engine) CheckCall(ctx context.Context, req deck.CallRequest) error {
 	defer done()
 	if _, err := NormalizeArgs(req.Args); err != nil {
 		return deck.Errorf(deck.KindUsage, "%w", err)
+	}
+	if err := e.refreshFor(req.Server); err != nil {
+		return err
 	}
 	return classify(e.tracker.CheckCall(ctx, CallRequest{Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key}), "")
 }

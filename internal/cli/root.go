@@ -311,6 +311,17 @@ func (f *Factory) throughOwner() bool {
 	return through
 }
 
+// configInUse names the config the commands' server names resolve in:
+// the owner's when another process serves them.
+func (f *Factory) configInUse() string {
+	if c, ok := f.dk.(*service.Client); ok {
+		if owner, through := c.OwnerConfig(); through && owner != "" {
+			return owner
+		}
+	}
+	return f.configPath
+}
+
 // configFile is the absolute path of the server configuration, as an
 // owner reports it to its clients.
 func (f *Factory) configFile() string {
@@ -326,6 +337,7 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config) (*engine.Engine, error) {
 		DataDir:        f.dataDir,
 		Store:          f.storeOf(cfg),
 		Config:         cfg,
+		FollowConfig:   true, // an owner serves others for as long as it runs
 		Logger:         f.logger,
 		ChildStderr:    f.logFile,
 		Warn:           f.warn,

@@ -60,7 +60,7 @@ func serversRun(opts *ServersOptions) error {
 		return err
 	}
 	if len(servers) == 0 && !opts.JSON {
-		fmt.Fprintf(f.stdout, "no servers configured in %s\n", f.configPath)
+		fmt.Fprintf(f.stdout, "no servers configured in %s\n", f.configInUse())
 		return nil
 	}
 	open, err := dk.List(opts.ctx, deck.Filter{Groups: []string{"open"}})
