@@ -151,6 +151,8 @@ type Filter struct {
 	Groups []string `json:"groups,omitempty"`
 	Server string   `json:"server,omitempty"` // a configured name or an ad-hoc URL
 	Tool   string   `json:"tool,omitempty"`
+	// Key admits only the record of this idempotency key (exact).
+	Key string `json:"key,omitempty"`
 	// Text is matched, case-insensitively, in the arguments, the status
 	// message and the result.
 	Text  string `json:"text,omitempty"`

@@ -409,6 +409,19 @@ func (e *Engine) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) 
 		ok := len(groups) == 0 || slices.Contains(f.Statuses, t.Status) || slices.ContainsFunc(groups, func(g deck.Group) bool { return g.Admits(en) })
 		return en, ok
 	}
+	if f.Key != "" { // one record at most, from the key's index
+		t, err := e.store.ByKey(f.Key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, classify(err, "")
+		}
+		if en, ok := pass(t); ok && (f.Before == "" || t.ID < f.Before) {
+			return []deck.Entry{en}, nil
+		}
+		return nil, nil
+	}
 	if f.Limit > 0 || f.Before != "" {
 		out, err := e.listPages(f, reads, pass)
 		if err != nil {
@@ -495,6 +508,8 @@ func admits(f deck.Filter, text string, t *model.Task) bool {
 	case f.Server != "" && t.Server.Name != f.Server && t.Server.URL != f.Server:
 		return false
 	case f.Tool != "" && t.Tool != f.Tool:
+		return false
+	case f.Key != "" && t.IdempotencyKey != f.Key:
 		return false
 	case text == "":
 		return true

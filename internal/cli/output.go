@@ -44,6 +44,11 @@ type taskJSON struct {
 	Answers []model.AnsweredInput `json:"answers,omitempty"`
 	// LastAct is the record's last change and who made it.
 	LastAct *model.Act `json:"lastAct,omitempty"`
+	// LaunchedBy is who made the call (an agent's role is "agent" or
+	// "operator": through the proxy); its host is set on a fleet.
+	LaunchedBy *model.Actor `json:"launchedBy,omitempty"`
+	// Engine is the engine that made the intent on a fleet (host/pid).
+	Engine string `json:"engine,omitempty"`
 	// WaitingSince is when it began to wait for an answer (while it does).
 	WaitingSince time.Time `json:"waitingSince,omitzero"`
 	// ExpiresAt is when its server drops it (createdAt + ttl), where the server set a TTL.
@@ -62,7 +67,35 @@ func toJSON(t *model.Task) taskJSON {
 		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,
 		LocalError: t.LocalError, CancelRequested: t.CancelRequested, History: t.History,
 		Answers: t.Answers, LastAct: t.Act, WaitingSince: waitingSince(t), ExpiresAt: t.Deadline(),
+		LaunchedBy: launcher(t), Engine: t.Engine,
 	}
+}
+
+// launcher is who made the call: the actor of the record's first move,
+// to calling (nil for a record made before acts were kept).
+func launcher(t *model.Task) *model.Actor {
+	if len(t.History) == 0 || t.History[0].To != model.StatusCalling || t.History[0].By.IsZero() {
+		return nil
+	}
+	by := t.History[0].By
+	return &by
+}
+
+// launchedBy words launcher for `get`: who, through what, from where.
+func launchedBy(t *model.Task) string {
+	by := launcher(t)
+	if by == nil {
+		return ""
+	}
+	s := present.Actor(*by)
+	switch by.Role {
+	case model.RoleAgent, model.RoleOperator, model.RoleViewer:
+		s += ", through the proxy"
+	}
+	if t.Engine != "" {
+		s += ", on engine " + termtext.OneLine(termtext.Line(t.Engine), 80)
+	}
+	return s
 }
 
 // waitingSince is when a task that waits for an answer began to wait.
@@ -248,6 +281,7 @@ func printDetail(w io.Writer, e deck.Entry, pollErr string) {
 	line("arguments", termtext.Line(string(t.Arguments)))
 	line("key", termtext.Line(t.IdempotencyKey))
 	line("agent", termtext.Line(t.Agent))
+	line("launched by", launchedBy(t))
 	line("status", present.StatusText(t))
 	line("message", termtext.Line(t.StatusMessage))
 	line("created", t.CreatedAt.Local().Format(time.DateTime))
