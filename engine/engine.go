@@ -32,7 +32,10 @@ type Options struct {
 	Config     *mcpconfig.Config // servers
 	// FollowConfig reads Config's file again when it changes (see
 	// reload.go): for an owner that runs while the file is edited.
-	FollowConfig   bool
+	FollowConfig bool
+	// Retention runs the config's "retention" schedule once the engine
+	// watches (see retention.go): for an owner for the long run.
+	Retention      bool
 	Logger         *slog.Logger     // nil: discard
 	ChildStderr    io.Writer        // stdio servers' stderr (the log file)
 	Warn           func(string)     // config warnings (pool)
@@ -52,21 +55,24 @@ type Options struct {
 	PushSilence time.Duration
 	// pushLimits, when set, replace the bounds on push streams (tests).
 	pushLimits pushLimits
+	// retentionEvery, when set, replaces retentionEvery (tests).
+	retentionEvery time.Duration
 }
 
 // Engine is the Deck in process: the owner of the store, its run loop and
 // its feed.
 type Engine struct {
-	opts    Options
-	log     *slog.Logger
-	store   store.Backend
-	claims  *claimer     // nil on Badger: the sole owner polls every task
-	health  *storeHealth // nil on Badger
-	pool    *mcpclient.Pool
-	tracker *Tracker
-	feeds   *hub
-	pushes  pushView
-	cfg     *followedConfig // the config in use
+	opts      Options
+	log       *slog.Logger
+	store     store.Backend
+	claims    *claimer     // nil on Badger: the sole owner polls every task
+	health    *storeHealth // nil on Badger
+	pool      *mcpclient.Pool
+	tracker   *Tracker
+	feeds     *hub
+	pushes    pushView
+	cfg       *followedConfig // the config in use
+	retention retainer
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
 	// host names this host in the acts of a fleet ("" on Badger).
@@ -539,7 +545,7 @@ func (e *Engine) Servers(ctx context.Context) ([]deck.Server, error) {
 			return nil, classify(err, "")
 		}
 		push := e.pushes.state(name)
-		srv := deck.Server{Name: name, Target: mcpconfig.RedactURL(s.URL), Push: push.Push, PushError: push.PushError}
+		srv := deck.Server{Name: name, Target: mcpconfig.RedactURL(s.URL), Push: push.Push, PushError: push.PushError, Retention: e.retentionState()}
 		if s.URL == "" {
 			srv.Target, srv.Stdio = strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")), true
 		}

@@ -63,6 +63,10 @@ func (e *Engine) start() *loop {
 			e.ops.Add(1)
 			go e.loop.claims(e.ctx)
 		}
+		if e.opts.Retention {
+			e.ops.Add(1)
+			go e.runRetention()
+		}
 	}
 	return e.loop
 }

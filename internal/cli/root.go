@@ -72,6 +72,9 @@ type Factory struct {
 	// store (at start, or after taking over from an owner that died),
 	// watches every open task, as serve does.
 	watchAll bool
+	// retention: a long-lived owner (serve, the dashboard) runs the
+	// config's retention schedule when its process owns the store.
+	retention bool
 
 	cfg     *mcpconfig.Config
 	logFile *os.File
@@ -338,6 +341,7 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config) (*engine.Engine, error) {
 		Store:          f.storeOf(cfg),
 		Config:         cfg,
 		FollowConfig:   true, // an owner serves others for as long as it runs
+		Retention:      f.retention,
 		Logger:         f.logger,
 		ChildStderr:    f.logFile,
 		Warn:           f.warn,

@@ -91,6 +91,7 @@ func serveRun(opts *ServeOptions) error {
 			return &exitError{code: exitStoreLocked, err: fmt.Errorf("a taskdeck already serves %s; stop it first, or let the commands work through it", f.dataDir)}
 		}
 	}
+	f.retention = true
 	e, err := f.openEngine(cfg)
 	if err != nil {
 		return err

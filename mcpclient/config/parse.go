@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/taskdeck/taskdeck/internal/nearest"
@@ -53,6 +54,9 @@ type Config struct {
 	Agents map[string]AgentConfig
 	// Proxy says which browser origins and Host names the proxy admits.
 	Proxy ProxyConfig
+	// Retention is the top-level "retention": how long finished tasks are
+	// kept before the owner prunes them.
+	Retention Retention
 
 	path string // the file it came from, for messages
 }
@@ -156,7 +160,7 @@ var otherClientsKeys = []string{"servers", "context_servers"}
 // except those other clients keep in a shared file (foreignTopKeys): a
 // misspelt key would otherwise be a setting silently not applied.
 var (
-	topKeys        = []string{"mcpServers", "store", "agents", "proxy", "dashboard"}
+	topKeys        = []string{"mcpServers", "store", "agents", "proxy", "dashboard", "retention"}
 	foreignTopKeys = append([]string{"$schema", "inputs", "globalShortcut", "preferences"}, otherClientsKeys...)
 )
 
@@ -235,6 +239,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		if err := json.Unmarshal(raw, &cfg.Store); err != nil {
 			return nil, fail("store", "want a string such as \"postgres://user@host/db\", got %s", jsonKind(raw))
 		}
+	}
+	if err := parseRetention(cfg, top["retention"], fail); err != nil {
+		return nil, err
 	}
 	raw, ok := top["mcpServers"]
 	if !ok {
@@ -563,4 +570,43 @@ func jsonKind(raw []byte) string {
 // for the use at hand.
 func (s ServerConfig) Refuse(msg string) *ConfigError {
 	return &ConfigError{Path: s.path, Where: s.loc(""), Msg: msg}
+}
+
+// Retention is the config's "retention": {"finished": "720h"} prunes
+// finished tasks (completed, failed, cancelled, unknown) not changed for 720 hours.
+// Zero: nothing is pruned but by `taskdeck prune`.
+type Retention struct {
+	Finished time.Duration
+}
+
+// MinRetention bounds "retention.finished" from below: a shorter one
+// would prune what an operator is still reading.
+const MinRetention = time.Minute
+
+func parseRetention(cfg *Config, raw json.RawMessage, fail func(string, string, ...any) error) error {
+	if raw == nil || isJSONNull(raw) {
+		return nil
+	}
+	var r struct {
+		Finished json.RawMessage `json:"finished"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fail("retention", `want {"finished": "720h"}, got %s`, jsonKind(raw))
+	}
+	if err := knownKeys(raw, "retention", []string{"finished"}, fail); err != nil {
+		return err
+	}
+	if r.Finished == nil {
+		return fail("retention", `want {"finished": "720h"}: how long finished tasks are kept`)
+	}
+	var text string
+	if err := json.Unmarshal(r.Finished, &text); err != nil {
+		return fail("retention.finished", `want a duration such as "720h" (quote it), got %s`, jsonKind(r.Finished))
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil || d < MinRetention {
+		return fail("retention.finished", "want a duration of at least %s such as \"720h\" (30 days) or \"168h\", got %q", MinRetention, text)
+	}
+	cfg.Retention.Finished = d
+	return nil
 }

@@ -492,3 +492,26 @@ func TestConfigUnknownAgentAndProxyKeys(t *testing.T) {
 	_, msg = parseErr(t, `{"mcpServers": {}, "proxy": {"origin": ["https://a.example"]}}`)
 	wantIn(t, msg, `proxy.origin`, `did you mean "origins"?`)
 }
+
+// "retention": {"finished": DURATION} is read; anything else is refused
+// in one line naming the field.
+func TestConfigRetention(t *testing.T) {
+	if got := parseOK(t, `{"retention": {"finished": "720h"}}`).Retention.Finished; got.Hours() != 720 {
+		t.Fatalf("retention.finished = %v, want 720h", got)
+	}
+	if got := parseOK(t, `{}`).Retention.Finished; got != 0 {
+		t.Fatalf("no retention = %v, want 0", got)
+	}
+	for src, want := range map[string]string{
+		`{"retention": {"finished": "30d"}}`:  `retention.finished: want a duration of at least 1m0s such as "720h"`,
+		`{"retention": {"finished": "1s"}}`:   `got "1s"`,
+		`{"retention": {"finshed": "720h"}}`:  `did you mean "finished"?`,
+		`{"retention": {}}`:                   `retention: want {"finished": "720h"}`,
+		`{"retention": "720h"}`:               `retention: want {"finished": "720h"}, got a string`,
+		`{"retension": {"finished": "720h"}}`: `did you mean "retention"?`,
+		`{"retention": {"finished": 720}}`:    `retention.finished: want a duration such as "720h" (quote it), got a number`,
+	} {
+		_, msg := parseErr(t, src)
+		wantIn(t, msg, want)
+	}
+}
