@@ -57,7 +57,7 @@ func getRun(opts *GetOptions) error {
 	if e.Poll.Errors > 0 {
 		pollErr = e.Poll.LastError
 	}
-	printDetail(f.stdout, e, pollErr)
+	printDetail(f.stdout, e, configured(opts.ctx, dk), pollErr)
 	return nil
 }
 

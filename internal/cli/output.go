@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -243,7 +244,7 @@ func printInputs(w io.Writer, t *model.Task, pad string) {
 // printTable lists tasks one line each, in the order given; on a shared store (some open task has a
 // watcher, or none can reach it) a WATCHER column names the host of the
 // engine that polls each.
-func printTable(w io.Writer, entries []deck.Entry, now time.Time) {
+func printTable(w io.Writer, entries []deck.Entry, configured []deck.Server, now time.Time) {
 	if len(entries) == 0 {
 		fmt.Fprintln(w, "no tasks")
 		return
@@ -257,7 +258,7 @@ func printTable(w io.Writer, entries []deck.Entry, now time.Time) {
 	fmt.Fprintln(tw, head+"MESSAGE")
 	for _, e := range entries {
 		t := e.Task
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", t.ID, present.StatusText(t), termtext.OneLine(termtext.Line(t.Server.String()), 24),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", t.ID, present.StatusText(t), termtext.OneLine(present.ServerName(t.Server, configured), 24),
 			termtext.OneLine(termtext.Line(t.Tool), 20), present.Age(now.Sub(t.CreatedAt)))
 		if shared {
 			fmt.Fprintf(tw, "%s\t", present.WatchShort(e.Poll))
@@ -268,7 +269,7 @@ func printTable(w io.Writer, entries []deck.Entry, now time.Time) {
 }
 
 // printDetail shows everything about one task.
-func printDetail(w io.Writer, e deck.Entry, pollErr string) {
+func printDetail(w io.Writer, e deck.Entry, configured []deck.Server, pollErr string) {
 	t := e.Task
 	line := func(label, value string) {
 		if value != "" {
@@ -276,7 +277,7 @@ func printDetail(w io.Writer, e deck.Entry, pollErr string) {
 		}
 	}
 	line("id", t.ID)
-	line("server", termtext.Line(t.Server.String()))
+	line("server", present.ServerDetail(t.Server, configured))
 	line("tool", termtext.Line(t.Tool))
 	line("arguments", termtext.Line(string(t.Arguments)))
 	line("key", termtext.Line(t.IdempotencyKey))
@@ -307,6 +308,18 @@ func printDetail(w io.Writer, e deck.Entry, pollErr string) {
 }
 
 func indent(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
+
+// configured lists the servers to name tasks by (present.ServerName): an
+// ad-hoc URL that is a configured server's shows as its name, as on the
+// dashboard. Without the list (a refused config edit) tasks show as
+// recorded.
+func configured(ctx context.Context, dk deck.Deck) []deck.Server {
+	servers, err := dk.Servers(ctx)
+	if err != nil {
+		return nil
+	}
+	return servers
+}
 
 // errorLine is an error as taskdeck prints it: inert, on one line.
 func errorLine(err error) string { return termtext.OneLine(termtext.Line(err.Error()), 0) }
