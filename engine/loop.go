@@ -347,6 +347,8 @@ func (l *loop) progress(now time.Time) {
 	rep.Over = over
 	l.e.feeds.reconciled(rep)
 	if over {
+		l.e.log.Info("reconcile: every open task checked", "tasks", rep.Total, "reattached", rep.Reattached, "finished", rep.Finished,
+			"unknown", rep.Unknown, "orphaned", rep.Orphaned, "unreachable", rep.Unreachable)
 		l.recon = nil
 	}
 }
