@@ -153,6 +153,8 @@ type Filter struct {
 	Groups []string `json:"groups,omitempty"`
 	Server string   `json:"server,omitempty"` // a configured name or an ad-hoc URL
 	Tool   string   `json:"tool,omitempty"`
+	// Key admits only the record of this idempotency key (exact).
+	Key string `json:"key,omitempty"`
 	// Text is matched, case-insensitively, in the arguments, the status
 	// message and the result.
 	Text  string `json:"text,omitempty"`
@@ -180,6 +182,24 @@ type Server struct {
 	Push string `json:"push,omitempty"`
 	// PushError is why the stream is down or not offered.
 	PushError string `json:"pushError,omitempty"`
+	// Retention is the store's schedule for finished tasks, the same for
+	// every server's; nil when the config sets none.
+	Retention *Retention `json:"retention,omitempty"`
+}
+
+// Retention is the config's "retention" as the engine that answers runs
+// it: finished tasks not changed for Finished are pruned.
+type Retention struct {
+	Finished string `json:"finished"` // a Go duration, e.g. "720h0m0s"
+	// Runner is who prunes: "this engine", another engine of a fleet by
+	// its name, or "" when nothing that runs now does (only `taskdeck
+	// serve` and the dashboard run the schedule).
+	Runner string `json:"runner,omitempty"`
+	// LastRun is this engine's last prune (zero: none yet), LastPruned
+	// how many records it deleted, LastError why it failed.
+	LastRun    time.Time `json:"lastRun,omitzero"`
+	LastPruned int       `json:"lastPruned"`
+	LastError  string    `json:"lastError,omitempty"`
 }
 
 // A server's push states (Server.Push).

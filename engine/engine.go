@@ -33,14 +33,20 @@ type Options struct {
 	// Without it the engine watches: it reads the records and who watches
 	// them, and claims only the tasks of servers no member reaches (else
 	// nothing would poll them), so that closing it moves no claim.
-	Claim          bool
-	Config         *mcpconfig.Config // servers
-	Logger         *slog.Logger      // nil: discard
-	ChildStderr    io.Writer         // stdio servers' stderr (the log file)
-	Warn           func(string)      // config warnings (pool)
-	RequestTimeout time.Duration     // one request to a server; mcpclient.DefaultRequestTimeout when 0
-	Policy         model.PollPolicy  // zero: model.DefaultPollPolicy (tests make it fast)
-	PerServer      int               // polls in flight per server; mcpclient.DefaultPerServer when 0
+	Claim  bool
+	Config *mcpconfig.Config // servers
+	// FollowConfig reads Config's file again when it changes (see
+	// reload.go): for an owner that runs while the file is edited.
+	FollowConfig bool
+	// Retention runs the config's "retention" schedule once the engine
+	// watches (see retention.go): for an owner for the long run.
+	Retention      bool
+	Logger         *slog.Logger     // nil: discard
+	ChildStderr    io.Writer        // stdio servers' stderr (the log file)
+	Warn           func(string)     // config warnings (pool)
+	RequestTimeout time.Duration    // one request to a server; mcpclient.DefaultRequestTimeout when 0
+	Policy         model.PollPolicy // zero: model.DefaultPollPolicy (tests make it fast)
+	PerServer      int              // polls in flight per server; mcpclient.DefaultPerServer when 0
 	// PushSafety is how often a task the server pushes is polled all the
 	// same; 0: twenty times the policy's cap (10 min by default).
 	PushSafety time.Duration
@@ -54,22 +60,26 @@ type Options struct {
 	PushSilence time.Duration
 	// pushLimits, when set, replace the bounds on push streams (tests).
 	pushLimits pushLimits
+	// retentionEvery, when set, replaces retentionEvery (tests).
+	retentionEvery time.Duration
 }
 
 // Engine is the Deck in process: the owner of the store, its run loop and
 // its feed.
 type Engine struct {
-	opts     Options
-	auditKey []byte // seals the audit log; nil: a fleet without one
-	log      *slog.Logger
-	store    store.Backend
-	own      owner        // which tasks this engine holds, and how it writes them
-	claims   *claimer     // nil on Badger: the sole owner polls every task
-	health   *storeHealth // nil on Badger
-	pool     *mcpclient.Pool
-	tracker  *Tracker
-	feeds    *hub
-	pushes   pushView
+	opts      Options
+	auditKey  []byte // seals the audit log; nil: a fleet without one
+	log       *slog.Logger
+	store     store.Backend
+	own       owner        // which tasks this engine holds, and how it writes them
+	claims    *claimer     // nil on Badger: the sole owner polls every task
+	health    *storeHealth // nil on Badger
+	pool      *mcpclient.Pool
+	tracker   *Tracker
+	feeds     *hub
+	pushes    pushView
+	cfg       *followedConfig // the config in use
+	retention retainer
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
 	// host names this host in the acts of a fleet ("" on Badger).
@@ -101,7 +111,7 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, classify(err, "")
 	}
-	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key}
+	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config)}
 	e.feeds = newHub(e)
 	if claims != nil {
 		st = e.watchHealth(st, claims.pg)
@@ -190,6 +200,9 @@ func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResul
 	defer done()
 	if _, err := NormalizeArgs(req.Args); err != nil {
 		return deck.CallResult{}, deck.Errorf(deck.KindUsage, "%w", err)
+	}
+	if err := e.refreshFor(req.Server); err != nil {
+		return deck.CallResult{}, err
 	}
 	out, err := e.tracker.Start(ctx, CallRequest{
 		Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key, Answers: req.Answers, Agent: req.Agent, Repeats: req.Repeats,
@@ -407,6 +420,19 @@ func (e *Engine) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) 
 		ok := len(groups) == 0 || slices.Contains(f.Statuses, t.Status) || slices.ContainsFunc(groups, func(g deck.Group) bool { return g.Admits(en) })
 		return en, ok
 	}
+	if f.Key != "" { // one record at most, from the key's index
+		t, err := e.store.ByKey(f.Key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, classify(err, "")
+		}
+		if en, ok := pass(t); ok && (f.Before == "" || t.ID < f.Before) {
+			return []deck.Entry{en}, nil
+		}
+		return nil, nil
+	}
 	if f.Limit > 0 || f.Before != "" {
 		out, err := e.listPages(f, reads, pass)
 		if err != nil {
@@ -494,6 +520,8 @@ func admits(f deck.Filter, text string, t *model.Task) bool {
 		return false
 	case f.Tool != "" && t.Tool != f.Tool:
 		return false
+	case f.Key != "" && t.IdempotencyKey != f.Key:
+		return false
 	case text == "":
 		return true
 	}
@@ -508,17 +536,21 @@ func admits(f deck.Filter, text string, t *model.Task) bool {
 // Servers implements deck.Deck: the configured servers, their URLs
 // redacted.
 func (e *Engine) Servers(ctx context.Context) ([]deck.Server, error) {
+	if err := e.refreshConfig(); err != nil {
+		return nil, classify(err, "")
+	}
 	var out []deck.Server
-	if e.opts.Config == nil {
+	cfg := e.config()
+	if cfg == nil {
 		return out, nil
 	}
-	for _, name := range e.opts.Config.Names() {
-		s, err := e.opts.Config.Server(name)
+	for _, name := range cfg.Names() {
+		s, err := cfg.Server(name)
 		if err != nil {
 			return nil, classify(err, "")
 		}
 		push := e.pushes.state(name)
-		srv := deck.Server{Name: name, Target: mcpconfig.RedactURL(s.URL), Push: push.Push, PushError: push.PushError}
+		srv := deck.Server{Name: name, Target: mcpconfig.RedactURL(s.URL), Push: push.Push, PushError: push.PushError, Retention: e.retentionState()}
 		if s.URL == "" {
 			srv.Target, srv.Stdio = strings.TrimSpace(s.Command+" "+strings.Join(s.Args, " ")), true
 		}
@@ -534,6 +566,9 @@ func (e *Engine) Tools(ctx context.Context, server model.ServerRef, refresh bool
 		return nil, err
 	}
 	defer done()
+	if err := e.refreshFor(server); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, e.opts.RequestTimeout)
 	defer cancel()
 	sess, err := e.pool.Session(ctx, server)
@@ -574,6 +609,9 @@ func (e *Engine) CheckCall(ctx context.Context, req deck.CallRequest) error {
 	defer done()
 	if _, err := NormalizeArgs(req.Args); err != nil {
 		return deck.Errorf(deck.KindUsage, "%w", err)
+	}
+	if err := e.refreshFor(req.Server); err != nil {
+		return err
 	}
 	return classify(e.tracker.CheckCall(ctx, CallRequest{Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key}), "")
 }

@@ -59,6 +59,10 @@ func (e *Engine) start() *loop {
 		e.ops.Add(1)
 		go e.loop.run()
 		e.own.run(e.loop)
+		if e.opts.Retention {
+			e.ops.Add(1)
+			go e.runRetention()
+		}
 	}
 	return e.loop
 }
@@ -335,6 +339,8 @@ func (l *loop) progress(now time.Time) {
 	rep.Over = over
 	l.e.feeds.reconciled(rep)
 	if over {
+		l.e.log.Info("reconcile: every open task checked", "tasks", rep.Total, "reattached", rep.Reattached, "finished", rep.Finished,
+			"unknown", rep.Unknown, "orphaned", rep.Orphaned, "unreachable", rep.Unreachable)
 		l.recon = nil
 	}
 }

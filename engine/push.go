@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -442,14 +443,19 @@ func (l *loop) listened(st *stream, sub *mcpclient.Subscription, err error) {
 			sh.backoff = l.backoff(sh.backoff)
 			sh.retryAt = now.Add(jitter(sh.backoff))
 		}
+		level := slog.LevelDebug
 		if sh.sub == nil { // an old stream still up keeps pushing its tasks
-			sh.state, sh.why = state, termtext.OneLine(err.Error(), 300)
+			why := termtext.OneLine(err.Error(), 300)
+			if sh.state != state || sh.why != why {
+				level = slog.LevelInfo // each new reason once, not every retry
+			}
+			sh.state, sh.why = state, why
 			l.show(st.server, sp, nil, nil)
 		} else {
 			// but not those that joined for this listen: ask again at retryAt.
 			sh.joinedAt, sh.lastJoin = now, now
 		}
-		l.e.log.Debug("push: no stream", "server", st.server.String(), "err", err)
+		l.e.log.Log(l.e.ctx, level, "push: no stream; its tasks are polled", "server", st.server.String(), "err", err)
 		return
 	}
 	st.acked = make(map[string]bool)
@@ -524,5 +530,5 @@ func (l *loop) ended(st *stream, err error) {
 		}
 	}
 	l.closeStream(st.server, sp, sh, why)
-	l.e.log.Debug("push: stream ended", "server", st.server.String(), "err", err)
+	l.e.log.Info("push: stream ended; re-subscribing, its tasks polled meanwhile", "server", st.server.String(), "err", err)
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"reflect"
 	"sync"
 	"time"
 
@@ -107,9 +108,45 @@ func NewPool(opts PoolOptions) *Pool {
 // Resolve finds the configuration a reference points at.
 func (p *Pool) Resolve(ref model.ServerRef) (config.ServerConfig, error) {
 	if ref.Name != "" {
-		return p.opts.Config.Server(ref.Name)
+		p.mu.Lock()
+		cfg := p.opts.Config
+		p.mu.Unlock()
+		return cfg.Server(ref.Name)
 	}
 	return config.AdHoc(ref.URL)
+}
+
+// SetConfig puts cfg in use (a reloaded config file). A server whose
+// entry changed or went is disconnected (a stdio server stops), so that
+// its next use connects as cfg says; the others keep their sessions.
+func (p *Pool) SetConfig(cfg *config.Config) {
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	p.mu.Lock()
+	old := p.opts.Config
+	p.opts.Config = cfg
+	var gone []*poolEntry
+	for ref, e := range p.entries {
+		if ref.Name == "" {
+			continue // an ad-hoc URL is no entry of the config
+		}
+		was, _ := old.Server(ref.Name)
+		now, err := cfg.Server(ref.Name)
+		if err != nil || !reflect.DeepEqual(was, now) {
+			delete(p.entries, ref)
+			gone = append(gone, e)
+		}
+	}
+	p.mu.Unlock()
+	for _, e := range gone {
+		go func() { // a connect still under way ends as it would have
+			<-e.ready
+			if e.sess != nil {
+				e.sess.cs.Close()
+			}
+		}()
+	}
 }
 
 // Session returns a connected session for the server, connecting once for

@@ -26,6 +26,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
+	"golang.org/x/sync/singleflight"
 )
 
 // Defaults of Options.
@@ -90,6 +91,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	ups    map[string]*mcpclient.Upstream // by server name, made on first use
 	htools map[string]*headerTools        // by server name, made on first use
+	// launching joins the launches of calls that may re-attach, by the
+	// handle hash they share.
+	launching singleflight.Group
 }
 
 // New makes a proxy over opts.Deck.

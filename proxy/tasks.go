@@ -59,9 +59,16 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 		cp.Arguments = nil // what a client with no arguments may send: none
 	}
 	m := metaOf(cp.Meta)
+	rp, bad := ep.repeatOf(ctx, req.ID, cp, m)
+	if bad != nil {
+		return bad
+	}
 	var res deck.CallResult
 	var err error
 	secret, hash := newHandle()
+	if rp.secret != "" {
+		secret, hash = rp.secret, hashHandle(rp.secret)
+	}
 	if id, ok := strings.CutPrefix(cp.RequestState, statePrefix); ok {
 		e, gerr := ep.record(ctx, id)
 		if gerr != nil {
@@ -70,17 +77,14 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 		_, secret, _ = splitID(id)
 		res, err = ep.p.opts.Deck.Continue(ctx, e.Task.ID, cp.InputResponses)
 	} else {
-		res, err = ep.p.opts.Deck.Call(ctx, deck.CallRequest{
-			Server: ep.ref(), Tool: cp.Name, Args: cp.Arguments, Answers: cp.InputResponses, Agent: m.Agent,
-			Owner: ep.who.who.Name, HandleHash: hash,
-		})
+		res, err = ep.launch(ctx, cp, m, rp, hash)
 	}
 	if err != nil {
 		return callError(req.ID, res.Task, err)
 	}
 	rec := res.Task
 	tid := ep.p.agentID(rec, ep.who.who.Name, secret)
-	ep.p.log.Info("proxy: call", "server", ep.cfg.Name, "tool", cp.Name, "principal", ep.who.who.Name, "agent", m.Agent, "id", rec.ID, "status", rec.Status, "held", !m.Tasks)
+	ep.p.log.Info("proxy: call", "server", ep.cfg.Name, "tool", cp.Name, "principal", ep.who.who.Name, "agent", m.Agent, "id", rec.ID, "status", rec.Status, "held", !m.Tasks, "repeat", res.Reused)
 	if !m.Tasks {
 		return ep.hold(ctx, req.ID, rec, m.Raw["progressToken"])
 	}
@@ -98,6 +102,32 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	}
 	t := taskOf(rec, tid)
 	return reply(req.ID, wire.CreateTaskResult{ResultType: wire.ResultTypeTask, Task: t.Task})
+}
+
+// launch makes the call, or finds the call it repeats (see retry.go).
+// Repeats that may re-attach are launched one at a time per proxy, so
+// that two that race find one task.
+func (ep *endpoint) launch(ctx context.Context, cp callParams, m meta, rp repeat, hash string) (deck.CallResult, error) {
+	call := func() (deck.CallResult, error) {
+		return ep.p.opts.Deck.Call(ctx, deck.CallRequest{
+			Server: ep.ref(), Tool: cp.Name, Args: cp.Arguments, Answers: cp.InputResponses, Agent: m.Agent,
+			Owner: ep.who.who.Name, HandleHash: hash, Key: rp.key,
+		})
+	}
+	if !rp.reattach || rp.key != "" {
+		return call() // a key finds its record by itself
+	}
+	v, err, _ := ep.p.launching.Do(hash, func() (any, error) {
+		open, err := ep.openRepeat(ctx, cp.Name, hash)
+		if err != nil {
+			return deck.CallResult{}, err
+		}
+		if open == nil {
+			return call()
+		}
+		return deck.CallResult{Task: open, Reused: true, NeedsInput: open.TaskID == "" && len(open.PendingInputs()) > 0}, nil
+	})
+	return v.(deck.CallResult), err
 }
 
 // callError words a failed Call for the agent: the server's own refusal

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/internal/nodetest"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
@@ -30,9 +33,15 @@ func agentDir(t *testing.T) string {
 // startAgent runs the agent; it is killed by its pid when the test ends.
 func startAgent(t *testing.T, dir string, args ...string) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
+	return startAgentEnv(t, dir, nil, args...)
+}
+
+// startAgentEnv is startAgent with env added to the agent's environment.
+func startAgentEnv(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
 	cmd := exec.Command("node", append([]string{"agent.mjs"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TASKDECK_AGENT_TOKEN="+testToken)
+	cmd.Env = append(append(os.Environ(), "TASKDECK_AGENT_TOKEN="+testToken), env...)
 	cmd.Stderr = &testWriter{t}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -229,5 +238,64 @@ func TestTypeScriptAgentKilledMidHold(t *testing.T) {
 	})
 	if last.Task.Agent != "ts-agent" {
 		t.Fatalf("record names agent %q", last.Task.Agent)
+	}
+}
+
+// An agent killed mid-hold and restarted calls again: with its
+// idempotency key (the Idempotency-Key header), or without one on a
+// server whose config re-attaches the tool, the retry is held on the
+// first task. The server got one tools/call, there is one record, and
+// the second run receives the first task's result.
+func TestTypeScriptAgentRetryFindsItsTask(t *testing.T) {
+	dir := agentDir(t)
+	for _, c := range []struct {
+		name     string
+		reattach string
+		env      []string
+	}{
+		{"idempotency key", "", []string{"TASKDECK_IDEMPOTENCY_KEY=deploy-42"}},
+		{"reattach", `,"reattach":["approve"]`, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
+			logs := &clitest.SyncBuf{}
+			r := startRigWith(t, srv, `{"mcpServers":{"demo":{"url":"`+srv.URL+`"`+c.reattach+`}}}`,
+				Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
+			args := []string{r.url, "hold", "approve", `{"action":"ship"}`}
+			first, _ := startAgentEnv(t, dir, c.env, args...)
+			var rec *model.Task
+			until(t, "the first call waiting for the operator", func() bool {
+				rec = only(t, r.eng)
+				return rec.Status == model.StatusInputRequired && len(rec.PendingInputs()) > 0
+			})
+			if err := syscall.Kill(first.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			_ = first.Wait()
+
+			second, lines := startAgentEnv(t, dir, c.env, args...)
+			until(t, "the retry re-attached", func() bool { return strings.Contains(logs.String(), "repeat=true") })
+			key := rec.PendingInputs()[0]
+			if _, err := r.eng.Answer(context.Background(), rec.ID, map[string]json.RawMessage{
+				key: json.RawMessage(`{"action":"accept","content":{"approve":true,"reason":"once"}}`)}); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for lines.Scan() {
+				got = append(got, lines.Text())
+			}
+			if err := second.Wait(); err != nil {
+				t.Fatalf("the second agent failed (%v): %s", err, strings.Join(got, "\n"))
+			}
+			if out := strings.Join(got, "\n"); !strings.Contains(out, "approved ship: once") {
+				t.Fatalf("the second run was told %s, want the first task's result", out)
+			}
+			if list, err := r.eng.List(context.Background(), deck.Filter{}); err != nil || len(list) != 1 {
+				t.Fatalf("%d records (%v) for one call made twice", len(list), err)
+			}
+			if n := len(srv.Requests("tools/call")); n != 1 {
+				t.Fatalf("the server got %d tools/call for one call made twice", n)
+			}
+		})
 	}
 }

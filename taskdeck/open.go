@@ -42,6 +42,13 @@ type Options struct {
 	// engine watches the fleet's tasks and claims none, so closing it
 	// moves no work. Badger ignores it: its one owner polls every task.
 	Claim bool
+	// FollowConfig reads ConfigPath again when it changes, for a process
+	// that owns the store while the file is edited (the command line sets
+	// it; see engine.Options.FollowConfig).
+	FollowConfig bool
+	// Retention runs the config's "retention" schedule while this process
+	// owns the store: for an owner for the long run (serve, the dashboard).
+	Retention bool
 
 	Logger         *slog.Logger  // nil: discard
 	ChildStderr    io.Writer     // stdio servers' stderr; nil: discard
@@ -121,6 +128,8 @@ func OpenEngine(opts Options) (*engine.Engine, error) {
 		Store:          store,
 		Claim:          opts.Claim,
 		Config:         opts.Config,
+		FollowConfig:   opts.FollowConfig,
+		Retention:      opts.Retention,
 		Logger:         opts.Logger,
 		ChildStderr:    opts.ChildStderr,
 		Warn:           opts.Warn,

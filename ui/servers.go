@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -16,53 +15,6 @@ import (
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/present"
 )
-
-// serverName is how a task's server shows: its configured name; for an
-// ad-hoc URL, the name of a configured server with the same URL, else
-// host:port and the path where it is not the usual /mcp (never the
-// query or userinfo, which may hold secrets).
-func serverName(ref model.ServerRef, configured []deck.Server) string {
-	if ref.Name != "" || ref.URL == "" {
-		return termtext.Line(ref.Name)
-	}
-	want := sameURL(ref.URL)
-	for _, s := range configured {
-		if !s.Stdio && sameURL(s.Target) == want {
-			return termtext.Line(s.Name)
-		}
-	}
-	u, err := url.Parse(ref.URL)
-	if err != nil || u.Host == "" {
-		return termtext.Line(ref.URL)
-	}
-	name := u.Host
-	if p := strings.TrimSuffix(u.Path, "/"); p != "" && p != "/mcp" {
-		name += p
-	}
-	return termtext.Line(name)
-}
-
-// sameURL is a URL as compared: case-insensitive scheme and host, no
-// trailing slash, and what RedactURL hides hidden (the configured
-// targets are redacted).
-func sameURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	return strings.TrimSuffix(stripSecrets(u.String()), "/")
-}
-
-func stripSecrets(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return s
-	}
-	u.User, u.RawQuery, u.Fragment, u.RawFragment, u.ForceQuery = nil, "", "", "", false
-	return u.String()
-}
 
 // serversEvery is how often the servers are listed again, for their
 // push state (the feed says each task's, not the stream's).
@@ -97,7 +49,7 @@ func (m *Model) onServers(servers []deck.Server) {
 // configured servers are known.
 func (m *Model) nameServers() {
 	configured := m.configured
-	m.list.names = func(ref model.ServerRef) string { return serverName(ref, configured) }
+	m.list.names = func(ref model.ServerRef) string { return present.ServerName(ref, configured) }
 	selected := m.selectedID()
 	tasks := make([]*model.Task, 0, len(m.list.all))
 	for _, r := range m.list.all {
@@ -329,14 +281,9 @@ func (m *Model) viewServers(errs, reasons bool) string {
 	return strings.Join(parts, "  ")
 }
 
-// detailServer is the detail pane's server: its shown name, and the URL
-// (redacted where configured, as recorded where ad hoc) when that differs.
+// detailServer is the detail pane's server (present.ServerDetail).
 func (m *Model) detailServer(t *model.Task) string {
-	name := serverName(t.Server, m.configured)
-	if t.Server.URL != "" && name != termtext.Line(t.Server.URL) {
-		return name + "  (" + termtext.Line(stripSecrets(t.Server.URL)) + ")"
-	}
-	return name
+	return present.ServerDetail(t.Server, m.configured)
 }
 
 // serverNote is what the new call's server picker says of a server: its

@@ -15,6 +15,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // addServer configures one more server, behind a hostile front (so that
@@ -131,8 +132,8 @@ func TestServerNames(t *testing.T) {
 		{model.ServerRef{URL: "http://127.0.0.2:9090/api/mcp"}, "127.0.0.2:9090/api/mcp"},
 		{model.ServerRef{URL: "http://user:secret@127.0.0.3:1/mcp?token=abc"}, "127.0.0.3:1"},
 	} {
-		if got := serverName(c.ref, configured); got != c.want {
-			t.Errorf("serverName(%+v) = %q, want %q", c.ref, got, c.want)
+		if got := present.ServerName(c.ref, configured); got != c.want {
+			t.Errorf("ServerName(%+v) = %q, want %q", c.ref, got, c.want)
 		}
 	}
 	m := &Model{configured: configured}

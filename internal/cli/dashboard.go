@@ -29,6 +29,7 @@ func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first fun
 		return err
 	}
 	f.quiet = true // from here on, only the renderer writes to the terminal
+	f.retention = true
 	dk, err := f.deck(ctx)
 	if err != nil {
 		return err

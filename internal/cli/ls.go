@@ -56,6 +56,6 @@ func lsRun(opts *LsOptions) error {
 		}
 		return nil
 	}
-	printTable(f.stdout, shown, time.Now())
+	printTable(f.stdout, shown, configured(opts.ctx, dk), time.Now())
 	return nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,6 +46,11 @@ type taskJSON struct {
 	Answers []model.AnsweredInput `json:"answers,omitempty"`
 	// LastAct is the record's last change and who made it.
 	LastAct *model.Act `json:"lastAct,omitempty"`
+	// LaunchedBy is who made the call (an agent's role is "agent" or
+	// "operator": through the proxy); its host is set on a fleet.
+	LaunchedBy *model.Actor `json:"launchedBy,omitempty"`
+	// Engine is the engine that made the intent on a fleet (host/pid).
+	Engine string `json:"engine,omitempty"`
 	// WaitingSince is when it began to wait for an answer (while it does).
 	WaitingSince time.Time `json:"waitingSince,omitzero"`
 	// ExpiresAt is when its server drops it (createdAt + ttl), where the server set a TTL.
@@ -63,7 +69,35 @@ func toJSON(t *model.Task) taskJSON {
 		AnsweredKeys: t.AnsweredKeys, Result: t.Result, IsError: t.IsError, Error: t.Error,
 		LocalError: t.LocalError, CancelRequested: t.CancelRequested, History: t.History,
 		Answers: t.Answers, LastAct: t.Act, WaitingSince: waitingSince(t), ExpiresAt: t.Deadline(),
+		LaunchedBy: launcher(t), Engine: t.Engine,
 	}
+}
+
+// launcher is who made the call: the actor of the record's first move,
+// to calling (nil for a record made before acts were kept).
+func launcher(t *model.Task) *model.Actor {
+	if len(t.History) == 0 || t.History[0].To != model.StatusCalling || t.History[0].By.IsZero() {
+		return nil
+	}
+	by := t.History[0].By
+	return &by
+}
+
+// launchedBy words launcher for `get`: who, through what, from where.
+func launchedBy(t *model.Task) string {
+	by := launcher(t)
+	if by == nil {
+		return ""
+	}
+	s := present.Actor(*by)
+	switch by.Role {
+	case model.RoleAgent, model.RoleOperator, model.RoleViewer:
+		s += ", through the proxy"
+	}
+	if t.Engine != "" {
+		s += ", on engine " + termtext.OneLine(termtext.Line(t.Engine), 80)
+	}
+	return s
 }
 
 // waitingSince is when a task that waits for an answer began to wait.
@@ -211,7 +245,7 @@ func printInputs(w io.Writer, t *model.Task, pad string) {
 // printTable lists tasks one line each, in the order given; on a shared store (some open task has a
 // watcher, or none can reach it) a WATCHER column names the host of the
 // engine that polls each.
-func printTable(w io.Writer, entries []deck.Entry, now time.Time) {
+func printTable(w io.Writer, entries []deck.Entry, configured []deck.Server, now time.Time) {
 	if len(entries) == 0 {
 		fmt.Fprintln(w, "no tasks")
 		return
@@ -225,7 +259,7 @@ func printTable(w io.Writer, entries []deck.Entry, now time.Time) {
 	fmt.Fprintln(tw, head+"MESSAGE")
 	for _, e := range entries {
 		t := e.Task
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", t.ID, present.StatusText(t), termtext.OneLine(termtext.Line(t.Server.String()), 24),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", t.ID, present.StatusText(t), termtext.OneLine(present.ServerName(t.Server, configured), 24),
 			termtext.OneLine(termtext.Line(t.Tool), 20), present.Age(now.Sub(t.CreatedAt)))
 		if shared {
 			fmt.Fprintf(tw, "%s\t", present.WatchShort(e.Poll))
@@ -236,7 +270,7 @@ func printTable(w io.Writer, entries []deck.Entry, now time.Time) {
 }
 
 // printDetail shows everything about one task.
-func printDetail(w io.Writer, e deck.Entry, pollErr string) {
+func printDetail(w io.Writer, e deck.Entry, configured []deck.Server, pollErr string) {
 	t := e.Task
 	line := func(label, value string) {
 		if value != "" {
@@ -244,11 +278,12 @@ func printDetail(w io.Writer, e deck.Entry, pollErr string) {
 		}
 	}
 	line("id", t.ID)
-	line("server", termtext.Line(t.Server.String()))
+	line("server", present.ServerDetail(t.Server, configured))
 	line("tool", termtext.Line(t.Tool))
 	line("arguments", termtext.Line(string(t.Arguments)))
 	line("key", termtext.Line(t.IdempotencyKey))
 	line("agent", termtext.Line(t.Agent))
+	line("launched by", launchedBy(t))
 	line("status", present.StatusText(t))
 	line("message", termtext.Line(t.StatusMessage))
 	line("created", t.CreatedAt.Local().Format(time.DateTime))
@@ -274,6 +309,18 @@ func printDetail(w io.Writer, e deck.Entry, pollErr string) {
 }
 
 func indent(s, pad string) string { return strings.ReplaceAll(s, "\n", "\n"+pad) }
+
+// configured lists the servers to name tasks by (present.ServerName): an
+// ad-hoc URL that is a configured server's shows as its name, as on the
+// dashboard. Without the list (a refused config edit) tasks show as
+// recorded.
+func configured(ctx context.Context, dk deck.Deck) []deck.Server {
+	servers, err := dk.Servers(ctx)
+	if err != nil {
+		return nil
+	}
+	return servers
+}
 
 // errorLine is an error as taskdeck prints it: inert, on one line.
 func errorLine(err error) string { return termtext.OneLine(termtext.Line(err.Error()), 0) }

@@ -72,6 +72,9 @@ type Factory struct {
 	// store (at start, or after taking over from an owner that died),
 	// watches every open task, as serve does.
 	watchAll bool
+	// retention: a long-lived owner (serve, the dashboard) runs the
+	// config's retention schedule when its process owns the store.
+	retention bool
 
 	cfg     *mcpconfig.Config
 	logFile *os.File
@@ -270,6 +273,8 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 		ChildStderr:    f.logFile,
 		Warn:           f.warn,
 		Waiting:        waiting,
+		FollowConfig:   true, // an owner serves others for as long as it runs
+		Retention:      f.retention,
 		RequestTimeout: f.requestTimeout,
 		Policy:         f.policy,
 	}
@@ -303,6 +308,17 @@ func (f *Factory) throughOwner() bool {
 	return through
 }
 
+// configInUse names the config the commands' server names resolve in:
+// the owner's when another process serves them.
+func (f *Factory) configInUse() string {
+	if f.opened != nil {
+		if owner, through := f.opened.OwnerConfig(); through && owner != "" {
+			return owner
+		}
+	}
+	return f.configPath
+}
+
 // configFile is the absolute path of the server configuration, as an
 // owner reports it to its clients.
 func (f *Factory) configFile() string {
@@ -321,6 +337,8 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine
 		Store:          f.store,
 		Claim:          member,
 		Config:         cfg,
+		FollowConfig:   true, // an owner serves others for as long as it runs
+		Retention:      f.retention,
 		Logger:         f.logger,
 		ChildStderr:    f.logFile,
 		Warn:           f.warn,

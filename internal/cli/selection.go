@@ -69,6 +69,11 @@ func (fl *filter) find(ctx context.Context, dk deck.Deck) ([]deck.Entry, error) 
 			found = append(found, e)
 		}
 	}
+	if len(found) == 0 {
+		if err := q.Unmatched(); err != nil {
+			return nil, &exitError{code: exitUsage, err: err}
+		}
+	}
 	return found, nil
 }
 

@@ -91,6 +91,7 @@ func serveRun(opts *ServeOptions) error {
 			return &exitError{code: exitStoreLocked, err: fmt.Errorf("a taskdeck already serves %s; stop it first, or let the commands work through it", f.dataDir)}
 		}
 	}
+	f.retention = true
 	e, err := f.openEngine(cfg, true)
 	if err != nil {
 		return err
@@ -142,10 +143,14 @@ func serveRun(opts *ServeOptions) error {
 	}
 	if shared {
 		fmt.Fprintf(f.stderr, "taskdeck: watching its claimed tasks on %s (pid %d); ctrl+c stops\n", engine.RedactStore(f.storeOf(cfg)), os.Getpid())
+		f.logger.Info("serve: started", "store", engine.RedactStore(f.storeOf(cfg)), "config", f.configFile(), "proxy", opts.ProxyAddr, "pid", os.Getpid())
 	} else {
 		fmt.Fprintf(f.stderr, "taskdeck: serving %s on %s (pid %d); ctrl+c stops\n", f.dataDir, srv.Path(), os.Getpid())
+		f.logger.Info("serve: started", "dataDir", f.dataDir, "socket", srv.Path(), "config", f.configFile(), "proxy", opts.ProxyAddr, "pid", os.Getpid())
 	}
 	<-ctx.Done()
+	f.logger.Info("serve: stopping", "why", context.Cause(ctx))
+	defer f.logger.Info("serve: stopped")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
 	var proxyErr error

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
@@ -60,7 +61,7 @@ func serversRun(opts *ServersOptions) error {
 		return err
 	}
 	if len(servers) == 0 && !opts.JSON {
-		fmt.Fprintf(f.stdout, "no servers configured in %s\n", f.configPath)
+		fmt.Fprintf(f.stdout, "no servers configured in %s\n", f.configInUse())
 		return nil
 	}
 	open, err := dk.List(opts.ctx, deck.Filter{Groups: []string{"open"}})
@@ -115,5 +116,31 @@ func serversRun(opts *ServersOptions) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", termtext.OneLine(termtext.Line(h.Name), 24), termtext.Line(h.Target),
 			h.Open, h.Waiting, push, termtext.OneLine(termtext.Line(problem), 80))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(health) > 0 && health[0].Retention != nil {
+		fmt.Fprintln(f.stdout, retentionLine(*health[0].Retention))
+	}
+	return nil
+}
+
+// retentionLine words the store's retention schedule for `servers`.
+func retentionLine(r deck.Retention) string {
+	s := "retention: finished tasks older than " + r.Finished + " are pruned"
+	switch r.Runner {
+	case "":
+		return s + " by `taskdeck serve` or the dashboard, neither of which runs now"
+	case "this engine":
+		s += " every hour by this owner"
+	default:
+		return s + " by the fleet's engine " + termtext.Line(r.Runner)
+	}
+	switch {
+	case r.LastError != "":
+		s += "; the last run failed: " + termtext.OneLine(termtext.Line(r.LastError), 120)
+	case !r.LastRun.IsZero():
+		s += fmt.Sprintf("; the last run, at %s, pruned %d", r.LastRun.Local().Format(time.TimeOnly), r.LastPruned)
+	}
+	return s
 }

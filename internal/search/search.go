@@ -1,21 +1,24 @@
 // Package search is the one search of tasks that the dashboard's filter
 // and `taskdeck ls --search` share: words that must all appear in a
 // task's text (its id, server, tool, status, message, arguments and
-// result), and field terms that look in one field (tool:sleep,
-// server:web, status:failed). A term with a leading - must not match.
+// result, its agent and its key), and field terms that look in one field
+// (tool:sleep, server:web, status:failed, agent:ci-bot, key:deploy-42).
+// A term with a leading - must not match.
 package search
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/taskdeck/taskdeck/internal/nearest"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // Fields are the fields a term may name.
-var Fields = []string{"id", "server", "tool", "status", "msg", "args", "result"}
+var Fields = []string{"id", "server", "tool", "status", "msg", "args", "result", "agent", "key"}
 
 // textCap bounds the text of a task's arguments and result a search
 // looks in: at 100,000 tasks the dashboard's rows must stay small.
@@ -25,8 +28,8 @@ const textCap = 2048
 // sanitized. Quotes are dropped from arguments and results, so that
 // seconds:5 finds {"seconds":5}.
 type Text struct {
-	id, server, tool, status, msg, args, result string
-	all                                         string // every field, for plain words
+	id, server, tool, status, msg, args, result, agent, key string
+	all                                                     string // every field, for plain words
 }
 
 // Of is the text of a task whose message is msg (what its row shows).
@@ -40,8 +43,9 @@ func Of(t *model.Task, msg string) Text {
 	x := Text{
 		id: strings.ToLower(t.ID), server: strings.ToLower(termtext.Line(t.Server.String())), tool: strings.ToLower(termtext.Line(t.Tool)),
 		status: string(t.Status), msg: strings.ToLower(termtext.Line(msg)), args: flat(t.Arguments), result: flat(t.Result),
+		agent: strings.ToLower(termtext.Line(t.Agent)), key: strings.ToLower(termtext.Line(t.IdempotencyKey)),
 	}
-	x.all = strings.Join([]string{x.id, x.server, x.tool, x.status, x.msg, x.args, x.result}, "\x00")
+	x.all = strings.Join([]string{x.id, x.server, x.tool, x.status, x.msg, x.args, x.result, x.agent, x.key}, "\x00")
 	return x
 }
 
@@ -61,6 +65,10 @@ func (x *Text) field(name string) string {
 		return x.args
 	case "result":
 		return x.result
+	case "agent":
+		return x.agent
+	case "key":
+		return x.key
 	}
 	return x.all
 }
@@ -92,6 +100,25 @@ func Parse(s string) Query {
 		q = append(q, t)
 	}
 	return q
+}
+
+// Unmatched explains a search that matched nothing when one of its words
+// looks like a field term (name:value) whose name is not a field: it was
+// searched as a plain word (so that seconds:5 finds {"seconds":5}), but
+// a misspelt or unknown field is the likelier cause. nil otherwise.
+func (q Query) Unmatched() error {
+	for _, t := range q {
+		name, _, ok := strings.Cut(t.text, ":")
+		if t.field != "" || t.not || !ok || name == "" || strings.IndexFunc(name, func(r rune) bool { return r < 'a' || r > 'z' }) >= 0 {
+			continue
+		}
+		hint := ""
+		if close := nearest.Names(name, Fields); len(close) > 0 {
+			hint = fmt.Sprintf("did you mean %s:? ", close[0])
+		}
+		return fmt.Errorf("no task matches %q: %q is not a search field, and no task holds it as a word; %sthe fields are %s:", t.text, name, hint, strings.Join(Fields, ":, "))
+	}
+	return nil
 }
 
 // Match tells whether the text holds every term.

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/taskdeck/taskdeck/internal/nearest"
@@ -37,6 +38,11 @@ type ServerConfig struct {
 	// Protocols); empty: 2026-07-28 where the server offers it, else
 	// 2025-11-25.
 	Protocol string `json:"protocol,omitempty"`
+	// Reattach lets the proxy answer an agent's call that repeats an open
+	// call of the same agent (same tool, same arguments) with that task
+	// instead of launching another: "reattach": true for every tool, or a
+	// list of tool names. See ServerConfig.Reattaches.
+	Reattach Reattach `json:"reattach,omitzero"`
 
 	path string // the file it came from, for messages; "" for --url
 }
@@ -55,6 +61,9 @@ type Config struct {
 	Agents map[string]AgentConfig
 	// Proxy says which browser origins and Host names the proxy admits.
 	Proxy ProxyConfig
+	// Retention is the top-level "retention": how long finished tasks are
+	// kept before the owner prunes them.
+	Retention Retention
 
 	path string // the file it came from, for messages
 }
@@ -158,14 +167,14 @@ var otherClientsKeys = []string{"servers", "context_servers"}
 // except those other clients keep in a shared file (foreignTopKeys): a
 // misspelt key would otherwise be a setting silently not applied.
 var (
-	topKeys        = []string{"mcpServers", "store", "agents", "proxy", "dashboard"}
+	topKeys        = []string{"mcpServers", "store", "agents", "proxy", "dashboard", "retention"}
 	foreignTopKeys = append([]string{"$schema", "inputs", "globalShortcut", "preferences"}, otherClientsKeys...)
 )
 
 // serverKeys are the keys of an mcpServers entry taskdeck reads, and
 // foreignServerKeys those other clients write there, which it ignores.
 var (
-	serverKeys        = []string{"command", "args", "env", "url", "headers", "forwardAgentCredentials", "protocol"}
+	serverKeys        = []string{"command", "args", "env", "url", "headers", "forwardAgentCredentials", "protocol", "reattach"}
 	foreignServerKeys = []string{"type", "disabled", "cwd", "timeout", "envFile", "description", "alwaysAllow", "autoApprove"}
 )
 
@@ -237,6 +246,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		if err := json.Unmarshal(raw, &cfg.Store); err != nil {
 			return nil, fail("store", "want a string such as \"postgres://user@host/db\", got %s", jsonKind(raw))
 		}
+	}
+	if err := parseRetention(cfg, top["retention"], fail); err != nil {
+		return nil, err
 	}
 	raw, ok := top["mcpServers"]
 	if !ok {
@@ -316,6 +328,7 @@ func parseServer(path, name string, raw json.RawMessage) (ServerConfig, error) {
 		{"headers", &rawHeaders, `an object of strings, e.g. {"Authorization": "Bearer ${TOKEN}"}`},
 		{"forwardAgentCredentials", &s.ForwardAgentCredentials, "true or false"},
 		{"protocol", &s.Protocol, fmt.Sprintf("a string, one of %s", quoteAll(Protocols))},
+		{"reattach", &s.Reattach, `true (every tool) or a list of tool names, e.g. ["deploy"]`},
 	} {
 		if err := decode(d.key, d.dst, d.want); err != nil {
 			return s, err
@@ -389,6 +402,34 @@ func (s ServerConfig) validate() error {
 	return nil
 }
 
+// Reattach is a server's "reattach": every tool (true) or the tools named.
+type Reattach struct {
+	All   bool
+	Tools []string
+}
+
+// UnmarshalJSON reads true, false or a list of tool names.
+func (r *Reattach) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &r.All); err == nil {
+		return nil
+	}
+	r.All = false
+	return json.Unmarshal(b, &r.Tools)
+}
+
+// MarshalJSON writes what UnmarshalJSON reads.
+func (r Reattach) MarshalJSON() ([]byte, error) {
+	if r.Tools != nil && !r.All {
+		return json.Marshal(r.Tools)
+	}
+	return json.Marshal(r.All)
+}
+
+// Reattaches tells a tool whose repeated open calls re-attach.
+func (s ServerConfig) Reattaches(tool string) bool {
+	return s.Reattach.All || slices.Contains(s.Reattach.Tools, tool)
+}
+
 // loc names the entry, and a field of it, in messages.
 func (s ServerConfig) loc(field string) string {
 	switch {
@@ -454,6 +495,7 @@ func (s ServerConfig) clone() ServerConfig {
 	c.Args = slices.Clone(s.Args)
 	c.Env = cloneStrings(s.Env)
 	c.Headers = cloneStrings(s.Headers)
+	c.Reattach.Tools = slices.Clone(s.Reattach.Tools)
 	return c
 }
 
@@ -539,4 +581,43 @@ func jsonKind(raw []byte) string {
 // for the use at hand.
 func (s ServerConfig) Refuse(msg string) *ConfigError {
 	return &ConfigError{Path: s.path, Where: s.loc(""), Msg: msg}
+}
+
+// Retention is the config's "retention": {"finished": "720h"} prunes
+// finished tasks (completed, failed, cancelled, unknown) not changed for 720 hours.
+// Zero: nothing is pruned but by `taskdeck prune`.
+type Retention struct {
+	Finished time.Duration
+}
+
+// MinRetention bounds "retention.finished" from below: a shorter one
+// would prune what an operator is still reading.
+const MinRetention = time.Minute
+
+func parseRetention(cfg *Config, raw json.RawMessage, fail func(string, string, ...any) error) error {
+	if raw == nil || isJSONNull(raw) {
+		return nil
+	}
+	var r struct {
+		Finished json.RawMessage `json:"finished"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fail("retention", `want {"finished": "720h"}, got %s`, jsonKind(raw))
+	}
+	if err := knownKeys(raw, "retention", []string{"finished"}, fail); err != nil {
+		return err
+	}
+	if r.Finished == nil {
+		return fail("retention", `want {"finished": "720h"}: how long finished tasks are kept`)
+	}
+	var text string
+	if err := json.Unmarshal(r.Finished, &text); err != nil {
+		return fail("retention.finished", `want a duration such as "720h" (quote it), got %s`, jsonKind(r.Finished))
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil || d < MinRetention {
+		return fail("retention.finished", "want a duration of at least %s such as \"720h\" (30 days) or \"168h\", got %q", MinRetention, text)
+	}
+	cfg.Retention.Finished = d
+	return nil
 }

@@ -90,6 +90,26 @@ func TestConfigParseValid(t *testing.T) {
 	}
 }
 
+// "reattach" names every tool (true) or the tools listed; none without it.
+func TestConfigReattach(t *testing.T) {
+	cfg := parseOK(t, `{"mcpServers": {
+  "all": {"url": "https://x.example/mcp", "reattach": true},
+  "some": {"url": "https://x.example/mcp", "reattach": ["deploy"]},
+  "none": {"url": "https://x.example/mcp"}}}`)
+	for _, c := range []struct {
+		server, tool string
+		want         bool
+	}{{"all", "deploy", true}, {"all", "echo", true}, {"some", "deploy", true}, {"some", "echo", false}, {"none", "deploy", false}} {
+		s, err := cfg.Server(c.server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Reattaches(c.tool); got != c.want {
+			t.Errorf("server %s reattaches %s: %v, want %v", c.server, c.tool, got, c.want)
+		}
+	}
+}
+
 // A misspelt key is refused, naming it and the key it is close to: ignored,
 // it would be a setting (a token in "header") silently never applied.
 func TestConfigUnknownKeys(t *testing.T) {
@@ -216,6 +236,8 @@ func TestConfigParseTypeErrors(t *testing.T) {
 		{"headers value an object", `{"mcpServers": {"r": {"url": "https://x", "headers": {"X-A": {"v": 1}}}}}`, []string{"mcpServers.r.headers.X-A:", "want a string", "got an object"}},
 		{"command a list", `{"mcpServers": {"build": {"command": ["npx", "x"]}}}`, []string{"mcpServers.build.command:", "want a string", "got a list"}},
 		{"url a number", `{"mcpServers": {"r": {"url": 8080}}}`, []string{"mcpServers.r.url:", "want a string", "got a number"}},
+		{"reattach a string", `{"mcpServers": {"r": {"url": "https://x", "reattach": "yes"}}}`, []string{"mcpServers.r.reattach:", `want true (every tool) or a list of tool names`, "got a string"}},
+		{"reattach holds a number", `{"mcpServers": {"r": {"url": "https://x", "reattach": ["deploy", 1]}}}`, []string{"mcpServers.r.reattach:", "got a list"}},
 		{"odd name is quoted", `{"mcpServers": {"my server.v2": {"command": "x", "args": 1}}}`, []string{`mcpServers["my server.v2"].args:`}},
 	}
 	for _, c := range cases {
@@ -475,4 +497,27 @@ func TestConfigUnknownAgentAndProxyKeys(t *testing.T) {
 	wantIn(t, msg, `agents.bot.server`, `did you mean "servers"?`)
 	_, msg = parseErr(t, `{"mcpServers": {}, "proxy": {"origin": ["https://a.example"]}}`)
 	wantIn(t, msg, `proxy.origin`, `did you mean "origins"?`)
+}
+
+// "retention": {"finished": DURATION} is read; anything else is refused
+// in one line naming the field.
+func TestConfigRetention(t *testing.T) {
+	if got := parseOK(t, `{"retention": {"finished": "720h"}}`).Retention.Finished; got.Hours() != 720 {
+		t.Fatalf("retention.finished = %v, want 720h", got)
+	}
+	if got := parseOK(t, `{}`).Retention.Finished; got != 0 {
+		t.Fatalf("no retention = %v, want 0", got)
+	}
+	for src, want := range map[string]string{
+		`{"retention": {"finished": "30d"}}`:  `retention.finished: want a duration of at least 1m0s such as "720h"`,
+		`{"retention": {"finished": "1s"}}`:   `got "1s"`,
+		`{"retention": {"finshed": "720h"}}`:  `did you mean "finished"?`,
+		`{"retention": {}}`:                   `retention: want {"finished": "720h"}`,
+		`{"retention": "720h"}`:               `retention: want {"finished": "720h"}, got a string`,
+		`{"retension": {"finished": "720h"}}`: `did you mean "retention"?`,
+		`{"retention": {"finished": 720}}`:    `retention.finished: want a duration such as "720h" (quote it), got a number`,
+	} {
+		_, msg := parseErr(t, src)
+		wantIn(t, msg, want)
+	}
 }

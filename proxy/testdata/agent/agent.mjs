@@ -1,6 +1,7 @@
 // A test agent: the official TypeScript MCP client, with the official
 // tasks requester for the task flows, driven against taskdeck's proxy.
 // Usage: node agent.mjs URL flows|flows-extra|hold TOOL ARGS_JSON
+// ($TASKDECK_IDEMPOTENCY_KEY, if set, is sent as the Idempotency-Key header).
 // flows-extra answers every form with a field it does not name, too.
 // It prints one JSON line per outcome and exits 1 on the first surprise.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
@@ -51,7 +52,9 @@ const client = new Client(clientInfo, {
   capabilities: { elicitation: { form: {} } },
   versionNegotiation: { mode: { pin: "2026-07-28" } },
 });
-await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: auth } }));
+// An idempotency key, when the environment gives one, goes with every request.
+const key = process.env.TASKDECK_IDEMPOTENCY_KEY ? { "idempotency-key": process.env.TASKDECK_IDEMPOTENCY_KEY } : {};
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { ...auth, ...key } } }));
 
 if (scenario === "hold") {
   // No tasks requester: the proxy holds the call until the task ends.
