@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -200,4 +201,54 @@ func BenchmarkOpenTasks(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(time.Since(start))/float64(b.N)/float64(scan), "x-scan")
+}
+
+// BenchmarkSizingWriteCost: the durable write under the store's Badger
+// sizing against the sizing before issue 20, interleaved so that a busy
+// machine slows both alike: each round updates a 30 KB record in a store
+// of each sizing (a poll that brought progress) and creates a small one
+// in each. x-update and x-create are the store's time over the old one's.
+func BenchmarkSizingWriteCost(b *testing.B) {
+	open := func(name string) *Store {
+		defer UseSizing(name)()
+		s, err := Open(filepath.Join(b.TempDir(), name), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	stores := []*Store{open("small"), open("before20")}
+	big := benchRecord(0, true)
+	big.Arguments = json.RawMessage(fmt.Sprintf(`{"note":%q}`, strings.Repeat("x", 30<<10)))
+	for _, s := range stores {
+		if err := s.Create(big.Clone()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var update, create [2]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for j, s := range stores {
+			start := time.Now()
+			_, err := s.Update(big.ID, func(r *model.Task) (bool, error) {
+				r.StatusMessage = fmt.Sprint("progress ", i)
+				return true, nil
+			})
+			update[j] += time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			start = time.Now()
+			err = s.Create(benchRecord(i+1, true))
+			create[j] += time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(update[0].Nanoseconds())/float64(b.N), "update-ns/op")
+	b.ReportMetric(float64(update[0])/float64(update[1]), "x-update")
+	b.ReportMetric(float64(create[0].Nanoseconds())/float64(b.N), "create-ns/op")
+	b.ReportMetric(float64(create[0])/float64(create[1]), "x-create")
 }

@@ -18,17 +18,20 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 )
 
-// Badger's working set beside the live records, whatever their number:
-// the memtable WAL being written and two more waiting to be flushed (8 MiB
-// each), and two level-0 tables of a memtable each before compaction.
-const workingSet = 5 * 8 << 20
+// Badger's working set beside the live records, whatever their number
+// (options.go): the memtable WAL being written and one waiting to be
+// flushed (1 MiB each), a level-0 table of a memtable before compaction,
+// and a memtable's worth of older copies that compaction has not reached
+// yet. It was 40 MiB with 8 MiB memtables.
+const workingSet = 4 << 20
 
 // TestRewritesOfLargeRecordsStayBounded: ten open records with 100 KB of
 // arguments, each rewritten 100 times with a new status message (a poll
 // that brings progress). Every copy went to the value log and stayed
 // there: 100 MB on disk for 1 MB of records. Now the data directory stays
 // within three times the live records plus Badger's working set at every
-// sample, and Prune gives the space back at once, without a reopen.
+// sample (at 8 MiB memtables, 30 MiB for 1 MiB of records), and Prune
+// gives the space back at once, without a reopen.
 func TestRewritesOfLargeRecordsStayBounded(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
