@@ -98,7 +98,7 @@ func TestLeftoverTableStillOpens(t *testing.T) {
 // 1,000,000 records); one changed in place, or any table after a session
 // that left commits to replay, is read and checked.
 func TestCleanCloseTrustsUnchangedTables(t *testing.T) {
-	dir, tables := closedStore(t)
+	dir, _ := closedStore(t)
 	must(t, store.ForgeSums(dir))
 	s := openStore(t, dir) // not read: the forged sums go unnoticed
 	create(t, s, "d", model.StatusWorking, t0)
@@ -109,7 +109,7 @@ func TestCleanCloseTrustsUnchangedTables(t *testing.T) {
 	}
 	must(t, s.Close())
 
-	dir, tables = closedStore(t)
+	dir, tables := closedStore(t)
 	f, err := os.OpenFile(tables[0], os.O_RDWR, 0)
 	must(t, err)
 	b := make([]byte, 1)
