@@ -549,6 +549,8 @@ func TestTUICancelPruneNewCallResize(t *testing.T) {
 	tm.typeText("3500")
 	tm.waitText("> 3500")
 	tm.keys("Enter")
+	tm.waitText("Idempotency key (optional)") // the last field; left empty
+	tm.keys("Enter")
 	tm.waitText("launched: task ")
 	tm.waitScreen("the new sleep row working", func(s string) bool {
 		return oneRow(s, "sleep") == "working" && oneRow(s, "approve") == "input_required"

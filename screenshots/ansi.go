@@ -3,7 +3,6 @@
 // ansi.go is a helper of capture.sh (run with `go run screenshots/ansi.go`):
 //
 //	go run screenshots/ansi.go normalize IN OUT  # tmux capture-pane -e → what freeze renders
-//	go run screenshots/ansi.go shrink PNG         # halve a PNG's size in place
 //
 // freeze (github.com/charmbracelet/freeze) draws ANSI text, but each SGR
 // parameter starts a new style: it keeps no state, knows no "default
@@ -16,11 +15,7 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
 	"os"
 	"strconv"
 	"strings"
@@ -31,10 +26,8 @@ func main() {
 	switch {
 	case len(os.Args) == 4 && os.Args[1] == "normalize":
 		err = normalizeFile(os.Args[2], os.Args[3])
-	case len(os.Args) == 3 && os.Args[1] == "shrink":
-		err = shrink(os.Args[2])
 	default:
-		err = fmt.Errorf("usage: go run screenshots/ansi.go normalize IN OUT | shrink PNG")
+		err = fmt.Errorf("usage: go run screenshots/ansi.go normalize IN OUT")
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ansi.go:", err)
@@ -211,48 +204,4 @@ func normalizeFile(in, out string) error {
 		return err
 	}
 	return os.WriteFile(out, []byte(normalize(string(b))), 0o644)
-}
-
-// shrink halves a PNG in both directions (2×2 box filter), in place.
-func shrink(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	src, err := png.Decode(bufio.NewReader(f))
-	f.Close()
-	if err != nil {
-		return err
-	}
-	r := src.Bounds()
-	dst := image.NewRGBA(image.Rect(0, 0, r.Dx()/2, r.Dy()/2))
-	for y := 0; y < dst.Rect.Dy(); y++ {
-		for x := 0; x < dst.Rect.Dx(); x++ {
-			var sr, sg, sb, sa uint32
-			for dy := 0; dy < 2; dy++ {
-				for dx := 0; dx < 2; dx++ {
-					c := color.RGBAModel.Convert(src.At(r.Min.X+2*x+dx, r.Min.Y+2*y+dy)).(color.RGBA) // premultiplied
-					sr += uint32(c.R)
-					sg += uint32(c.G)
-					sb += uint32(c.B)
-					sa += uint32(c.A)
-				}
-			}
-			dst.SetRGBA(x, y, color.RGBA{uint8(sr / 4), uint8(sg / 4), uint8(sb / 4), uint8(sa / 4)})
-		}
-	}
-	tmp := path + ".tmp"
-	out, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	enc := png.Encoder{CompressionLevel: png.BestCompression}
-	if err := enc.Encode(out, dst); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

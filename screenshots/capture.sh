@@ -8,6 +8,7 @@
 #                           tool error (✗) once one of its inputs was declined
 #   screenshots/help.png    the help screen
 #   screenshots/servers.png two demo servers, one of them stopped: unreachable
+#   screenshots/servers-view.png the servers view (S) of those two servers
 #   screenshots/bulk.png    a bulk cancel's confirmation, listing its targets
 #
 # Run it from anywhere: bash screenshots/capture.sh
@@ -19,7 +20,8 @@
 # How: build taskdeck, run `taskdeck demo` in a 120×32 tmux pane on a private
 # tmux server, drive it with send-keys, capture each state with
 # `tmux capture-pane -e` (ANSI colours), normalize the capture for freeze
-# (screenshots/ansi.go), render it with freeze, and halve the PNG.
+# (screenshots/ansi.go), and render it with freeze at full resolution (a
+# cell is about 9 px wide: a 120-column pane is about 1,060 px).
 set -euo pipefail
 
 FREEZE=github.com/charmbracelet/freeze@v0.2.2
@@ -122,7 +124,6 @@ shoot() {
 	(cd "$work" && "$work/bin/freeze" "$name.norm" --language ansi -o "$name.svg" \
 		-c full --shadow.blur 0 --shadow.y 0 --margin 0 --font.family "DejaVu Sans Mono" >/dev/null &&
 		rsvg-convert "$name.svg" -o "$name.png")
-	"$work/bin/ansi" shrink "$work/$name.png"
 	mv "$work/$name.png" "$out/$name.png"
 	say "wrote $out/$name.png"
 }
@@ -200,7 +201,7 @@ shoot detail-failed
 tm send-keys -t shot Escape
 wait_for "the table again" 'has "STATUS" && has "MESSAGE"'
 tm send-keys -t shot '?'
-wait_for "the help screen" 'has "Statuses:" && has "any key closes this help"'
+wait_for "the help screen" 'has "Statuses" && has "any key closes this help"'
 shoot help
 
 # 7. A bulk confirmation: ctrl+a marks every row shown, c asks about the
@@ -248,6 +249,14 @@ tm kill-session -t shot
 tm rename-session -t servers shot
 wait_for "build unreachable" 'has "✗ build unreachable" && has "✓ web 2 open"'
 shoot servers
+
+# 9. The servers view (S): a row per server, the selected one whole under
+# the table; build, the second, is selected.
+tm send-keys -t shot S
+wait_for "the servers view" 'has "PUSH" && has "BEHIND"'
+tm send-keys -t shot Down
+wait_for "build selected" 'has "last error:"'
+shoot servers-view
 tm send-keys -t shot q
 wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'
-say "done: $out/table.png $out/inbox.png $out/form.png $out/detail.png $out/detail-failed.png $out/help.png $out/bulk.png $out/servers.png"
+say "done: $out/table.png $out/inbox.png $out/form.png $out/detail.png $out/detail-failed.png $out/help.png $out/bulk.png $out/servers.png $out/servers-view.png"

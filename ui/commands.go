@@ -8,6 +8,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // Every action the dashboard takes goes through the Deck in one of these
@@ -111,13 +112,17 @@ func listTools(ctx context.Context, d deck.Deck, server string, gen int) tea.Cmd
 // its record holds them, and answering them sends the next round.
 func call(ctx context.Context, d deck.Deck, c *newCall) tea.Cmd {
 	return func() tea.Msg {
-		req := deck.CallRequest{Server: model.ServerRef{Name: c.server}, Tool: c.tool, Args: c.args}
+		req := deck.CallRequest{Server: model.ServerRef{Name: c.server}, Tool: c.tool, Args: c.args, Key: c.key}
 		// Only a refusal stops the call: a tool list that cannot be had
 		// leaves it unchecked, as on the command line.
 		if err := d.CheckCall(ctx, req); deck.KindOf(err) == deck.KindUsage {
 			return taskUpdatedMsg{verb: "launched", err: err}
 		}
 		res, err := d.Call(ctx, req)
-		return taskUpdatedMsg{verb: "launched", task: res.Task, needsInput: res.NeedsInput, err: err}
+		verb := "launched"
+		if res.Reused { // the key named this call's task already
+			verb = "key " + termtext.Line(c.key) + " already names it, nothing sent"
+		}
+		return taskUpdatedMsg{verb: verb, task: res.Task, needsInput: res.NeedsInput, err: err}
 	}
 }

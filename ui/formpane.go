@@ -22,6 +22,7 @@ type formTarget struct {
 type newCall struct {
 	server, tool string
 	args         json.RawMessage
+	key          string // the idempotency key, "" for none
 }
 
 // formPane is the form on screen and what its answer is for.

@@ -795,7 +795,7 @@ func (m *Model) keyPick(msg tea.KeyPressMsg) tea.Cmd {
 		return m.fail(err)
 	}
 	// The call goes out under the server's own name of the tool, not the shown one.
-	return m.openForm(f, formTarget{call: &newCall{server: c.server, tool: c.tool.Name}})
+	return m.openForm(f.WithKey(), formTarget{call: &newCall{server: c.server, tool: c.tool.Name}})
 }
 
 func (m *Model) applyFilter() {
@@ -906,7 +906,7 @@ func (m *Model) finishForm(res form.Result) tea.Cmd {
 		m.say("input left unanswered: nothing sent (a answers it)")
 		return nil
 	case c != nil:
-		c.args = res.JSON()
+		c.args, c.key = res.JSON(), res.Key
 		m.say("launching " + termtext.Line(c.tool) + " on " + c.server + "…")
 		return call(m.ctx, m.deck, c)
 	}

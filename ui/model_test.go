@@ -426,10 +426,35 @@ func TestNewCallFromToolSchema(t *testing.T) {
 	}
 	h.typeText("1")
 	h.key("enter")
+	// The last field is the optional idempotency key (item 15).
+	keyField := func(m *Model) bool { return strings.Contains(h.screen(), "┃ Idempotency key (optional)") }
+	h.until("the key field focused", keyField)
+	h.typeText("nightly-1")
+	h.key("enter")
 	h.until("launched", func(m *Model) bool { return m.list.Len() == 1 })
 	h.until("done", func(m *Model) bool { return m.list.all[0].task.Status == model.StatusCompleted })
-	if got := string(h.m.list.all[0].task.Arguments); got != `{"seconds":1}` {
-		t.Fatalf("arguments %s", got)
+	first := h.m.list.all[0].task
+	if got := string(first.Arguments); got != `{"seconds":1}` || first.IdempotencyKey != "nightly-1" {
+		t.Fatalf("arguments %s, key %q", got, first.IdempotencyKey)
+	}
+
+	// The same call under the same key launches nothing, and says so.
+	h.key("n", "enter")
+	h.until("tools listed again", func(m *Model) bool { return m.mode() == modePick && m.toolPick != nil })
+	for h.m.toolPick.items[h.m.toolPick.cursor] != "sleep" {
+		h.key("down")
+	}
+	h.key("enter")
+	h.typeText("1")
+	h.key("enter")
+	h.until("the key field focused", keyField)
+	h.typeText("nightly-1")
+	h.key("enter")
+	h.until("the key's answer", func(m *Model) bool {
+		return strings.Contains(m.flash, "already names it, nothing sent: task "+first.ID)
+	})
+	if n := h.m.list.Len(); n != 1 || h.demo.Stats().ToolCalls["sleep"] != 1 {
+		t.Fatalf("a call again under its key made %d records, %d calls", n, h.demo.Stats().ToolCalls["sleep"])
 	}
 }
 

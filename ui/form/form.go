@@ -36,7 +36,9 @@ type Result struct {
 	// (integer), bool, []string (multi-select). Optional fields left empty
 	// are omitted.
 	Content map[string]any
-	raw     json.RawMessage // the JSON object typed in the fallback field
+	// Key is a new call's idempotency key (WithKey); "" for none.
+	Key string
+	raw json.RawMessage // the JSON object typed in the fallback field
 }
 
 // JSON returns the accepted content as a JSON object, or nil when there is
@@ -248,6 +250,27 @@ func jsonObject(s string) (map[string]any, error) {
 		return nil, errors.New(`must be a JSON object, e.g. {"name": "value"}`)
 	}
 	return obj, nil
+}
+
+// WithKey adds an optional idempotency key at the end of a tool's
+// arguments form: a call made again under the same key finds the task
+// the first one made instead of launching another.
+func (f *Form) WithKey() *Form {
+	fields, submit := f.fields, f.submit
+	var key string
+	f.fields = func() []huh.Field {
+		return append(fields(), huh.NewInput().
+			Title("Idempotency key (optional)").
+			Description("the same call again under this key finds this task; nothing new is sent").
+			Value(&key))
+	}
+	f.submit = func() (Result, error) {
+		r, err := submit()
+		r.Key = strings.TrimSpace(key)
+		return r, err
+	}
+	f.build()
+	return f
 }
 
 // Init starts the form (focus, cursor).
