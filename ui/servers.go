@@ -13,8 +13,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/present"
 	"github.com/taskdeck/taskdeck/termtext"
-	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // serverName is how a task's server shows: its configured name; for an
