@@ -18,7 +18,7 @@ import (
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
-// KeyConflictError: an idempotency key already names another call.
+// KeyConflictError means that an idempotency key already names another call.
 type KeyConflictError struct {
 	Key      string
 	Existing *model.Task
@@ -29,7 +29,7 @@ func (e *KeyConflictError) Error() string {
 		e.Key, e.Existing.ID, e.Existing.Tool, e.Existing.Server, e.Existing.ID)
 }
 
-// InputNeededError: the server wants answers before it starts the task.
+// InputNeededError means that the server wants answers before it starts the task.
 type InputNeededError struct {
 	Requests map[string]model.InputRequest
 	// Again are the keys it asks for again after they were answered: it
@@ -54,7 +54,7 @@ func (e *InputNeededError) Error() string {
 	return msg
 }
 
-// StateError: the action does not fit the task's status.
+// StateError means that the action does not fit the task's status.
 type StateError struct {
 	Task *model.Task
 	Want string
@@ -64,7 +64,7 @@ func (e *StateError) Error() string {
 	return fmt.Sprintf("task %s is %s: %s", e.Task.ID, e.Task.Status, e.Want)
 }
 
-// InputKeyError: an answer names a key the task did not ask for, or one
+// InputKeyError means that an answer names a key the task did not ask for, or one
 // already answered.
 type InputKeyError struct {
 	TaskID, Key string
@@ -92,7 +92,7 @@ func (e *InputKeyError) Error() string {
 	return fmt.Sprintf("task %s did not ask for input %q (it asks for: %s)", e.TaskID, e.Key, strings.Join(e.Pending, ", "))
 }
 
-// AnswerError: an answer does not fit the request it answers.
+// AnswerError means that an answer does not fit the request it answers.
 type AnswerError struct {
 	Key string
 	Err error

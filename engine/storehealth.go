@@ -168,7 +168,7 @@ func (e *Engine) watchHealth(st store.Backend, pg *postgres.Store) store.Backend
 	return &watched{Backend: st, h: e.health}
 }
 
-// HandleLostError: the server made a task, but the database was lost
+// HandleLostError means that the server made a task, but the database was lost
 // before its handle was recorded. The record stays the call's intent.
 type HandleLostError struct {
 	ID     string // the record, still `calling`

@@ -16,14 +16,14 @@ import (
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
-// ErrTaskUnknown: the server answered -32602 to a tasks/* request. The task
+// ErrTaskUnknown means that the server answered -32602 to a tasks/* request. The task
 // expired, was purged, or the server lost it in a restart; it is gone.
 var ErrTaskUnknown = errors.New("the server no longer knows this task")
 
-// ErrNoTasks: the server does not implement the Tasks extension (-32601).
+// ErrNoTasks means that the server does not implement the Tasks extension (-32601).
 var ErrNoTasks = errors.New("the server does not support the tasks extension")
 
-// ErrExtensionRequired: the server insists on the tasks extension (-32021).
+// ErrExtensionRequired means that the server insists on the tasks extension (-32021).
 var ErrExtensionRequired = errors.New("the server requires the tasks extension on this request")
 
 // ServerError is any other JSON-RPC error the server answered with.
@@ -37,7 +37,7 @@ func (e *ServerError) Error() string {
 	return fmt.Sprintf("server error %d: %s", e.Code, e.Message)
 }
 
-// VersionError: the server does not speak our protocol version (-32022).
+// VersionError means that the server does not speak our protocol version (-32022).
 type VersionError struct {
 	Supported []string
 }
@@ -50,7 +50,7 @@ func (e *VersionError) Error() string {
 		wire.ProtocolVersion, strings.Join(e.Supported, ", "))
 }
 
-// TransportError: the server could not be reached, or the exchange broke.
+// TransportError means that the server could not be reached, or the exchange broke.
 // Whether a request that failed this way took effect is unknown.
 type TransportError struct {
 	Server string
@@ -88,7 +88,7 @@ func (e *TransportError) Answered() bool {
 
 func (e *TransportError) Unwrap() error { return e.Err }
 
-// RedirectError: the server answered with an HTTP redirect. taskdeck does
+// RedirectError means that the server answered with an HTTP redirect. taskdeck does
 // not follow one: streamable HTTP has no use for it, and following it
 // would send the request, and the configured headers, to another host.
 // The server that answered started nothing.

@@ -23,15 +23,15 @@ import (
 // its filter has no taskIds, nor does it route notifications/tasks, so a
 // listen goes out on the direct path, as the fast tasks/get does.
 
-// DefaultPushSilence: a listen stream that carries nothing for a minute,
-// not even a keep-alive, is taken as dropped (issue 20, item 11: one that
-// acknowledged and then fell silent hid a task's end until the safety
-// poll). Servers that push send a keep-alive well within it (the demo:
+// DefaultPushSilence is how long a listen stream may carry nothing, not
+// even a keep-alive, before it is taken as dropped (issue 20, item 11: one
+// that acknowledged and then fell silent hid a task's end until the
+// safety poll). Servers that push send a keep-alive well within it (the demo:
 // every 15 s); one that does not costs a re-subscribe a minute while its
 // tasks are quiet.
 const DefaultPushSilence = time.Minute
 
-// ErrNoPush: the server will not push these tasks' changes. It refused the
+// ErrNoPush means that the server will not push these tasks' changes. It refused the
 // listen, ignored it (no acknowledgement in time, or one of no ids), or
 // push is not offered over its transport (stdio). The caller polls; asking
 // again soon would get the same answer.

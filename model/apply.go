@@ -216,7 +216,7 @@ func sameInputs(a, b map[string]InputRequest) bool {
 	})
 }
 
-// ErrOtherTask: a snapshot names another task than the record's. It is an
+// ErrOtherTask means that a snapshot names another task than the record's. It is an
 // invalid answer, never a new handle. (Task ids stay out of the message:
 // servers may treat them as bearer tokens.)
 var ErrOtherTask = errors.New("the server answered about another task than the one asked for")

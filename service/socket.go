@@ -68,7 +68,7 @@ func checkSocket(path string) error {
 	return nil
 }
 
-// ErrOwnerRunning: another process already serves on the socket.
+// ErrOwnerRunning means that another process already serves on the socket.
 var ErrOwnerRunning = errors.New("another taskdeck already serves this data directory")
 
 // listen makes the socket at path, replacing a stale one a killed owner

@@ -22,10 +22,11 @@ type (
 		servers []deck.Server
 		err     error
 	}
-	// taskUpdatedMsg carries a record after an action (answer, cancel,
-	// call).
+	// taskUpdatedMsg carries a record after an action on it: a call, or
+	// an answer to its input request key.
 	taskUpdatedMsg struct {
-		verb       string
+		act        taskAct
+		key        string
 		task       *model.Task
 		needsInput bool     // a call's server asks for input before its task exists
 		again      []string // with needsInput: keys it asks for again, not taking their answers
@@ -62,22 +63,47 @@ func listServers(ctx context.Context, d deck.Deck) tea.Cmd {
 	}
 }
 
-// answer sends one input response to a task; verb says what it was
-// ("answered", "declined input K of").
-func answer(ctx context.Context, d deck.Deck, id, key string, resp json.RawMessage, verb string) tea.Cmd {
+// taskAct is the action a taskUpdatedMsg reports.
+type taskAct int
+
+const (
+	actLaunched taskAct = iota
+	actAnswered
+	actDeclined  // an input request, declined
+	actCancelled // an input request, cancelled
+	actReused    // a call whose key named a task already: nothing sent
+)
+
+// words says what was done, before ": task ID".
+func (m taskUpdatedMsg) words() string {
+	switch m.act {
+	case actAnswered:
+		return "answered"
+	case actDeclined:
+		return "declined input " + termtext.Line(m.key) + " of"
+	case actCancelled:
+		return "cancelled input " + termtext.Line(m.key) + " of"
+	case actReused:
+		return "key " + termtext.Line(m.key) + " already names it, nothing sent"
+	}
+	return "launched"
+}
+
+// answer sends one input response to a task; act says what it was.
+func answer(ctx context.Context, d deck.Deck, id, key string, resp json.RawMessage, act taskAct) tea.Cmd {
 	return func() tea.Msg {
 		t, err := d.Answer(ctx, id, map[string]json.RawMessage{key: resp})
-		return taskUpdatedMsg{verb: verb, task: t, err: err}
+		return taskUpdatedMsg{act: act, key: key, task: t, err: err}
 	}
 }
 
 // continueCall answers an input request of a call whose task does not
 // exist yet; once every request of the round has its answer the deck
 // sends the call's next round.
-func continueCall(ctx context.Context, d deck.Deck, id, key string, resp json.RawMessage, verb string) tea.Cmd {
+func continueCall(ctx context.Context, d deck.Deck, id, key string, resp json.RawMessage, act taskAct) tea.Cmd {
 	return func() tea.Msg {
 		res, err := d.Continue(ctx, id, map[string]json.RawMessage{key: resp})
-		return taskUpdatedMsg{verb: verb, task: res.Task, needsInput: res.NeedsInput, again: res.Again, err: err}
+		return taskUpdatedMsg{act: act, key: key, task: res.Task, needsInput: res.NeedsInput, again: res.Again, err: err}
 	}
 }
 
@@ -116,13 +142,13 @@ func call(ctx context.Context, d deck.Deck, c *newCall) tea.Cmd {
 		// Only a refusal stops the call: a tool list that cannot be had
 		// leaves it unchecked, as on the command line.
 		if err := d.CheckCall(ctx, req); deck.KindOf(err) == deck.KindUsage {
-			return taskUpdatedMsg{verb: "launched", err: err}
+			return taskUpdatedMsg{act: actLaunched, err: err}
 		}
 		res, err := d.Call(ctx, req)
-		verb := "launched"
+		act := actLaunched
 		if res.Reused { // the key named this call's task already
-			verb = "key " + termtext.Line(c.key) + " already names it, nothing sent"
+			act = actReused
 		}
-		return taskUpdatedMsg{verb: verb, task: res.Task, needsInput: res.NeedsInput, err: err}
+		return taskUpdatedMsg{act: act, key: c.key, task: res.Task, needsInput: res.NeedsInput, err: err}
 	}
 }

@@ -405,7 +405,7 @@ func TestAnInputAskedAgainIsSaidAndAskedAgain(t *testing.T) {
 	ask := tasks[1].Clone() // deploy waits for input "ok"
 	ask.TaskID = ""         // before its task exists
 	m := loaded(t, tasks, 120, 30)
-	m.Update(taskUpdatedMsg{verb: "answered", task: ask, needsInput: true, again: []string{"ok"}})
+	m.Update(taskUpdatedMsg{act: actAnswered, task: ask, needsInput: true, again: []string{"ok"}})
 	if !m.flashErr || !strings.Contains(m.flash, "deploy asks again for ok") {
 		t.Fatalf("status line %q", m.flash)
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/present"
 	"github.com/taskdeck/taskdeck/termtext"
-	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // The inbox is the "waiting for me" group (key 2): every task, on every

@@ -9,8 +9,8 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/internal/search"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/present"
 	"github.com/taskdeck/taskdeck/termtext"
-	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // row is one task as the table shows it, with its server text already

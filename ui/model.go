@@ -20,9 +20,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/present"
 	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui/form"
-	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // Options configure the dashboard.
@@ -498,8 +498,8 @@ func (m *Model) onTaskUpdated(msg taskUpdatedMsg) tea.Cmd {
 		}
 		return m.openAnswer(msg.task)
 	}
-	m.say(fmt.Sprintf("%s: task %s", msg.verb, msg.task.ID))
-	if msg.verb == "answered" && len(msg.task.PendingInputs()) > 0 {
+	m.say(fmt.Sprintf("%s: task %s", msg.words(), msg.task.ID))
+	if msg.act == actAnswered && len(msg.task.PendingInputs()) > 0 {
 		return m.openAnswer(msg.task)
 	}
 	return nil
@@ -914,11 +914,11 @@ func (m *Model) finishForm(res form.Result) tea.Cmd {
 	if err != nil {
 		return m.fail(err)
 	}
-	verb := map[form.Action]string{form.Accept: "answered", form.Decline: "declined input " + target.key + " of", form.Cancel: "cancelled input " + target.key + " of"}[res.Action]
+	act := map[form.Action]taskAct{form.Accept: actAnswered, form.Decline: actDeclined, form.Cancel: actCancelled}[res.Action]
 	if target.before {
-		return continueCall(m.ctx, m.deck, target.taskID, target.key, raw, termtext.Line(verb))
+		return continueCall(m.ctx, m.deck, target.taskID, target.key, raw, act)
 	}
-	return answer(m.ctx, m.deck, target.taskID, target.key, raw, termtext.Line(verb))
+	return answer(m.ctx, m.deck, target.taskID, target.key, raw, act)
 }
 
 // askRefuse asks whether to decline or cancel the open form's input

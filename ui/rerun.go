@@ -9,8 +9,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/present"
 	"github.com/taskdeck/taskdeck/termtext"
-	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // askRerun asks before launching the targets that may be re-run again,

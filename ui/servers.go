@@ -12,8 +12,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/present"
 	"github.com/taskdeck/taskdeck/termtext"
-	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // serversEvery is how often the servers are listed again, for their

@@ -15,7 +15,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/ui/present"
+	"github.com/taskdeck/taskdeck/present"
 )
 
 // addServer configures one more server, behind a hostile front (so that

@@ -10,7 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/deck"
-	"github.com/taskdeck/taskdeck/ui/present"
+	"github.com/taskdeck/taskdeck/present"
 )
 
 // serversPane is the servers view (k9s's :servers): a row per server

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/ui/present"
+	"github.com/taskdeck/taskdeck/present"
 )
 
 // when is a time as the table shows it: how long ago (or, for a time to

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/taskdeck/taskdeck/ui/present"
+	"github.com/taskdeck/taskdeck/present"
 )
 
 // PruneOptions is `taskdeck prune`, validated.

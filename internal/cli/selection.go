@@ -11,7 +11,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/internal/search"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/ui/present"
+	"github.com/taskdeck/taskdeck/present"
 )
 
 // filter is what ls and the bulk commands select tasks by: statuses and

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/present"
 	"github.com/taskdeck/taskdeck/termtext"
-	"github.com/taskdeck/taskdeck/ui/present"
 )
 
 // watchGiveUp is how many failed polls in a row make watch let a task go

@@ -8,7 +8,8 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 )
 
-// StdioChildEnv, set to "1" in a test binary's environment, makes it a
+// StdioChildEnv is the variable that, set to "1" in a test binary's
+// environment, makes it a
 // demo server on stdin and stdout: stdio tests start the test binary
 // itself as a real child process speaking MCP (see ServeStdioChild).
 const StdioChildEnv = "TASKDECK_TEST_STDIO_DEMO"

@@ -72,7 +72,7 @@ func ScanEvents(r io.Reader, max int, yield func(data []byte) (stop bool)) error
 	}
 }
 
-// EventTooLargeError: one event's data passed the bound a reader set.
+// EventTooLargeError means that one event's data passed the bound a reader set.
 type EventTooLargeError struct{ Max int }
 
 func (e *EventTooLargeError) Error() string {
