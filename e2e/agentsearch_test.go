@@ -47,7 +47,7 @@ func TestSearchAgentAndKeyGetByKey(t *testing.T) {
 		}
 	}
 	r := d.run("ls", "--search", "agnet:nightly").Must(t, exitUsage)
-	clitest.OneErrorLine(t, r, `"agnet" is not a search field`, "did you mean agent:?", "agent:, key:")
+	clitest.OneErrorLine(t, r, `"agnet" is not a search field`, "did you mean agent:?", "agent, key")
 	d.run("ls", "--search", "text:from").Must(t, exitOK) // {"text":...} in the arguments: a plain word
 
 	r = d.run("get", "proxy:ci:nightly-1").Must(t, exitOK)

@@ -116,7 +116,7 @@ func (q Query) Unmatched() error {
 		if close := nearest.Names(name, Fields); len(close) > 0 {
 			hint = fmt.Sprintf("did you mean %s:? ", close[0])
 		}
-		return fmt.Errorf("no task matches %q: %q is not a search field, and no task holds it as a word; %sthe fields are %s:", t.text, name, hint, strings.Join(Fields, ":, "))
+		return fmt.Errorf("no task matches %q: %q is not a search field, and no task holds it as a word; %sthe fields are %s", t.text, name, hint, strings.Join(Fields, ", "))
 	}
 	return nil
 }
