@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -251,4 +252,57 @@ func BenchmarkSizingWriteCost(b *testing.B) {
 	b.ReportMetric(float64(update[0])/float64(update[1]), "x-update")
 	b.ReportMetric(float64(create[0].Nanoseconds())/float64(b.N), "create-ns/op")
 	b.ReportMetric(float64(create[0])/float64(create[1]), "x-create")
+}
+
+// BenchmarkSizingParallelCreate: 64 writers creating small records, the
+// load of an owner under many clients, in one store of each sizing,
+// interleaved batch by batch (the order turning each round) so that a
+// busy machine slows all alike. It reports each sizing's time per record
+// and, against before20, the median ratio of the rounds with its range.
+func BenchmarkSizingParallelCreate(b *testing.B) {
+	const writers, batch = 64, 1024
+	names := []string{"small", "before20", "small-2memtables"}
+	stores := make([]*Store, len(names))
+	for j, name := range names {
+		restore := UseSizing(name)
+		s, err := Open(filepath.Join(b.TempDir(), name), nil)
+		restore()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		stores[j] = s
+	}
+	total := make([]time.Duration, len(names))
+	ratios := make([][]float64, len(names))
+	b.ResetTimer()
+	for round := range b.N {
+		took := make([]time.Duration, len(names))
+		for k := range names {
+			j := (round + k) % len(names)
+			d, err := parallel(writers, batch, func(i int) error {
+				return stores[j].Create(benchRecord(round*batch+i, true))
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			took[j] = d
+			total[j] += d
+		}
+		for j := range names {
+			ratios[j] = append(ratios[j], float64(took[j])/float64(took[1]))
+		}
+	}
+	b.StopTimer()
+	for j, name := range names {
+		b.ReportMetric(float64(total[j].Nanoseconds())/float64(b.N*batch), name+"-ns/rec")
+		if j == 1 {
+			continue
+		}
+		r := ratios[j]
+		slices.Sort(r)
+		b.ReportMetric(r[len(r)/2], "x-"+name)
+		b.ReportMetric(r[0], "min-x-"+name)
+		b.ReportMetric(r[len(r)-1], "max-x-"+name)
+	}
 }

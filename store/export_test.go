@@ -127,8 +127,12 @@ var before20 = sizing{memTable: 8 << 20, memtables: 2, level0: 2, table: 2 << 20
 var Sizings = []string{"small", "before20"}
 
 func UseSizing(name string) (restore func()) {
-	if name == "before20" {
+	switch name {
+	case "before20":
 		sized = before20
+	case "small-2memtables":
+		sized = small
+		sized.memtables = 2
 	}
 	return func() { sized = small }
 }
