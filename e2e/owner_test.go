@@ -126,3 +126,58 @@ func TestAnotherOwnersConfigIsNamed(t *testing.T) {
 		t.Fatalf("without --config, want no warning\n%s", r)
 	}
 }
+
+// TestServeTakesOverFromATransientOwner (issue 20, item 6): serve started
+// while `watch` owns the store was refused with exit 4. Now it says in one
+// line that it waits, and once the watcher is stopped at its pid (by
+// SIGTERM, or SIGKILL leaving the socket file behind) it owns the store
+// and serves: the commands work through it, on the task the watcher
+// followed and on a new one.
+func TestServeTakesOverFromATransientOwner(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			d, _ := tuiDeck(t)
+			id := d.call("sleep", `{"seconds":600}`)
+			watch := d.start("watch")
+			clitest.WaitFor(t, "watch to own the store", func() bool {
+				return strings.Contains(watch.Stdout.String(), "reconciled:") || watch.exited()
+			})
+			owner := d.start("serve")
+			clitest.WaitFor(t, "serve to say it waits", func() bool {
+				return strings.Contains(owner.Stderr.String(), "waiting for") || owner.exited()
+			})
+			if owner.exited() || watch.exited() {
+				t.Fatalf("serve exited %d: %s; watch exited %v", owner.Code, owner.Stderr, watch.exited())
+			}
+			if err := watch.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			<-watch.done
+			clitest.WaitFor(t, "serve to serve", func() bool {
+				return strings.Contains(owner.Stderr.String(), "taskdeck: serving") || owner.exited()
+			})
+			if owner.exited() {
+				t.Fatalf("serve exited %d: %s", owner.Code, owner.Stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(owner.Stderr.String()), "\n")
+			want := fmt.Sprintf("taskdeck: waiting for %s: a dashboard or command (pid %d) owns it; serving once it exits", d.dataDir, watch.cmd.Process.Pid)
+			if len(lines) != 2 || lines[0] != want {
+				t.Fatalf("serve said:\n%s\nwant its first line: %s", owner.Stderr, want)
+			}
+			d.run("cancel", id).Must(t, exitOK)
+			r := d.run("call", "--server", "demo", "echo", "--args", `{"text":"through serve"}`, "--wait").Must(t, exitOK)
+			if !strings.Contains(r.Stdout, "completed") {
+				t.Fatalf("call --wait through serve did not complete\n%s", r)
+			}
+			got := d.lsByID()
+			if len(got) != 2 || got[id].Status != "cancelled" {
+				t.Fatalf("ls through serve: %+v", got)
+			}
+			if owner.exited() {
+				t.Fatalf("serve exited %d: %s", owner.Code, owner.Stderr)
+			}
+		})
+	}
+}

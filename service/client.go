@@ -105,6 +105,17 @@ func Dial(ctx context.Context, dataDir string) (deck.Deck, error) {
 	return r, nil
 }
 
+// OwnerOf is what the owner d was dialed to (by Dial) said of itself: its
+// pid, and whether it serves until stopped (AsLasting). ok is false for a
+// deck that is no dialed owner.
+func OwnerOf(d deck.Deck) (pid int, lasting, ok bool) {
+	r, ok := d.(*remote)
+	if !ok {
+		return 0, false, false
+	}
+	return r.owner.PID, r.owner.Lasting, true
+}
+
 // busyRounds bounds how many pingTimeouts Dial waits for an owner that
 // does not answer but uses the CPU: one busy serving others.
 const busyRounds = 6

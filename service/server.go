@@ -82,6 +82,13 @@ func WithConfig(path string) ServeOption {
 	return func(p *pingResp) { p.Config = path }
 }
 
+// AsLasting has the owner report that it serves until it is stopped, so
+// that another lasting owner waits for it to end no more than for a
+// dashboard or a command (see OwnerOf).
+func AsLasting() ServeOption {
+	return func(p *pingResp) { p.Lasting = true }
+}
+
 // Serve serves d on the socket in dataDir until ctx ends or Shutdown. It
 // replaces a stale socket file, refuses one another owner serves, and
 // refuses connections from other users before reading a byte of them.

@@ -63,6 +63,9 @@ type (
 		// Config is the owner's server configuration file: its clients'
 		// calls resolve server names there.
 		Config string `json:"config,omitempty"`
+		// Lasting: the owner serves until it is stopped (taskdeck serve),
+		// not for the lifetime of a dashboard or a command.
+		Lasting bool `json:"lasting,omitempty"`
 	}
 	empty struct{}
 )

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/engine"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/proxy"
 	"github.com/taskdeck/taskdeck/service"
 )
@@ -84,21 +85,19 @@ func serveRun(opts *ServeOptions) error {
 	// On a shared database every process runs its own engine: none owns
 	// the data dir, so no socket is served there.
 	shared := engine.IsPostgres(f.storeOf(cfg))
-	// An owner that already serves is the one to use, not one to replace.
-	if !shared {
-		if other, err := service.Dial(ctx, f.dataDir); err == nil {
-			other.Close()
-			return &exitError{code: exitStoreLocked, err: fmt.Errorf("a taskdeck already serves %s; stop it first, or let the commands work through it", f.dataDir)}
-		}
-	}
 	f.retention = true
-	e, err := f.openEngine(cfg, true)
-	if err != nil {
+	var e *engine.Engine
+	if shared {
+		e, err = f.openEngine(cfg, true)
+	} else {
+		e, err = takeOver(ctx, f, cfg)
+	}
+	if err != nil || e == nil {
 		return err
 	}
 	var srv *service.Server
 	if !shared {
-		srv, err = service.Serve(ctx, f.dataDir, e, f.logger, service.WithConfig(f.configFile()))
+		srv, err = service.Serve(ctx, f.dataDir, e, f.logger, service.WithConfig(f.configFile()), service.AsLasting())
 	}
 	if err != nil {
 		e.Close()
@@ -168,4 +167,53 @@ func serveRun(opts *ServeOptions) error {
 		return &exitError{code: exitLocal, err: err}
 	}
 	return nil
+}
+
+// takeOverPoll is how often a serve waiting for a transient owner asks
+// whether it is still there; lockedFor bounds how long the store may stay
+// locked by a process that does not serve it (one starting or stopping to
+// serve takes a moment) before serve gives up with the store's error.
+const (
+	takeOverPoll = 200 * time.Millisecond
+	lockedFor    = 10 * time.Second
+)
+
+// takeOver opens the engine as the store's owner. An owner that already
+// serves until stopped is the one to use, not one to replace; a transient
+// owner (a dashboard, watch, a command) is waited for, with one line
+// saying so, and serve owns the store once it has exited. A nil engine
+// and nil error: ctx ended while waiting.
+func takeOver(ctx context.Context, f *Factory, cfg *mcpconfig.Config) (*engine.Engine, error) {
+	var told bool
+	var lockedSince time.Time
+	for {
+		if other, err := service.Dial(ctx, f.dataDir); err == nil {
+			pid, lasting, _ := service.OwnerOf(other)
+			other.Close()
+			if lasting {
+				return nil, &exitError{code: exitStoreLocked, err: fmt.Errorf("a taskdeck already serves %s (pid %d); stop it first, or let the commands work through it", f.dataDir, pid)}
+			}
+			lockedSince = time.Time{}
+			if !told {
+				told = true
+				fmt.Fprintf(f.stderr, "taskdeck: waiting for %s: a dashboard or command (pid %d) owns it; serving once it exits\n", f.dataDir, pid)
+				f.logger.Info("serve: waiting for a transient owner", "dataDir", f.dataDir, "pid", pid)
+			}
+		} else {
+			e, err := f.openEngine(cfg, true)
+			if deck.KindOf(err) != deck.KindLocked {
+				return e, err
+			}
+			if lockedSince.IsZero() {
+				lockedSince = time.Now()
+			} else if time.Since(lockedSince) > lockedFor {
+				return nil, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(takeOverPoll):
+		}
+	}
 }
