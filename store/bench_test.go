@@ -259,9 +259,10 @@ func BenchmarkSizingWriteCost(b *testing.B) {
 // interleaved batch by batch (the order turning each round) so that a
 // busy machine slows all alike. It reports each sizing's time per record
 // and, against before20, the median ratio of the rounds with its range.
+// Candidates (export_test.go) are variations measured beside them.
 func BenchmarkSizingParallelCreate(b *testing.B) {
 	const writers, batch = 64, 1024
-	names := []string{"small", "before20", "small-2memtables"}
+	names := append([]string{"small", "before20"}, Candidates...)
 	stores := make([]*Store, len(names))
 	for j, name := range names {
 		restore := UseSizing(name)

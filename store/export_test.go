@@ -127,15 +127,22 @@ var before20 = sizing{memTable: 8 << 20, memtables: 2, level0: 2, table: 2 << 20
 var Sizings = []string{"small", "before20"}
 
 func UseSizing(name string) (restore func()) {
-	switch name {
-	case "before20":
+	if name == "before20" {
 		sized = before20
-	case "small-2memtables":
-		sized = small
-		sized.memtables = 2
+	} else if c, ok := candidates[name]; ok {
+		sized = c
 	}
 	return func() { sized = small }
 }
+
+// candidates are variations of small that BenchmarkSizingParallelCreate
+// also measures, each changing one thing.
+var candidates = map[string]sizing{
+	"memtable2M": func() sizing { s := small; s.memTable = 2 << 20; return s }(),
+}
+
+// Candidates names them, in a fixed order.
+var Candidates = []string{"memtable2M"}
 
 // PruneChunk is the records one prune txn deletes at most.
 const PruneChunk = pruneChunk
