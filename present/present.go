@@ -109,6 +109,39 @@ func Inputs(t *model.Task) []Input {
 	return out
 }
 
+// Question is what a waiting task asks: the message of its first
+// pending input request ("" when it waits for no answer).
+func Question(t *model.Task) string {
+	if !t.WaitsForInput() {
+		return ""
+	}
+	if in := Inputs(t); len(in) > 0 {
+		return in[0].Message
+	}
+	return ""
+}
+
+// maxAnswer bounds an answer's value on one line: the record keeps it whole.
+const maxAnswer = 200
+
+// Answer words one answer given: "approve-1 = {…}  at 15:04:05 by alice"
+// (layout formats the time), with the engine that sent it on a fleet
+// and whether the server refused it.
+func Answer(a model.AnsweredInput, layout string) string {
+	s := termtext.Line(a.Key) + " = " + termtext.OneLine(termtext.Line(string(a.Response)), maxAnswer) +
+		"  at " + a.At.Local().Format(layout)
+	if by := Actor(a.By); by != "" {
+		s += " by " + by
+	}
+	if a.Engine != "" {
+		s += " through engine " + termtext.OneLine(termtext.Line(a.Engine), 80)
+	}
+	if a.Refused {
+		s += "  (refused by the server)"
+	}
+	return s
+}
+
 func exampleValue(p model.Property) any {
 	if len(p.Default) > 0 {
 		var v any

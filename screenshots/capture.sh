@@ -10,6 +10,7 @@
 #   screenshots/servers.png two demo servers, one of them stopped: unreachable
 #   screenshots/servers-view.png the servers view (S) of those two servers
 #   screenshots/bulk.png    a bulk cancel's confirmation, listing its targets
+#                           (the open tasks of those two servers)
 #
 # Run it from anywhere: bash screenshots/capture.sh
 # Needs Go (go.mod's version; the go command fetches it if older), tmux,
@@ -83,12 +84,16 @@ screen() { tm capture-pane -p -t shot; }
 # wait_for DESCRIPTION SHELL-TEST: polls the screen (in $s) until the test holds.
 wait_for() {
 	local what=$1 test=$2 deadline=$((SECONDS + 60))
+	local dead
 	while :; do
+		# Whether the pane had ended before the screen was read: one that
+		# ends between the read and the test is tested again.
+		dead=$(tm display-message -p -t shot '#{pane_dead}')
 		s=$(screen)
 		if eval "$test"; then
 			return 0
 		fi
-		if [ "$(tm display-message -p -t shot '#{pane_dead}')" = 1 ]; then
+		if [ "$dead" = 1 ]; then
 			printf '%s\n' "$s" >&2
 			die "taskdeck ended while waiting for $what"
 		fi
@@ -204,19 +209,9 @@ tm send-keys -t shot '?'
 wait_for "the help screen" 'has "Statuses" && has "any key closes this help"'
 shoot help
 
-# 7. A bulk confirmation: ctrl+a marks every row shown, c asks about the
-# open ones, listing them; No is chosen until another answer is.
-tm send-keys -t shot q # any key closes the help
+# Quit (any key closes the help, then q quits).
+tm send-keys -t shot q
 wait_for "the table again" 'has "STATUS" && has "MESSAGE"'
-tm send-keys -t shot C-a
-wait_for "every row marked" 'has "marked all"'
-tm send-keys -t shot c
-wait_for "the bulk question" 'has "on the server?" && has "[ No ]" && has "Yes, cancel"'
-shoot bulk
-tm send-keys -t shot Escape
-wait_for "nothing done" 'has "nothing done"'
-
-# Quit.
 tm send-keys -t shot q
 wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'
 # 8. Servers at a glance: two demo servers, "web" and "build"; build stops
@@ -250,12 +245,24 @@ tm rename-session -t servers shot
 wait_for "build unreachable" 'has "✗ build unreachable" && has "✓ web 2 open"'
 shoot servers
 
-# 9. The servers view (S): a row per server, the selected one whole under
-# the table; build, the second, is selected.
+# 9. A bulk confirmation: ctrl+a marks every row shown, c asks about the
+# open ones, listing them; No is chosen until another answer is. Taken
+# here, where two 600 s sleeps are still open: by now the demo's own
+# tasks have all ended, and the question would have nothing to list.
+tm send-keys -t shot C-a
+wait_for "every row marked" 'has "marked all"'
+tm send-keys -t shot c
+wait_for "the bulk question" 'has "on the server?" && has "[ No ]" && has "Yes, cancel"'
+shoot bulk
+tm send-keys -t shot Escape
+wait_for "nothing done" 'has "nothing done"'
+tm send-keys -t shot U # unmark all, for the servers view
+wait_for "the marks cleared" '! grep -qE "· [0-9]+ marked" <<<"$s"'
+
+# 10. The servers view (S): a row per server, the selected one whole under
+# the table; build, the first by name, is selected.
 tm send-keys -t shot S
-wait_for "the servers view" 'has "PUSH" && has "BEHIND"'
-tm send-keys -t shot Down
-wait_for "build selected" 'has "last error:"'
+wait_for "the servers view, build selected" 'has "PUSH" && has "BEHIND" && has "last error:"'
 shoot servers-view
 tm send-keys -t shot q
 wait_for "taskdeck to quit" '[ "$(tm display-message -p -t shot "#{pane_dead}")" = 1 ]'

@@ -413,3 +413,27 @@ func TestAnInputAskedAgainIsSaidAndAskedAgain(t *testing.T) {
 		t.Fatalf("the question is not asked again:\n%s", screenOf(m))
 	}
 }
+
+// A poll's outcome can come after the change that ended its task: the
+// poll's copy of the record is older (the engine publishes it once the
+// poll is filed). The header counts what the table shows: the ended task
+// is not a problem, and its server has no failing poll.
+func TestAStalePollCountsNoRow(t *testing.T) {
+	working := model.NewIntent(model.ServerRef{Name: "build"}, "compile", json.RawMessage(`{}`), "", fixedNow.Add(-time.Minute))
+	working.ID, working.TaskID, working.Status = "t01", "remote-t01", model.StatusWorking
+	m := loaded(t, []*model.Task{working}, 160, 30)
+	done := *working
+	done.Status = model.StatusCompleted
+	m.Update(feedMsg{events: []deck.Event{
+		{Kind: deck.EventChange, Rev: 2, Prev: model.StatusWorking, Entries: []deck.Entry{{Task: &done}}},
+		{Kind: deck.EventPoll, Rev: 2, Entries: []deck.Entry{{Task: working, Poll: deck.PollState{Errors: 1, LastError: "connection refused"}}}},
+	}})
+	press(m, "4") // the problems group
+	s := screenOf(m)
+	if !strings.Contains(s, "4 problems 0") || !strings.Contains(s, "0/0") {
+		t.Errorf("the problems tab and the table disagree:\n%s", s)
+	}
+	if strings.Contains(s, "connection refused") || strings.Contains(s, "failing") || strings.Contains(s, "unreachable") {
+		t.Errorf("an ended task's stale poll shows as a failing poll:\n%s", s)
+	}
+}

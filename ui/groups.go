@@ -13,9 +13,13 @@ import (
 
 // inGroup reports whether a row is in the list's group view.
 func (l *taskList) inGroup(r *row) bool {
-	failing := l.group.PollsFailing && len(l.failing) > 0 && r.status.Pollable() && l.failing[r.task.ID]
-	return l.group.Holds(r.status, r.waits, failing)
+	return l.group.Holds(r.status, r.waits, l.group.PollsFailing && l.pollFails(r))
 }
+
+// pollFails reports whether an open row's last poll failed. A poll's
+// outcome can come after the change that ended its task (its copy of the
+// record is older): it then counts for nothing, here as in the table.
+func (l *taskList) pollFails(r *row) bool { return r.status.Pollable() && l.failing[r.task.ID] }
 
 // groupCount is how many tasks a group holds, from the counts kept as
 // rows come and go (no pass over the rows).
@@ -29,7 +33,7 @@ func (l *taskList) groupCount(g deck.Group) int {
 	}
 	if g.PollsFailing {
 		for id := range l.failing {
-			if r, ok := l.byID[id]; ok && !slices.Contains(g.Statuses, r.task.Status) {
+			if r, ok := l.byID[id]; ok && l.pollFails(r) && !slices.Contains(g.Statuses, r.task.Status) {
 				n++
 			}
 		}

@@ -472,7 +472,7 @@ func (l *taskList) withFailing(rows []*row, order func(a, b *row) int) []*row {
 	}
 	var extra []*row
 	for id := range l.failing {
-		if r, ok := l.byID[id]; ok && r.status.Pollable() && !l.group.Holds(r.status, r.waits, false) {
+		if r, ok := l.byID[id]; ok && l.pollFails(r) && !l.group.Holds(r.status, r.waits, false) {
 			extra = append(extra, r)
 		}
 	}

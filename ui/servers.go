@@ -179,7 +179,7 @@ func (m *Model) health() []*serverHealth {
 	}
 	for id := range m.list.failing {
 		r, ok := m.list.byID[id]
-		if !ok {
+		if !ok || !m.list.pollFails(r) {
 			continue
 		}
 		h, p := get(r.server), m.polls[id]

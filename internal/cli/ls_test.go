@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/internal/clitest"
 )
 
@@ -95,5 +96,40 @@ func TestLsStatusGroups(t *testing.T) {
 	clitest.OneErrorLine(t, r)
 	if !strings.Contains(r.Stderr, `"stuck"`) || !strings.Contains(r.Stderr, "problems") {
 		t.Errorf("an unknown group: %q", r.Stderr)
+	}
+}
+
+// TestLsShowsTheQuestionGetShowsTheAnswer: a waiting task's line in `ls`
+// carries what it asks, not only its status message; `get` of an
+// answered task says what was answered, when and by whom.
+func TestLsShowsTheQuestionGetShowsTheAnswer(t *testing.T) {
+	t.Parallel()
+	c := newInproc(t)
+	c.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, demoURL(t)))
+	f := strings.Fields(c.run("call", "--server", "demo", "approve", "--args", `{"action":"deploy"}`, "--wait").Must(t, exitWaiting).Stdout)
+	if len(f) < 2 {
+		t.Fatal("call --wait printed no task id")
+	}
+	id := f[1]
+	var row string
+	for l := range strings.Lines(c.run("ls").Must(t, exitOK).Stdout) {
+		if strings.HasPrefix(l, id) {
+			row = l
+		}
+	}
+	if !strings.Contains(row, "Approve deploy?") {
+		t.Errorf("ls: the waiting task's line does not carry its question:\n%s", row)
+	}
+
+	c.run("answer", id, "approve-1", `{"action":"accept","content":{"approve":true,"reason":"ok"}}`).Must(t, exitOK)
+	out := c.run("get", id).Must(t, exitOK).Stdout
+	_, after, ok := strings.Cut(out, "answered:\n")
+	if !ok {
+		t.Fatalf("get: no answered section:\n%s", out)
+	}
+	line, _, _ := strings.Cut(after, "\n")
+	want := `approve-1 = {"action":"accept","content":{"approve":true,"reason":"ok"}}  at `
+	if !strings.HasPrefix(strings.TrimSpace(line), want) || !strings.Contains(line, " by "+deck.LocalUser().Name) {
+		t.Errorf("get: answered line %q, want %q… by %s", line, want, deck.LocalUser().Name)
 	}
 }

@@ -264,7 +264,11 @@ func printTable(w io.Writer, entries []deck.Entry, configured []deck.Server, now
 		if shared {
 			fmt.Fprintf(tw, "%s\t", present.WatchShort(e.Poll))
 		}
-		fmt.Fprintf(tw, "%s\n", termtext.OneLine(termtext.Line(t.StatusMessage), 50))
+		msg := present.Question(t) // a waiting task's question says more than its status message
+		if msg == "" {
+			msg = termtext.Line(t.StatusMessage)
+		}
+		fmt.Fprintf(tw, "%s\n", termtext.OneLine(msg, 50))
 	}
 	tw.Flush()
 }
@@ -294,6 +298,12 @@ func printDetail(w io.Writer, e deck.Entry, configured []deck.Server, pollErr st
 	if t.Status == model.StatusInputRequired {
 		fmt.Fprintln(w, "waiting for input:")
 		printInputs(w, t, "  ")
+	}
+	if len(t.Answers) > 0 {
+		fmt.Fprintln(w, "answered:")
+		for _, a := range t.Answers {
+			fmt.Fprintf(w, "  %s\n", present.Answer(a, time.DateTime))
+		}
 	}
 	if len(t.Result) > 0 {
 		fmt.Fprintf(w, "result:\n  %s\n", indent(present.Result(t), "  "))

@@ -63,7 +63,8 @@ type Form struct {
 
 	form          *huh.Form
 	width, height int
-	err           error // why the last submit was refused
+	err           error       // why the last submit was refused
+	refused       *fieldError // the part of err that belongs to one field, shown beside it
 	result        *Result
 }
 
@@ -156,7 +157,17 @@ func (f *Form) build() {
 	km.Select.Filter.SetEnabled(false)      // filtering would claim esc
 	km.MultiSelect.Filter.SetEnabled(false) // likewise
 	km.Text.Editor.SetEnabled(false)        // no $EDITOR from inside the dashboard
-	g := huh.NewGroup(f.fields()...).Title(f.title).Description(f.desc)
+	fields := f.fields()
+	for i, fl := range fields {
+		b := &besideError{Field: fl}
+		if f.refused != nil && f.refused.field == i {
+			b.refused = f.refused.err
+		}
+		fields[i] = b
+	}
+	// Each field shows its own error beside it (besideError), not huh's
+	// list of them under the last field.
+	g := huh.NewGroup(fields...).Title(f.title).Description(f.desc).WithShowErrors(false)
 	f.form = huh.NewForm(g).WithKeyMap(km).WithTheme(huh.ThemeFunc(theme))
 	f.SetSize(f.width, f.height)
 }
@@ -207,10 +218,13 @@ func schemaForm(title, desc string, answers bool, s *model.FormSchema, empty str
 // schema once more: nothing invalid is accepted, whatever huh let through.
 func collect(s *model.FormSchema, values []*value) (map[string]any, error) {
 	content := map[string]any{}
-	for _, v := range values {
+	for i, v := range values {
 		x, err := v.typed()
+		if err == nil && x != nil {
+			err = v.p.Check(checkableValue(x))
+		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", v.p.Name, err)
+			return nil, &fieldError{field: i, name: v.p.Name, err: err}
 		}
 		if x != nil {
 			content[v.p.Name] = x
@@ -296,7 +310,8 @@ func (f *Form) Update(msg tea.Msg) (*Form, tea.Cmd) {
 	r, err := f.submit()
 	if err != nil {
 		// huh has finished and cannot be resumed: build it again over the same values.
-		f.err = err
+		f.err, f.refused = err, nil
+		errors.As(err, &f.refused)
 		f.build()
 		return f, f.form.Init()
 	}
@@ -456,12 +471,16 @@ func (v *value) parse(s string) (any, error) {
 func checkable(content map[string]any) map[string]any {
 	out := make(map[string]any, len(content))
 	for k, x := range content {
-		if ss, ok := x.([]string); ok {
-			x = anys(ss)
-		}
-		out[k] = x
+		out[k] = checkableValue(x)
 	}
 	return out
+}
+
+func checkableValue(x any) any {
+	if ss, ok := x.([]string); ok {
+		return anys(ss)
+	}
+	return x
 }
 
 func anys(ss []string) []any {
@@ -470,4 +489,45 @@ func anys(ss []string) []any {
 		out[i] = s
 	}
 	return out
+}
+
+// fieldError is a refused submit's reason that belongs to one field (its
+// index in the form).
+type fieldError struct {
+	field int
+	name  string
+	err   error
+}
+
+func (e *fieldError) Error() string { return e.name + ": " + e.err.Error() }
+
+// besideError is a field that shows its error on the line under it: the
+// one huh's validation found, else why the last submit refused its value
+// (until a key is typed in it).
+type besideError struct {
+	huh.Field
+	refused error
+}
+
+// errorStyle is how besideError draws an error ("✗ required").
+var errorStyle = theme(true).Focused.ErrorMessage
+
+func (b *besideError) Update(msg tea.Msg) (huh.Model, tea.Cmd) {
+	if _, ok := msg.(tea.KeyPressMsg); ok {
+		b.refused = nil // only the focused field is given keys
+	}
+	m, cmd := b.Field.Update(msg)
+	b.Field = m.(huh.Field)
+	return b, cmd
+}
+
+func (b *besideError) View() string {
+	err := b.Field.Error()
+	if err == nil {
+		err = b.refused
+	}
+	if err == nil {
+		return b.Field.View()
+	}
+	return b.Field.View() + "\n" + errorStyle.Render(termtext.Line(err.Error()))
 }

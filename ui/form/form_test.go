@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 var (
@@ -57,7 +58,7 @@ func send(t *testing.T, f *Form, msgs ...tea.Msg) {
 // start runs Init's commands through the same loop.
 func start(t *testing.T, f *Form) *Form {
 	t.Helper()
-	f.SetSize(80, 0)
+	f.SetSize(80, 40) // the dashboard gives a form its height: room for the errors beside fields
 	for _, msg := range run(f.Init()) {
 		send(t, f, msg)
 	}
@@ -478,4 +479,48 @@ func TestKeysTypedTogether(t *testing.T) {
 	if want := map[string]any{"approve": true, "reason": "ok"}; !reflect.DeepEqual(r.Content, want) {
 		t.Fatalf("content %v, want %v; view:\n%s", r.Content, want, view(f))
 	}
+}
+
+// besideField fails unless the view shows "✗ msg" under field's title
+// and before next's: beside the field it is about, not under the form.
+func besideField(t *testing.T, f *Form, field, msg, next string) {
+	t.Helper()
+	v := view(f)
+	at, errAt, nextAt := -1, -1, -1
+	for i, l := range strings.Split(v, "\n") {
+		switch {
+		case at < 0 && strings.Contains(l, field):
+			at = i
+		case errAt < 0 && strings.Contains(l, "✗ "+msg):
+			errAt = i
+		case nextAt < 0 && strings.Contains(l, next):
+			nextAt = i
+		}
+	}
+	if at < 0 || errAt < at || nextAt < errAt {
+		t.Fatalf("want %q between %q and %q:\n%s", "✗ "+msg, field, next, v)
+	}
+}
+
+// A field's validation error, and a refused submit's reason that names a
+// field, show under that field, not under the last one.
+func TestErrorBesideItsField(t *testing.T) {
+	f := input(t, `{"type":"object","properties":{"size":{"type":"integer","title":"Size"},"reason":{"type":"string","title":"Reason"}},"required":["size"]}`)
+	send(t, f, keys("abc")...)
+	send(t, f, enter)
+	if msg := f.form.Errors(); len(msg) != 1 {
+		t.Fatalf("errors %v, want the size's", msg)
+	} else {
+		besideField(t, f, "Size *", termtext.Line(msg[0].Error()), "Reason")
+	}
+
+	f = input(t, approveSchema)
+	f.submit = func() (Result, error) {
+		return Result{}, &fieldError{field: 0, name: "approve", err: errors.New("the server wants a yes")}
+	}
+	send(t, f, keys("n")...)
+	send(t, f, keys("ok")...)
+	send(t, f, enter)
+	besideField(t, f, "Approve *", "the server wants a yes", "Reason *")
+	notDone(t, f, "✗ approve: the server wants a yes") // and under the form, with its field's name
 }
