@@ -58,7 +58,7 @@ func TestFleetDashboardClaimsNothing(t *testing.T) {
 		d := newDeck(t)
 		d.writeConfig(config)
 		tm := d.dashboard(size[0], size[1])
-		tm.waitText("STATUS")
+		tm.waitText("SERVER")
 		// Calls made while it runs: a member of the fleet would claim its
 		// share of them. 3600 demo seconds (3 min here) stay open all along.
 		for range 10 {

@@ -43,9 +43,12 @@ func TestRetentionPrunesFinishedTasks(t *testing.T) {
 	}
 	skew.Store(int64(2 * time.Minute))
 	young := call("echo", `{"text":"young"}`)
-	waitFor(t, 10*time.Second, "the old finished task pruned", func() bool {
+	// The run is reported once its prune has committed: wait for both.
+	waitFor(t, 10*time.Second, "the old finished task pruned and the run reported", func() bool {
 		_, err := e.Get(ctx, old.ID)
-		return deck.KindOf(err) == deck.KindNotFound
+		servers, serr := e.Servers(ctx)
+		return deck.KindOf(err) == deck.KindNotFound && serr == nil && len(servers) == 1 &&
+			servers[0].Retention != nil && !servers[0].Retention.LastRun.IsZero()
 	})
 	for _, id := range []string{running.ID, young.ID} {
 		if _, err := e.Get(ctx, id); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
@@ -98,7 +99,7 @@ func newDirectEnv(t *testing.T, jsonResponse bool) *directEnv {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	e.tracker = engine.NewTracker(st, e.pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
+	e.tracker = engine.NewTracker(st, e.pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
 	t.Cleanup(func() {
 		e.pool.Close()
 		st.Close()
@@ -301,7 +302,7 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	tracker := engine.NewTracker(st, pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
+	tracker := engine.NewTracker(st, pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
 	defer func() {
 		pool.Close()
 		st.Close()

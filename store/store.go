@@ -278,7 +278,8 @@ var corruptMarkers = []string{
 	"Encryption key mismatch", // KEYREGISTRY damaged
 	"Invalid datakey id",      // value log header names no known key
 	"Log truncate required",
-	"sanity text", // KEYREGISTRY cut short
+	"sanity text",                      // KEYREGISTRY cut short
+	"Manifest file might be corrupted", // a change's length past the file's end
 }
 
 // environmentMarkers are failures of the machine, not of the files; the
