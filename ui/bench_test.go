@@ -21,6 +21,7 @@ func benchTasks(n int) []*model.Task {
 		at := fixedNow.Add(-time.Duration(n-i) * time.Second)
 		t := model.NewIntent(model.ServerRef{Name: fmt.Sprintf("server-%d", i%4)}, fmt.Sprintf("tool-%d", i%17), nil, "", at)
 		t.ID = fmt.Sprintf("%010d", i)
+		t.TaskID = "task-" + t.ID // the server's handle: an open task can be cancelled
 		t.Status = statuses[i%len(statuses)]
 		t.StatusMessage = fmt.Sprintf("step %d of %d", i%7, 7)
 		if t.Status == model.StatusInputRequired { // it waits for an answer: the inbox holds it
