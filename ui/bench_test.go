@@ -21,6 +21,7 @@ func benchTasks(n int) []*model.Task {
 		at := fixedNow.Add(-time.Duration(n-i) * time.Second)
 		t := model.NewIntent(model.ServerRef{Name: fmt.Sprintf("server-%d", i%4)}, fmt.Sprintf("tool-%d", i%17), nil, "", at)
 		t.ID = fmt.Sprintf("%010d", i)
+		t.TaskID = "task-" + t.ID // the server's handle: an open task can be cancelled
 		t.Status = statuses[i%len(statuses)]
 		t.StatusMessage = fmt.Sprintf("step %d of %d", i%7, 7)
 		if t.Status == model.StatusInputRequired { // it waits for an answer: the inbox holds it
@@ -36,8 +37,20 @@ func benchTasks(n int) []*model.Task {
 // larger sizes report their cost as a ratio to it (same process, same run).
 var perOp sync.Map
 
+// The sizes the benchmarks run at: the everyday keys from a small list
+// up, and the keys that go through every row at 100,000 (the budget) and
+// 1,000,000, given against it.
+var (
+	everyday = []int{100, 10_000, 100_000}
+	large    = []int{100_000, 1_000_000}
+)
+
 func benchSizes(b *testing.B, op func(m *Model, tasks []*model.Task, i int)) {
-	for _, n := range []int{100, 10_000, 100_000} {
+	benchAt(b, everyday, op)
+}
+
+func benchAt(b *testing.B, sizes []int, op func(m *Model, tasks []*model.Task, i int)) {
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
 			tasks := benchTasks(n)
 			m := loaded(b, tasks, 120, 40)
@@ -52,10 +65,10 @@ func benchSizes(b *testing.B, op func(m *Model, tasks []*model.Task, i int)) {
 			// also counts the waits for a core.
 			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-			if n == 100 {
+			if n == sizes[0] {
 				perOp.Store(b.Name(), ns)
-			} else if base, ok := perOp.Load(fmt.Sprintf("%s/tasks=100", parentName(b.Name()))); ok {
-				b.ReportMetric(ns/base.(float64), "x_vs_100")
+			} else if base, ok := perOp.Load(fmt.Sprintf("%s/tasks=%d", parentName(b.Name()), sizes[0])); ok {
+				b.ReportMetric(ns/base.(float64), fmt.Sprintf("x_vs_%d", sizes[0]))
 			}
 		})
 	}
@@ -148,4 +161,44 @@ func BenchmarkSearchKey(b *testing.B) {
 func BenchmarkMarkAll(b *testing.B) {
 	keys := []tea.KeyPressMsg{{Code: 'a', Mod: tea.ModCtrl}, {Code: 'U', Text: "U"}}
 	benchSizes(b, func(m *Model, _ []*model.Task, i int) { m.Update(keys[i%2]) })
+}
+
+// BenchmarkBottomKey is G (to the last row) then g (back to the first)
+// in turn, through Update and View.
+func BenchmarkBottomKey(b *testing.B) {
+	keys := []tea.KeyPressMsg{{Code: 'G', Text: "G"}, {Code: 'g', Text: "g"}}
+	benchAt(b, large, func(m *Model, _ []*model.Task, i int) { m.Update(keys[i%2]) })
+}
+
+// BenchmarkSearchFinished is one letter of a search over finished tasks
+// typed into the filter prompt: every row is matched again.
+func BenchmarkSearchFinished(b *testing.B) {
+	keys := []tea.KeyPressMsg{{Code: '3', Text: "3"}, {Code: tea.KeyBackspace}}
+	benchAt(b, large, func(m *Model, _ []*model.Task, i int) {
+		if !m.filtering {
+			m.Update(tea.KeyPressMsg{Code: '/', Text: "/"})
+			m.filter.SetValue("tool:tool-1 status:completed")
+			m.filter.CursorEnd()
+		}
+		m.Update(keys[i%2])
+	})
+}
+
+// BenchmarkGroupFinished is the finished group's key (3) and every
+// task's (0) in turn, through Update and View.
+func BenchmarkGroupFinished(b *testing.B) {
+	keys := []tea.KeyPressMsg{{Code: '3', Text: "3"}, {Code: '0', Text: "0"}}
+	benchAt(b, large, func(m *Model, _ []*model.Task, i int) { m.Update(keys[i%2]) })
+}
+
+// BenchmarkMarkAllCancel, in the open group: ctrl+a, c (the question
+// to cancel every marked task), esc (not sent: no server runs), U.
+func BenchmarkMarkAllCancel(b *testing.B) {
+	keys := []tea.KeyPressMsg{{Code: 'a', Mod: tea.ModCtrl}, {Code: 'c', Text: "c"}, {Code: tea.KeyEscape}, {Code: 'U', Text: "U"}}
+	benchAt(b, large, func(m *Model, _ []*model.Task, i int) {
+		if i == 0 {
+			m.Update(tea.KeyPressMsg{Code: '1', Text: "1"})
+		}
+		m.Update(keys[i%len(keys)])
+	})
 }

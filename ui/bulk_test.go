@@ -175,3 +175,26 @@ func TestBulkFailuresAreCountedAndTheFirstNamed(t *testing.T) {
 		t.Fatalf("the report says %q, want %q", h.m.flash, want)
 	}
 }
+
+// TestCancelQuestionMakesOnlyTheLinesShown: asking to cancel every
+// marked task names the first few and counts the rest, and makes a line
+// only for those it shows (a line for each of 250,000 marked tasks took
+// a second); its answer still acts on every one.
+func TestCancelQuestionMakesOnlyTheLinesShown(t *testing.T) {
+	m := loaded(t, benchTasks(2000), 120, 40)
+	m.Update(tea.KeyPressMsg{Code: '1', Text: "1"}) // the open group: 500 tasks
+	m.Update(tea.KeyPressMsg{Code: 'a', Mod: tea.ModCtrl})
+	m.Update(tea.KeyPressMsg{Code: 'c', Text: "c"})
+	if m.question == nil {
+		t.Fatalf("no question:\n%s", screenOf(m))
+	}
+	const open = 500
+	if s := screenOf(m); !strings.Contains(s, fmt.Sprintf("Cancel %d tasks on the server?", open)) ||
+		!strings.Contains(s, fmt.Sprintf("… and %d more", open-maxTargets)) {
+		t.Fatalf("the question:\n%s", s)
+	}
+	if len(m.question.targets) != maxTargets || len(m.question.reply(1).ids) != open {
+		t.Fatalf("the question made %d lines and acts on %d tasks; want %d and %d",
+			len(m.question.targets), len(m.question.reply(1).ids), maxTargets, open)
+	}
+}

@@ -31,8 +31,8 @@ type choice struct {
 // default; the others act on ids.
 type question struct {
 	text    string
-	targets []string // what it acts on, one line each
-	ids     []string
+	targets []string // the first maxTargets of what it acts on, one line each
+	ids     []string // all it acts on
 	choices []choice
 	cursor  int // 0 is No, i is choices[i-1]
 }
@@ -80,12 +80,11 @@ const maxTargets = 8
 func (q *question) View(s Styles, width int) string {
 	var b strings.Builder
 	b.WriteString(s.Title.Render(q.text) + "\n")
-	for i, t := range q.targets {
-		if i == maxTargets {
-			b.WriteString(fmt.Sprintf("  … and %d more\n", len(q.targets)-maxTargets))
-			break
-		}
+	for _, t := range q.targets {
 		b.WriteString("  " + t + "\n")
+	}
+	if more := len(q.ids) - len(q.targets); more > 0 {
+		b.WriteString(fmt.Sprintf("  … and %d more\n", more))
 	}
 	b.WriteString("\n")
 	labels := []string{"No"}

@@ -995,9 +995,13 @@ func (m *Model) askPrune() tea.Cmd {
 
 // ask puts a question over the table, listing the tasks it acts on.
 func (m *Model) ask(q string, tasks []*model.Task, yes choice) {
-	c := &question{text: q, choices: []choice{yes}}
+	c := &question{text: q, choices: []choice{yes}, ids: make([]string, 0, len(tasks))}
 	for _, t := range tasks {
 		c.ids = append(c.ids, t.ID)
+	}
+	// Only the lines shown are made: marking all of a million tasks
+	// makes a line each for nothing.
+	for _, t := range tasks[:min(len(tasks), maxTargets)] {
 		c.targets = append(c.targets, strings.Join([]string{t.ID, fit(lookOf(t).Symbol+" "+string(t.Status), 16),
 			fit(termtext.Line(t.Tool), 14), termtext.Line(t.Server.String())}, "  "))
 	}
