@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -26,14 +25,9 @@ func TestSearchAgentAndKeyGetByKey(t *testing.T) {
 	d.env = append(d.env, "E2E_AGENT_TOKEN="+token)
 	_, base := d.serveProxy()
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "nightly-agent", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/build", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectAgent(ctx, t, base+"/mcp/build", "nightly-agent", token)
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "from the agent"},
 		Meta: mcp.Meta{"io.taskdeck/idempotencyKey": "nightly-1"}}); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os/user"
 	"strings"
 	"testing"
@@ -47,13 +46,7 @@ func TestAuditScriptedSessionOnAFleet(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
 	defer cancel()
 	agent := func(name, token string) *mcp.ClientSession {
-		client := mcp.NewClient(&mcp.Implementation{Name: "e2e-" + name, Version: "1"}, nil)
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/build", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cs.Close() })
-		return cs
+		return connectAgent(ctx, t, base+"/mcp/build", "e2e-"+name, token)
 	}
 
 	// 1. Agent a's call.

@@ -28,14 +28,9 @@ func TestHeldAgentAnsweredFromAnotherShell(t *testing.T) {
 	d.env = append(d.env, "E2E_AGENT_TOKEN="+token)
 	_, base := d.serveProxy()
 
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp/build", MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectAgent(ctx, t, base+"/mcp/build", "e2e-agent", token)
 	type out struct {
 		res *mcp.CallToolResult
 		err error
@@ -92,6 +87,19 @@ func TestHeldAgentAnsweredFromAnotherShell(t *testing.T) {
 	if agent := string(rec.raw["agent"]); agent != `"e2e-agent"` {
 		t.Fatalf("get --json names agent %s, want \"e2e-agent\"", agent)
 	}
+}
+
+// connectAgent connects go-sdk's client, named clientName, to a proxy
+// endpoint with an agent's token; the session ends with the test.
+func connectAgent(ctx context.Context, t *testing.T, endpoint, clientName, token string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: clientName, Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, HTTPClient: &http.Client{Transport: bearer(token)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
 
 // bearer is a transport that sends an agent's token.

@@ -22,18 +22,7 @@ const approveCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"na
 // and :servers; the header's servers and ? help fit 80×24 (the help
 // scrolls).
 func TestTUIServersPaletteAndAgents(t *testing.T) {
-	for _, size := range [][2]int{{80, 24}, {200, 60}} {
-		for _, noColor := range []bool{false, true} {
-			name := fmt.Sprintf("%dx%d", size[0], size[1])
-			if noColor {
-				name += "/NO_COLOR"
-			}
-			t.Run(name, func(t *testing.T) {
-				t.Parallel()
-				tuiServersPaletteAndAgents(t, size[0], size[1], noColor)
-			})
-		}
-	}
+	eachScreen(t, tuiServersPaletteAndAgents)
 }
 
 func tuiServersPaletteAndAgents(t *testing.T, width, height int, noColor bool) {

@@ -15,6 +15,12 @@ import (
 // (its row flagged, in the problems group, and unreachable in the
 // header), clock times (t), and the short id that `get` takes.
 func TestTUIViews(t *testing.T) {
+	eachScreen(t, tuiViews)
+}
+
+// eachScreen runs a dashboard test at 80×24 and 200×60, with colour and
+// with NO_COLOR, in parallel.
+func eachScreen(t *testing.T, run func(t *testing.T, width, height int, noColor bool)) {
 	for _, size := range [][2]int{{80, 24}, {200, 60}} {
 		for _, noColor := range []bool{false, true} {
 			name := fmt.Sprintf("%dx%d", size[0], size[1])
@@ -23,7 +29,7 @@ func TestTUIViews(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				tuiViews(t, size[0], size[1], noColor)
+				run(t, size[0], size[1], noColor)
 			})
 		}
 	}
