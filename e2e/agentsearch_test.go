@@ -32,7 +32,23 @@ func TestSearchAgentAndKeyGetByKey(t *testing.T) {
 		Meta: mcp.Meta{"io.taskdeck/idempotencyKey": "nightly-1"}}); err != nil {
 		t.Fatal(err)
 	}
-	d.run("call", "--server", "build", "echo", "--args", `{"text":"from the shell"}`, "--key", "local-1").Must(t, exitOK)
+	local := clitest.OnlyID(t, d.run("call", "--server", "build", "echo", "--args", `{"text":"from the shell"}`, "--key", "local-1").Must(t, exitOK))
+
+	// ls has an AGENT column, as the dashboard's table, once a record names an agent.
+	table := strings.Split(strings.TrimSpace(d.run("ls").Must(t, exitOK).Stdout), "\n")
+	col := strings.Index(table[0], "AGENT")
+	if len(table) != 3 || col < 0 {
+		t.Fatalf("ls: want a header with AGENT and two rows:\n%s", strings.Join(table, "\n"))
+	}
+	for _, row := range table[1:] {
+		want := "nightly-agent"
+		if strings.HasPrefix(row, local) {
+			want = "-" // the shell's own call names no agent
+		}
+		if got := strings.Fields(row[col:])[0]; got != want {
+			t.Errorf("ls: AGENT %q, want %q:\n%s", got, want, strings.Join(table, "\n"))
+		}
+	}
 
 	for search, want := range map[string]string{"agent:nightly": "from the agent", "key:local-1": "from the shell", "-agent:nightly": "from the shell"} {
 		r := d.run("ls", "--search", search, "--json").Must(t, exitOK)

@@ -322,3 +322,25 @@ func splitEngine(name string) (host, pid string, ok bool) {
 	}
 	return host, termtext.OneLine(termtext.Line(parts[1]), 12), true
 }
+
+// Retention words the store's retention schedule, for `taskdeck servers`
+// and the dashboard's servers view; when says the last run's time ("at
+// 15:04:05", "3m ago").
+func Retention(r deck.Retention, when func(time.Time) string) string {
+	s := "retention: finished tasks older than " + termtext.Line(r.Finished) + " are pruned"
+	switch r.Runner {
+	case "":
+		return s + " by `taskdeck serve` or the dashboard, neither of which runs now"
+	case "this engine":
+		s += " every hour by this owner"
+	default:
+		return s + " by the fleet's engine " + Watch(deck.PollState{Watcher: r.Runner})
+	}
+	switch {
+	case r.LastError != "":
+		s += "; the last run failed: " + termtext.OneLine(termtext.Line(r.LastError), 120)
+	case !r.LastRun.IsZero():
+		s += fmt.Sprintf("; the last run, %s, pruned %d", when(r.LastRun), r.LastPruned)
+	}
+	return s
+}

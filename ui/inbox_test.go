@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,4 +70,37 @@ func visibleIDs(m *Model) []string {
 		ids = append(ids, r.task.ID)
 	}
 	return ids
+}
+
+// TestInboxSaysWhichAgentWaits: in the inbox (2) a task an agent made
+// through the proxy says which agent waits on you, in an AGENT column,
+// at 80 columns too; a waiting task of the user's own has none.
+func TestInboxSaysWhichAgentWaits(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			tasks := serverTasks() // t02 (deploy on build) and t90 (on web) wait
+			tasks[1].Agent = "ci-bot"
+			m := loaded(t, tasks, size[0], size[1])
+			m.Update(keyMsg("2"))
+			if ids := visibleIDs(m); len(ids) != 2 {
+				t.Fatalf("the inbox shows %v, want the two waiting tasks", ids)
+			}
+			s := plainView(m)
+			head := lineWith(s, "ID ")
+			col := strings.Index(head, "AGENT")
+			if col < 0 {
+				t.Fatalf("the inbox has no AGENT column:\n%s", s)
+			}
+			for id, want := range map[string]string{tasks[1].ID: "ci-bot", "t90": ""} {
+				row := []rune(lineWith(s, id))
+				if len(row) <= col {
+					t.Fatalf("no row %s in the inbox:\n%s", id, s)
+				}
+				got, _, _ := strings.Cut(strings.TrimSpace(string(row[col:])), " ")
+				if want == "" && !strings.HasPrefix(string(row[col:]), "  ") || want != "" && got != want {
+					t.Errorf("%s's AGENT cell: %q, want %q\n%s", id, string(row[col:]), want, s)
+				}
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -132,7 +133,7 @@ func (m *Model) viewServersPane() string {
 		return b.String()
 	}
 	i := max(slices.IndexFunc(rows, func(h *serverHealth) bool { return h.name == m.servers.name }), 0)
-	about := m.aboutServer(rows[i])
+	about := append(m.aboutServer(rows[i]), m.retentionLines()...)
 	height := max(m.tableHeight()-len(about)-1, 1)
 	top := max(min(i-height/2, len(rows)-height), 0)
 	for j := top; j < min(top+height, len(rows)); j++ {
@@ -174,10 +175,7 @@ func (m *Model) aboutServer(h *serverHealth) []string {
 		if text == "" {
 			return
 		}
-		w := ansi.Wrap(label+": "+text, max(m.width-2, 20), "")
-		for _, l := range strings.Split(w, "\n") {
-			lines = append(lines, "  "+l)
-		}
+		lines = append(lines, m.underTable(label+": "+text)...)
 	}
 	symbol, state := h.state()
 	add(h.name, fmt.Sprintf("%s %s · %s open, %d waiting for input, %s behind", symbol, state, present.Count(h.open, "task"), h.waiting, present.Count(h.behind, "poll")))
@@ -190,6 +188,26 @@ func (m *Model) aboutServer(h *serverHealth) []string {
 	add("watched by", strings.Join(engines, "; "))
 	if h.noEngine > 0 {
 		add("unwatched", present.Count(h.noEngine, "open task")+" that no live engine can poll")
+	}
+	return lines
+}
+
+// retentionLines say the store's retention schedule, wrapped, when the
+// config has one (it is the same for every server).
+func (m *Model) retentionLines() []string {
+	i := slices.IndexFunc(m.configured, func(s deck.Server) bool { return s.Retention != nil })
+	if i < 0 {
+		return nil
+	}
+	ago := func(at time.Time) string { return present.Age(m.now.Sub(at)) + " ago" }
+	return m.underTable(present.Retention(*m.configured[i].Retention, ago))
+}
+
+// underTable wraps a line under the servers table to the width, indented.
+func (m *Model) underTable(text string) []string {
+	var lines []string
+	for _, l := range strings.Split(ansi.Wrap(text, max(m.width-2, 20), ""), "\n") {
+		lines = append(lines, "  "+l)
 	}
 	return lines
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/deck"
@@ -193,5 +194,45 @@ func TestDetailWrapsLongLines(t *testing.T) {
 		if w := len([]rune(l)); w > 80 {
 			t.Errorf("line %d is %d cells wide: %q", i, w, l)
 		}
+	}
+}
+
+// TestServersViewRetention: the servers view says the config's retention
+// schedule under the table: who prunes, and this engine's last run (when,
+// how many) or why it failed; a fleet's other engine by host and pid;
+// nothing when the config has no schedule.
+func TestServersViewRetention(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			m := loaded(t, serverTasks(), size[0], size[1])
+			m.Update(tickMsg(fixedNow))
+			m.Update(keyMsg("S"))
+			flat := func() string { return strings.Join(strings.Fields(plainView(m)), " ") }
+			if s := flat(); strings.Contains(s, "retention") {
+				t.Fatalf("a retention line with no schedule:\n%s", plainView(m))
+			}
+			for _, c := range []struct {
+				r    deck.Retention
+				want string
+			}{
+				{deck.Retention{Finished: "720h0m0s", Runner: "this engine", LastRun: fixedNow.Add(-3 * time.Minute), LastPruned: 12},
+					"retention: finished tasks older than 720h0m0s are pruned every hour by this owner; the last run, 3m00s ago, pruned 12"},
+				{deck.Retention{Finished: "720h0m0s", Runner: "this engine", LastRun: fixedNow.Add(-time.Hour), LastError: "the store is closed"},
+					"retention: finished tasks older than 720h0m0s are pruned every hour by this owner; the last run failed: the store is closed"},
+				{deck.Retention{Finished: "168h0m0s", Runner: "hosta/17/01020304"},
+					"retention: finished tasks older than 168h0m0s are pruned by the fleet's engine hosta, pid 17"},
+			} {
+				r := c.r
+				m.configured = []deck.Server{{Name: "build", Retention: &r}, {Name: "web", Retention: &r}}
+				if s := flat(); !strings.Contains(s, c.want) || strings.Count(s, "retention:") != 1 {
+					t.Errorf("the servers view lacks %q once:\n%s", c.want, plainView(m))
+				}
+				for i, l := range strings.Split(plainView(m), "\n") {
+					if w := len([]rune(l)); w > size[0] {
+						t.Errorf("line %d is %d cells wide: %q", i, w, l)
+					}
+				}
+			}
+		})
 	}
 }

@@ -251,16 +251,30 @@ func printTable(w io.Writer, entries []deck.Entry, configured []deck.Server, now
 		return
 	}
 	shared := slices.ContainsFunc(entries, func(e deck.Entry) bool { return e.Poll.Watcher != "" || e.Poll.NoEngine })
+	// As the dashboard's table: an AGENT column once a record names one.
+	agents := slices.ContainsFunc(entries, func(e deck.Entry) bool { return e.Task.Agent != "" })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "ID\tSTATUS\tSERVER\tTOOL\tAGE\t"
+	head := "ID\tSTATUS\tSERVER\tTOOL\t"
+	if agents {
+		head += "AGENT\t"
+	}
+	head += "AGE\t"
 	if shared {
 		head += "WATCHER\t"
 	}
 	fmt.Fprintln(tw, head+"MESSAGE")
 	for _, e := range entries {
 		t := e.Task
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", t.ID, present.StatusText(t), termtext.OneLine(present.ServerName(t.Server, configured), 24),
-			termtext.OneLine(termtext.Line(t.Tool), 20), present.Age(now.Sub(t.CreatedAt)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", t.ID, present.StatusText(t), termtext.OneLine(present.ServerName(t.Server, configured), 24),
+			termtext.OneLine(termtext.Line(t.Tool), 20))
+		if agents {
+			agent := "-" // the local user's own call: a cell still, so columns line up
+			if t.Agent != "" {
+				agent = termtext.OneLine(termtext.Line(t.Agent), 20)
+			}
+			fmt.Fprintf(tw, "%s\t", agent)
+		}
+		fmt.Fprintf(tw, "%s\t", present.Age(now.Sub(t.CreatedAt)))
 		if shared {
 			fmt.Fprintf(tw, "%s\t", present.WatchShort(e.Poll))
 		}

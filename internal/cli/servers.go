@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/present"
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
@@ -120,27 +121,7 @@ func serversRun(opts *ServersOptions) error {
 		return err
 	}
 	if len(health) > 0 && health[0].Retention != nil {
-		fmt.Fprintln(f.stdout, retentionLine(*health[0].Retention))
+		fmt.Fprintln(f.stdout, present.Retention(*health[0].Retention, func(t time.Time) string { return "at " + t.Local().Format(time.TimeOnly) }))
 	}
 	return nil
-}
-
-// retentionLine words the store's retention schedule for `servers`.
-func retentionLine(r deck.Retention) string {
-	s := "retention: finished tasks older than " + r.Finished + " are pruned"
-	switch r.Runner {
-	case "":
-		return s + " by `taskdeck serve` or the dashboard, neither of which runs now"
-	case "this engine":
-		s += " every hour by this owner"
-	default:
-		return s + " by the fleet's engine " + termtext.Line(r.Runner)
-	}
-	switch {
-	case r.LastError != "":
-		s += "; the last run failed: " + termtext.OneLine(termtext.Line(r.LastError), 120)
-	case !r.LastRun.IsZero():
-		s += fmt.Sprintf("; the last run, at %s, pruned %d", r.LastRun.Local().Format(time.TimeOnly), r.LastPruned)
-	}
-	return s
 }
