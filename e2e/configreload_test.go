@@ -15,11 +15,21 @@ import (
 // `call --server`; every message names the config in use (the owner's,
 // also for a command given --config another file); a broken edit is
 // refused in one line naming the file, and the next good one is read.
+// The dashboard itself lists the new server in its servers view (S), at
+// 80×24 and at 200×60.
 func TestOwnerFollowsConfigEdits(t *testing.T) {
-	t.Parallel()
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			t.Parallel()
+			ownerFollowsConfigEdits(t, size[0], size[1])
+		})
+	}
+}
+
+func ownerFollowsConfigEdits(t *testing.T, width, height int) {
 	srv := startDemo(t, "127.0.0.1:0")
 	d := newDeck(t) // config.json: {}
-	tm := d.dashboard(100, 30)
+	tm := d.dashboard(width, height)
 	defer tm.quit()
 	clitest.WaitFor(t, "the dashboard to own the store", func() bool {
 		_, err := os.Stat(filepath.Join(d.dataDir, "taskdeck.sock"))
@@ -46,6 +56,19 @@ func TestOwnerFollowsConfigEdits(t *testing.T) {
 	}
 	r = d.run("call", "--server", "builds", "echo", "--args", `{"text":"after the edit"}`, "--wait").Must(t, exitOK)
 	clitest.MustContain(t, r, r.Stdout, "completed")
+	tm.keys("S") // the dashboard lists its servers again every few seconds
+	tm.waitScreen("builds in the servers view", func(s string) bool {
+		if !strings.Contains(s, "BEHIND") {
+			return false
+		}
+		for _, line := range strings.Split(s, "\n") {
+			if strings.Contains(line, "builds") && !strings.Contains(line, "echo") {
+				return true
+			}
+		}
+		return false
+	})
+	tm.keys("Escape")
 	if n := srv.stats(t).ToolCalls["echo"]; n != 1 {
 		t.Fatalf("the server had %d echo calls, want 1", n)
 	}
