@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/taskdeck/taskdeck/deck"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/present"
 	"github.com/taskdeck/taskdeck/store"
@@ -230,7 +231,7 @@ func (t *timeFlag) Set(s string) error {
 		*t = timeFlag(v)
 		return nil
 	}
-	if d, err := parseAge(s); err == nil {
+	if d, err := mcpconfig.ParseAge(s); err == nil {
 		*t = timeFlag(time.Now().Add(-d))
 		return nil
 	}

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
 )
@@ -43,24 +42,6 @@ func TestPruneOlderThanDays(t *testing.T) {
 	clitest.MustContain(t, r, r.Stdout, "pruned 1 finished task\n")
 	r = c.run("prune", "--older-than", "3 days").Must(t, exitUsage)
 	clitest.OneErrorLine(t, r, "--older-than", "3d")
-}
-
-func TestParseAge(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want time.Duration
-	}{
-		{"0", 0}, {"3d", 72 * time.Hour}, {"1d12h", 36 * time.Hour}, {"90m", 90 * time.Minute}, {"2.5h", 150 * time.Minute},
-	} {
-		if got, err := parseAge(c.in); err != nil || got != c.want {
-			t.Errorf("parseAge(%q) = %v, %v; want %v", c.in, got, err, c.want)
-		}
-	}
-	for _, in := range []string{"", "d", "-1d", "3x", "1h2d", "99999999999d", "3 d"} {
-		if got, err := parseAge(in); err == nil {
-			t.Errorf("parseAge(%q) = %v, want an error", in, got)
-		}
-	}
 }
 
 // TestStdioCallWithoutWaitWarns: a task on a stdio server dies with the

@@ -3,11 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/present"
 )
 
@@ -57,37 +56,10 @@ func (a *ageFlag) String() string { return time.Duration(*a).String() }
 func (a *ageFlag) Type() string   { return "duration" }
 
 func (a *ageFlag) Set(s string) error {
-	d, err := parseAge(s)
+	d, err := mcpconfig.ParseAge(s)
 	if err != nil {
 		return err
 	}
 	*a = ageFlag(d)
 	return nil
-}
-
-// maxDays keeps a count of days far from overflowing a time.Duration.
-const maxDays = 100_000
-
-var leadingDays = regexp.MustCompile(`^([0-9]+)d`)
-
-// parseAge reads a non-negative age: a Go duration ("12h", "90m"),
-// optionally led by whole days ("3d", "1d12h").
-func parseAge(s string) (time.Duration, error) {
-	bad := fmt.Errorf("%q is not an age; write it like 3d, 12h, 90m or 1d12h", s)
-	var days time.Duration
-	if m := leadingDays.FindStringSubmatch(s); m != nil {
-		n, err := strconv.Atoi(m[1])
-		if err != nil || n > maxDays {
-			return 0, bad
-		}
-		days, s = time.Duration(n)*24*time.Hour, s[len(m[0]):]
-		if s == "" {
-			return days, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, bad
-	}
-	return days + d, nil
 }

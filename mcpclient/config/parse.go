@@ -614,10 +614,37 @@ func parseRetention(cfg *Config, raw json.RawMessage, fail func(string, string, 
 	if err := json.Unmarshal(r.Finished, &text); err != nil {
 		return fail("retention.finished", `want a duration such as "720h" (quote it), got %s`, jsonKind(r.Finished))
 	}
-	d, err := time.ParseDuration(text)
+	d, err := ParseAge(text)
 	if err != nil || d < MinRetention {
-		return fail("retention.finished", "want a duration of at least %s such as \"720h\" (30 days) or \"168h\", got %q", MinRetention, text)
+		return fail("retention.finished", "want an age of at least %s such as \"30d\", \"720h\" or \"1d12h\", got %q", MinRetention, text)
 	}
 	cfg.Retention.Finished = d
 	return nil
+}
+
+// maxDays keeps a count of days far from overflowing a time.Duration.
+const maxDays = 100_000
+
+var leadingDays = regexp.MustCompile(`^([0-9]+)d`)
+
+// ParseAge reads a non-negative age: a Go duration ("12h", "90m"),
+// optionally led by whole days ("3d", "1d12h").
+func ParseAge(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%q is not an age; write it like 3d, 12h, 90m or 1d12h", s)
+	var days time.Duration
+	if m := leadingDays.FindStringSubmatch(s); m != nil {
+		n, err := strconv.Atoi(m[1])
+		if err != nil || n > maxDays {
+			return 0, bad
+		}
+		days, s = time.Duration(n)*24*time.Hour, s[len(m[0]):]
+		if s == "" {
+			return days, nil
+		}
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, bad
+	}
+	return days + d, nil
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const configPath = "/home/op/.config/taskdeck/config.json"
@@ -505,11 +506,14 @@ func TestConfigRetention(t *testing.T) {
 	if got := parseOK(t, `{"retention": {"finished": "720h"}}`).Retention.Finished; got.Hours() != 720 {
 		t.Fatalf("retention.finished = %v, want 720h", got)
 	}
+	if got := parseOK(t, `{"retention": {"finished": "30d"}}`).Retention.Finished; got.Hours() != 720 {
+		t.Fatalf("retention.finished = %v, want 30 days, as prune --older-than 30d reads it", got)
+	}
 	if got := parseOK(t, `{}`).Retention.Finished; got != 0 {
 		t.Fatalf("no retention = %v, want 0", got)
 	}
 	for src, want := range map[string]string{
-		`{"retention": {"finished": "30d"}}`:  `retention.finished: want a duration of at least 1m0s such as "720h"`,
+		`{"retention": {"finished": "30x"}}`:  `retention.finished: want an age of at least 1m0s such as "30d"`,
 		`{"retention": {"finished": "1s"}}`:   `got "1s"`,
 		`{"retention": {"finshed": "720h"}}`:  `did you mean "finished"?`,
 		`{"retention": {}}`:                   `retention: want {"finished": "720h"}`,
@@ -519,5 +523,24 @@ func TestConfigRetention(t *testing.T) {
 	} {
 		_, msg := parseErr(t, src)
 		wantIn(t, msg, want)
+	}
+}
+
+// ParseAge reads what `prune --older-than` and "retention" take.
+func TestParseAge(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"0", 0}, {"3d", 72 * time.Hour}, {"1d12h", 36 * time.Hour}, {"90m", 90 * time.Minute}, {"2.5h", 150 * time.Minute},
+	} {
+		if got, err := ParseAge(c.in); err != nil || got != c.want {
+			t.Errorf("ParseAge(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	for _, in := range []string{"", "d", "-1d", "3x", "1h2d", "99999999999d", "3 d"} {
+		if got, err := ParseAge(in); err == nil {
+			t.Errorf("ParseAge(%q) = %v, want an error", in, got)
+		}
 	}
 }
