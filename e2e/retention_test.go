@@ -30,7 +30,7 @@ func TestRetentionShownByServers(t *testing.T) {
 	r = d.run("servers", "--json").Must(t, exitOK)
 	clitest.MustContain(t, r, r.Stdout, `"retention":{"finished":"720h0m0s","runner":"this engine","lastRun":`)
 
-	d.writeConfig(`{"retention":{"finished":"30d"}}`)
+	d.writeConfig(`{"retention":{"finished":"30 days"}}`)
 	r = d.run("servers").Must(t, exitUsage)
-	clitest.OneErrorLine(t, r, "retention.finished", `got "30d"`)
+	clitest.OneErrorLine(t, r, "retention.finished", `such as "30d"`, `got "30 days"`)
 }
