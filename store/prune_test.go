@@ -109,21 +109,7 @@ func TestPrune(t *testing.T) {
 func TestPruneGivesDiskSpaceBack(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for range 1000 {
-				rec := model.NewIntent(model.ServerRef{Name: "s"}, "tool", json.RawMessage(`{"seconds":5}`), "", t0)
-				rec.Status = model.StatusCompleted
-				rec.Result = json.RawMessage(`{"content":[{"type":"text","text":"slept 5 s"}]}`)
-				if err := s.Create(rec); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	createFinished(t, s, 64*1000)
 	must(t, s.Close())
 	full := dirBytes(t, dir)
 
@@ -162,4 +148,25 @@ func dirBytes(t *testing.T, dir string) int64 {
 	})
 	must(t, err)
 	return n
+}
+
+// createFinished creates n finished records, 64 writers at a time (so
+// that they share group commits, as a busy owner's do).
+func createFinished(t *testing.T, s *store.Store, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for range n / 64 {
+				rec := model.NewIntent(model.ServerRef{Name: "s"}, "tool", json.RawMessage(`{"seconds":5}`), "", t0)
+				rec.Status = model.StatusCompleted
+				rec.Result = json.RawMessage(`{"content":[{"type":"text","text":"slept 5 s"}]}`)
+				if err := s.Create(rec); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

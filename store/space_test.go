@@ -175,21 +175,7 @@ func diskUsage(t testing.TB, dir string) int64 {
 func TestAuditPruneGivesSpaceBackAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
-	var wg sync.WaitGroup
-	for range 64 {
-		wg.Go(func() {
-			for range 200 {
-				rec := model.NewIntent(model.ServerRef{Name: "s"}, "tool", json.RawMessage(`{"seconds":5}`), "", t0)
-				rec.Status = model.StatusCompleted
-				rec.Result = json.RawMessage(`{"content":[{"type":"text","text":"slept 5 s"}]}`)
-				if err := s.Create(rec); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	createFinished(t, s, 64*200)
 	must(t, s.Close())
 	s = openStore(t, dir)
 	full := diskUsage(t, dir)
