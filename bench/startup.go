@@ -1,66 +1,22 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/internal/storefill"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
 
-// fill creates total records in a new store at dir, the first open of
-// them working and the rest completed, with 64 concurrent writers.
+// fill creates a new store at dir of total records, the first open of
+// them working and the rest completed (internal/storefill), and times it.
 func fill(dir string, total, open int) (time.Duration, error) {
-	s, err := store.Open(dir, nil)
-	if err != nil {
-		return 0, err
-	}
-	var next atomic.Int64
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
 	start := time.Now()
-	base := time.Now().Add(-24 * time.Hour)
-	for range 64 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= total {
-					return
-				}
-				if err := s.Create(sampleRecord(i, i < open, base)); err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	el := time.Since(start)
-	if err := s.Close(); err != nil && firstErr == nil {
-		firstErr = err
-	}
-	return el, firstErr
-}
-
-// sampleRecord is a record as taskdeck keeps it: a handle, its history,
-// and for finished tasks a small result.
-func sampleRecord(i int, open bool, base time.Time) *model.Task {
-	now := base.Add(time.Duration(i) * time.Millisecond)
-	args := json.RawMessage(fmt.Sprintf(`{"seconds":%d,"note":"benchmark record %d"}`, i%600, i))
-	rec := model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", args, "", now)
-	rec.TaskID = fmt.Sprintf("TASK%028d", i)
-	_ = rec.MoveTo(model.StatusWorking, "", now.Add(time.Millisecond))
-	if !open {
-		_ = rec.MoveTo(model.StatusCompleted, "", now.Add(time.Second))
-		rec.Result = json.RawMessage(fmt.Sprintf(`{"content":[{"type":"text","text":"slept %d s"}]}`, i%600))
-	}
-	return rec
+	err := storefill.Fill(dir, open, total-open)
+	return time.Since(start), err
 }
 
 func benchStartup(cfg config) (string, []finding) {
