@@ -179,6 +179,9 @@ func (l *taskList) shownNow() shownBy { return shownBy{l.group, l.server, l.agen
 // them once per value, not once per row.
 var memoFields = [...]string{"tool", "server", "status"}
 
+// statusMemo is the status field's place in memoFields.
+const statusMemo = 2
+
 // values numbers the values a field takes.
 type values struct {
 	keys map[string]int32
@@ -236,6 +239,9 @@ func (l *taskList) matches(r *row) bool {
 	}
 	return l.rest.Match(&r.text)
 }
+
+// admits reports whether the view shows a task, held or not.
+func (l *taskList) admits(t *model.Task) bool { return l.matches(l.newRow(t)) }
 
 // Replace loads a whole set of tasks.
 func (l *taskList) Replace(tasks []*model.Task) {

@@ -1,10 +1,14 @@
 package ui
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -54,4 +58,68 @@ func TestWindowSearchReachesOlderRecords(t *testing.T) {
 	h.key("/")
 	h.typeText("needle")
 	h.until("the old task found", func(m *Model) bool { return len(m.list.visible) == 1 && m.list.visible[0].task.ID == done[3].ID })
+}
+
+// listLog is a deck that notes the filter of every List it is asked.
+type listLog struct {
+	deck.Deck
+	mu      sync.Mutex
+	filters []deck.Filter
+}
+
+func (d *listLog) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) {
+	d.mu.Lock()
+	d.filters = append(d.filters, f)
+	d.mu.Unlock()
+	return d.Deck.List(ctx, f)
+}
+
+func (d *listLog) asked() []deck.Filter {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.filters)
+}
+
+// A search for a finished status older than the window reads that
+// status's index a page at a time, not every finished task: the 1,500
+// older completed tasks are neither read nor held.
+func TestWindowSearchOfAStatusReadsItsIndexOnly(t *testing.T) {
+	done := append(records(5, model.StatusFailed, nil), records(2500, model.StatusCompleted, nil)...)
+	log := &listLog{}
+	h := newHarness(t, func(h *harness) {
+		h.opts.Recent = 1000
+		h.offline(func(st *store.Store) { seed(t, st, done) })
+		h.wrap = func(d deck.Deck) deck.Deck { log.Deck = d; return log }
+	})
+	h.key("/")
+	h.m.filter.SetValue("status:faile") // pasted: no search for each letter
+	h.typeText("d")
+	h.until("the 5 failed tasks found", func(m *Model) bool { return len(m.list.visible) == 5 && !m.pages.busy })
+	if n := h.m.list.Len(); n != 1005 {
+		t.Fatalf("the list holds %d tasks, want the window's 1000 and the 5 found", n)
+	}
+	for _, f := range log.asked() {
+		if !slices.Equal(f.Statuses, []model.Status{model.StatusFailed}) || len(f.Groups) > 0 {
+			t.Fatalf("the dashboard asked for %+v, want only pages of failed tasks", f)
+		}
+	}
+	if s := h.screen(); !strings.Contains(s, "5 failed") {
+		t.Fatalf("the header counts the store's failed tasks:\n%s", s)
+	}
+}
+
+// A view that shows no finished task (the open group) reads no page of
+// them, wherever the cursor is.
+func TestWindowOpenGroupReadsNoFinishedPage(t *testing.T) {
+	done := records(1500, model.StatusCompleted, nil)
+	h := newHarness(t, func(h *harness) {
+		h.opts.Recent = 1000
+		h.offline(func(st *store.Store) { seed(t, st, done) })
+	})
+	for _, k := range []string{"1", "G"} {
+		h.key(k)
+		if h.m.pages.busy {
+			t.Fatalf("after %s in the open group the dashboard reads a page of finished tasks", k)
+		}
+	}
 }
