@@ -110,6 +110,7 @@ func main() {
 		{"write", "1. Durable handle write", benchWrites},
 		{"poll", "2–3. Polling open tasks, and write amplification", benchPoll},
 		{"startup", "4–5. Start-up with a large store, and store size", benchStartup},
+		{"huge", "4.7–4.8. The first frame on a huge store (10,000,000 records unless -huge-records says)", benchHuge},
 	}
 	for _, s := range sections {
 		if !strings.Contains(","+*only+",", ","+s.name+",") {
