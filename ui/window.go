@@ -14,9 +14,11 @@ import (
 // with a snapshot of one page of finished tasks (it opens in the time it
 // takes to read the open ones, however many finished ones the store
 // keeps), then reads older pages: in the background up to Options.Recent,
-// and beyond as the cursor reaches the last row (scrolling, G, a search
-// or a group that shows fewer rows than the store holds). The finished
-// tasks held are always the newest ones: each page is the next older.
+// and beyond as the cursor reaches the last row (scrolling, G). The
+// window's finished tasks are always the newest ones: each page is the
+// next older. A group, a status filter or a search that reaches its last
+// row reads instead pages of the finished statuses it can show, from
+// their index, and keeps only the tasks it shows (viewPager).
 
 // pageSize is how many finished tasks one read brings.
 const pageSize = 1000
