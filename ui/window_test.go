@@ -95,8 +95,8 @@ func TestWindowSearchOfAStatusReadsItsIndexOnly(t *testing.T) {
 	h.m.filter.SetValue("status:faile") // pasted: no search for each letter
 	h.typeText("d")
 	h.until("the 5 failed tasks found", func(m *Model) bool { return len(m.list.visible) == 5 && !m.pages.busy })
-	if n := h.m.list.Len(); n != 1005 {
-		t.Fatalf("the list holds %d tasks, want the window's 1000 and the 5 found", n)
+	if n := h.m.list.Len(); n != 1005 || h.m.hidden != 1500 {
+		t.Fatalf("the list holds %d tasks and leaves %d out, want the window's 1000 and the 5 found, and 1500", n, h.m.hidden)
 	}
 	for _, f := range log.asked() {
 		if !slices.Equal(f.Statuses, []model.Status{model.StatusFailed}) || len(f.Groups) > 0 {
