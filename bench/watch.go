@@ -11,12 +11,6 @@ import (
 	"github.com/taskdeck/taskdeck/service"
 )
 
-// watchProbe is one way to watch a store through the owner's socket.
-type watchProbe struct {
-	name   string
-	window *deck.Window // nil: Watch, a snapshot of every record
-}
-
 // watchOnce opens the engine on the store in dir and serves it on its
 // socket, in this process, then watches through the socket as another
 // program would: the time from the Watch call to its first event (the
