@@ -131,7 +131,59 @@ func newPollEnv(cfg config) (*pollEnv, error) {
 	}
 	logf("poll: %d tasks opened in %v", cfg.tasks, time.Since(start).Round(time.Millisecond))
 	e.ids, e.taskIDs = ids, taskIDs
+	// Each task's first poll finds it waiting for its answer and writes
+	// that question: one write per task, not the steady state. Done here,
+	// those writes (and the memtable flushes and compactions they start)
+	// fall in no measured run; every poll measured below changes nothing.
+	start = time.Now()
+	if err := e.pollAll(); err != nil {
+		e.close()
+		return nil, err
+	}
+	logf("poll: %d tasks polled once in %v", cfg.tasks, time.Since(start).Round(time.Millisecond))
 	return e, nil
+}
+
+// pollAll polls every task once, 8 at a time, until each one holds the
+// question its server asks (approve's only state change while open).
+func (e *pollEnv) pollAll() error {
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range mcpclient.DefaultPerServer {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(e.ids) {
+					return
+				}
+				if err := e.pollUntilAsked(e.ids[i]); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if v := firstErr.Load(); v != nil {
+		return v.(error)
+	}
+	return nil
+}
+
+// pollUntilAsked polls a task until it holds its question, which the
+// server asks just after the call: within 100 polls, each a round trip.
+func (e *pollEnv) pollUntilAsked(id string) error {
+	for range 100 {
+		res, err := e.tracker.Poll(context.Background(), id)
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil || res.Task.Status == model.StatusInputRequired {
+			return err
+		}
+	}
+	return fmt.Errorf("task %s is not %s after 100 polls", id, model.StatusInputRequired)
 }
 
 // capturedPost is one tasks/get exactly as taskdeck sends it.

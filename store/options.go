@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
+	boptions "github.com/dgraph-io/badger/v4/options"
 )
 
 // sizing is the part of Badger's options that sets its fixed working set:
@@ -35,6 +36,12 @@ var small = sizing{memTable: 1 << 20, memtables: 1, level0: 1, table: 512 << 10,
 // The benchmarks set it to compare with that sizing.
 var sized = small
 
+// compression is Badger's default, Snappy. Its cost on reads is measured
+// against none by BenchmarkReadCompression (readcost_bench_test.go): a read
+// whose block is not in the block cache decompresses it into the Go heap,
+// and the cache keeps that copy.
+var compression = boptions.Snappy
+
 // compactL0At: once the MANIFEST lists this many level-0 tables, Open
 // makes the session's Close compact level 0.
 const compactL0At = 4
@@ -56,6 +63,7 @@ func options(dir string, logger *slog.Logger) badger.Options {
 		WithNumLevelZeroTables(sized.level0).
 		WithNumLevelZeroTablesStall(sized.level0 + 2).
 		WithBaseTableSize(sized.table).
+		WithCompression(compression).
 		WithBlockCacheSize(8 << 20).
 		WithIndexCacheSize(4 << 20).
 		WithValueLogFileSize(16 << 20). // default 1 GiB, mapped twice
