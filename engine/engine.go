@@ -58,6 +58,9 @@ type Options struct {
 	// keep-alive, for this long is taken as dropped (its tasks polled at
 	// once, then re-subscribed); 0: mcpclient.DefaultPushSilence (1 min).
 	PushSilence time.Duration
+	// Observer hears polls, calls, answers and push streams as they
+	// happen (telemetry's metrics); nil: nobody.
+	Observer Observer
 	// pushLimits, when set, replace the bounds on push streams (tests).
 	pushLimits pushLimits
 	// retentionEvery, when set, replaces retentionEvery (tests).
@@ -131,7 +134,7 @@ func Open(opts Options) (*Engine, error) {
 		e.own = fleetOwner{e}
 	}
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx,
-		owner: e.own, actor: model.EngineActor(e.host)})
+		owner: e.own, actor: model.EngineActor(e.host), obs: opts.Observer})
 	var orphans []*model.Task
 	if e.own.alone() {
 		if orphans, err = tr.OrphanStale(); err != nil {

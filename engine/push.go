@@ -530,5 +530,8 @@ func (l *loop) ended(st *stream, err error) {
 		}
 	}
 	l.closeStream(st.server, sp, sh, why)
+	if l.e.opts.Observer != nil {
+		l.e.opts.Observer.PushDropped(ServerLabel(st.server))
+	}
 	l.e.log.Info("push: stream ended; re-subscribing, its tasks polled meanwhile", "server", st.server.String(), "err", err)
 }

@@ -76,6 +76,9 @@ type Factory struct {
 	// config's retention schedule when its process owns the store.
 	retention bool
 
+	// observer hears the engine this process opens (serve --metrics).
+	observer engine.Observer
+
 	cfg     *mcpconfig.Config
 	logFile *os.File
 	logger  *slog.Logger
@@ -344,6 +347,7 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine
 		Warn:           f.warn,
 		RequestTimeout: f.requestTimeout,
 		Policy:         f.policy,
+		Observer:       f.observer,
 	})
 	return e, storeFailure(err)
 }
