@@ -134,7 +134,7 @@ func Open(opts Options) (*Engine, error) {
 		e.own = fleetOwner{e}
 	}
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx,
-		owner: e.own, actor: model.EngineActor(e.host), obs: opts.Observer})
+		owner: e.own, actor: model.EngineActor(e.host), Observer: opts.Observer})
 	var orphans []*model.Task
 	if e.own.alone() {
 		if orphans, err = tr.OrphanStale(); err != nil {

@@ -79,7 +79,8 @@ type TrackerOptions struct {
 	Context context.Context
 	owner   owner       // nil: the sole owner of st
 	actor   model.Actor // names its own acts; zero: this host's engine
-	obs     Observer    // nil: nobody
+	// Observer hears its polls, calls and answers (telemetry); nil: nobody.
+	Observer Observer
 }
 
 // NewTracker makes a tracker over an open store and a pool.
@@ -108,7 +109,7 @@ func NewTracker(st store.Backend, pool *mcpclient.Pool, opts TrackerOptions) *Tr
 	return &Tracker{
 		store: st, pool: pool, policy: opts.Policy, now: opts.Now, log: opts.Logger,
 		requestTimeout: opts.RequestTimeout, life: opts.Context, polls: map[string]*pollState{}, owner: opts.owner, engine: opts.actor,
-		obs: opts.obs,
+		obs: opts.Observer,
 	}
 }
 
