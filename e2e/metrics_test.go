@@ -3,10 +3,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -132,4 +135,38 @@ func TestMetricsAddressRefused(t *testing.T) {
 	clitest.OneErrorLine(t, r, "metrics address 0.0.0.0:0", "give --token")
 	r = d.run("serve", "--metrics", "no-port").Must(t, exitUsage)
 	clitest.OneErrorLine(t, r, `metrics address "no-port" is not HOST:PORT`)
+}
+
+// TestLogFormatJSON: --log-format json writes the log file as one JSON
+// object a line, with the metrics' field names (a failed poll names its
+// record and server); another format is refused in one line.
+func TestLogFormatJSON(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0", "--no-push")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.url))
+	id := clitest.OnlyID(t, d.run("--log-format", "json", "call", "--server", "demo", "sleep", "--args", `{"seconds":600}`).Must(t, 0))
+	srv.p.kill()
+	d.run("--log-format", "json", "-v", "get", id).Must(t, 0) // its refresh fails: the row shows it
+
+	raw, err := os.ReadFile(filepath.Join(d.dataDir, "taskdeck.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for line := range strings.Lines(string(raw)) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line is not JSON: %v\n%s", err, line)
+		}
+		if rec["msg"] == "poll failed" && rec["record"] == id && rec["server"] == "demo" {
+			failed = true
+		}
+	}
+	if !failed {
+		t.Fatalf("no \"poll failed\" line naming record %s and server demo in the log:\n%s", id, raw)
+	}
+
+	r := d.run("--log-format", "xml", "ls").Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, `"xml" is not a log format: text or json`)
 }

@@ -114,6 +114,10 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, classify(err, "")
 	}
+	if claims != nil {
+		// Every line names the engine, as its metrics do.
+		opts.Logger = opts.Logger.With("engine", claims.name)
+	}
 	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config)}
 	e.feeds = newHub(e)
 	if claims != nil {

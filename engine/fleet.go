@@ -662,7 +662,7 @@ func (l *loop) orphanClaimed(id string) {
 		defer l.polls.Done()
 		if _, ok := c.claim(id); ok {
 			if _, err := l.e.tracker.Orphan(id); err != nil {
-				l.e.log.Warn("a crash's intent could not be marked orphaned", "task", id, "err", err)
+				l.e.log.Warn("a crash's intent could not be marked orphaned", "record", id, "err", err)
 			}
 		}
 		c.release(id)

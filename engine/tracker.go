@@ -730,7 +730,7 @@ func (t *Tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error
 		// reconnect would only add a request to a struggling server.
 		t.pool.Drop(sess)
 	}
-	t.log.Debug("poll failed", "task", rec.ID, "err", err)
+	t.log.Debug("poll failed", "record", rec.ID, "server", ServerLabel(rec.Server), "err", err)
 	next, errs := t.schedule(rec, false, err, t.now())
 	return PollResult{Task: rec, Next: next, Err: err, Errors: errs}
 }
