@@ -31,6 +31,7 @@ var fast = model.PollPolicy{Default: 20 * time.Millisecond, Floor: 10 * time.Mil
 // member is an engine of a fleet with its metrics served on loopback.
 type member struct {
 	e   *engine.Engine
+	m   *telemetry.Metrics
 	url string
 }
 
@@ -54,7 +55,7 @@ func join(t *testing.T, srv *hostile.Server, db string, i int, lease, renew time
 	if err := e.PollNow(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	return member{e: e, url: hs.URL}
+	return member{e: e, m: m, url: hs.URL}
 }
 
 // value is the sample of the series named (name{labels...}, labels in
@@ -62,12 +63,7 @@ func join(t *testing.T, srv *hostile.Server, db string, i int, lease, renew time
 // absent.
 func (m member) value(t *testing.T, series string) (float64, bool) {
 	t.Helper()
-	resp, err := http.Get(m.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	body := m.scrape(t)
 	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(series) + `(?:\{engine="[^"]+"\})? (\S+)$`)
 	s := re.FindSubmatch(body)
 	if s == nil {
@@ -78,6 +74,21 @@ func (m member) value(t *testing.T, series string) (float64, bool) {
 		t.Fatal(err)
 	}
 	return v, true
+}
+
+// scrape is the exposition, as Prometheus reads it.
+func (m member) scrape(t *testing.T) []byte {
+	t.Helper()
+	resp, err := http.Get(m.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
 
 // TestFleetMetrics: an engine that stops renewing its lease loses its
