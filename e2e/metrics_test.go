@@ -170,3 +170,34 @@ func TestLogFormatJSON(t *testing.T) {
 	r := d.run("--log-format", "xml", "ls").Must(t, exitUsage)
 	clitest.OneErrorLine(t, r, `"xml" is not a log format: text or json`)
 }
+
+// TestDoctor: doctor against the demo server in text and --json (exit 0),
+// against one that is gone (exit 3, one line), and without a server
+// (usage).
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.url))
+	r := d.run("doctor", "demo").Must(t, 0)
+	clitest.MustContain(t, r, r.Stdout, "revision      2026-07-28", "tasks         offered", "-32602", "can answer with a task", "problems      none")
+	r = d.run("doctor", "--url", srv.url, "--json").Must(t, 0)
+	var diag struct {
+		Reached   bool     `json:"reached"`
+		Revision  string   `json:"revision"`
+		Tasks     bool     `json:"tasks"`
+		Listen    bool     `json:"listenAnswered"`
+		TaskTools []string `json:"taskTools"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &diag); err != nil || !diag.Reached || diag.Revision != "2026-07-28" || !diag.Tasks || !diag.Listen || len(diag.TaskTools) == 0 {
+		t.Fatalf("doctor --json: %+v, %v\n%s", diag, err, r)
+	}
+	if len(d.ls()) != 0 {
+		t.Fatalf("doctor started a task")
+	}
+	srv.p.kill()
+	r = d.run("doctor", "demo").Must(t, exitUnreachable)
+	clitest.OneErrorLine(t, r, "server demo: cannot connect")
+	r = d.run("doctor").Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, "name one server")
+}

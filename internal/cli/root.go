@@ -181,6 +181,7 @@ crashes, restarts and servers that ask for input.
 		newCmdWatch(f, nil),
 		newCmdServers(f, nil),
 		newCmdTools(f, nil),
+		newCmdDoctor(f, nil),
 		newCmdServe(f, nil),
 		newCmdProxy(f, nil),
 		newCmdAgent(f, nil),
