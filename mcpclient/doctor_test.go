@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
@@ -116,5 +117,21 @@ func TestDiagnoseHang(t *testing.T) {
 	got := diagnose(t, "http://"+l.Addr().String()+"/mcp", 300*time.Millisecond)
 	if got.Reached || len(got.Problems) != 1 || !strings.Contains(got.Problems[0].Remedy, "does not answer") || strings.Contains(got.Problems[0].What, "\n") {
 		t.Fatalf("diagnosis of a server that hangs: %+v", got)
+	}
+}
+
+// TestDiagnoseLies: a server that answers tasks/get of a task it never
+// made with an error other than -32602, and acknowledges a listen of that
+// made-up id, is reached; each lie is one problem with its remedy.
+func TestDiagnoseLies(t *testing.T) {
+	srv := hostile.Start(t, demo.Options{})
+	srv.On(wire.MethodGet, hostile.Error(-32603, "internal error"))
+	srv.On(wire.MethodListen, hostile.ListenScript(true, ack("taskdeck-doctor-probe-0000")))
+	got := diagnose(t, srv.URL, waitfor.Scale(5*time.Second))
+	if !got.Reached || !got.Tasks || got.UnknownTask == "-32602" || !got.Push || !got.Acknowledged {
+		t.Fatalf("diagnosis of a server that lies: %+v", got)
+	}
+	if len(got.Problems) != 2 || !strings.Contains(got.Problems[0].What, "not answered -32602") || !strings.Contains(got.Problems[1].What, "acknowledged a task id the server never made") {
+		t.Fatalf("problems of a server that lies: %+v", got.Problems)
 	}
 }
