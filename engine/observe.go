@@ -79,7 +79,8 @@ type Stats struct {
 	// Counts is the store's number of records per status (one read).
 	Counts map[model.Status]int
 	// Open is, per server, the open tasks this engine has polled, per
-	// status (from its memory: no store read).
+	// status (from its memory: no store read); kept only with an
+	// Options.Observer, as OldestInput is.
 	Open map[string]map[model.Status]int
 	// OldestInput is when the longest wait for input among them began
 	// (zero: none waits).

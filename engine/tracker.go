@@ -773,9 +773,11 @@ func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error, asked t
 	}
 	ps.lastErr = pollErr
 	ps.lastPolled = now
-	ps.server, ps.status, ps.waiting = ServerLabel(rec.Server), rec.Status, time.Time{}
-	if rec.Status == model.StatusInputRequired && rec.WaitsForInput() {
-		ps.waiting = rec.WaitingSince()
+	if t.obs != nil { // only metrics read it
+		ps.server, ps.status, ps.waiting = ServerLabel(rec.Server), rec.Status, time.Time{}
+		if rec.Status == model.StatusInputRequired && rec.WaitsForInput() {
+			ps.waiting = rec.WaitingSince()
+		}
 	}
 	ps.base = t.policy.Next(in)
 	ps.next = asked.Add(t.policy.WithJitter(in, ps.base, rand.Float64()))
