@@ -143,10 +143,12 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 	if len(answers) == 0 {
 		return rec, nil // an agent's answers to keys no longer asked: ignored
 	}
+	since := rec.WaitingSince()
 	rec, err = t.store.Update(id, t.claimAnswers(ctx, answers))
 	if err != nil {
 		return nil, err
 	}
+	t.answered(rec, since)
 	sess, err := t.session(ctx, rec.Server)
 	if err != nil {
 		return rec, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
@@ -348,4 +350,12 @@ func (t *Tracker) Prune(ctx context.Context, olderThan time.Duration) (int, erro
 		cutoff = t.now().Add(-olderThan)
 	}
 	return t.store.Prune(cutoff, actorOf(ctx))
+}
+
+// answered tells the observer of a wait for input that began at since,
+// once every request of rec is answered.
+func (t *Tracker) answered(rec *model.Task, since time.Time) {
+	if t.obs != nil && len(rec.PendingInputs()) == 0 {
+		t.obs.Answered(ServerLabel(rec.Server), t.now().Sub(since))
+	}
 }

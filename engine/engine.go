@@ -58,6 +58,9 @@ type Options struct {
 	// keep-alive, for this long is taken as dropped (its tasks polled at
 	// once, then re-subscribed); 0: mcpclient.DefaultPushSilence (1 min).
 	PushSilence time.Duration
+	// Observer hears polls, calls, answers and push streams as they
+	// happen (telemetry's metrics); nil: nobody.
+	Observer Observer
 	// pushLimits, when set, replace the bounds on push streams (tests).
 	pushLimits pushLimits
 	// retentionEvery, when set, replaces retentionEvery (tests).
@@ -111,6 +114,10 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, classify(err, "")
 	}
+	if claims != nil {
+		// Every line names the engine, as its metrics do.
+		opts.Logger = opts.Logger.With("engine", claims.name)
+	}
 	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config)}
 	e.feeds = newHub(e)
 	if claims != nil {
@@ -131,7 +138,7 @@ func Open(opts Options) (*Engine, error) {
 		e.own = fleetOwner{e}
 	}
 	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx,
-		owner: e.own, actor: model.EngineActor(e.host)})
+		owner: e.own, actor: model.EngineActor(e.host), Observer: opts.Observer})
 	var orphans []*model.Task
 	if e.own.alone() {
 		if orphans, err = tr.OrphanStale(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
@@ -152,6 +153,10 @@ type claimer struct {
 	// intent until it closes); aliveMu orders the first one.
 	aliveMu sync.Mutex
 	beating bool
+
+	// For a scrape (Engine.Stats): leases taken over, fenced writes
+	// refused, and the last heartbeat recorded (unix ns).
+	tookOverN, fencedN, beatAt atomic.Int64
 }
 
 func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
@@ -478,6 +483,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 			c.tookOver[cl.ID] = true
 		}
 		c.mu.Unlock()
+		c.tookOverN.Add(int64(len(got)))
 		return got, err
 	})
 	if err != nil {
@@ -597,7 +603,9 @@ func (c *claimer) update(id string, fn func(t *model.Task) (bool, error)) (*mode
 	if !ok {
 		cl = postgres.Claim{ID: id, Owner: c.name} // fence 0
 	}
-	return c.pg.UpdateClaimed(cl, fn)
+	rec, err := c.pg.UpdateClaimed(cl, fn)
+	c.fencedWrite(err)
+	return rec, err
 }
 
 // fleetOwner is the owner of an engine on a shared database: every server
@@ -654,7 +662,7 @@ func (l *loop) orphanClaimed(id string) {
 		defer l.polls.Done()
 		if _, ok := c.claim(id); ok {
 			if _, err := l.e.tracker.Orphan(id); err != nil {
-				l.e.log.Warn("a crash's intent could not be marked orphaned", "task", id, "err", err)
+				l.e.log.Warn("a crash's intent could not be marked orphaned", "record", id, "err", err)
 			}
 		}
 		c.release(id)
@@ -712,7 +720,11 @@ func (c *claimer) beat() error {
 	if rounds && c.member {
 		servers = c.claimable()
 	}
-	return c.pg.Heartbeat(c.name, servers, c.lease)
+	if err := c.pg.Heartbeat(c.name, servers, c.lease); err != nil {
+		return err
+	}
+	c.beatAt.Store(time.Now().UnixNano())
+	return nil
 }
 
 // leave takes this engine off the live ones: it is closing.

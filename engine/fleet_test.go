@@ -372,6 +372,13 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	if after, err := other.store.Get(id); err != nil || after.StatusMessage == stale {
 		t.Fatalf("the record after the refused push: %q, %v", after.StatusMessage, err)
 	}
+	// Both show in the engines' stats (the metrics' source).
+	if st, err := slow.Stats(); err != nil || st.Fleet == nil || st.Fleet.Fenced < 1 {
+		t.Errorf("the slow engine's stats after a write refused: %+v, %v; want it counted", st.Fleet, err)
+	}
+	if st, err := other.Stats(); err != nil || st.Fleet == nil || st.Fleet.TakenOver != 1 || st.Fleet.Claims != 1 || st.Fleet.Fenced != 0 {
+		t.Errorf("the other engine's stats after its takeover: %+v, %v; want 1 lease taken over, 1 claim, no fenced write", st.Fleet, err)
+	}
 
 	// A poll outside the schedule (the one Cancel and Answer make): the
 	// task's progress changes every second, so within a few polls one

@@ -490,7 +490,7 @@ func (l *loop) applied(st *stream, p polled) {
 	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, store.ErrFenced):
 		l.drop(p.id) // forgotten meanwhile, or another engine watches it now
 	case p.err != nil:
-		l.e.log.Warn("push could not be recorded", "task", p.id, "err", p.err)
+		l.e.log.Warn("push could not be recorded", "record", p.id, "err", p.err)
 	case p.res.Next == 0:
 		l.drop(p.id)
 		l.e.feeds.poll(l.e.entry(p.res.Task))
@@ -530,5 +530,8 @@ func (l *loop) ended(st *stream, err error) {
 		}
 	}
 	l.closeStream(st.server, sp, sh, why)
+	if l.e.opts.Observer != nil {
+		l.e.opts.Observer.PushDropped(ServerLabel(st.server))
+	}
 	l.e.log.Info("push: stream ended; re-subscribing, its tasks polled meanwhile", "server", st.server.String(), "err", err)
 }

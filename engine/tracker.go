@@ -37,6 +37,7 @@ type Tracker struct {
 	owner owner
 	// engine names the tracker's own acts (an orphaning).
 	engine model.Actor
+	obs    Observer // nil: nobody
 
 	mu    sync.Mutex
 	polls map[string]*pollState
@@ -51,6 +52,11 @@ type pollState struct {
 	lastErr    error
 	lastPolled time.Time
 	next       time.Time
+	// What a scrape counts (Engine.Stats): the task's server and status
+	// as last polled, and since when it waits for input (zero: it does not).
+	server  string
+	status  model.Status
+	waiting time.Time
 }
 
 // PollStatus is the poll state of a task, for display.
@@ -73,6 +79,8 @@ type TrackerOptions struct {
 	Context context.Context
 	owner   owner       // nil: the sole owner of st
 	actor   model.Actor // names its own acts; zero: this host's engine
+	// Observer hears its polls, calls and answers (telemetry); nil: nobody.
+	Observer Observer
 }
 
 // NewTracker makes a tracker over an open store and a pool.
@@ -101,6 +109,7 @@ func NewTracker(st store.Backend, pool *mcpclient.Pool, opts TrackerOptions) *Tr
 	return &Tracker{
 		store: st, pool: pool, policy: opts.Policy, now: opts.Now, log: opts.Logger,
 		requestTimeout: opts.RequestTimeout, life: opts.Context, polls: map[string]*pollState{}, owner: opts.owner, engine: opts.actor,
+		obs: opts.Observer,
 	}
 }
 
@@ -215,8 +224,12 @@ func (t *Tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *mode
 	defer release()
 	for ; ; round++ {
 		cctx, cancel := mcpclient.WithRequestTimeout(owned, t.requestTimeout) // a stopped process keeps its answer
+		sent := time.Now()
 		out, err := sess.CallTool(cctx, rec.Tool, rec.Arguments, answers, state)
 		cancel()
+		if t.obs != nil {
+			t.obs.Called(ServerLabel(rec.Server), time.Since(sent), causeOf(owned, err))
+		}
 		if err != nil {
 			failed, err := t.callFailed(rec.ID, sess, err)
 			return CallOutcome{Task: failed}, err
@@ -352,9 +365,11 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 		return CallOutcome{Task: rec}, err
 	}
 	if len(answers) > 0 {
+		since := rec.WaitingSince()
 		if rec, err = t.store.Update(id, t.claimAnswers(ctx, answers)); err != nil {
 			return CallOutcome{}, err
 		}
+		t.answered(rec, since)
 	}
 	if len(rec.PendingInputs()) > 0 {
 		return CallOutcome{Task: rec, NeedsInput: true}, nil
@@ -559,6 +574,20 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 		t.forgetPoll(id)
 		return PollResult{Task: rec}, nil
 	}
+	if t.obs == nil {
+		return t.ask(ctx, id, rec)
+	}
+	start := time.Now()
+	res, err := t.ask(ctx, id, rec)
+	if err == nil {
+		t.obs.Polled(ServerLabel(rec.Server), time.Since(start), causeOf(ctx, res.Err))
+	}
+	return res, err
+}
+
+// ask is one poll of the pollable rec: its pending answers re-sent, then
+// tasks/get.
+func (t *Tracker) ask(ctx context.Context, id string, rec *model.Task) (PollResult, error) {
 	sess, err := t.session(ctx, rec.Server)
 	if err != nil {
 		return t.requestFailed(ctx, rec, nil, err)
@@ -701,7 +730,7 @@ func (t *Tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error
 		// reconnect would only add a request to a struggling server.
 		t.pool.Drop(sess)
 	}
-	t.log.Debug("poll failed", "task", rec.ID, "err", err)
+	t.log.Debug("poll failed", "record", rec.ID, "server", ServerLabel(rec.Server), "err", err)
 	next, errs := t.schedule(rec, false, err, t.now())
 	return PollResult{Task: rec, Next: next, Err: err, Errors: errs}
 }
@@ -744,6 +773,12 @@ func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error, asked t
 	}
 	ps.lastErr = pollErr
 	ps.lastPolled = now
+	if t.obs != nil { // only metrics read it
+		ps.server, ps.status, ps.waiting = ServerLabel(rec.Server), rec.Status, time.Time{}
+		if rec.Status == model.StatusInputRequired && rec.WaitsForInput() {
+			ps.waiting = rec.WaitingSince()
+		}
+	}
 	ps.base = t.policy.Next(in)
 	ps.next = asked.Add(t.policy.WithJitter(in, ps.base, rand.Float64()))
 	return max(ps.next.Sub(now), time.Microsecond), ps.errors

@@ -38,7 +38,12 @@ const DefaultPushSilence = time.Minute
 var ErrNoPush = errors.New("the server does not push task changes")
 
 // noPushError is ErrNoPush for one server, with why.
-type noPushError struct{ server, why string }
+type noPushError struct {
+	server, why string
+	// answered: the server answered the listen with a stream and an
+	// acknowledgement, of none of the ids (doctor's made-up one).
+	answered bool
+}
 
 func (e *noPushError) Error() string {
 	return fmt.Sprintf("server %s does not push task changes: %s", e.server, e.why)
@@ -187,7 +192,7 @@ func (s *Session) Listen(ctx context.Context, taskIDs []string) (*Subscription, 
 }
 
 func (s *Session) noPush(why string) error {
-	return &noPushError{config.RedactURLs(s.ref.String()), why}
+	return &noPushError{server: config.RedactURLs(s.ref.String()), why: why}
 }
 
 // refusal is what a listen answered otherwise than with a stream means: a
@@ -310,7 +315,7 @@ func (r *listenReader) acknowledged(params json.RawMessage) (bool, error) {
 		}
 	}
 	if len(ids) == 0 {
-		return true, r.sess.noPush("it acknowledged none of the tasks")
+		return true, &noPushError{config.RedactURLs(r.sess.ref.String()), "it acknowledged none of the tasks", true}
 	}
 	r.ack <- ids
 	return false, nil

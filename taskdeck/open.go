@@ -57,6 +57,9 @@ type Options struct {
 	RequestTimeout time.Duration // one request to a server; zero: the default
 	// Policy paces polls; zero: model.DefaultPollPolicy.
 	Policy model.PollPolicy
+	// Observer hears the engine's polls and calls (package telemetry's
+	// metrics); nil: nobody. OpenEngine only.
+	Observer engine.Observer
 	// Opened, when set, is called with the engine this process opens
 	// (the command line's `--all` polls every open task at once).
 	Opened func(*engine.Engine) error
@@ -135,6 +138,7 @@ func OpenEngine(opts Options) (*engine.Engine, error) {
 		Warn:           opts.Warn,
 		RequestTimeout: opts.RequestTimeout,
 		Policy:         opts.Policy,
+		Observer:       opts.Observer,
 	})
 	if err != nil {
 		return nil, &StoreError{Err: err}

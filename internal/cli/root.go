@@ -64,6 +64,7 @@ type Factory struct {
 	store               string // --store; "" defers to the config's "store"
 	configSet           bool   // --config was given
 	verbose             bool
+	logFormat           logFormat
 	readOnly            bool          // the dashboard as a viewer
 	requestTimeout      time.Duration // bounds one request to a server (--request-timeout)
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
@@ -75,6 +76,9 @@ type Factory struct {
 	// retention: a long-lived owner (serve, the dashboard) runs the
 	// config's retention schedule when its process owns the store.
 	retention bool
+
+	// observer hears the engine this process opens (serve --metrics).
+	observer engine.Observer
 
 	cfg     *mcpconfig.Config
 	logFile *os.File
@@ -155,6 +159,7 @@ crashes, restarts and servers that ask for input.
 	root.PersistentFlags().StringVar(&f.configPath, "config", defaultConfigPath(), "server configuration (mcpServers JSON)")
 	root.PersistentFlags().StringVar(&f.store, "store", "", "task store: empty for Badger in --data-dir, or postgres://… for a fleet's shared database (overrides \"store\" in the config)")
 	root.PersistentFlags().BoolVarP(&f.verbose, "verbose", "v", false, "debug-level logging to the log file")
+	root.PersistentFlags().Var(&f.logFormat, "log-format", "the log file's lines: text, or json (one object a line; fields server, tool, record, engine as in the metrics)")
 	// A knob for the tests, which cannot wait out the default.
 	root.PersistentFlags().DurationVar(&f.requestTimeout, "request-timeout", mcpclient.DefaultRequestTimeout, "how long one request to a server may take")
 	root.PersistentFlags().MarkHidden("request-timeout")
@@ -176,6 +181,7 @@ crashes, restarts and servers that ask for input.
 		newCmdWatch(f, nil),
 		newCmdServers(f, nil),
 		newCmdTools(f, nil),
+		newCmdDoctor(f, nil),
 		newCmdServe(f, nil),
 		newCmdProxy(f, nil),
 		newCmdAgent(f, nil),
@@ -344,6 +350,7 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine
 		Warn:           f.warn,
 		RequestTimeout: f.requestTimeout,
 		Policy:         f.policy,
+		Observer:       f.observer,
 	})
 	return e, storeFailure(err)
 }
@@ -403,7 +410,12 @@ func (f *Factory) openLog() error {
 		level = slog.LevelDebug
 	}
 	f.logFile = file
-	f.logger = slog.New(slog.NewTextHandler(file, &slog.HandlerOptions{Level: level}))
+	hopts := &slog.HandlerOptions{Level: level}
+	if f.logFormat == "json" {
+		f.logger = slog.New(slog.NewJSONHandler(file, hopts))
+	} else {
+		f.logger = slog.New(slog.NewTextHandler(file, hopts))
+	}
 	return nil
 }
 
@@ -446,3 +458,28 @@ func (f *Factory) completeIDs(cmd *cobra.Command, args []string, _ string) ([]st
 	}
 	return ids, cobra.ShellCompDirectiveNoFileComp
 }
+
+// logFormat is --log-format: "" (text) or json; anything else is refused
+// as the flags are read.
+type logFormat string
+
+func (l *logFormat) String() string {
+	if *l == "" {
+		return "text"
+	}
+	return string(*l)
+}
+
+func (l *logFormat) Set(v string) error {
+	switch v {
+	case "text":
+		*l = ""
+	case "json":
+		*l = "json"
+	default:
+		return fmt.Errorf("%q is not a log format: text or json", v)
+	}
+	return nil
+}
+
+func (*logFormat) Type() string { return "text|json" }

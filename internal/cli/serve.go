@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -15,6 +16,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/proxy"
 	"github.com/taskdeck/taskdeck/service"
+	"github.com/taskdeck/taskdeck/telemetry"
 )
 
 // ServeOptions is `taskdeck serve`.
@@ -25,6 +27,9 @@ type ServeOptions struct {
 	// token from the config's "agents"); Token is the operator's
 	// credential there (required off loopback).
 	ProxyAddr, Token string
+	// MetricsAddr, when set, is where Prometheus scrapes the engine's
+	// metrics (the Token rules of the proxy: loopback unless given one).
+	MetricsAddr string
 }
 
 // shutdownGrace bounds how long a stopping owner waits for the requests
@@ -62,6 +67,11 @@ agent" in the README).`,
 					return &exitError{code: exitUsage, err: err}
 				}
 			}
+			if opts.MetricsAddr != "" {
+				if err := telemetry.CheckListen(opts.MetricsAddr, opts.Token); err != nil {
+					return &exitError{code: exitUsage, err: err}
+				}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -69,6 +79,7 @@ agent" in the README).`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.ProxyAddr, "proxy", "", "also serve MCP agents on HOST:PORT, each with its token from the config's \"agents\" (loopback unless --token is given)")
+	cmd.Flags().StringVar(&opts.MetricsAddr, "metrics", "", "serve Prometheus metrics at http://HOST:PORT/metrics (loopback unless --token is given; then scrapers send it)")
 	cmd.Flags().StringVar(&opts.Token, "token", "", "the operator's bearer token at the proxy: every server, every task (needed off loopback); prefer $"+tokenEnv+", which other users cannot read in ps")
 	return cmd
 }
@@ -86,6 +97,18 @@ func serveRun(opts *ServeOptions) error {
 	// the data dir, so no socket is served there.
 	shared := engine.IsPostgres(f.storeOf(cfg))
 	f.retention = true
+	// The metrics' address is taken first: one in use fails serve before
+	// it takes the store.
+	var metrics *telemetry.Metrics
+	var scrapeLn net.Listener
+	if opts.MetricsAddr != "" {
+		if scrapeLn, err = net.Listen("tcp", opts.MetricsAddr); err != nil {
+			return &exitError{code: exitTaskBad, err: fmt.Errorf("metrics cannot listen on %s: %w", opts.MetricsAddr, err)}
+		}
+		defer scrapeLn.Close()
+		metrics = telemetry.New(cfg.Names())
+		f.observer = metrics
+	}
 	var e *engine.Engine
 	if shared {
 		e, err = f.openEngine(cfg, true)
@@ -135,6 +158,15 @@ func serveRun(opts *ServeOptions) error {
 		agents = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn)}
 		go agents.Serve(ln)
 		fmt.Fprintf(f.stderr, "taskdeck: agents reach server NAME at http://%s/mcp/NAME\n", ln.Addr())
+	}
+	if metrics != nil {
+		metrics.Watch(e)
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler(opts.Token))
+		scrape := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn)}
+		go scrape.Serve(scrapeLn)
+		defer scrape.Close()
+		fmt.Fprintf(f.stderr, "taskdeck: metrics at http://%s/metrics\n", scrapeLn.Addr())
 	}
 	// An owner for the long run watches every open task from the start.
 	if err := e.PollNow(ctx, nil); err != nil && deck.KindOf(err) != deck.KindCanceled {

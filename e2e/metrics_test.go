@@ -1,0 +1,203 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/promtest"
+)
+
+// serveMetrics starts `serve --metrics 127.0.0.1:0` with extra flags and
+// returns it with the metrics' host:port, as it printed it.
+func (d *deck) serveMetrics(extra ...string) (*proc, string) {
+	d.t.Helper()
+	owner := d.start(append([]string{"serve", "--metrics", "127.0.0.1:0"}, extra...)...)
+	addr := regexp.MustCompile(`metrics at http://(127\.0\.0\.1:\d+)/metrics`)
+	clitest.WaitFor(d.t, "the metrics' address", func() bool { return addr.MatchString(owner.Stderr.String()) || owner.exited() })
+	m := addr.FindStringSubmatch(owner.Stderr.String())
+	if m == nil {
+		d.t.Fatalf("serve --metrics printed no address (exit %d): %s", owner.Code, owner.Stderr)
+	}
+	clitest.WaitFor(d.t, "serve to own the store", func() bool { return strings.Contains(owner.Stderr.String(), "ctrl+c stops") })
+	return owner, m[1]
+}
+
+// scrape is one GET /metrics with the token (none: "").
+func scrape(t *testing.T, addr, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestMetricsScrapedByPrometheus runs a scripted session against the demo
+// server (calls, an answer, a task that fails, a server that goes away)
+// under `serve --metrics`, has a real Prometheus scrape it, and checks the
+// series with PromQL over Prometheus's API; promtool checks the
+// exposition, and no task id is a label.
+func TestMetricsScrapedByPrometheus(t *testing.T) {
+	t.Parallel()
+	promtest.Bin(t, "prometheus")
+	promtool := promtest.Bin(t, "promtool")
+	demo := startDemo(t, "127.0.0.1:0", "--no-push") // polled
+	gone := startDemo(t, "127.0.0.1:0")              // pushes, then goes away
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q},"gone":{"url":%q}}}`, demo.url, gone.url))
+	const token = "scrape-token-for-the-test"
+	d.env = append(d.env, "TASKDECK_PROXY_TOKEN="+token) // not on the command line
+	_, addr := d.serveMetrics()
+
+	if code, _ := scrape(t, addr, ""); code != http.StatusUnauthorized {
+		t.Fatalf("a scrape without the token: HTTP %d, want 401", code)
+	}
+	prom := promtest.Start(t, token, addr)
+
+	var ids []string
+	r := d.run("call", "--server", "demo", "sleep", "--args", `{"seconds":1}`, "--wait").Must(t, 0)
+	ids = append(ids, strings.Fields(r.Stdout)[1])
+	id := clitest.OnlyID(t, d.run("call", "--server", "demo", "approve", "--args", `{"action":"deploy"}`).Must(t, 0))
+	ids = append(ids, id)
+	d.waitStatus(id, "input_required")
+	d.run("answer", id, "approve-1", approveAnswer).Must(t, 0)
+	d.waitStatus(id, "completed")
+	r = d.run("call", "--server", "demo", "fail", "--args", `{"mode":"error"}`, "--wait").Must(t, exitTaskBad)
+	ids = append(ids, strings.Fields(r.Stdout)[1])
+	id = clitest.OnlyID(t, d.run("call", "--server", "gone", "sleep", "--args", `{"seconds":600}`).Must(t, 0))
+	ids = append(ids, id)
+
+	// want waits until Prometheus's answer to query is value.
+	want := func(query string, value float64) {
+		t.Helper()
+		var last []promtest.Sample
+		var err error
+		clitest.WaitFor(t, fmt.Sprintf("%s == %g in Prometheus", query, value), func() bool {
+			last, err = prom.Query(query)
+			return err == nil && len(last) == 1 && last[0].Value == value
+		})
+	}
+	want(`taskdeck_push_up{server="gone"}`, 1)
+	gone.p.kill()
+	want(`taskdeck_tasks{status="completed"}`, 2)
+	want(`taskdeck_tasks{status="failed"}`, 1)
+	want(`taskdeck_tasks{status="working"}`, 1)
+	want(`taskdeck_open_tasks{server="gone",status="working"}`, 1)
+	want(`taskdeck_tool_call_duration_seconds_count{server="demo",outcome="ok"}`, 3)
+	want(`taskdeck_tool_call_duration_seconds_count{server="gone",outcome="ok"}`, 1)
+	want(`taskdeck_input_wait_answered_seconds_count{server="demo"}`, 1)
+	want(`taskdeck_oldest_input_wait_seconds`, 0)
+	want(`taskdeck_push_stream_drops_total{server="gone"} > bool 0`, 1)
+	want(`taskdeck_push_up{server="gone"}`, 0)
+	want(`taskdeck_poll_duration_seconds_count{server="demo"} > bool 0`, 1)
+	want(`sum(taskdeck_poll_failures_total{server="gone",cause="transport"}) > bool 0`, 1)
+	want(`sum(taskdeck_poll_failures_total{server="demo"}) or vector(0)`, 0)
+	want(`taskdeck_store_revision > bool 0`, 1)
+
+	_, body := scrape(t, addr, token)
+	check := exec.CommandContext(context.Background(), promtool, "check", "metrics")
+	check.Stdin = strings.NewReader(body)
+	var out bytes.Buffer
+	check.Stdout, check.Stderr = &out, &out
+	if err := check.Run(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out.String())
+	}
+	for _, id := range ids {
+		if strings.Contains(body, id) {
+			t.Fatalf("task id %s is in the exposition", id)
+		}
+	}
+}
+
+// TestMetricsAddressRefused: off loopback without a token, serve refuses
+// the metrics' address in one line (usage), before it takes the store.
+func TestMetricsAddressRefused(t *testing.T) {
+	t.Parallel()
+	d := newDeck(t)
+	r := d.run("serve", "--metrics", "0.0.0.0:0").Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, "metrics address 0.0.0.0:0", "give --token")
+	r = d.run("serve", "--metrics", "no-port").Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, `metrics address "no-port" is not HOST:PORT`)
+}
+
+// TestLogFormatJSON: --log-format json writes the log file as one JSON
+// object a line, with the metrics' field names (a failed poll names its
+// record and server); another format is refused in one line.
+func TestLogFormatJSON(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0", "--no-push")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.url))
+	id := clitest.OnlyID(t, d.run("--log-format", "json", "call", "--server", "demo", "sleep", "--args", `{"seconds":600}`).Must(t, 0))
+	srv.p.kill()
+	d.run("--log-format", "json", "-v", "get", id).Must(t, 0) // its refresh fails: the row shows it
+
+	raw, err := os.ReadFile(filepath.Join(d.dataDir, "taskdeck.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for line := range strings.Lines(string(raw)) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line is not JSON: %v\n%s", err, line)
+		}
+		if rec["msg"] == "poll failed" && rec["record"] == id && rec["server"] == "demo" {
+			failed = true
+		}
+	}
+	if !failed {
+		t.Fatalf("no \"poll failed\" line naming record %s and server demo in the log:\n%s", id, raw)
+	}
+
+	r := d.run("--log-format", "xml", "ls").Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, `"xml" is not a log format: text or json`)
+}
+
+// TestDoctor: doctor against the demo server in text and --json (exit 0),
+// against one that is gone (exit 3, one line), and without a server
+// (usage).
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.url))
+	r := d.run("doctor", "demo").Must(t, 0)
+	clitest.MustContain(t, r, r.Stdout, "revision      2026-07-28", "tasks         offered", "-32602", "can answer with a task", "problems      none")
+	r = d.run("doctor", "--url", srv.url, "--json").Must(t, 0)
+	var diag struct {
+		Reached   bool     `json:"reached"`
+		Revision  string   `json:"revision"`
+		Tasks     bool     `json:"tasks"`
+		Listen    bool     `json:"listenAnswered"`
+		TaskTools []string `json:"taskTools"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &diag); err != nil || !diag.Reached || diag.Revision != "2026-07-28" || !diag.Tasks || !diag.Listen || len(diag.TaskTools) == 0 {
+		t.Fatalf("doctor --json: %+v, %v\n%s", diag, err, r)
+	}
+	if len(d.ls()) != 0 {
+		t.Fatalf("doctor started a task")
+	}
+	srv.p.kill()
+	r = d.run("doctor", "demo").Must(t, exitUnreachable)
+	clitest.OneErrorLine(t, r, "server demo: cannot connect")
+	r = d.run("doctor").Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, "name one server")
+}
