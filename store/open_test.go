@@ -279,6 +279,40 @@ func TestOpenAfterKillWithABigWAL(t *testing.T) {
 	}
 }
 
+// TestOpensTablesOfTheEarlierBlocks: tables written with 4 KiB blocks (the
+// sizing before 64 KiB blocks) are checked, read, rewritten and compacted
+// with the new tables: a table's index says where its blocks are.
+func TestOpensTablesOfTheEarlierBlocks(t *testing.T) {
+	dir := t.TempDir()
+	restore := store.UseSizing("blocks4K")
+	s, err := store.Open(dir, nil)
+	must(t, err)
+	var recs []*model.Task
+	for i := range 200 {
+		recs = append(recs, create(t, s, fmt.Sprint("k-", i), model.StatusWorking, t0))
+	}
+	must(t, s.Close()) // flushes the memtable into a table of 4 KiB blocks
+	restore()
+	for round := range 2 {
+		s = openStore(t, dir)
+		for _, rec := range recs {
+			got, err := s.Get(rec.ID)
+			if err != nil || got.IdempotencyKey != rec.IdempotencyKey {
+				t.Fatalf("round %d: record %s: %v, %v", round, rec.ID, got, err)
+			}
+		}
+		half := len(recs) / 2
+		for _, rec := range recs[:half] {
+			_, err := s.Update(rec.ID, moveTo(model.StatusCompleted, t0))
+			must(t, err)
+		}
+		_, err = s.Prune(time.Time{}, tester) // compacts the old tables with the new
+		must(t, err)
+		recs = recs[half:]
+		must(t, s.Close())
+	}
+}
+
 func TestOpenTwiceInProcess(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
