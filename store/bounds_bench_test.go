@@ -39,7 +39,7 @@ func BenchmarkPolledLargeTasks(b *testing.B) { bySizing(b, polledLargeTasks) }
 
 // bySizing runs f with the store's Badger sizing, with the one before
 // issue 20 and with the candidates, one after the other in this process
-// (-bench 'X/sizing=(small|blocks4K)$' picks some).
+// (-bench 'X/sizing=(small|blocks64K)$' picks some).
 func bySizing(b *testing.B, f func(*testing.B)) {
 	for _, sizing := range append(store.Sizings, store.Candidates...) {
 		b.Run("sizing="+sizing, func(b *testing.B) {

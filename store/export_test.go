@@ -142,12 +142,12 @@ func UseSizing(name string) (restore func()) {
 // also measures, each changing one thing.
 var candidates = map[string]sizing{
 	"memtable2M": func() sizing { s := small; s.memTable = 2 << 20; return s }(),
-	// the small sizing with Badger's 4 KiB blocks, as before they grew
-	"blocks4K": func() sizing { s := small; s.block = 4 << 10; return s }(),
+	// 64 KiB blocks, which keep the pooled table builders smaller
+	"blocks64K": func() sizing { s := small; s.block = 64 << 10; return s }(),
 }
 
 // Candidates names them, in a fixed order.
-var Candidates = []string{"memtable2M", "blocks4K"}
+var Candidates = []string{"memtable2M", "blocks64K"}
 
 // PruneChunk is the records one prune txn deletes at most.
 const PruneChunk = pruneChunk

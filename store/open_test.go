@@ -279,19 +279,20 @@ func TestOpenAfterKillWithABigWAL(t *testing.T) {
 	}
 }
 
-// TestOpensTablesOfTheEarlierBlocks: tables written with 4 KiB blocks (the
-// sizing before 64 KiB blocks) are checked, read, rewritten and compacted
-// with the new tables: a table's index says where its blocks are.
-func TestOpensTablesOfTheEarlierBlocks(t *testing.T) {
+// TestOpensTablesOfOtherBlocks: tables written with 64 KiB blocks (a
+// candidate sizing) are checked, read, rewritten and compacted with
+// tables of the store's 4 KiB blocks: a table's index says where its
+// blocks are, so the block size can change between two opens.
+func TestOpensTablesOfOtherBlocks(t *testing.T) {
 	dir := t.TempDir()
-	restore := store.UseSizing("blocks4K")
+	restore := store.UseSizing("blocks64K")
 	s, err := store.Open(dir, nil)
 	must(t, err)
 	var recs []*model.Task
 	for i := range 200 {
 		recs = append(recs, create(t, s, fmt.Sprint("k-", i), model.StatusWorking, t0))
 	}
-	must(t, s.Close()) // flushes the memtable into a table of 4 KiB blocks
+	must(t, s.Close()) // flushes the memtable into a table of 64 KiB blocks
 	restore()
 	for round := range 2 {
 		s = openStore(t, dir)
