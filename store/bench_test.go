@@ -208,7 +208,8 @@ func BenchmarkOpenTasks(b *testing.B) {
 // sizing against the sizing before issue 20, interleaved so that a busy
 // machine slows both alike: each round updates a 30 KB record in a store
 // of each sizing (a poll that brought progress) and creates a small one
-// in each. x-update and x-create are the store's time over the old one's.
+// in each. x-update and x-create are the store's time over the old one's;
+// x-update-64K and x-create-64K: 64 KiB blocks' time over the store's.
 func BenchmarkSizingWriteCost(b *testing.B) {
 	open := func(name string) *Store {
 		defer UseSizing(name)()
@@ -219,7 +220,7 @@ func BenchmarkSizingWriteCost(b *testing.B) {
 		b.Cleanup(func() { _ = s.Close() })
 		return s
 	}
-	stores := []*Store{open("small"), open("before20")}
+	stores := []*Store{open("small"), open("before20"), open("blocks64K")}
 	big := benchRecord(0, true)
 	big.Arguments = json.RawMessage(fmt.Sprintf(`{"note":%q}`, strings.Repeat("x", 30<<10)))
 	for _, s := range stores {
@@ -227,7 +228,7 @@ func BenchmarkSizingWriteCost(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	var update, create [2]time.Duration
+	var update, create [3]time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		for j, s := range stores {
@@ -252,6 +253,8 @@ func BenchmarkSizingWriteCost(b *testing.B) {
 	b.ReportMetric(float64(update[0])/float64(update[1]), "x-update")
 	b.ReportMetric(float64(create[0].Nanoseconds())/float64(b.N), "create-ns/op")
 	b.ReportMetric(float64(create[0])/float64(create[1]), "x-create")
+	b.ReportMetric(float64(update[2])/float64(update[0]), "x-update-64K")
+	b.ReportMetric(float64(create[2])/float64(create[0]), "x-create-64K")
 }
 
 // BenchmarkSizingParallelCreate: 64 writers creating small records, the

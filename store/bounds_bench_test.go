@@ -37,10 +37,11 @@ import (
 // records left (disk/live-pruned).
 func BenchmarkPolledLargeTasks(b *testing.B) { bySizing(b, polledLargeTasks) }
 
-// bySizing runs f with the store's Badger sizing and with the one before
-// issue 20, one after the other in this process.
+// bySizing runs f with the store's Badger sizing, with the one before
+// issue 20 and with the candidates, one after the other in this process
+// (-bench 'X/sizing=(small|blocks64K)$' picks some).
 func bySizing(b *testing.B, f func(*testing.B)) {
-	for _, sizing := range store.Sizings {
+	for _, sizing := range append(store.Sizings, store.Candidates...) {
 		b.Run("sizing="+sizing, func(b *testing.B) {
 			defer store.UseSizing(sizing)()
 			f(b)
@@ -147,14 +148,15 @@ func flippingTask(b *testing.B) {
 	must(b, err)
 	size, err := json.Marshal(got)
 	must(b, err)
-	b.Logf("%d flips: record %d bytes, %d history entries; heap %+.1f MB in the first tenth, then %+.1f MB; RSS %+.1f MB, then %+.1f MB",
-		b.N, len(size), len(got.History), mb(heapW-heap0), mb(heap1-heapW), mb(rssW-rss0), mb(rss1-rssW))
+	b.Logf("%d flips: record %d bytes, %d history entries; heap %+.1f MB in the first tenth, then %+.1f MB; RSS %+.1f MB, then %+.1f MB (%+.1f MB over all)",
+		b.N, len(size), len(got.History), mb(heapW-heap0), mb(heap1-heapW), mb(rssW-rss0), mb(rss1-rssW), mb(rss1-rss0))
 	b.ReportMetric(float64(len(size)), "record-bytes")
 	b.ReportMetric(float64(len(got.History)), "history-entries")
 	b.ReportMetric(mb(heapW-heap0), "heap-warmup-MB")
 	b.ReportMetric(mb(heap1-heapW), "heap-growth-MB")
 	b.ReportMetric(mb(rssW-rss0), "rss-warmup-MB")
 	b.ReportMetric(mb(rss1-rssW), "rss-growth-MB")
+	b.ReportMetric(mb(rss1-rss0), "rss-all-MB")
 }
 
 // heapAndRSS is the live heap after a collection, and the resident set

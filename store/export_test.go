@@ -58,6 +58,9 @@ func Raw(s *Store, key string) (string, error) {
 	return string(v), err
 }
 
+// OnCompact makes s call fn before each step of a reclaim's compaction.
+func OnCompact(s *Store, fn func(step string)) { s.onCompact = fn }
+
 // OnSync makes s call fn with every path it syncs after a commit.
 func OnSync(s *Store, fn func(path string)) { s.wal.onSync = fn }
 
@@ -120,7 +123,7 @@ func Tamper(dir string, fn func(*badger.Txn) error) error { return behindTheBack
 
 // before20 is Badger's sizing before issue 20 (8 MiB memtables, values of
 // 1 MiB and more in the value log), the baseline of the sizing benchmarks.
-var before20 = sizing{memTable: 8 << 20, memtables: 2, level0: 2, table: 2 << 20, threshold: 1 << 20}
+var before20 = sizing{memTable: 8 << 20, memtables: 2, level0: 2, table: 2 << 20, threshold: 1 << 20, block: 4 << 10}
 
 // Sizings names the sizings the benchmarks compare; UseSizing makes Open
 // take one until the returned func restores the store's own.
@@ -139,10 +142,12 @@ func UseSizing(name string) (restore func()) {
 // also measures, each changing one thing.
 var candidates = map[string]sizing{
 	"memtable2M": func() sizing { s := small; s.memTable = 2 << 20; return s }(),
+	// 64 KiB blocks, which keep the pooled table builders smaller
+	"blocks64K": func() sizing { s := small; s.block = 64 << 10; return s }(),
 }
 
 // Candidates names them, in a fixed order.
-var Candidates = []string{"memtable2M"}
+var Candidates = []string{"memtable2M", "blocks64K"}
 
 // PruneChunk is the records one prune txn deletes at most.
 const PruneChunk = pruneChunk

@@ -279,6 +279,41 @@ func TestOpenAfterKillWithABigWAL(t *testing.T) {
 	}
 }
 
+// TestOpensTablesOfOtherBlocks: tables written with 64 KiB blocks (a
+// candidate sizing) are checked, read, rewritten and compacted with
+// tables of the store's 4 KiB blocks: a table's index says where its
+// blocks are, so the block size can change between two opens.
+func TestOpensTablesOfOtherBlocks(t *testing.T) {
+	dir := t.TempDir()
+	restore := store.UseSizing("blocks64K")
+	s, err := store.Open(dir, nil)
+	must(t, err)
+	var recs []*model.Task
+	for i := range 200 {
+		recs = append(recs, create(t, s, fmt.Sprint("k-", i), model.StatusWorking, t0))
+	}
+	must(t, s.Close()) // flushes the memtable into a table of 64 KiB blocks
+	restore()
+	for round := range 2 {
+		s = openStore(t, dir)
+		for _, rec := range recs {
+			got, err := s.Get(rec.ID)
+			if err != nil || got.IdempotencyKey != rec.IdempotencyKey {
+				t.Fatalf("round %d: record %s: %v, %v", round, rec.ID, got, err)
+			}
+		}
+		half := len(recs) / 2
+		for _, rec := range recs[:half] {
+			_, err := s.Update(rec.ID, moveTo(model.StatusCompleted, t0))
+			must(t, err)
+		}
+		_, err = s.Prune(time.Time{}, tester) // compacts the old tables with the new
+		must(t, err)
+		recs = recs[half:]
+		must(t, s.Close())
+	}
+}
+
 func TestOpenTwiceInProcess(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)

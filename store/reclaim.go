@@ -83,10 +83,12 @@ func (s *Store) compact() error {
 		return err
 	}
 	defer s.release()
+	s.step("flatten")
 	if err := s.db.Flatten(2); err != nil {
 		return fmt.Errorf("compacting: %w", err)
 	}
 	for {
+		s.step("vlog-gc")
 		err := s.db.RunValueLogGC(gcDiscardRatio)
 		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
 			break
@@ -111,4 +113,10 @@ func (s *Store) reclaimRoom() uint64 {
 		need += l.Size
 	}
 	return uint64(need)
+}
+
+func (s *Store) step(name string) {
+	if s.onCompact != nil {
+		s.onCompact(name)
+	}
 }

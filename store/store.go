@@ -50,9 +50,12 @@ type Store struct {
 	vlogWritten atomic.Int64
 	reclaiming  atomic.Bool
 	reclaimMu   sync.Mutex
-	threshold   int64 // Badger's ValueThreshold
-	background  sync.WaitGroup
-	logger      *slog.Logger
+	// onCompact, when set (tests), hears each step of a reclaim's
+	// compaction ("flatten", "vlog-gc") before it is taken.
+	onCompact  func(step string)
+	threshold  int64 // Badger's ValueThreshold
+	background sync.WaitGroup
+	logger     *slog.Logger
 }
 
 // Open opens the store in dir, creating it (mode 0700) if needed. A nil
