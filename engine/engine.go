@@ -71,7 +71,8 @@ type Options struct {
 // its feed.
 type Engine struct {
 	opts      Options
-	auditKey  []byte // seals the audit log; nil: a fleet without one
+	auditKey  []byte          // seals the audit log; nil: a fleet without one
+	auditTail store.AuditTail // the store's, for CheckAuditKey
 	log       *slog.Logger
 	store     store.Backend
 	own       owner        // which tasks this engine holds, and how it writes them
@@ -119,6 +120,7 @@ func Open(opts Options) (*Engine, error) {
 		opts.Logger = opts.Logger.With("engine", claims.name)
 	}
 	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config)}
+	e.auditTail, _ = st.(store.AuditTail) // before watchHealth wraps it
 	e.feeds = newHub(e)
 	if claims != nil {
 		st = e.watchHealth(st, claims.pg)

@@ -104,14 +104,24 @@ func SealAudit(key, body []byte) []byte {
 	return append(out, '"', '}')
 }
 
+// sealTail is the length of a seal at the end of an entry.
+const sealTail = len(sealField) + 2*sha256.Size + 2
+
 // sealed checks the seal of body under key.
 func sealed(key, body []byte) bool {
-	const tail = len(sealField) + 2*sha256.Size + 2
-	if len(body) < tail || !bytes.HasPrefix(body[len(body)-tail:], []byte(sealField)) {
+	if !HasSeal(body) {
 		return false
 	}
-	return hmac.Equal(SealAudit(key, append(bytes.Clone(body[:len(body)-tail]), '}')), body)
+	return hmac.Equal(SealAudit(key, append(bytes.Clone(body[:len(body)-sealTail]), '}')), body)
 }
+
+// HasSeal tells whether an entry's canonical bytes end in a seal.
+func HasSeal(body []byte) bool {
+	return len(body) >= sealTail && bytes.HasPrefix(body[len(body)-sealTail:], []byte(sealField))
+}
+
+// SealedBy tells whether key made the seal of an entry's canonical bytes.
+func SealedBy(key, body []byte) bool { return key != nil && sealed(key, body) }
 
 // RecordHash fingerprints a record as the store keeps it: its JSON without
 // the revision (which the store adds).

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/mcpclient"
@@ -89,5 +90,45 @@ func TestGoSDKClientAnswersThroughProxy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Agent b through go-sdk's client (as an agent built on it connects, its
+// token in a header): tasks/get, tasks/update and tasks/cancel of agent
+// a's task fail exactly as of an unknown id, and a's task goes on.
+func TestGoSDKAgentKeptApart(t *testing.T) {
+	r, _ := twoAgents(t)
+	idA := callAs(t, r, tokenA)
+	cfg, err := mcpconfig.ParseConfig("agent.json", fmt.Appendf(nil, `{"mcpServers":{"proxy":{"url":%q,"headers":{"Authorization":"Bearer %s"}}}}`, r.url, tokenB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
+	t.Cleanup(pool.Close)
+	ctx := context.Background()
+	s, err := pool.Session(ctx, model.ServerRef{Name: "proxy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]json.RawMessage{"q": json.RawMessage(`{"action":"accept","content":{}}`)}
+	recA, secretA, _ := strings.Cut(idA, handleSep)
+	unknown := model.NewID(time.Now()) + handleSep + secretA
+	for name, try := range map[string]func(id string) error{
+		"tasks/get":    func(id string) error { _, err := s.GetTask(ctx, id); return err },
+		"tasks/update": func(id string) error { return s.UpdateTask(ctx, id, answers) },
+		"tasks/cancel": func(id string) error { return s.CancelTask(ctx, id) },
+	} {
+		want := try(unknown)
+		if want == nil {
+			t.Fatalf("%s of an unknown id passed", name)
+		}
+		for _, id := range []string{idA, recA} {
+			if got := try(id); got == nil || got.Error() != want.Error() {
+				t.Errorf("b's %s of a's task (%s): %v; of an unknown id: %v", name, id, got, want)
+			}
+		}
+	}
+	if e, _ := r.eng.Get(ctx, recA); e.Task.Status != model.StatusWorking || e.Task.CancelRequested {
+		t.Fatalf("a's task after b's tries: %s (cancel requested %v)", e.Task.Status, e.Task.CancelRequested)
 	}
 }

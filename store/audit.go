@@ -73,6 +73,29 @@ func readAuditHead(txn *badger.Txn) (head []byte, found bool, err error) {
 	return head, true, err
 }
 
+// LastAudit reads the audit log's last entry (AuditTail).
+func (s *Store) LastAudit() (rev uint64, body []byte, found bool, err error) {
+	err = s.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: auditPrefix, Reverse: true})
+		defer it.Close()
+		it.Seek(revKey(auditPrefix, 1<<64-1))
+		if !it.Valid() {
+			return nil
+		}
+		k := it.Item().Key()
+		v, err := it.Item().ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		if len(k) != len(auditPrefix)+8 || len(v) < 32 {
+			return &decodeError{fmt.Errorf("audit entry %q is cut short", k)}
+		}
+		rev, body, found = binary.BigEndian.Uint64(k[len(auditPrefix):]), v[32:], true
+		return nil
+	})
+	return rev, body, found, s.damaged(err)
+}
+
 func readCheckpoint(txn *badger.Txn) (cp model.AuditCheckpoint, found bool, err error) {
 	item, err := txn.Get(checkpointKey)
 	if errors.Is(err, badger.ErrKeyNotFound) {

@@ -18,6 +18,13 @@ import (
 // other processes' commits. It may then skip a revision whose record was
 // written again before the hook heard it (as ChangesSince does): what it
 // hears is strictly increasing, and replaying it gives the store's records.
+// AuditTail is a Backend that reads its audit log's last entry alone:
+// the canonical bytes of the entry at the highest revision kept; found is
+// false when the log is empty.
+type AuditTail interface {
+	LastAudit() (rev uint64, body []byte, found bool, err error)
+}
+
 type Backend interface {
 	Create(rec *model.Task) error
 	Update(id string, fn func(t *model.Task) (changed bool, err error)) (*model.Task, error)

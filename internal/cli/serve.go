@@ -17,6 +17,8 @@ import (
 	"github.com/taskdeck/taskdeck/proxy"
 	"github.com/taskdeck/taskdeck/service"
 	"github.com/taskdeck/taskdeck/telemetry"
+
+	"github.com/taskdeck/taskdeck/store"
 )
 
 // ServeOptions is `taskdeck serve`.
@@ -84,6 +86,9 @@ agent" in the README).`,
 	return cmd
 }
 
+// noAuditKey is serve's warning on a fleet without an audit key.
+var noAuditKey = fmt.Sprintf("no $%s: this fleet's audit log is not sealed, so whoever can write the database can rewrite a record with its audit entries and `taskdeck audit verify` will not see it; give every host the same key (make one with `openssl rand -hex 32`)", store.AuditKeyEnv)
+
 func serveRun(opts *ServeOptions) error {
 	f, ctx := opts.f, opts.ctx
 	cfg, err := f.config()
@@ -117,6 +122,13 @@ func serveRun(opts *ServeOptions) error {
 	}
 	if err != nil || e == nil {
 		return err
+	}
+	if err := e.CheckAuditKey(); err != nil {
+		e.Close()
+		return err
+	}
+	if shared && e.AuditKey() == nil {
+		f.warn(noAuditKey)
 	}
 	var srv *service.Server
 	if !shared {

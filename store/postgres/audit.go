@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,6 +45,20 @@ func (s *Store) AuditLog(fn store.AuditFunc) (model.AuditCheckpoint, error) {
 		return rows.Err()
 	})
 	return cp, err
+}
+
+// LastAudit reads the audit log's last entry (store.AuditTail).
+func (s *Store) LastAudit() (rev uint64, body []byte, found bool, err error) {
+	err = s.readTx("read the audit log", func(ctx context.Context, tx pgx.Tx) error {
+		var r int64
+		err := tx.QueryRow(ctx, `SELECT rev, body FROM taskdeck_audit ORDER BY rev DESC LIMIT 1`).Scan(&r, &body)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		rev, found = uint64(r), err == nil
+		return err
+	})
+	return rev, body, found, err
 }
 
 // PruneAudit deletes the audit entries made before cutoff, oldest first

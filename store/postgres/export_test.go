@@ -9,6 +9,9 @@ import (
 // Pool is the store's pool, for tests that look at the database.
 func Pool(s *Store) *pgxpool.Pool { return s.pool }
 
+// GetSQL is the statement Get runs.
+const GetSQL = cols + byID
+
 // SetMaxTombstones keeps only the last n revisions' tombstones for the
 // rest of the test.
 func SetMaxTombstones(t *testing.T, n uint64) {

@@ -806,6 +806,10 @@ func records(ctx context.Context, q querier, sql string, args ...any) ([]*model.
 
 const cols = `SELECT id, revision, body FROM taskdeck_tasks `
 
+// byID is Get's lookup: the primary key's index, one row (the proxy's
+// lookup of an agent's task id, TestGetIsAnIndexLookup).
+const byID = `WHERE id = $1`
+
 func (s *Store) read(sql string, args ...any) ([]*model.Task, error) {
 	ctx, cancel, err := s.ctx()
 	if err != nil {
@@ -834,7 +838,7 @@ func (s *Store) reread(fn func() error) error {
 
 // Get returns record id, or an error wrapping store.ErrNotFound.
 func (s *Store) Get(id string) (*model.Task, error) {
-	ts, err := s.read(`WHERE id = $1`, id)
+	ts, err := s.read(byID, id)
 	if err != nil {
 		return nil, err
 	}

@@ -140,3 +140,28 @@ func testAuditPruneKeepsAVerifiableChain(t *testing.T, s store.Backend) {
 		t.Fatalf("PruneAudit again = %d, %v; want nothing more", n, err)
 	}
 }
+
+// LastAudit (store.AuditTail) reads nothing from an empty log, then the
+// last entry kept, as the whole log reads it, sealed with the key.
+func testAuditTail(t *testing.T, s store.Backend) {
+	tail := s.(store.AuditTail)
+	if _, _, found, err := tail.LastAudit(); err != nil || found {
+		t.Fatalf("an empty log's last entry: found %v, %v", found, err)
+	}
+	keyed(s)
+	for range 3 {
+		Create(t, s, "", model.StatusCompleted, T0)
+	}
+	var lastRev uint64
+	var lastBody []byte
+	_, err := s.AuditLog(func(_ model.AuditCheckpoint, rev uint64, body, _ []byte) error {
+		lastRev, lastBody = rev, slices.Clone(body)
+		return nil
+	})
+	Must(t, err)
+	rev, body, found, err := tail.LastAudit()
+	Must(t, err)
+	if !found || rev != lastRev || string(body) != string(lastBody) || !model.SealedBy(AuditKey, body) {
+		t.Fatalf("LastAudit: %d %s (found %v), want %d %s sealed with the key", rev, body, found, lastRev, lastBody)
+	}
+}

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"ClosedRefusesCalls", testClosedRefusesCalls},
 		{"AuditNamesEveryChange", testAuditNamesEveryChange},
 		{"AuditPruneKeepsAVerifiableChain", testAuditPruneKeepsAVerifiableChain},
+		{"AuditTail", testAuditTail},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, open(t)) })
 	}
