@@ -16,6 +16,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/notify"
 	"github.com/taskdeck/taskdeck/store"
 )
 
@@ -80,6 +81,7 @@ type Engine struct {
 	pushes    pushView
 	cfg       *followedConfig // the config in use
 	retention retainer
+	notifier  *notify.Deliverer // nil: no "notify" endpoint (notify.go)
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
 	// host names this host in the acts of a fleet ("" on Badger).
@@ -111,7 +113,11 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, classify(err, "")
 	}
-	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config)}
+	notifier, err := openNotify(st, opts)
+	if err != nil {
+		return nil, classify(errors.Join(deck.Errorf(deck.KindUsage, "%v", err), st.Close()), "")
+	}
+	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config), notifier: notifier}
 	e.feeds = newHub(e)
 	if claims != nil {
 		st = e.watchHealth(st, claims.pg)
@@ -142,6 +148,9 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e.store, e.pool, e.tracker, e.orphans = st, pool, tr, len(orphans)
 	e.watchStore()
+	if notifier != nil {
+		notifier.Start()
+	}
 	return e, nil
 }
 
@@ -185,6 +194,9 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.cancel()
 	e.ops.Wait()
+	if e.notifier != nil {
+		e.notifier.Close()
+	}
 	e.store.SetCommitHook(nil)
 	e.feeds.close()
 	e.pool.Close()

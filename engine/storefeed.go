@@ -15,6 +15,9 @@ func (e *Engine) watchStore() {
 	e.store.SetCommitHook(func(changes []change) {
 		e.feeds.committed(changes)
 		e.own.committed(changes)
+		if e.notifier != nil {
+			e.notifier.Wake()
+		}
 	})
 }
 
