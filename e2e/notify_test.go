@@ -20,7 +20,7 @@ const allEvents = `["input_required","completed","failed","cancelled","unknown",
 // deliveries on purpose, with the secret in $TD_WEBHOOK_SECRET.
 func webhookDeck(t *testing.T, failPercent int, events string) (*deck, *demoServer, *nodetest.Receiver) {
 	t.Helper()
-	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte(rand.Text()+rand.Text())[:32])
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte(rand.Text() + rand.Text())[:32])
 	rcv := nodetest.StartReceiver(t, secret, failPercent)
 	srv := startDemo(t, "127.0.0.1:0")
 	d := newDeck(t)
