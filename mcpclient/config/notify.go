@@ -194,7 +194,7 @@ func parseNotify(cfg *Config, raw json.RawMessage, fail func(string, string, ...
 		if c.Timeout != "" {
 			d, err := time.ParseDuration(c.Timeout)
 			if err != nil || d <= 0 || d > MaxHookTimeout {
-				return fail(where+".timeout", "want a duration from 1s to %s such as \"10s\", got %q", MaxHookTimeout, c.Timeout)
+				return fail(where+".timeout", "want a positive duration up to %s such as \"10s\", got %q", MaxHookTimeout, c.Timeout)
 			}
 			timeout = d
 		}
