@@ -3,6 +3,7 @@ package e2e
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"syscall"
@@ -170,4 +171,49 @@ func TestWebhookTellsWhatWaitsAndHowToAnswer(t *testing.T) {
 	if len(log.Accepted) != 3 || log.Refused != 0 {
 		t.Errorf("the receiver took %d deliveries (want 3) and refused %d: %+v", len(log.Accepted), log.Refused, log.Accepted)
 	}
+}
+
+// TestNotifyStatusShowsAFailingEndpoint: of two webhooks, one answers
+// every delivery with a redirect (never followed: a failed attempt), the
+// other takes them. `notify status`, through the serving owner, shows the
+// first failing with its last error and its event pending, the second
+// with its delivery, in text and in --json; no secret is printed.
+func TestNotifyStatusShowsAFailingEndpoint(t *testing.T) {
+	t.Parallel()
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte(rand.Text() + rand.Text())[:32])
+	good := nodetest.StartReceiver(t, secret, 0)
+	moved := nodetest.StartReceiver(t, secret, 0, "REDIRECT=1")
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.env = append(d.env, "TD_WEBHOOK_SECRET="+secret)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}},
+"notify":{"webhooks":[{"url":%q,"secret":"${TD_WEBHOOK_SECRET}"},{"url":%q,"secret":"${TD_WEBHOOK_SECRET}"}]}}`, srv.url, moved.URL+"?token=abc", good.URL))
+	d.serve()
+	d.run("call", "--server", "demo", "fail", "--args", `{"mode":"error"}`).Must(t, exitOK)
+	type status struct {
+		Kind, Target, LastError string
+		Delivered, Pending      int
+		Failing                 bool
+	}
+	var eps []status
+	clitest.WaitFor(t, "one delivery and one failure", func() bool {
+		eps = nil
+		for line := range strings.Lines(d.run("notify", "status", "--json").Must(t, exitOK).Stdout) {
+			var s status
+			if err := json.Unmarshal([]byte(line), &s); err != nil {
+				t.Fatal(err)
+			}
+			eps = append(eps, s)
+		}
+		return len(eps) == 2 && eps[0].Failing && eps[1].Delivered == 1
+	})
+	if eps[0].Pending != 1 || !strings.Contains(eps[0].LastError, "307") || !strings.Contains(eps[0].LastError, "redirects are not followed") ||
+		strings.Contains(eps[0].Target+eps[0].LastError, "abc") || eps[1].Pending != 0 || eps[1].Failing {
+		t.Errorf("notify status --json: %+v", eps)
+	}
+	text := d.run("notify", "status").Must(t, exitOK).Stdout
+	if !strings.Contains(text, "failing since") || !strings.Contains(text, "DELIVERED") || strings.Contains(text, "whsec_") {
+		t.Errorf("notify status:\n%s", text)
+	}
+	t.Logf("notify status:\n%s", text)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/notify"
 	"github.com/taskdeck/taskdeck/store"
 )
 
@@ -81,7 +80,7 @@ type Engine struct {
 	pushes    pushView
 	cfg       *followedConfig // the config in use
 	retention retainer
-	notifier  *notify.Deliverer // nil: no "notify" endpoint (notify.go)
+	notifier  *notifier // the "notify" endpoints (notify.go)
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
 	// host names this host in the acts of a fleet ("" on Badger).
@@ -148,9 +147,7 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e.store, e.pool, e.tracker, e.orphans = st, pool, tr, len(orphans)
 	e.watchStore()
-	if notifier != nil {
-		notifier.Start()
-	}
+	notifier.start()
 	return e, nil
 }
 
@@ -194,9 +191,7 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.cancel()
 	e.ops.Wait()
-	if e.notifier != nil {
-		e.notifier.Close()
-	}
+	e.notifier.close()
 	e.store.SetCommitHook(nil)
 	e.feeds.close()
 	e.pool.Close()

@@ -15,9 +15,7 @@ func (e *Engine) watchStore() {
 	e.store.SetCommitHook(func(changes []change) {
 		e.feeds.committed(changes)
 		e.own.committed(changes)
-		if e.notifier != nil {
-			e.notifier.Wake()
-		}
+		e.notifier.wake()
 	})
 }
 

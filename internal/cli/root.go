@@ -179,6 +179,7 @@ crashes, restarts and servers that ask for input.
 		newCmdServe(f, nil),
 		newCmdProxy(f, nil),
 		newCmdAgent(f, nil),
+		newCmdNotify(f, nil),
 	)
 	strictCompletion(root)
 	usageArgs(root)
