@@ -16,7 +16,7 @@ import (
 // The outbox (issue 27). A change that some configured endpoint wants to
 // hear of commits its event in the same txn as the record:
 //
-//	e\x00<rev>             the event (outboxEvent JSON) of the change at rev
+//	e\x00<rev>             the event of the change at rev (eventValue)
 //	o\x00<rev><endpoint>   one entry per endpoint still to be told of it:
 //	                       empty (due, no attempt yet) or the time it is
 //	                       due again (8 bytes, unix ns) and the failed
@@ -99,11 +99,25 @@ type Outbox interface {
 
 var _ Outbox = (*Store)(nil)
 
-// outboxEvent is an event as stored.
-type outboxEvent struct {
-	ID   string          `json:"id"`
-	At   time.Time       `json:"at"`
-	Body json.RawMessage `json:"body"`
+// An event as stored: when it was committed (8 bytes, unix ns, big-endian),
+// its id's length (1 byte), its id, then its body as given, not encoded
+// again, which a write pays for.
+func eventValue(id string, at time.Time, body []byte) ([]byte, error) {
+	if len(id) > 255 {
+		return nil, fmt.Errorf("event id %q is longer than 255 bytes", id[:32])
+	}
+	v := make([]byte, 0, 9+len(id)+len(body))
+	v = binary.BigEndian.AppendUint64(v, uint64(at.UnixNano()))
+	v = append(append(v, byte(len(id))), id...)
+	return append(v, body...), nil
+}
+
+func parseEvent(v []byte) (id string, at time.Time, body []byte, err error) {
+	if len(v) < 9 || len(v) < 9+int(v[8]) {
+		return "", at, nil, fmt.Errorf("the event is %d bytes, cut short", len(v))
+	}
+	n := 9 + int(v[8])
+	return string(v[9:n]), time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(), bytes.Clone(v[n:]), nil
 }
 
 // SetEvents implements Outbox. It must be called before the store is
@@ -119,7 +133,7 @@ func (s *Store) eventFor(prev, next *model.Task) (*Event, []byte, error) {
 	if ev == nil || len(ev.Endpoints) == 0 {
 		return nil, nil, nil
 	}
-	val, err := json.Marshal(outboxEvent{ID: ev.ID, At: time.Now().UTC(), Body: ev.Body})
+	val, err := eventValue(ev.ID, time.Now(), ev.Body)
 	return ev, val, err
 }
 
@@ -147,7 +161,9 @@ func (s *Store) Outbox(limit int, _ time.Duration) ([]OutboxEntry, error) {
 	err := s.view(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: pendingPrefix})
 		defer it.Close()
-		var ev outboxEvent
+		var id string
+		var at time.Time
+		var body []byte
 		var evRev uint64
 		now := time.Now().UnixNano()
 		for it.Rewind(); it.Valid() && len(out) < limit; it.Next() {
@@ -174,13 +190,15 @@ func (s *Store) Outbox(limit int, _ time.Duration) ([]OutboxEntry, error) {
 				if err != nil {
 					return fmt.Errorf("outbox entry %d: %w", rev, err)
 				}
-				ev = outboxEvent{}
-				if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &ev) }); err != nil {
+				if err := item.Value(func(v []byte) (err error) {
+					id, at, body, err = parseEvent(v)
+					return err
+				}); err != nil {
 					return &decodeError{fmt.Errorf("outbox event %d: %w", rev, err)}
 				}
 				evRev = rev
 			}
-			out = append(out, OutboxEntry{Rev: rev, Endpoint: string(k[len(pendingPrefix)+8:]), ID: ev.ID, At: ev.At, Body: ev.Body, Attempts: attempts})
+			out = append(out, OutboxEntry{Rev: rev, Endpoint: string(k[len(pendingPrefix)+8:]), ID: id, At: at, Body: body, Attempts: attempts})
 		}
 		return nil
 	})
