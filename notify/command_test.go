@@ -18,7 +18,7 @@ import (
 
 // hookStore is a real Badger store committing the events of cfg's
 // "notify", and a Deliverer sending them, closed at cleanup.
-func hookStore(t *testing.T, cfg string) (*store.Store, mcpconfig.Notify, *notify.Deliverer) {
+func hookStore(t testing.TB, cfg string) (*store.Store, mcpconfig.Notify, *notify.Deliverer) {
 	t.Helper()
 	c, err := mcpconfig.ParseConfig("c.json", []byte(cfg))
 	if err != nil {

@@ -23,8 +23,10 @@ func BenchmarkOutboxWriteCost(b *testing.B) {
 	const writers, batch, seqWrites = 64, 512, 32
 	body := []byte(`{"type":"task.failed","data":{"task":{` + strings.Repeat(`"k":"v",`, 70) + `"id":"x"}}}`)
 	events := map[string]EventFunc{
-		"none":     nil,
-		"every":    func(_, next *model.Task) *Event { return &Event{ID: "msg_" + next.ID, Body: body, Endpoints: []string{"w1", "c1"}} },
+		"none": nil,
+		"every": func(_, next *model.Task) *Event {
+			return &Event{ID: "msg_" + next.ID, Body: body, Endpoints: []string{"w1", "c1"}}
+		},
 		"unwanted": func(_, _ *model.Task) *Event { return nil },
 	}
 	names := []string{"none", "every", "unwanted"}
