@@ -8,9 +8,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/nodetest"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
 )
 
 // allEvents are every event kind, so that a test sees each transition.
@@ -216,4 +218,82 @@ func TestNotifyStatusShowsAFailingEndpoint(t *testing.T) {
 		t.Errorf("notify status:\n%s", text)
 	}
 	t.Logf("notify status:\n%s", text)
+}
+
+// TestWebhooksFromAFleet: two `taskdeck serve` engines on one PostgreSQL
+// database deliver the events of tasks made through either, the receiver
+// failing 30% on purpose, while one engine is SIGKILLed (by its pid) and
+// started again twice: each event arrives under one webhook-id, none is
+// missing, and every delivery verifies. An event the killed engine had
+// claimed is delivered by another once its claim's lease lapses.
+func TestWebhooksFromAFleet(t *testing.T) {
+	t.Parallel()
+	db := pgtest.DB(t)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte(rand.Text()+rand.Text())[:32])
+	rcv := nodetest.StartReceiver(t, secret, 30)
+	srv := startDemo(t, "127.0.0.1:0")
+	var decks []*deck
+	var engines []*proc
+	for range 2 {
+		d := newDeck(t)
+		d.env = append(d.env, "TD_WEBHOOK_SECRET="+secret)
+		d.writeConfig(fmt.Sprintf(`{"store":%q,"mcpServers":{"demo":{"url":%q}},
+"notify":{"webhooks":[{"url":%q,"secret":"${TD_WEBHOOK_SECRET}","events":%s}]}}`, db, srv.url, rcv.URL, allEvents))
+		decks = append(decks, d)
+		engines = append(engines, d.start("serve"))
+	}
+	started := func(p *proc) {
+		fleetWait(t, 20*time.Second, "an engine to start", func() bool { return p.exited() || strings.Contains(p.Stderr.String(), "watching") })
+		if p.exited() {
+			t.Fatalf("serve exited %d: %s", p.Code, p.Stderr)
+		}
+	}
+	for _, p := range engines {
+		started(p)
+	}
+	calls := [][]string{{"fail", "--args", `{"mode":"error"}`}, {"sleep", "--args", `{"seconds":1}`}, {"approve", "--args", `{"action":"deploy"}`}}
+	const rounds, perRound = 2, 6
+	for round := range rounds {
+		for i := range perRound {
+			decks[i%2].run(append([]string{"call", "--server", "demo"}, calls[i%len(calls)]...)...).Must(t, exitOK)
+		}
+		before := len(rcv.Log(t).Accepted)
+		fleetWait(t, 30*time.Second, "deliveries", func() bool { return len(rcv.Log(t).Accepted) > before })
+		victim := engines[round%2]
+		victim.cmd.Process.Signal(syscall.SIGKILL)
+		<-victim.done
+		engines[round%2] = decks[round%2].start("serve")
+		started(engines[round%2])
+	}
+	want := expectedEvents(t, decks[0])
+	if len(want) < rounds*perRound {
+		t.Fatalf("only %d events expected of %d calls", len(want), rounds*perRound)
+	}
+	var log nodetest.ReceiverLog
+	// A claim of the killed engine lapses after its lease (30 s).
+	fleetWait(t, 90*time.Second, "every event to be delivered", func() bool {
+		log = rcv.Log(t)
+		got := map[string]bool{}
+		for _, a := range log.Accepted {
+			got[a.Task+" "+a.Type] = true
+		}
+		for ev := range want {
+			if !got[ev] {
+				return false
+			}
+		}
+		return true
+	})
+	idOf := map[string]string{}
+	for _, a := range log.Accepted {
+		ev := a.Task + " " + a.Type
+		if prev, seen := idOf[ev]; seen && prev != a.ID {
+			t.Errorf("event %s delivered under two webhook-ids, %s and %s", ev, prev, a.ID)
+		}
+		idOf[ev] = a.ID
+	}
+	if log.Refused > 0 {
+		t.Errorf("the receiver could not verify %d deliveries", log.Refused)
+	}
+	t.Logf("%d events from a fleet of two over %d SIGKILLs: %d deliveries verified, %d failed on purpose", len(want), rounds, len(log.Accepted), log.Failed)
 }
