@@ -229,7 +229,7 @@ func TestNotifyStatusShowsAFailingEndpoint(t *testing.T) {
 func TestWebhooksFromAFleet(t *testing.T) {
 	t.Parallel()
 	db := pgtest.DB(t)
-	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte(rand.Text()+rand.Text())[:32])
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte(rand.Text() + rand.Text())[:32])
 	rcv := nodetest.StartReceiver(t, secret, 30)
 	srv := startDemo(t, "127.0.0.1:0")
 	var decks []*deck
