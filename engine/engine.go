@@ -84,6 +84,7 @@ type Engine struct {
 	pushes    pushView
 	cfg       *followedConfig // the config in use
 	retention retainer
+	notifier  *notifier // the "notify" endpoints (notify.go)
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
 	// host names this host in the acts of a fleet ("" on Badger).
@@ -119,7 +120,11 @@ func Open(opts Options) (*Engine, error) {
 		// Every line names the engine, as its metrics do.
 		opts.Logger = opts.Logger.With("engine", claims.name)
 	}
-	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config)}
+	notifier, err := openNotify(st, opts)
+	if err != nil {
+		return nil, classify(errors.Join(deck.Errorf(deck.KindUsage, "%v", err), st.Close()), "")
+	}
+	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config), notifier: notifier}
 	e.auditTail, _ = st.(store.AuditTail) // before watchHealth wraps it
 	e.feeds = newHub(e)
 	if claims != nil {
@@ -151,6 +156,7 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e.store, e.pool, e.tracker, e.orphans = st, pool, tr, len(orphans)
 	e.watchStore()
+	notifier.start()
 	return e, nil
 }
 
@@ -194,6 +200,7 @@ func (e *Engine) Close() error {
 	e.mu.Unlock()
 	e.cancel()
 	e.ops.Wait()
+	e.notifier.close()
 	e.store.SetCommitHook(nil)
 	e.feeds.close()
 	e.pool.Close()

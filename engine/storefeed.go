@@ -15,6 +15,7 @@ func (e *Engine) watchStore() {
 	e.store.SetCommitHook(func(changes []change) {
 		e.feeds.committed(changes)
 		e.own.committed(changes)
+		e.notifier.wake()
 	})
 }
 

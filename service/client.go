@@ -449,3 +449,23 @@ func (l *valueLimit) Read(p []byte) (int, error) {
 	l.n += n
 	return n, err
 }
+
+var _ deck.Notifier = (*remote)(nil)
+
+// NotifyStatus implements deck.Notifier.
+func (r *remote) NotifyStatus(ctx context.Context) (eps []deck.NotifyEndpoint, err error) {
+	return eps, r.do(ctx, http.MethodPost, pathNotifyStatus, empty{}, &eps)
+}
+
+var _ deck.Notifier = (*Client)(nil)
+
+// NotifyStatus implements deck.Notifier, through whichever deck serves.
+func (c *Client) NotifyStatus(ctx context.Context) ([]deck.NotifyEndpoint, error) {
+	return do(ctx, c, readOnly, func(d deck.Deck) ([]deck.NotifyEndpoint, error) {
+		nd, ok := d.(deck.Notifier)
+		if !ok {
+			return nil, deck.Errorf(deck.KindFailed, "the taskdeck that owns the store cannot report its notifications; restart it with this version")
+		}
+		return nd.NotifyStatus(ctx)
+	})
+}

@@ -419,6 +419,11 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 		n, err := d.PruneAudit(ctx, r.Before)
 		return pruneResp{n}, err
 	})
+	if nd, ok := d.(deck.Notifier); ok {
+		handle(s, mux, pathNotifyStatus, func(ctx context.Context, _ empty) ([]deck.NotifyEndpoint, error) {
+			return nd.NotifyStatus(ctx)
+		})
+	}
 	return mux
 }
 

@@ -98,6 +98,8 @@ const (
 	pathAudit       = "/v1/audit"
 	pathAuditVerify = "/v1/audit/verify"
 	pathAuditPrune  = "/v1/audit/prune"
+	// deck.Notifier's.
+	pathNotifyStatus = "/v1/notify/status"
 )
 
 // statusOf gives each kind an HTTP status, for anyone reading the socket

@@ -44,6 +44,10 @@ func (s *Store) Create(rec *model.Task) error {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
 	entry := s.auditEntry(nil, stored, val)
+	ev, evVal, err := s.eventFor(nil, stored)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", rec.ID, err)
+	}
 	err = s.commitRecord(rec.ID, val, func(txn *badger.Txn, rv *revisions) error {
 		switch _, err := txn.Get(recordKey(rec.ID)); {
 		case err == nil:
@@ -66,7 +70,10 @@ func (s *Store) Create(rec *model.Task) error {
 				return err
 			}
 		}
-		return rv.put(txn, stored, val, nil, entry)
+		if err := rv.put(txn, stored, val, nil, entry); err != nil {
+			return err
+		}
+		return rv.outbox(txn, ev, evVal)
 	})
 	if err == nil {
 		rec.Revision = stored.Revision
@@ -152,6 +159,10 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
 		entry := s.auditEntry(cur, stored, val)
+		ev, evVal, err := s.eventFor(cur, stored)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", id, err)
+		}
 		err = s.commitRecord(id, val, func(txn *badger.Txn, rv *revisions) error {
 			item, err := txn.Get(recordKey(id))
 			if errors.Is(err, badger.ErrKeyNotFound) {
@@ -168,7 +179,10 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 					return err
 				}
 			}
-			return rv.put(txn, stored, val, cur, entry)
+			if err := rv.put(txn, stored, val, cur, entry); err != nil {
+				return err
+			}
+			return rv.outbox(txn, ev, evVal)
 		})
 		if errors.Is(err, errStale) {
 			continue

@@ -56,6 +56,8 @@ type Store struct {
 	threshold  int64 // Badger's ValueThreshold
 	background sync.WaitGroup
 	logger     *slog.Logger
+	// events makes the outbox's event of a change (outbox.go); nil: none.
+	events EventFunc
 }
 
 // Open opens the store in dir, creating it (mode 0700) if needed. A nil

@@ -185,6 +185,7 @@ crashes, restarts and servers that ask for input.
 		newCmdServe(f, nil),
 		newCmdProxy(f, nil),
 		newCmdAgent(f, nil),
+		newCmdNotify(f, nil),
 	)
 	strictCompletion(root)
 	usageArgs(root)

@@ -64,6 +64,9 @@ type Config struct {
 	// Retention is the top-level "retention": how long finished tasks are
 	// kept before the owner prunes them.
 	Retention Retention
+	// Notify is the top-level "notify": webhooks and command hooks told
+	// of task events (notify.go).
+	Notify Notify
 
 	path string // the file it came from, for messages
 }
@@ -167,7 +170,7 @@ var otherClientsKeys = []string{"servers", "context_servers"}
 // except those other clients keep in a shared file (foreignTopKeys): a
 // misspelt key would otherwise be a setting silently not applied.
 var (
-	topKeys        = []string{"mcpServers", "store", "agents", "proxy", "dashboard", "retention"}
+	topKeys        = []string{"mcpServers", "store", "agents", "proxy", "dashboard", "retention", "notify"}
 	foreignTopKeys = append([]string{"$schema", "inputs", "globalShortcut", "preferences"}, otherClientsKeys...)
 )
 
@@ -248,6 +251,9 @@ func ParseConfig(path string, data []byte) (*Config, error) {
 		}
 	}
 	if err := parseRetention(cfg, top["retention"], fail); err != nil {
+		return nil, err
+	}
+	if err := parseNotify(cfg, top["notify"], fail); err != nil {
 		return nil, err
 	}
 	raw, ok := top["mcpServers"]

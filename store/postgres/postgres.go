@@ -98,6 +98,8 @@ type Store struct {
 	healthHook atomic.Pointer[func(error)] // see SetHealthHook
 	// engine names the changes no frontend made: this host's engine.
 	engine model.Actor
+	// events makes the outbox's event of a change (outbox.go); nil: none.
+	events store.EventFunc
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -281,6 +283,9 @@ const (
 	// planned once per connection. The update's checks see the record as
 	// it is once the counter is held (READ COMMITTED rechecks a row that
 	// changed meanwhile).
+	// Each also adds the change's outbox rows (ev, store/outbox.go) from
+	// the last three parameters: the event's id (NULL: none), endpoints
+	// (comma-separated) and body.
 	// Each also appends the change's audit entry ($9 made at $10 for a
 	// create, $6 at $7 for an update), chained after the head its counter
 	// row holds (migrations/00007_audit.sql).
@@ -290,7 +295,10 @@ const (
 		INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
 		SELECT $1, $2, $3, rev, $4, $5, $6 FROM m),
 	aud AS (
-		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $8, $1, $7, audit FROM m)
+		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $8, $1, $7, audit FROM m),
+	ev AS (INSERT INTO taskdeck_outbox (rev, endpoint, event_id, at, body)
+		SELECT m.rev, ep, $9::text, $8, $11::bytea
+		FROM m, unnest(string_to_array($10::text, ',')) AS ep WHERE $9::text IS NOT NULL)
 	SELECT rev, pg_notify('` + channel + `', rev::text) FROM m`
 	updateSQL = `WITH m AS (
 		UPDATE taskdeck_meta SET rev = rev + 1, audit = sha256(audit || int8send(rev + 1) || $9::bytea) RETURNING rev, audit),
@@ -299,9 +307,12 @@ const (
 		WHERE t.id = $1 AND t.revision = $6 AND taskdeck_holds(t.fence, t.owner, t.lease_until, $7, $8)
 		RETURNING 1),
 	aud AS (
-		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $10, $1, $9, audit FROM m)
+		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $10, $1, $9, audit FROM m),
+	ev AS (INSERT INTO taskdeck_outbox (rev, endpoint, event_id, at, body)
+		SELECT m.rev, ep, $11::text, $10, $13::bytea
+		FROM m, unnest(string_to_array($12::text, ',')) AS ep WHERE $11::text IS NOT NULL)
 	SELECT CASE WHEN EXISTS (SELECT FROM upd) THEN rev ELSE taskdeck_stale() END, pg_notify('` + channel + `', rev::text) FROM m`
-	putSQL = `SELECT o_rev, coalesce(o_code, ''), coalesce(o_constraint, '') FROM taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+	putSQL = `SELECT o_rev, coalesce(o_code, ''), coalesce(o_constraint, '') FROM taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 	// auditSQL appends the entry $2 (made at $3, of task $4) at revision $1,
 	// the next after the head: for the writes of s.write and a prune.
 	auditSQL = `WITH m AS (
@@ -342,6 +353,7 @@ type putReq struct {
 	val     []byte
 	audit   []byte // the change's audit entry, made at auditAt
 	auditAt time.Time
+	event   *store.Event // the change's outbox event, if any
 	prev    *int64
 	c       *Claim
 	done    chan error
@@ -362,6 +374,9 @@ func (s *Store) put(what string, rec *model.Task, from *model.Task, prev uint64,
 	now := time.Now()
 	req := &putReq{rec: rec, val: val, c: c, done: make(chan error, 1), lead: make(chan struct{}, 1),
 		audit: model.SealAudit(s.auditKey, model.NewAuditBody(from, rec, val, rec.Act, now).Marshal()), auditAt: now}
+	if s.events != nil {
+		req.event = s.events(from, rec)
+	}
 	if prev != 0 {
 		p := int64(prev)
 		req.prev = &p
@@ -422,10 +437,12 @@ func (s *Store) commit(batch []*putReq) {
 	ids, keys, statuses, servers := make([]string, n), make([]*string, n), make([]string, n), make([]string, n)
 	at, vals, prevs, fences, owners := make([]time.Time, n), make([][]byte, n), make([]*int64, n), make([]*int64, n), make([]*string, n)
 	audits, auditAts := make([][]byte, n), make([]time.Time, n)
+	evIDs, evEndpoints, evBodies := make([]*string, n), make([]*string, n), make([][]byte, n)
 	for i, r := range batch {
 		ids[i], keys[i], statuses[i], servers[i] = r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.Server.String()
 		at[i], vals[i], prevs[i], fences[i], owners[i] = r.rec.UpdatedAt, r.val, r.prev, r.c.fence(), r.c.owner()
 		audits[i], auditAts[i] = r.audit, r.auditAt
+		evIDs[i], evEndpoints[i], evBodies[i] = eventArgs(r.event)
 	}
 	type result struct {
 		rev        *int64
@@ -435,7 +452,7 @@ func (s *Store) commit(batch []*putReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	err := s.reread(func() error {
-		rows, err := s.pool.Query(ctx, putSQL, ids, keys, statuses, at, vals, servers, prevs, fences, owners, audits, auditAts)
+		rows, err := s.pool.Query(ctx, putSQL, ids, keys, statuses, at, vals, servers, prevs, fences, owners, audits, auditAts, evIDs, evEndpoints, evBodies)
 		if err != nil {
 			return err
 		}
@@ -473,9 +490,10 @@ func (s *Store) commit(batch []*putReq) {
 func (s *Store) commitOne(r *putReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	sql, args := createSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, r.rec.Server.String(), r.audit, r.auditAt}
+	evID, evEndpoints, evBody := eventArgs(r.event)
+	sql, args := createSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, r.rec.Server.String(), r.audit, r.auditAt, evID, evEndpoints, evBody}
 	if r.prev != nil {
-		sql, args = updateSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, *r.prev, r.c.fence(), r.c.owner(), r.audit, r.auditAt}
+		sql, args = updateSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, *r.prev, r.c.fence(), r.c.owner(), r.audit, r.auditAt, evID, evEndpoints, evBody}
 	}
 	var rev int64
 	err := s.reread(func() error { return s.pool.QueryRow(ctx, sql, args...).Scan(&rev, nil) })

@@ -1,0 +1,29 @@
+package deck
+
+import (
+	"context"
+	"time"
+)
+
+// Notifier is a Deck that reports its event endpoints (issue 27): the
+// engine and the owner's socket.
+type Notifier interface {
+	NotifyStatus(ctx context.Context) ([]NotifyEndpoint, error)
+}
+
+// NotifyEndpoint is what one configured "notify" endpoint was told.
+type NotifyEndpoint struct {
+	Endpoint string `json:"endpoint"` // its name in the outbox
+	Kind     string `json:"kind"`     // "webhook" or "command"; "" when no longer configured
+	// Target is the webhook's URL (its query redacted) or the command's
+	// program.
+	Target      string    `json:"target"`
+	Events      []string  `json:"events,omitempty"`
+	Delivered   int64     `json:"delivered"`
+	Pending     int64     `json:"pending"`
+	Expired     int64     `json:"expired"`
+	Failing     bool      `json:"failing"`
+	LastError   string    `json:"lastError,omitempty"`
+	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
+	LastOK      time.Time `json:"lastOk,omitzero"`
+}

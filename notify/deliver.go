@@ -1,0 +1,230 @@
+package notify
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// Delivery bounds. An event is retried with backoff and jitter until
+// RetryWindow after its commit, then dropped and counted as expired: the
+// outbox holds at most the events of one window.
+const (
+	DefaultRetryWindow = 24 * time.Hour
+	DefaultFirstRetry  = time.Second
+	DefaultMaxRetry    = 5 * time.Minute
+	// perEndpoint bounds the deliveries in flight to one endpoint (for a
+	// command hook: the hooks running at once).
+	perEndpoint = 4
+	// batch bounds the entries read from the outbox at a time.
+	batch = 256
+	// idlePoll is how often the outbox is read with no commit heard: a
+	// retry falls due, or (on a fleet) another engine's claim lapsed.
+	idlePoll = time.Second
+)
+
+// Options configure a Deliverer. Zero values select the defaults.
+type Options struct {
+	Notify mcpconfig.Notify
+	// Lookup reads a ${VAR} secret (os.LookupEnv in production).
+	Lookup      func(string) (string, bool)
+	Logger      *slog.Logger
+	RetryWindow time.Duration
+	FirstRetry  time.Duration // the first retry's delay, doubled on each
+	MaxRetry    time.Duration // the longest delay between two attempts
+	HTTPTimeout time.Duration // one POST, DefaultHTTPTimeout when 0
+}
+
+// sender delivers one event to one endpoint.
+type sender interface {
+	send(ctx context.Context, e store.OutboxEntry) error
+	timeout() time.Duration
+}
+
+// Deliverer sends the outbox's events to their endpoints until Close.
+type Deliverer struct {
+	ob      store.Outbox
+	opts    Options
+	log     *slog.Logger
+	senders map[string]sender
+	slots   map[string]chan struct{}
+	lease   time.Duration
+	wakeC   chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[entryKey]bool
+}
+
+type entryKey struct {
+	rev      uint64
+	endpoint string
+}
+
+// New makes a Deliverer for ob; it reads the secrets, and refuses an
+// unset or malformed one with the config's one-line error.
+func New(ob store.Outbox, opts Options) (*Deliverer, error) {
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.RetryWindow = cmp.Or(opts.RetryWindow, DefaultRetryWindow)
+	opts.FirstRetry = cmp.Or(opts.FirstRetry, DefaultFirstRetry)
+	opts.MaxRetry = cmp.Or(opts.MaxRetry, DefaultMaxRetry)
+	opts.HTTPTimeout = cmp.Or(opts.HTTPTimeout, DefaultHTTPTimeout)
+	d := &Deliverer{ob: ob, opts: opts, log: opts.Logger, senders: map[string]sender{}, slots: map[string]chan struct{}{},
+		wakeC: make(chan struct{}, 1), inflight: map[entryKey]bool{}}
+	for _, w := range opts.Notify.Webhooks {
+		key, err := w.ExpandSecret(opts.Lookup)
+		if err != nil {
+			return nil, err
+		}
+		s, err := newWebhook(w, key, opts.HTTPTimeout)
+		if err != nil {
+			return nil, err
+		}
+		d.senders[w.Endpoint()] = s
+	}
+	for _, c := range opts.Notify.Commands {
+		d.senders[c.Endpoint()] = newCommand(c)
+	}
+	for ep, s := range d.senders {
+		d.slots[ep] = make(chan struct{}, perEndpoint)
+		// A claim outlasts the longest attempt, so that no other engine
+		// of a fleet delivers the event while this one still tries.
+		d.lease = max(d.lease, 2*s.timeout()+10*time.Second)
+	}
+	return d, nil
+}
+
+// Start begins delivering.
+func (d *Deliverer) Start() {
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	d.wg.Add(1)
+	go d.run()
+}
+
+// Wake tells the Deliverer that a commit may have added events. It never
+// blocks: the engine's commit hook calls it.
+func (d *Deliverer) Wake() {
+	select {
+	case d.wakeC <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops delivering and waits for the attempts in flight, which it
+// cancels; their events are delivered again by the next owner.
+func (d *Deliverer) Close() {
+	if d.cancel == nil {
+		return
+	}
+	d.cancel()
+	d.wg.Wait()
+}
+
+func (d *Deliverer) run() {
+	defer d.wg.Done()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-d.wakeC:
+		case <-timer.C:
+		}
+		d.round()
+		timer.Reset(idlePoll)
+	}
+}
+
+// round starts a delivery of every due entry that has a free slot; one
+// that has none waits for a delivery to end, which wakes the loop.
+func (d *Deliverer) round() {
+	// Held from the read to the last dispatch: a delivery that ends
+	// meanwhile leaves inflight only after, so an entry it removed from
+	// the outbox after this read is not sent again.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	entries, err := d.ob.Outbox(batch, d.lease)
+	if err != nil {
+		d.log.Warn("notify: reading the outbox", "err", err)
+		return
+	}
+	now := time.Now()
+	for _, e := range entries {
+		k := entryKey{e.Rev, e.Endpoint}
+		if d.inflight[k] {
+			continue
+		}
+		s := d.senders[e.Endpoint]
+		if now.Sub(e.At) > d.opts.RetryWindow {
+			// An endpoint no longer configured ends here too.
+			d.done(e, store.Expired, fmt.Sprintf("not delivered within the retry window (%s) after %d attempts", d.opts.RetryWindow, e.Attempts), time.Time{})
+			continue
+		}
+		if s == nil {
+			continue // kept for the endpoint's return, until the window ends
+		}
+		select {
+		case d.slots[e.Endpoint] <- struct{}{}:
+		default:
+			continue
+		}
+		d.inflight[k] = true
+		d.wg.Add(1)
+		go d.deliver(s, e)
+	}
+}
+
+func (d *Deliverer) deliver(s sender, e store.OutboxEntry) {
+	defer d.wg.Done()
+	err := s.send(d.ctx, e)
+	if d.ctx.Err() != nil && err != nil {
+		// Cut off by Close: not the endpoint's failure.
+		d.release(e)
+		return
+	}
+	if err == nil {
+		d.done(e, store.Delivered, "", time.Time{})
+	} else {
+		d.log.Info("notify: delivery failed", "endpoint", e.Endpoint, "id", e.ID, "attempt", e.Attempts+1, "err", err)
+		d.done(e, store.Failed, err.Error(), time.Now().Add(d.retryDelay(e.Attempts+1)))
+	}
+	d.release(e)
+	d.Wake()
+}
+
+func (d *Deliverer) release(e store.OutboxEntry) {
+	d.mu.Lock()
+	delete(d.inflight, entryKey{e.Rev, e.Endpoint})
+	d.mu.Unlock()
+	<-d.slots[e.Endpoint]
+}
+
+func (d *Deliverer) done(e store.OutboxEntry, o store.Outcome, errText string, retryAt time.Time) {
+	if err := d.ob.OutboxDone(e, o, errText, retryAt); err != nil && !errors.Is(err, context.Canceled) {
+		d.log.Warn("notify: recording a delivery", "endpoint", e.Endpoint, "id", e.ID, "err", err)
+	}
+}
+
+// retryDelay is the wait before the attempt after the nth failed one:
+// exponential from FirstRetry to MaxRetry, with ±50% jitter.
+func (d *Deliverer) retryDelay(n int) time.Duration {
+	b := &backoff.ExponentialBackOff{InitialInterval: d.opts.FirstRetry, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: d.opts.MaxRetry}
+	b.Reset()
+	var wait time.Duration
+	for range min(n, 64) {
+		wait = b.NextBackOff()
+	}
+	return wait
+}

@@ -1,0 +1,142 @@
+// Package notify tells people of task events (issue 27): the engine's
+// store commits each event to its outbox with the change that made it
+// (Events), and a Deliverer in the store's owner sends it to every
+// endpoint that wants it, a signed Standard Webhook or a command hook, at
+// least once and with one id.
+package notify
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+)
+
+// Payload is what every endpoint receives: the Standard Webhooks shape
+// {"type", "timestamp", "data"}.
+type Payload struct {
+	Type      string    `json:"type"` // "task." + the event's kind
+	Timestamp time.Time `json:"timestamp"`
+	Data      Data      `json:"data"`
+}
+
+// Data is what happened to which task, and what a person can do.
+type Data struct {
+	Event     string     `json:"event"`
+	Task      TaskInfo   `json:"task"`
+	Questions []Question `json:"questions,omitempty"`
+	// Answer is the command that answers a question (KEY and the
+	// response JSON filled in by the person); Show prints the task.
+	Answer string `json:"answer,omitempty"`
+	Show   string `json:"show"`
+}
+
+// TaskInfo is the part of the record an endpoint needs.
+type TaskInfo struct {
+	ID            string       `json:"id"`
+	Server        string       `json:"server"`
+	Tool          string       `json:"tool"`
+	Status        model.Status `json:"status"`
+	StatusMessage string       `json:"statusMessage,omitempty"`
+	Agent         string       `json:"agent,omitempty"`
+	Error         string       `json:"error,omitempty"`
+	CreatedAt     time.Time    `json:"createdAt"`
+}
+
+// Question is one input request the task waits on, as the server sent it.
+type Question struct {
+	Key    string          `json:"key"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// Kind is the event the change of prev (nil: new) into next is, or "".
+// A task that asks again while it waits (a new question key) is a new
+// input_required event.
+func Kind(prev, next *model.Task) string {
+	switch next.Status {
+	case model.StatusInputRequired:
+		if prev == nil || prev.Status != next.Status {
+			return mcpconfig.EventInputRequired
+		}
+		for k := range next.InputRequests {
+			if _, ok := prev.InputRequests[k]; !ok {
+				return mcpconfig.EventInputRequired
+			}
+		}
+		return ""
+	case model.StatusCompleted, model.StatusFailed, model.StatusCancelled, model.StatusUnknown, model.StatusOrphaned:
+		if prev != nil && prev.Status == next.Status {
+			return ""
+		}
+		return string(next.Status)
+	}
+	return ""
+}
+
+// Events is the store's EventFunc for n: nil when no endpoint is
+// configured, so that a store without one writes nothing more.
+func Events(n mcpconfig.Notify) store.EventFunc {
+	if n.Empty() {
+		return nil
+	}
+	return func(prev, next *model.Task) *store.Event {
+		kind := Kind(prev, next)
+		if kind == "" {
+			return nil
+		}
+		var eps []string
+		server := next.Server.String()
+		for _, w := range n.Webhooks {
+			if w.Wants(kind, server, next.Tool) {
+				eps = append(eps, w.Endpoint())
+			}
+		}
+		for _, c := range n.Commands {
+			if c.Wants(kind, server, next.Tool) {
+				eps = append(eps, c.Endpoint())
+			}
+		}
+		if len(eps) == 0 {
+			return nil
+		}
+		body, err := json.Marshal(NewPayload(kind, next, time.Now()))
+		if err != nil {
+			return nil // a record that marshals always does
+		}
+		return &store.Event{ID: "msg_" + rand.Text(), Body: body, Endpoints: eps}
+	}
+}
+
+// NewPayload is the payload of the event kind of task t, made at now.
+func NewPayload(kind string, t *model.Task, now time.Time) Payload {
+	p := Payload{Type: "task." + kind, Timestamp: now.UTC().Truncate(time.Millisecond), Data: Data{
+		Event: kind,
+		Task: TaskInfo{ID: t.ID, Server: t.Server.String(), Tool: t.Tool, Status: t.Status,
+			StatusMessage: t.StatusMessage, Agent: t.Agent, Error: errorText(t), CreatedAt: t.CreatedAt.UTC()},
+		Show: "taskdeck get " + t.ID,
+	}}
+	if kind == mcpconfig.EventInputRequired {
+		for _, k := range slices.Sorted(maps.Keys(t.InputRequests)) {
+			r := t.InputRequests[k]
+			p.Data.Questions = append(p.Data.Questions, Question{Key: k, Method: r.Method, Params: r.Params})
+		}
+		p.Data.Answer = "taskdeck answer " + t.ID + " KEY RESPONSE_JSON"
+	}
+	return p
+}
+
+func errorText(t *model.Task) string {
+	switch {
+	case t.Error != nil:
+		return t.Error.Error()
+	case t.LocalError != "":
+		return t.LocalError
+	}
+	return ""
+}

@@ -1,0 +1,110 @@
+package postgres_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/postgres"
+)
+
+// failedEvents tells endpoint "w1" of every record made failed.
+func failedEvents(prev, next *model.Task) *store.Event {
+	if next.Status != model.StatusFailed || prev != nil && prev.Status == model.StatusFailed {
+		return nil
+	}
+	return &store.Event{ID: "msg_" + next.ID, Body: []byte(`{"type":"task.failed"}`), Endpoints: []string{"w1"}}
+}
+
+// TestOutboxOneEngineDeliversEach: records written by 64 concurrent
+// writers (lone writes and taskdeck_put batches) commit their events with
+// them; two engines claiming the outbox at once get disjoint entries, all
+// of them between the two; a failed attempt is claimed by neither until
+// its retry time, and the counts say what each endpoint was told.
+func TestOutboxOneEngineDeliversEach(t *testing.T) {
+	conn := pgtest.DB(t)
+	a, b := open(t, conn), open(t, conn)
+	a.SetEvents(failedEvents)
+	const n = 64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			rec := model.NewIntent(model.ServerRef{Name: "s"}, "tool", nil, "", time.Now())
+			rec.Status = model.StatusFailed
+			if err := a.Create(rec); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// One the event function does not want: no row.
+	calling := model.NewIntent(model.ServerRef{Name: "s"}, "tool", nil, "", time.Now())
+	if err := a.Create(calling); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	var got [2][]store.OutboxEntry
+	for i, s := range []*postgres.Store{a, b} {
+		wg.Go(func() {
+			e, err := s.Outbox(n, time.Minute)
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = e
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for _, es := range got {
+		for _, e := range es {
+			if seen[e.ID] {
+				t.Errorf("event %s claimed by both engines", e.ID)
+			}
+			seen[e.ID] = true
+			if e.Endpoint != "w1" || string(e.Body) != `{"type":"task.failed"}` || e.Rev == 0 {
+				t.Errorf("entry %+v", e)
+			}
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("the two engines claimed %d events (%d and %d), want %d", len(seen), len(got[0]), len(got[1]), n)
+	}
+	if again, err := b.Outbox(n, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("claimed entries were claimed again: %d, %v", len(again), err)
+	}
+	all := append(got[0], got[1]...)
+	if err := b.OutboxDone(all[0], store.Failed, "POST: 503", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range all[1:] {
+		if err := a.OutboxDone(e, store.Delivered, "", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again, err := a.Outbox(n, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("an entry due in an hour was claimed: %d, %v", len(again), err)
+	}
+	st, err := b.OutboxStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := st["w1"]; w.Delivered != n-1 || w.Pending != 1 || w.LastError != "POST: 503" || w.Failing {
+		t.Errorf("stats %+v (failing is the last attempt's: a delivery came after the failure)", w)
+	}
+	if err := a.OutboxDone(all[0], store.Expired, "not delivered within the retry window", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = a.OutboxStats(); err != nil || st["w1"].Pending != 0 || st["w1"].Expired != 1 {
+		t.Errorf("stats after the expiry %+v, %v", st["w1"], err)
+	}
+	// A lone update (updateSQL) commits its event too.
+	moved, err := a.Update(calling.ID, func(x *model.Task) (bool, error) { return true, x.MoveTo(model.StatusFailed, "", time.Now()) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, err := b.Outbox(n, time.Minute); err != nil || len(e) != 1 || e[0].Rev != moved.Revision || e[0].ID != "msg_"+calling.ID {
+		t.Errorf("after a lone update: %+v, %v", e, err)
+	}
+}
