@@ -205,6 +205,7 @@ func (p *Proxy) Handler() (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp/{name}", p.serveHTTP)
+	mux.Handle(InboxPath, p.inboxHandler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest,
 			fmt.Sprintf("no MCP endpoint at %s; the proxy serves /mcp/<server> for the servers: %s", r.URL.Path, p.names(principalOf(r.Context()))))
