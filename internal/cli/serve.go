@@ -135,6 +135,7 @@ func serveRun(opts *ServeOptions) error {
 		agents = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn)}
 		go agents.Serve(ln)
 		fmt.Fprintf(f.stderr, "taskdeck: agents reach server NAME at http://%s/mcp/NAME\n", ln.Addr())
+		fmt.Fprintf(f.stderr, "taskdeck: operators reach the inbox at http://%s%s\n", ln.Addr(), proxy.InboxPath)
 	}
 	// An owner for the long run watches every open task from the start.
 	if err := e.PollNow(ctx, nil); err != nil && deck.KindOf(err) != deck.KindCanceled {
