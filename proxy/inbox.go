@@ -235,8 +235,9 @@ func (p *Proxy) inboxTask(ctx context.Context, pr principal, id string) (*model.
 		return nil, err
 	}
 	if !pr.may(e.Task.Server.Name) {
-		// As for an unknown id: whether it exists is not this operator's.
-		return nil, fmt.Errorf("no task %q among the servers %s may use", id, pr.who.Name)
+		// The Deck's words for an unknown id: whether it exists is not
+		// this operator's to learn.
+		return nil, deck.Errorf(deck.KindNotFound, "no task %q; `taskdeck ls` lists them", id)
 	}
 	return e.Task, nil
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 )
 
-// waitingApprove starts the demo's approve on r's engine and waits until
-// it asks for its answer; it returns the record's id.
-func waitingApprove(t *testing.T, r *rig) string {
+// waitingApprove starts the demo's approve on r's engine, on server (by
+// default "demo"), and waits until it asks for its answer; it returns the
+// record's id.
+func waitingApprove(t *testing.T, r *rig, server ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	res, err := r.eng.Call(ctx, deck.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "approve", Args: json.RawMessage(`{"action":"deploy"}`)})
+	res, err := r.eng.Call(ctx, deck.CallRequest{Server: model.ServerRef{Name: append(server, "demo")[0]}, Tool: "approve", Args: json.RawMessage(`{"action":"deploy"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,8 +61,9 @@ func callInbox(t *testing.T, cs *mcp.ClientSession, tool string, args map[string
 }
 
 // Only a principal with the operator role reaches the inbox: an agent's
-// and a viewer's tokens are 403 and no token is 401, each before any tool
-// runs, and the waiting task stays unanswered.
+// and a viewer's tokens are 403, no token is 401, and the operator's token
+// from a web page (its Origin) or a rebound name (its Host) is 403, each
+// before any tool runs, and the waiting task stays unanswered.
 func TestInboxOperatorsOnly(t *testing.T) {
 	r, logs := twoAgents(t)
 	id := waitingApprove(t, r)
@@ -70,7 +72,9 @@ func TestInboxOperatorsOnly(t *testing.T) {
 		who    string
 		hdr    map[string]string
 		status int
-	}{{"agent a", as(tokenA), http.StatusForbidden}, {"viewer v", as(tokenV), http.StatusForbidden}, {"no token", map[string]string{"Authorization": ""}, http.StatusUnauthorized}} {
+	}{{"agent a", as(tokenA), http.StatusForbidden}, {"viewer v", as(tokenV), http.StatusForbidden}, {"no token", map[string]string{"Authorization": ""}, http.StatusUnauthorized},
+		{"a web page with the operator's token", map[string]string{"Authorization": "Bearer " + tokenO, "Origin": "https://evil.example"}, http.StatusForbidden},
+		{"a rebound name with the operator's token", map[string]string{"Authorization": "Bearer " + tokenO, "Host": "evil.example"}, http.StatusForbidden}} {
 		status, a := rpc(t, r.base+InboxPath, "tools/call", list, c.hdr)
 		if status != c.status || a.Error == nil {
 			t.Fatalf("%s at the inbox: HTTP %d %+v, want %d", c.who, status, a, c.status)
@@ -145,5 +149,28 @@ func TestInboxAnswerAndRefusals(t *testing.T) {
 	text, isErr = callInbox(t, cs, "task_status", map[string]any{"task": id})
 	if isErr || !strings.Contains(text, `"status":"completed"`) || !strings.Contains(text, `"by":"o"`) {
 		t.Fatalf("task_status: %s", text)
+	}
+}
+
+// An operator listed on some servers sees only their tasks: another
+// server's waiting task is not in its inbox, and showing, answering or
+// asking its status answers as for an id that does not exist.
+func TestInboxOperatorsServersOnly(t *testing.T) {
+	r, _ := twoAgents(t)
+	other := waitingApprove(t, r, "other")
+	cs := inboxClient(t, r, tokenO)
+	if text, _ := callInbox(t, cs, "inbox_list", nil); strings.Contains(text, other) {
+		t.Fatalf("operator o (on demo) listed the task of other: %s", text)
+	}
+	unknown, _ := callInbox(t, cs, "task_status", map[string]any{"task": "zz" + other[2:]})
+	for tool, args := range map[string]map[string]any{"inbox_show": {"task": other}, "task_status": {"task": other},
+		"inbox_answer": {"task": other, "key": "approve-1", "action": "decline"}} {
+		text, isErr := callInbox(t, cs, tool, args)
+		if want := strings.ReplaceAll(unknown, "zz"+other[2:], other); !isErr || text != want {
+			t.Fatalf("%s of another server's task: %q (error %v); want as unknown: %q", tool, text, isErr, want)
+		}
+	}
+	if e, _ := r.eng.Get(context.Background(), other); !e.Task.WaitsForInput() {
+		t.Fatalf("the other server's task was answered: %+v", e.Task)
 	}
 }
