@@ -84,7 +84,7 @@ type inboxListOut struct {
 }
 
 type taskIn struct {
-	Task string `json:"task" jsonschema:"the task's id (as inbox_list gives it) or a unique prefix of it"`
+	Task string `json:"task" jsonschema:"the task's id, as inbox_list gives it"`
 }
 
 type inboxShowOut struct {
@@ -225,19 +225,25 @@ func (p *Proxy) inboxAnswer(ctx context.Context, pr principal, in inboxAnswerIn)
 	return taskStatus(after), nil
 }
 
-// inboxTask reads a task an operator may see: one of its servers'.
+// inboxTask reads a task an operator may see: one of its servers', by
+// its exact id.
 func (p *Proxy) inboxTask(ctx context.Context, pr principal, id string) (*model.Task, error) {
 	if id == "" {
 		return nil, errors.New("name the task: its id, as inbox_list gives it")
+	}
+	// The Deck's words for an unknown id: whether it exists is not this
+	// operator's to learn. Exact ids only, as at /mcp/<server>: a prefix
+	// could tell, by being ambiguous, of other servers' tasks.
+	unknown := deck.Errorf(deck.KindNotFound, "no task %q; `taskdeck ls` lists them", id)
+	if !model.ValidID(id) {
+		return nil, unknown
 	}
 	e, err := p.opts.Deck.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !pr.may(e.Task.Server.Name) {
-		// The Deck's words for an unknown id: whether it exists is not
-		// this operator's to learn.
-		return nil, deck.Errorf(deck.KindNotFound, "no task %q; `taskdeck ls` lists them", id)
+		return nil, unknown
 	}
 	return e.Task, nil
 }

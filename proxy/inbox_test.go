@@ -165,6 +165,13 @@ func TestInboxOperatorsServersOnly(t *testing.T) {
 	unknown, _ := callInbox(t, cs, "task_status", map[string]any{"task": "zz" + other[2:]})
 	for tool, args := range map[string]map[string]any{"inbox_show": {"task": other}, "task_status": {"task": other},
 		"inbox_answer": {"task": other, "key": "approve-1", "action": "decline"}} {
+		if tool == "task_status" {
+			// A prefix of its own server's task is as unknown too.
+			mine := waitingApprove(t, r)
+			if text, isErr := callInbox(t, cs, tool, map[string]any{"task": mine[:6]}); !isErr || !strings.Contains(text, "no task") {
+				t.Fatalf("task_status of a prefix: %q (error %v); want it unknown", text, isErr)
+			}
+		}
 		text, isErr := callInbox(t, cs, tool, args)
 		if want := strings.ReplaceAll(unknown, "zz"+other[2:], other); !isErr || text != want {
 			t.Fatalf("%s of another server's task: %q (error %v); want as unknown: %q", tool, text, isErr, want)
