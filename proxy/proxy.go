@@ -191,7 +191,8 @@ func Listen(addr, token string) (net.Listener, error) {
 	return l, nil
 }
 
-// Handler serves /mcp/<name> for every configured server. Every request
+// Handler serves /mcp/<name> for every configured server, and the
+// operators' inbox at InboxPath (see inboxHandler). Every request
 // passes the gate first: nothing a web page sends reaches a server, and
 // only a request with an agent's token (or the operator's) is read. It
 // reads the agents' tokens from the environment: an unset or shared one
@@ -205,9 +206,10 @@ func (p *Proxy) Handler() (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp/{name}", p.serveHTTP)
+	mux.Handle(InboxPath, p.inboxHandler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest,
-			fmt.Sprintf("no MCP endpoint at %s; the proxy serves /mcp/<server> for the servers: %s", r.URL.Path, p.names(principalOf(r.Context()))))
+			fmt.Sprintf("no MCP endpoint at %s; the proxy serves /mcp/<server> for the servers: %s (and operators the inbox at `+InboxPath+`)", r.URL.Path, p.names(principalOf(r.Context()))))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		pr, ok := p.admit(w, r)

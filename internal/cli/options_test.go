@@ -23,6 +23,7 @@ func TestUsageErrorsOpenNothing(t *testing.T) {
 		{"ls", "--status", "bogus"},
 		{"answer", "someid", "approve-1", "{not json"},
 		{"watch", "--timeout", "-1s"},
+		{"watch", "--notify", "--json"},
 		{"tools", "one", "two", "three"},
 		{"prune", "--older-than", "3 days"},
 		{"get"},

@@ -170,6 +170,7 @@ func serveRun(opts *ServeOptions) error {
 		agents = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn)}
 		go agents.Serve(ln)
 		fmt.Fprintf(f.stderr, "taskdeck: agents reach server NAME at http://%s/mcp/NAME\n", ln.Addr())
+		fmt.Fprintf(f.stderr, "taskdeck: operators reach the inbox at http://%s%s\n", ln.Addr(), proxy.InboxPath)
 	}
 	if metrics != nil {
 		metrics.Watch(e)

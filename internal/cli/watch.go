@@ -26,6 +26,8 @@ type WatchOptions struct {
 
 	JSON    bool
 	Timeout time.Duration // 0: no limit
+	// Notify: tell a person of what needs them, until interrupted.
+	Notify bool
 }
 
 func newCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
@@ -38,15 +40,22 @@ func newCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
 			if opts.Timeout < 0 {
 				return usageErr("--timeout must not be negative (0 waits as long as it takes)")
 			}
+			if opts.Notify && opts.JSON {
+				return usageErr("--notify prints lines for a person; use --json without it")
+			}
 			opts.ctx = cmd.Context()
 			if runF != nil {
 				return runF(opts)
+			}
+			if opts.Notify {
+				return notifyRun(opts)
 			}
 			return watchRun(opts)
 		},
 	}
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per line for each change")
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "stop after this long (e.g. 10m) with exit code 7 if tasks are still open; 0: no limit")
+	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 0, "stop after this long (e.g. 10m) with exit code 7 if tasks are still open (with --notify: exit 0); 0: no limit")
+	cmd.Flags().BoolVar(&opts.Notify, "notify", false, "until interrupted, one line per task that needs a person (waits for input, failed, orphaned); on a terminal also the bell and a desktop notification (OSC 9, or OSC 777)")
 	return cmd
 }
 

@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
+	"golang.org/x/term"
+)
+
+// notifyLineMax bounds the server's text (the questions, the error) on
+// one line of `watch --notify`, in runes.
+const notifyLineMax = 200
+
+// notifyRun is `watch --notify`: until interrupted (or --timeout), one
+// line for each event that needs a person (a task starts waiting for
+// input, or a new round of questions; a task fails; a task is orphaned),
+// the tasks already waiting at the start first. On a terminal each line
+// also rings the bell and sends a desktop notification.
+func notifyRun(opts *WatchOptions) error {
+	f, ctx := opts.f, opts.ctx
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	dk, err := f.deck(opts.ctx)
+	if err != nil {
+		return err
+	}
+	n := &notifier{out: f.stdout, seen: map[string]string{}}
+	if out, ok := f.stdout.(*os.File); ok && term.IsTerminal(int(out.Fd())) {
+		n.osc = desktopNotification(os.Getenv)
+	}
+	feed, err := dk.Watch(ctx, 0)
+	if err == nil {
+		for ev := range feed.Events() {
+			n.event(ev)
+		}
+		err = feed.Err()
+	}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded) && opts.ctx.Err() == nil:
+		return nil // --timeout: the end asked for
+	case err != nil:
+		return err
+	}
+	return ctx.Err()
+}
+
+// notifier turns the feed into lines for a person.
+type notifier struct {
+	out io.Writer
+	// osc makes the desktop notification of a text; nil: none (stdout is
+	// not a terminal).
+	osc     func(text string) string
+	seen    map[string]string // a task's last need (see need), by id
+	started bool              // the first snapshot is in
+}
+
+// need is what a task needs of a person, "" for nothing: a new value is
+// news (a second round of questions is a new need).
+func need(t *model.Task) string {
+	switch {
+	case t.WaitsForInput():
+		return "input " + strings.Join(t.PendingInputs(), ",")
+	case t.Status == model.StatusFailed, t.Status == model.StatusOrphaned:
+		return string(t.Status)
+	}
+	return ""
+}
+
+func (n *notifier) event(ev deck.Event) {
+	for _, id := range ev.Deleted {
+		delete(n.seen, id)
+	}
+	first := ev.Kind == deck.EventSnapshot && !n.started
+	for _, e := range ev.Entries {
+		t := e.Task
+		now, was := need(t), n.seen[t.ID]
+		n.seen[t.ID] = now
+		// At the start only what waits now is news: failures and orphans
+		// already there are history (`taskdeck ls` lists them).
+		if now == "" || now == was || (first && !t.WaitsForInput()) {
+			continue
+		}
+		n.tell(t)
+	}
+	if ev.Kind == deck.EventSnapshot {
+		n.started = true
+	}
+}
+
+// tell prints one task's line and, on a terminal, notifies the desktop.
+func (n *notifier) tell(t *model.Task) {
+	var what, detail string
+	switch {
+	case t.WaitsForInput():
+		what = "input needed"
+		var qs []string
+		for _, k := range t.PendingInputs() {
+			q := k
+			if e, err := t.InputRequests[k].Elicitation(); err == nil && e.Message != "" {
+				q = e.Message
+			}
+			qs = append(qs, q)
+		}
+		detail = strings.Join(qs, " · ")
+	case t.Status == model.StatusFailed:
+		what, detail = "failed", t.StatusMessage
+		if t.Error != nil {
+			detail = t.Error.Message
+		} else if t.LocalError != "" {
+			detail = t.LocalError
+		}
+	default:
+		what, detail = string(t.Status), t.StatusMessage
+	}
+	tool := termtext.Line(t.Tool)
+	line := fmt.Sprintf("%s  %s  %s  %s %s", time.Now().UTC().Format(time.TimeOnly), what, t.ID, termtext.Line(t.Server.String()), tool)
+	if detail = termtext.OneLine(termtext.Line(detail), notifyLineMax); detail != "" {
+		line += ": " + detail
+	}
+	if n.osc != nil {
+		line += "\a" + n.osc("taskdeck: "+tool+" "+what)
+	}
+	fmt.Fprintln(n.out, line)
+}
+
+// desktopNotification makes the escape sequence of a desktop notification
+// for the terminal env describes: OSC 777 where the terminal says it is
+// one that uses it (VTE's, foot, rxvt), else OSC 9; inside tmux, wrapped
+// for tmux to pass on (it needs `set -g allow-passthrough on`).
+func desktopNotification(env func(string) string) func(string) string {
+	termName := env("TERM")
+	if env("TMUX") != "" {
+		termName = "" // tmux's TERM says nothing of the terminal outside
+	}
+	uses777 := env("VTE_VERSION") != "" || strings.HasPrefix(termName, "foot") || strings.HasPrefix(termName, "rxvt")
+	tmux := env("TMUX") != ""
+	return func(text string) string {
+		// Sanitized text has no ESC or BEL to end the sequence early; a
+		// ';' would start a new parameter.
+		text = strings.ReplaceAll(termtext.Line(text), ";", " ")
+		seq := "\x1b]9;" + text + "\a"
+		if uses777 {
+			seq = "\x1b]777;notify;taskdeck;" + text + "\a"
+		}
+		if tmux {
+			seq = "\x1bPtmux;" + strings.ReplaceAll(seq, "\x1b", "\x1b\x1b") + "\x1b\\"
+		}
+		return seq
+	}
+}
