@@ -96,8 +96,8 @@ type Engine struct {
 	draining bool
 	ops      sync.WaitGroup // requests in progress, and the loop
 	requests sync.WaitGroup // requests in progress only
-	loop   *loop          // nil until the first Watch or PollNow
-	bulk   bulkSlots      // CancelMany's requests in flight per server
+	loop     *loop          // nil until the first Watch or PollNow
+	bulk     bulkSlots      // CancelMany's requests in flight per server
 }
 
 var _ deck.Deck = (*Engine)(nil)
