@@ -29,8 +29,7 @@ import (
 //  4. serve opens the store, serves, and removes the mark.
 //
 // Every process that finds no owner on the socket while the mark names a
-// live process other than itself waits for that one instead of taking
-// the store. A mark whose process is gone (serve killed) or older than
+// live process waits for that one instead of taking the store. A mark whose process is gone (serve killed) or older than
 // markFor is no mark: the next command owns the store as before.
 
 // HandOverGrace bounds how long a transient owner that hands over waits
@@ -119,15 +118,16 @@ func readMark(dir string) (int, time.Time) {
 	return pid, fi.ModTime()
 }
 
-// takingOver is the pid of a live process other than this one that is
-// taking the store in dataDir over (0: none).
+// takingOver is the pid of a live process that is taking the store in
+// dataDir over (0: none). It may be this one: a program that asks with
+// AskHandOver opens the engine itself, not through Open.
 func takingOver(dataDir string) int {
 	dir, err := filepath.Abs(dataDir)
 	if err != nil {
 		return 0
 	}
 	pid, at := readMark(dir)
-	if pid == 0 || pid == os.Getpid() || time.Since(at) > markFor {
+	if pid == 0 || time.Since(at) > markFor {
 		return 0
 	}
 	if _, runs := cpuTime(pid); !runs {
