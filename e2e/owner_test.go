@@ -231,3 +231,34 @@ func TestServeTakesOverFromATransientOwner(t *testing.T) {
 		})
 	}
 }
+
+// TestDashboardHandsOverToServe (issue 20, item 6): `serve` started while
+// the dashboard owns the store takes it over at once; the dashboard says
+// so on its status line and keeps its place (the selected row, its mark),
+// and its table goes on changing through serve's feed.
+func TestDashboardHandsOverToServe(t *testing.T) {
+	t.Parallel()
+	d, _ := tuiDeck(t)
+	long := d.call("sleep", `{"seconds":3600}`)
+	d.call("echo", `{"text":"before"}`)
+	tm := d.dashboard(120, 30)
+	tm.waitScreen("both rows", func(s string) bool { return len(tableRows(s)) == 2 })
+	tm.selectRow("sleep")
+	tm.keys("Space")
+	tm.waitText("1 marked")
+
+	owner := d.serve()
+	defer owner.kill()
+	s := tm.waitText(fmt.Sprintf("serve took over (pid %d)", owner.cmd.Process.Pid))
+	if selectedTool(s) != "sleep" || !strings.Contains(s, "1 marked") {
+		t.Fatalf("the dashboard lost its place across the handover:\n%s", s)
+	}
+	d.run("cancel", long).Must(t, exitOK)
+	tm.waitScreen("the sleep row cancelled through serve", func(s string) bool { return oneRow(s, "sleep") == "cancelled" })
+	d.call("echo", `{"text":"after"}`)
+	tm.waitScreen("the new row", func(s string) bool { return len(tableRows(s)) == 3 })
+	tm.quit()
+	if owner.exited() {
+		t.Fatalf("serve ended with the dashboard: exit %d, %s", owner.Code, owner.Stderr.String())
+	}
+}
