@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -164,6 +165,9 @@ func TestServeTakesOverFromATransientOwner(t *testing.T) {
 			defer caller.kill()
 			clitest.WaitFor(t, "the server to create the call's task", func() bool { return srv.Demo.Stats().TasksCreated == 3 || caller.exited() })
 
+			// A serve whose proxy would refuse to start takes nothing over.
+			noToken := slices.DeleteFunc(slices.Clone(d.env), func(v string) bool { return strings.HasPrefix(v, "LEAVER_TOKEN=") })
+			clitest.OneErrorLine(t, runTD(t, noToken, d.args([]string{"serve", "--proxy", "127.0.0.1:0"})...).Must(t, exitUsage), "LEAVER_TOKEN")
 			owner := d.start("serve", "--proxy", "127.0.0.1:0")
 			defer owner.kill()
 			clitest.WaitFor(t, "serve to ask watch to hand over", func() bool {
@@ -184,6 +188,9 @@ func TestServeTakesOverFromATransientOwner(t *testing.T) {
 			clitest.WaitFor(t, "watch to say serve took over", func() bool {
 				return strings.Contains(watch.Stderr.String(), fmt.Sprintf("serve took over %s (pid %d)", d.dataDir, owner.cmd.Process.Pid))
 			})
+			if n := strings.Count(watch.Stderr.String(), "serve took over"); n != 1 {
+				t.Fatalf("watch handed the store over %d times, want once:\n%s", n, watch.Stderr)
+			}
 			<-caller.done
 			if caller.Code != exitOK || !strings.Contains(caller.Stdout.String(), "completed") {
 				t.Fatalf("the call through watch across the handover exited %d:\n%s\n%s", caller.Code, caller.Stdout, caller.Stderr)
@@ -247,7 +254,8 @@ func TestDashboardHandsOverToServe(t *testing.T) {
 	tm.keys("Space")
 	tm.waitText("1 marked")
 
-	owner := d.serve()
+	// The status line says it for 5 s, from before serve says it serves.
+	owner := d.start("serve")
 	defer owner.kill()
 	s := tm.waitText(fmt.Sprintf("serve took over (pid %d)", owner.cmd.Process.Pid))
 	if selectedTool(s) != "sleep" || !strings.Contains(s, "1 marked") {

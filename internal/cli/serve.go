@@ -82,6 +82,16 @@ func serveRun(opts *ServeOptions) error {
 	if err := f.openLog(); err != nil {
 		return err
 	}
+	if opts.ProxyAddr != "" {
+		// The agents' tokens are checked before the store is taken over
+		// from a dashboard, which would hand it over for nothing.
+		check := proxy.New(proxy.Options{Config: cfg, Token: opts.Token})
+		_, err := check.Handler()
+		check.Close()
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+	}
 	// On a shared database every process runs its own engine: none owns
 	// the data dir, so no socket is served there.
 	shared := engine.IsPostgres(f.storeOf(cfg))
