@@ -136,17 +136,17 @@ func takingOver(dataDir string) int {
 	return pid
 }
 
-// errLasting refuses a handover: an owner that serves until stopped keeps
-// the store.
-func errLasting() error {
-	return deck.Errorf(deck.KindState, "this taskdeck (pid %d) serves until it is stopped; it does not hand over", os.Getpid())
+// errKeeps refuses a handover: an owner that serves until stopped (or a
+// program serving its own deck) keeps the store.
+func errKeeps() error {
+	return deck.Errorf(deck.KindState, "this taskdeck owner (pid %d) does not hand the store over", os.Getpid())
 }
 
 // serveHandOver answers a request to hand over: at once, before the owner
 // stops serving (which waits for the requests in flight, this one too).
 func (s *Server) serveHandOver(w http.ResponseWriter, r *http.Request, handOver func(pid int)) {
 	if handOver == nil {
-		replyErr(w, errLasting())
+		replyErr(w, errKeeps())
 		return
 	}
 	pid, _ := r.Context().Value(peerPIDKey{}).(int)
