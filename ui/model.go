@@ -180,6 +180,11 @@ type Model struct {
 	flash    string
 	flashErr bool
 	flashAt  time.Time
+	// notice is the last of Options.Notices: it stays on the status line
+	// for flashFor, before what is said after it (serve's reconcile
+	// report comes right after it took over).
+	notice   string
+	noticeAt time.Time
 	now      time.Time
 	listings int // numbers the tools listings, so an abandoned one is dropped
 }
@@ -244,7 +249,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.clampCursor()
 		return m, nil
 	case noticeMsg:
-		m.say(termtext.Line(string(msg)))
+		m.notice, m.noticeAt = termtext.Line(string(msg)), m.now
 		return m, m.nextNotice()
 	case feedMsg:
 		cmd := m.onFeed(msg)
