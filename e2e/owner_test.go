@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/hostile"
 )
 
 // serve starts `taskdeck serve` on the deck and waits until it serves.
@@ -127,57 +130,144 @@ func TestAnotherOwnersConfigIsNamed(t *testing.T) {
 	}
 }
 
-// TestServeTakesOverFromATransientOwner (issue 20, item 6): serve started
-// while `watch` owns the store was refused with exit 4. Now it says in one
-// line that it waits, and once the watcher is stopped at its pid (by
-// SIGTERM, or SIGKILL leaving the socket file behind) it owns the store
-// and serves: the commands work through it, on the task the watcher
-// followed and on a new one.
+// TestServeTakesOverFromATransientOwner (issue 20, item 6): `serve
+// --proxy` started while `watch` owns the store takes it over at once,
+// without waiting for watch to exit. A call through watch is mid
+// tools/call when serve asks (the server holds its answer): watch's owner
+// finishes it (its handle committed) before it lets the store go, so the
+// call ends completed with exactly one task on the server, never
+// orphaned, and the caller, a `call --wait`, sees it through serve. Watch
+// goes on through serve's socket: it prints the end of the task it
+// follows. A second serve is refused as before. A SIGKILLed serve:
+// watch, now a client, takes the store back and goes on.
 func TestServeTakesOverFromATransientOwner(t *testing.T) {
 	t.Parallel()
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		t.Run(sig.String(), func(t *testing.T) {
+	for _, serveEnd := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(serveEnd.String(), func(t *testing.T) {
 			t.Parallel()
-			d, _ := tuiDeck(t)
-			id := d.call("sleep", `{"seconds":600}`)
+			srv := hostile.Start(t, demo.Options{Speed: 0.05})
+			d := newDeck(t)
+			d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}},"agents":{"leaver":{"token":"${LEAVER_TOKEN}","servers":["build"]}}}`, srv.URL))
+			d.env = append(d.env, "LEAVER_TOKEN="+leaverToken)
+			// Two tasks for watch to follow: one to end while serve owns the
+			// store, one after serve has ended.
+			long := clitest.OnlyID(t, d.run("call", "--server", "build", "sleep", "--args", `{"seconds":3600}`).Must(t, exitOK))
+			longer := clitest.OnlyID(t, d.run("call", "--server", "build", "sleep", "--args", `{"seconds":3599}`).Must(t, exitOK))
+			gate := srv.HoldAnswer("tools/call")
+			t.Cleanup(gate.Release)
+
 			watch := d.start("watch")
+			defer watch.kill()
 			clitest.WaitFor(t, "watch to own the store", func() bool {
 				return strings.Contains(watch.Stdout.String(), "reconciled:") || watch.exited()
 			})
-			owner := d.start("serve")
-			clitest.WaitFor(t, "serve to say it waits", func() bool {
-				return strings.Contains(owner.Stderr.String(), "waiting for") || owner.exited()
+			caller := d.start("call", "--server", "build", "sleep", "--args", `{"seconds":1}`, "--wait")
+			defer caller.kill()
+			clitest.WaitFor(t, "the server to create the call's task", func() bool { return srv.Demo.Stats().TasksCreated == 3 || caller.exited() })
+
+			// A serve whose proxy would refuse to start takes nothing over.
+			noToken := slices.DeleteFunc(slices.Clone(d.env), func(v string) bool { return strings.HasPrefix(v, "LEAVER_TOKEN=") })
+			clitest.OneErrorLine(t, runTD(t, noToken, d.args([]string{"serve", "--proxy", "127.0.0.1:0"})...).Must(t, exitUsage), "LEAVER_TOKEN")
+			owner := d.start("serve", "--proxy", "127.0.0.1:0")
+			defer owner.kill()
+			clitest.WaitFor(t, "serve to ask watch to hand over", func() bool {
+				return strings.Contains(owner.Stderr.String(), "taking ") || owner.exited()
 			})
-			if owner.exited() || watch.exited() {
-				t.Fatalf("serve exited %d: %s; watch exited %v", owner.Code, owner.Stderr, watch.exited())
+			want := fmt.Sprintf("taskdeck: taking %s over from the dashboard or command (pid %d) that owns it; it goes on through this serve", d.dataDir, watch.cmd.Process.Pid)
+			if first := strings.SplitN(owner.Stderr.String(), "\n", 2)[0]; first != want {
+				t.Fatalf("serve said:\n%s\nwant its first line: %s", owner.Stderr, want)
 			}
-			if err := watch.cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			<-watch.done
+			// The call in flight holds the handover; the server answers now.
+			gate.Release()
 			clitest.WaitFor(t, "serve to serve", func() bool {
 				return strings.Contains(owner.Stderr.String(), "taskdeck: serving") || owner.exited()
 			})
-			if owner.exited() {
-				t.Fatalf("serve exited %d: %s", owner.Code, owner.Stderr)
+			if owner.exited() || watch.exited() {
+				t.Fatalf("serve exited %v (%d): %s\nwatch exited %v: %s", owner.exited(), owner.Code, owner.Stderr, watch.exited(), watch.Stderr)
 			}
-			lines := strings.Split(strings.TrimSpace(owner.Stderr.String()), "\n")
-			want := fmt.Sprintf("taskdeck: waiting for %s: a dashboard or command (pid %d) owns it; serving once it exits", d.dataDir, watch.cmd.Process.Pid)
-			if len(lines) != 2 || lines[0] != want {
-				t.Fatalf("serve said:\n%s\nwant its first line: %s", owner.Stderr, want)
+			clitest.WaitFor(t, "watch to say serve took over", func() bool {
+				return strings.Contains(watch.Stderr.String(), fmt.Sprintf("serve took over %s (pid %d)", d.dataDir, owner.cmd.Process.Pid))
+			})
+			if n := strings.Count(watch.Stderr.String(), "serve took over"); n != 1 {
+				t.Fatalf("watch handed the store over %d times, want once:\n%s", n, watch.Stderr)
 			}
-			d.run("cancel", id).Must(t, exitOK)
-			r := d.run("call", "--server", "demo", "echo", "--args", `{"text":"through serve"}`, "--wait").Must(t, exitOK)
-			if !strings.Contains(r.Stdout, "completed") {
-				t.Fatalf("call --wait through serve did not complete\n%s", r)
+			<-caller.done
+			if caller.Code != exitOK || !strings.Contains(caller.Stdout.String(), "completed") {
+				t.Fatalf("the call through watch across the handover exited %d:\n%s\n%s", caller.Code, caller.Stdout, caller.Stderr)
+			}
+			if n := gate.Abandoned(); n != 0 {
+				t.Fatalf("the owner hung up on the server's answer %d times", n)
+			}
+			if st := srv.Demo.Stats(); st.TasksCreated != 3 {
+				t.Fatalf("the server created %d tasks, want 3 (the two long ones and the call's)", st.TasksCreated)
 			}
 			got := d.lsByID()
-			if len(got) != 2 || got[id].Status != "cancelled" {
+			if len(got) != 3 || got[long].Status != "working" || got[longer].Status != "working" {
 				t.Fatalf("ls through serve: %+v", got)
 			}
-			if owner.exited() {
-				t.Fatalf("serve exited %d: %s", owner.Code, owner.Stderr)
+			for id, tk := range got {
+				if id != long && id != longer && tk.Status != "completed" {
+					t.Fatalf("the call's task %s is %s, want completed", id, tk.Status)
+				}
+			}
+			clitest.OneErrorLine(t, d.run("serve").Must(t, exitStoreLocked), "already serves")
+			// Watch goes on through serve: it prints the end of a task it follows.
+			seen := len(watch.Stdout.String())
+			d.run("cancel", long).Must(t, exitOK)
+			clitest.WaitFor(t, "watch to print the cancel made through serve", func() bool {
+				return strings.Contains(watch.Stdout.String()[seen:], long) || watch.exited()
+			})
+
+			if serveEnd == syscall.SIGKILL {
+				owner.kill()
+			} else {
+				owner.cmd.Process.Signal(syscall.SIGTERM)
+				<-owner.done
+				if owner.Code != exitOK {
+					t.Fatalf("serve exited %d after SIGTERM: %s", owner.Code, owner.Stderr)
+				}
+			}
+			// Watch takes the store back (or a command owns it in turn), and
+			// prints the end of the other task it follows.
+			seen = len(watch.Stdout.String())
+			d.run("cancel", longer).Must(t, exitOK)
+			<-watch.done
+			if watch.Code != exitOK || !strings.Contains(watch.Stdout.String()[seen:], longer) {
+				t.Fatalf("watch exited %d; after serve ended it printed:\n%s\nstderr:\n%s", watch.Code, watch.Stdout.String()[seen:], watch.Stderr)
 			}
 		})
+	}
+}
+
+// TestDashboardHandsOverToServe (issue 20, item 6): `serve` started while
+// the dashboard owns the store takes it over at once; the dashboard says
+// so on its status line and keeps its place (the selected row, its mark),
+// and its table goes on changing through serve's feed.
+func TestDashboardHandsOverToServe(t *testing.T) {
+	t.Parallel()
+	d, _ := tuiDeck(t)
+	long := d.call("sleep", `{"seconds":3600}`)
+	d.call("echo", `{"text":"before"}`)
+	tm := d.dashboard(120, 30)
+	tm.waitScreen("both rows", func(s string) bool { return len(tableRows(s)) == 2 })
+	tm.selectRow("sleep")
+	tm.keys("Space")
+	tm.waitText("1 marked")
+
+	// The status line says so for 5 s, from before serve says it serves
+	// (serve's reconcile report, which comes right after, beside it).
+	owner := d.start("serve")
+	defer owner.kill()
+	s := tm.waitText(fmt.Sprintf("serve took over (pid %d)", owner.cmd.Process.Pid))
+	if selectedTool(s) != "sleep" || !strings.Contains(s, "1 marked") {
+		t.Fatalf("the dashboard lost its place across the handover:\n%s", s)
+	}
+	d.run("cancel", long).Must(t, exitOK)
+	tm.waitScreen("the sleep row cancelled through serve", func(s string) bool { return oneRow(s, "sleep") == "cancelled" })
+	d.call("echo", `{"text":"after"}`)
+	tm.waitScreen("the new row", func(s string) bool { return len(tableRows(s)) == 3 })
+	tm.quit()
+	if owner.exited() {
+		t.Fatalf("serve ended with the dashboard: exit %d, %s", owner.Code, owner.Stderr.String())
 	}
 }

@@ -96,9 +96,13 @@ type Engine struct {
 
 	mu     sync.Mutex
 	closed bool
-	ops    sync.WaitGroup // requests in progress, and the loop
-	loop   *loop          // nil until the first Watch or PollNow
-	bulk   bulkSlots      // CancelMany's requests in flight per server
+	// draining refuses new requests while Drain waits for those in
+	// progress (requests) to end by themselves.
+	draining bool
+	ops      sync.WaitGroup // requests in progress, and the loop
+	requests sync.WaitGroup // requests in progress only
+	loop     *loop          // nil until the first Watch or PollNow
+	bulk     bulkSlots      // CancelMany's requests in flight per server
 }
 
 var _ deck.Deck = (*Engine)(nil)
@@ -165,13 +169,35 @@ func Open(opts Options) (*Engine, error) {
 func (e *Engine) begin(ctx context.Context) (context.Context, func(), error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.closed {
+	if e.closed || e.draining {
 		return nil, nil, deck.Errorf(deck.KindFailed, "taskdeck is closed")
 	}
 	e.ops.Add(1)
+	e.requests.Add(1)
 	ctx, cancel := context.WithCancel(deck.WithActor(ctx, e.actor(ctx)))
 	stop := context.AfterFunc(e.ctx, cancel)
-	return ctx, func() { stop(); cancel(); e.ops.Done() }, nil
+	return ctx, func() { stop(); cancel(); e.requests.Done(); e.ops.Done() }, nil
+}
+
+// Drain refuses new requests and waits for those in progress to end by
+// themselves (a call to get its handle committed), until ctx ends; Close
+// cancels what is left. An owner handing the store over drains first, so
+// that no call in flight is cut off into an orphan.
+func (e *Engine) Drain(ctx context.Context) error {
+	e.mu.Lock()
+	e.draining = true // no Add after this: begin refuses
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		e.requests.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // beginChange is begin for a request that changes records, which a

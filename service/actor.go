@@ -25,8 +25,12 @@ func peerContext(ctx context.Context, c net.Conn) context.Context {
 	if uid, ok := peerUID(c); ok {
 		a.Name = userName(uid)
 	}
+	ctx = context.WithValue(ctx, peerPIDKey{}, peerPID(c))
 	return context.WithValue(ctx, peerKey{}, a)
 }
+
+// peerPIDKey holds the pid of the process at the other end (0: unknown).
+type peerPIDKey struct{}
 
 // userName is the name of uid, or the uid where it has none.
 func userName(uid int) string {

@@ -30,6 +30,10 @@ type Options struct {
 	// Waiting is told, once, when Open has waited a second for a store
 	// held by a process that does not serve it (nil: nobody).
 	Waiting func(msg string)
+	// HandedOver is told when this process, the owner, has handed the
+	// store over to the lasting owner pid (taskdeck serve) that asked, and
+	// goes on through it (nil: nobody).
+	HandedOver func(pid int)
 }
 
 // stuckAfter is how long one process may hold the store without serving
@@ -69,6 +73,9 @@ type Client struct {
 	gen    uint64  // counts choices, so one failure drops one choice once
 	told   bool    // Waiting was told
 	closed bool
+	// handing, while this process hands the store over, is closed once it
+	// has: requests wait for it, then choose the new owner.
+	handing chan struct{}
 }
 
 // Open connects to the owner in opts.DataDir, or becomes it: it calls
@@ -115,6 +122,17 @@ var errClosed = deck.Errorf(deck.KindFailed, "the deck is closed")
 func (c *Client) deck(ctx context.Context) (deck.Deck, uint64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for c.handing != nil && !c.closed {
+		handing := c.handing
+		c.mu.Unlock()
+		select {
+		case <-handing:
+		case <-ctx.Done():
+			c.mu.Lock()
+			return nil, 0, &deck.Error{Kind: deck.KindCanceled, Message: ctx.Err().Error(), Err: ctx.Err()}
+		}
+		c.mu.Lock()
+	}
 	if c.closed {
 		return nil, 0, errClosed
 	}
@@ -156,34 +174,40 @@ func (c *Client) choose(ctx context.Context) (deck.Deck, *Server, error) {
 		if !errors.Is(err, ErrNoOwner) || c.opts.Own == nil {
 			return nil, nil, err
 		}
-		own, err := c.opts.Own()
-		if err == nil {
-			srv, err := Serve(context.Background(), c.opts.DataDir, own, c.log, WithConfig(c.opts.Config))
-			if err != nil {
-				own.Close()
+		now := time.Now()
+		if taker := takingOver(c.opts.DataDir); taker != 0 {
+			// A serve is taking the store over: it is its to open, and
+			// the wait is bounded by the mark's own age, not stuckAfter.
+			holder, since = taker, now
+			c.tell(now.Sub(start), fmt.Sprintf("waiting for the store %s: taskdeck serve (pid %d) is taking it over", c.opts.DataDir, taker))
+		} else {
+			own, err := c.opts.Own()
+			if err == nil {
+				srv, err := Serve(context.Background(), c.opts.DataDir, own, c.log, WithConfig(c.opts.Config), withHandOver(c.handOver))
+				if err != nil {
+					own.Close()
+					return nil, nil, err
+				}
+				c.log.Debug("owning the store", "dir", c.opts.DataDir)
+				return own, srv, nil
+			}
+			if deck.KindOf(err) != deck.KindLocked {
 				return nil, nil, err
 			}
-			c.log.Debug("owning the store", "dir", c.opts.DataDir)
-			return own, srv, nil
-		}
-		if deck.KindOf(err) != deck.KindLocked {
-			return nil, nil, err
-		}
-		now := time.Now()
-		if pid := lockHolder(err); pid != holder {
-			holder, since = pid, now // another process in turn: not stuck
-		}
-		if now.Sub(since) > stuckAfter {
-			return nil, nil, err
-		}
-		// Another deck of this process (a test's) is no taskdeck to name.
-		if !c.told && now.Sub(start) > waitingAfter && c.opts.Waiting != nil && holder != os.Getpid() {
-			c.told = true
-			who := "another taskdeck"
-			if holder > 0 {
-				who = fmt.Sprintf("another taskdeck (pid %d)", holder)
+			if pid := lockHolder(err); pid != holder {
+				holder, since = pid, now // another process in turn: not stuck
 			}
-			c.opts.Waiting(fmt.Sprintf("waiting for the store %s: %s holds it while it starts or stops serving it", c.opts.DataDir, who))
+			if now.Sub(since) > stuckAfter {
+				return nil, nil, err
+			}
+			// Another deck of this process (a test's) is no taskdeck to name.
+			if holder != os.Getpid() {
+				who := "another taskdeck"
+				if holder > 0 {
+					who = fmt.Sprintf("another taskdeck (pid %d)", holder)
+				}
+				c.tell(now.Sub(start), fmt.Sprintf("waiting for the store %s: %s holds it while it starts or stops serving it", c.opts.DataDir, who))
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -191,6 +215,51 @@ func (c *Client) choose(ctx context.Context) (deck.Deck, *Server, error) {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// tell says msg through Waiting, once, after Open has waited waitingAfter.
+func (c *Client) tell(waited time.Duration, msg string) {
+	if !c.told && waited > waitingAfter && c.opts.Waiting != nil {
+		c.told = true
+		c.opts.Waiting(msg)
+	}
+}
+
+// handOver hands the store over to the lasting owner pid that asked (see
+// AskHandOver): the socket stops serving (its requests in flight are
+// answered), the engine's requests in flight end by themselves within
+// HandOverGrace, the store closes, and this process's requests and feeds
+// go on through the new owner (the feeds from their last revision).
+func (c *Client) handOver(pid int) {
+	c.mu.Lock()
+	if c.closed || c.srv == nil || c.handing != nil {
+		c.mu.Unlock()
+		return
+	}
+	srv, own := c.srv, c.cur
+	handing := make(chan struct{})
+	c.handing = handing
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), HandOverGrace)
+	defer cancel()
+	err := srv.Shutdown(ctx)
+	if d, ok := own.(interface{ Drain(context.Context) error }); ok {
+		if derr := d.Drain(ctx); derr != nil {
+			c.log.Warn("handing over: requests still in flight are cut off", "after", HandOverGrace)
+		}
+	}
+	if err = errors.Join(err, own.Close()); err != nil {
+		c.log.Warn("handing over: closing the store", "err", err)
+	}
+	c.mu.Lock()
+	c.cur, c.srv, c.handing = nil, nil, nil
+	c.gen++
+	c.mu.Unlock()
+	close(handing)
+	c.log.Info("handed the store over", "dir", c.opts.DataDir, "to", pid)
+	if c.opts.HandedOver != nil {
+		c.opts.HandedOver(pid)
 	}
 }
 

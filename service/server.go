@@ -73,20 +73,33 @@ type connInfo struct {
 	since time.Time
 }
 
-// ServeOption adds to what the owner tells its clients.
-type ServeOption func(*pingResp)
+// ServeOption adds to what the owner tells its clients and does for them.
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	ping pingResp
+	// handOver, set on a transient owner, hands the store over to the
+	// lasting owner pid that asks (see AskHandOver).
+	handOver func(pid int)
+}
 
 // WithConfig has the owner report the path of the server configuration
 // its deck resolves server names in (see Client.OwnerConfig).
 func WithConfig(path string) ServeOption {
-	return func(p *pingResp) { p.Config = path }
+	return func(c *serveConfig) { c.ping.Config = path }
 }
 
-// AsLasting has the owner report that it serves until it is stopped, so
-// that another lasting owner waits for it to end no more than for a
-// dashboard or a command (see OwnerOf).
+// AsLasting has the owner report that it serves until it is stopped: it
+// keeps the store, where a dashboard or a command hands it over to such an
+// owner (see OwnerOf and AskHandOver).
 func AsLasting() ServeOption {
-	return func(p *pingResp) { p.Lasting = true }
+	return func(c *serveConfig) { c.ping.Lasting = true }
+}
+
+// withHandOver has a transient owner hand over when asked: fn runs after
+// the request is answered, once per request.
+func withHandOver(fn func(pid int)) ServeOption {
+	return func(c *serveConfig) { c.handOver = fn }
 }
 
 // Serve serves d on the socket in dataDir until ctx ends or Shutdown. It
@@ -360,12 +373,15 @@ func refuseFull(c net.Conn) {
 
 func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 	mux := http.NewServeMux()
-	ping := pingResp{Protocol: protocol, PID: os.Getpid()}
+	cfg := serveConfig{ping: pingResp{Protocol: protocol, PID: os.Getpid()}}
 	for _, o := range opts {
-		o(&ping)
+		o(&cfg)
 	}
 	mux.HandleFunc("GET "+pathPing, func(w http.ResponseWriter, _ *http.Request) {
-		reply(w, ping)
+		reply(w, cfg.ping)
+	})
+	mux.HandleFunc("POST "+pathHandOver, func(w http.ResponseWriter, r *http.Request) {
+		s.serveHandOver(w, r, cfg.handOver)
 	})
 	handle(s, mux, pathCall, d.Call)
 	handle(s, mux, pathContinue, func(ctx context.Context, r answersReq) (deck.CallResult, error) {

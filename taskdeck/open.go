@@ -54,6 +54,7 @@ type Options struct {
 	ChildStderr    io.Writer     // stdio servers' stderr; nil: discard
 	Warn           func(string)  // config warnings; nil: logged
 	Waiting        func(string)  // told once when the store's holder is slow to serve it; nil: nobody
+	HandedOver     func(pid int) // told when this process, the owner, has handed the store over to taskdeck serve (pid); nil: nobody
 	RequestTimeout time.Duration // one request to a server; zero: the default
 	// Policy paces polls; zero: model.DefaultPollPolicy.
 	Policy model.PollPolicy
@@ -111,7 +112,7 @@ func Open(ctx context.Context, opts Options) (*Deck, error) {
 		}
 		return &Deck{Deck: d, config: configFile}, nil
 	}
-	c, err := service.Open(ctx, service.Options{DataDir: opts.DataDir, Own: own, Config: configFile, Logger: opts.Logger, Waiting: opts.Waiting})
+	c, err := service.Open(ctx, service.Options{DataDir: opts.DataDir, Own: own, Config: configFile, Logger: opts.Logger, Waiting: opts.Waiting, HandedOver: opts.HandedOver})
 	if err != nil {
 		return nil, err
 	}

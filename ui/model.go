@@ -54,6 +54,28 @@ type Options struct {
 	// action key says why it does nothing, and the palette leaves the
 	// actions out.
 	ReadOnly bool
+	// Notices are lines for the status line from outside the feed: that
+	// taskdeck serve took the store over, and the dashboard goes on
+	// through it. Nil: none.
+	Notices <-chan string
+}
+
+// noticeMsg is one of Options.Notices.
+type noticeMsg string
+
+// nextNotice waits for the next of Options.Notices.
+func (m *Model) nextNotice() tea.Cmd {
+	if m.opts.Notices == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case <-m.ctx.Done():
+			return nil
+		case s := <-m.opts.Notices:
+			return noticeMsg(s)
+		}
+	}
 }
 
 // listing is a tools/list in flight for a new call.
@@ -158,6 +180,11 @@ type Model struct {
 	flash    string
 	flashErr bool
 	flashAt  time.Time
+	// notice is the last of Options.Notices: it stays on the status line
+	// for flashFor, before what is said after it (serve's reconcile
+	// report comes right after it took over).
+	notice   string
+	noticeAt time.Time
 	now      time.Time
 	listings int // numbers the tools listings, so an abandoned one is dropped
 }
@@ -204,7 +231,7 @@ func New(ctx context.Context, opts Options) *Model {
 func (m *Model) Init() tea.Cmd {
 	m.feed.start()
 	m.listingServers = true
-	return tea.Batch(m.feed.next(), listServers(m.ctx, m.deck), tick())
+	return tea.Batch(m.feed.next(), listServers(m.ctx, m.deck), tick(), m.nextNotice())
 }
 
 // Update is the only place state changes.
@@ -221,6 +248,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.clampCursor()
 		return m, nil
+	case noticeMsg:
+		m.notice, m.noticeAt = termtext.Line(string(msg)), m.now
+		return m, m.nextNotice()
 	case feedMsg:
 		cmd := m.onFeed(msg)
 		return m, tea.Batch(cmd, m.feed.next(), m.nextPage())

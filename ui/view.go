@@ -248,6 +248,9 @@ func (m *Model) viewFooter() string {
 	if m.flashErr {
 		style = m.styles.Error
 	}
+	if m.notice != "" && m.now.Sub(m.noticeAt) < flashFor {
+		flash = strings.TrimSuffix(m.notice+" · "+flash, " · ")
+	}
 	info := fmt.Sprintf("%d/%d", min(m.cursor+1, len(m.list.visible)), len(m.list.visible))
 	if m.list.Len() != len(m.list.visible) {
 		info += fmt.Sprintf(" of %d", m.list.Len())

@@ -30,6 +30,8 @@ func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first fun
 	}
 	f.quiet = true // from here on, only the renderer writes to the terminal
 	f.retention = true
+	notices := make(chan string, 1)
+	f.notices = notices
 	dk, err := f.deck(ctx)
 	if err != nil {
 		return err
@@ -45,7 +47,7 @@ func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first fun
 		greeting = "read-only · " + greeting
 	}
 	return ui.Run(ctx, ui.Options{Deck: dk, Notify: notificationsSupported(), Greeting: greeting,
-		Config: look, SearchHistory: filepath.Join(f.dataDir, "search-history"), ReadOnly: f.readOnly})
+		Config: look, SearchHistory: filepath.Join(f.dataDir, "search-history"), ReadOnly: f.readOnly, Notices: notices})
 }
 
 // dashboardConfig reads the config file's "dashboard" section (keys,

@@ -69,6 +69,9 @@ type Factory struct {
 	requestTimeout      time.Duration // bounds one request to a server (--request-timeout)
 	// quiet: the dashboard owns the terminal, so warnings go to the log.
 	quiet bool
+	// notices, when set (the dashboard), takes what would be said on
+	// stderr about the store changing hands.
+	notices chan<- string
 	// watchAll: a long-lived command that, when its process owns the
 	// store (at start, or after taking over from an owner that died),
 	// watches every open task, as serve does.
@@ -271,7 +274,20 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 			fmt.Fprintf(f.stderr, "taskdeck: %s\n", msg)
 		}
 	}
+	handedOver := func(pid int) {
+		f.logger.Info("taskdeck serve took the store over; going on through it", "dataDir", f.dataDir, "pid", pid)
+		switch {
+		case f.notices != nil:
+			select { // a status line: one missed is no loss
+			case f.notices <- fmt.Sprintf("serve took over (pid %d); this dashboard goes on through it", pid):
+			default:
+			}
+		case !f.quiet:
+			fmt.Fprintf(f.stderr, "taskdeck: serve took over %s (pid %d); going on through it\n", f.dataDir, pid)
+		}
+	}
 	opts := taskdeck.Options{
+		HandedOver:     handedOver,
 		DataDir:        f.dataDir,
 		ConfigPath:     f.configPath,
 		Config:         cfg,

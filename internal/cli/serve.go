@@ -98,6 +98,16 @@ func serveRun(opts *ServeOptions) error {
 	if err := f.openLog(); err != nil {
 		return err
 	}
+	if opts.ProxyAddr != "" {
+		// The agents' tokens are checked before the store is taken over
+		// from a dashboard, which would hand it over for nothing.
+		check := proxy.New(proxy.Options{Config: cfg, Token: opts.Token})
+		_, err := check.Handler()
+		check.Close()
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+	}
 	// On a shared database every process runs its own engine: none owns
 	// the data dir, so no socket is served there.
 	shared := engine.IsPostgres(f.storeOf(cfg))
@@ -115,10 +125,11 @@ func serveRun(opts *ServeOptions) error {
 		f.observer = metrics
 	}
 	var e *engine.Engine
+	release := func() {}
 	if shared {
 		e, err = f.openEngine(cfg, true)
 	} else {
-		e, err = takeOver(ctx, f, cfg)
+		e, release, err = takeOver(ctx, f, cfg)
 	}
 	if err != nil || e == nil {
 		return err
@@ -134,6 +145,8 @@ func serveRun(opts *ServeOptions) error {
 	if !shared {
 		srv, err = service.Serve(ctx, f.dataDir, e, f.logger, service.WithConfig(f.configFile()), service.AsLasting())
 	}
+	// Serving, or failed to: nobody is to wait for this serve any more.
+	release()
 	if err != nil {
 		e.Close()
 		if errors.Is(err, service.ErrOwnerRunning) {
@@ -214,10 +227,12 @@ func serveRun(opts *ServeOptions) error {
 	return nil
 }
 
-// takeOverPoll is how often a serve waiting for a transient owner asks
-// whether it is still there; lockedFor bounds how long the store may stay
-// locked by a process that does not serve it (one starting or stopping to
-// serve takes a moment) before serve gives up with the store's error.
+// takeOverPoll is how often a serve taking over from a transient owner
+// looks whether it has let go; lockedFor bounds how long the store may
+// stay locked by a process that does not serve it (one starting or
+// stopping to serve takes a moment) before serve gives up with the
+// store's error: longer after a handover was asked, for the owner's
+// requests in flight to end.
 const (
 	takeOverPoll = 200 * time.Millisecond
 	lockedFor    = 10 * time.Second
@@ -225,39 +240,61 @@ const (
 
 // takeOver opens the engine as the store's owner. An owner that already
 // serves until stopped is the one to use, not one to replace; a transient
-// owner (a dashboard, watch, a command) is waited for, with one line
-// saying so, and serve owns the store once it has exited. A nil engine
-// and nil error: ctx ended while waiting.
-func takeOver(ctx context.Context, f *Factory, cfg *mcpconfig.Config) (*engine.Engine, error) {
-	var told bool
+// owner (a dashboard, watch, a command) is asked to hand the store over,
+// with one line saying so, and goes on through this serve. One too old to
+// be asked is waited for until it exits. A nil engine and nil error: ctx
+// ended first. release removes the take-over mark: call it once serving.
+func takeOver(ctx context.Context, f *Factory, cfg *mcpconfig.Config) (e *engine.Engine, release func(), err error) {
+	release = func() {}
+	var told, asked bool
 	var lockedSince time.Time
+	defer func() {
+		if e == nil {
+			release()
+		}
+	}()
 	for {
 		if other, err := service.Dial(ctx, f.dataDir); err == nil {
 			pid, lasting, _ := service.OwnerOf(other)
-			other.Close()
 			if lasting {
-				return nil, &exitError{code: exitStoreLocked, err: fmt.Errorf("a taskdeck already serves %s (pid %d); stop it first, or let the commands work through it", f.dataDir, pid)}
+				other.Close()
+				return nil, release, &exitError{code: exitStoreLocked, err: fmt.Errorf("a taskdeck already serves %s (pid %d); stop it first, or let the commands work through it", f.dataDir, pid)}
 			}
+			done, err := service.AskHandOver(ctx, f.dataDir, other)
+			other.Close()
 			lockedSince = time.Time{}
-			if !told {
+			switch {
+			case err == nil:
+				release()
+				release, asked = done, true
+				if !told {
+					told = true
+					fmt.Fprintf(f.stderr, "taskdeck: taking %s over from the dashboard or command (pid %d) that owns it; it goes on through this serve\n", f.dataDir, pid)
+					f.logger.Info("serve: taking over from a transient owner", "dataDir", f.dataDir, "pid", pid)
+				}
+			case !told:
 				told = true
-				fmt.Fprintf(f.stderr, "taskdeck: waiting for %s: a dashboard or command (pid %d) owns it; serving once it exits\n", f.dataDir, pid)
-				f.logger.Info("serve: waiting for a transient owner", "dataDir", f.dataDir, "pid", pid)
+				fmt.Fprintf(f.stderr, "taskdeck: waiting for %s: a dashboard or command (pid %d) owns it and does not hand over (%s); serving once it exits\n", f.dataDir, pid, errorLine(err))
+				f.logger.Info("serve: waiting for a transient owner", "dataDir", f.dataDir, "pid", pid, "err", err)
 			}
 		} else {
 			e, err := f.openEngine(cfg, true)
 			if deck.KindOf(err) != deck.KindLocked {
-				return e, err
+				return e, release, err
+			}
+			bound := lockedFor
+			if asked {
+				bound += service.HandOverGrace
 			}
 			if lockedSince.IsZero() {
 				lockedSince = time.Now()
-			} else if time.Since(lockedSince) > lockedFor {
-				return nil, err
+			} else if time.Since(lockedSince) > bound {
+				return nil, release, err
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil
+			return nil, release, nil
 		case <-time.After(takeOverPoll):
 		}
 	}
