@@ -154,8 +154,9 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 	}
 	defer done()
 	if len(ids) == 0 {
-		// A refresh of everything first tries the orphans against the
-		// servers that list their tasks; one that fails holds no poll back.
+		// Watching everything (serve's start) first tries the orphans
+		// against the servers that list their tasks; one that fails holds
+		// no poll back.
 		if _, err := e.tracker.AdoptOrphans(ctx); err != nil {
 			e.log.Warn("adopting orphans", "err", err)
 		}
