@@ -52,6 +52,7 @@ type legacyTasks struct {
 	cs     *mcp.ClientSession
 
 	callsAsTasks bool // capabilities.tasks.requests.tools.call
+	lists        bool // capabilities.tasks.list
 
 	mu      sync.Mutex
 	asks    map[string]map[string]*heldAsk // by task id, by input key
@@ -321,4 +322,43 @@ func (s *Session) legacyCancel(ctx context.Context, taskID string) error {
 	info := &callInfo{taskID: taskID}
 	_, err := mcp.CallCustomMethod[*legacy.IDParams, *legacy.Raw](withCallInfo(ctx, info), s.cs, legacy.MethodCancel, &legacy.IDParams{TaskID: taskID})
 	return classify(s.ref.String(), err, true, info)
+}
+
+// MaxListPages bounds the pages of one tasks/list: a server whose cursor
+// never ends is not followed past it.
+const MaxListPages = 100
+
+// ErrNoList: the session cannot list the server's tasks (it does not
+// speak 2025-11-25, or the server does not offer tasks/list).
+var ErrNoList = errors.New("the server does not offer tasks/list")
+
+// ListTasks lists the tasks the server holds for this session's caller
+// (tasks/list, every page up to MaxListPages; a cursor repeated is an
+// error), as snapshots without results.
+func (s *Session) ListTasks(ctx context.Context) ([]*model.Snapshot, error) {
+	if s.legacy == nil || !s.legacy.lists {
+		return nil, ErrNoList
+	}
+	var out []*model.Snapshot
+	seen := map[string]bool{}
+	cursor := ""
+	for range MaxListPages {
+		res, err := mcp.CallCustomMethod[*legacy.ListParams, *legacy.Raw](ctx, s.cs, legacy.MethodList, &legacy.ListParams{Cursor: cursor})
+		if err != nil {
+			return nil, classify(s.ref.String(), err, true, nil)
+		}
+		tasks, next, err := legacy.DecodeList(res.JSON)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, tasks...)
+		if next == "" {
+			return out, nil
+		}
+		if seen[next] {
+			return nil, fmt.Errorf("%w: tasks/list repeated the cursor %.40q", wire.ErrInvalid, next)
+		}
+		seen[next], cursor = true, next
+	}
+	return nil, fmt.Errorf("%w: tasks/list ran past %d pages", wire.ErrInvalid, MaxListPages)
 }

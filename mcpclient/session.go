@@ -384,6 +384,7 @@ func (p *Pool) legacySession(ref model.ServerRef, client *mcp.Client, cs *mcp.Cl
 	raw := meta.initResult()
 	lt.cs = cs
 	lt.callsAsTasks = legacy.CallsAsTasks(raw)
+	lt.lists = legacy.Lists(raw)
 	s := &Session{ref: ref, cs: cs, pooled: pooled, timeout: p.opts.RequestTimeout, silence: p.opts.PushSilence, log: p.opts.Logger, legacy: lt}
 	s.Protocol = legacy.ProtocolVersion
 	s.SupportsTasks = lt.callsAsTasks

@@ -167,10 +167,27 @@ func (t *Task) ApplyCallAnswer(s Snapshot, now time.Time) (changed bool, err err
 	if t.Status != StatusOrphaned || t.TaskID != "" {
 		return t.Apply(s, now)
 	}
+	return t.resolveOrphan(s, OrphanResolved, now)
+}
+
+// OrphanAdopted is the reason an orphaned intent takes a task the
+// server listed (tasks/list) as its own.
+const OrphanAdopted = "adopted: the server lists a task created within this call's window and no other record or orphan matches it; the orphan is resolved by it"
+
+// Adopt resolves an orphaned intent with no handle by a task the server
+// listed, with OrphanAdopted (orphaned → the task's status).
+func (t *Task) Adopt(s Snapshot, now time.Time) (changed bool, err error) {
+	if t.Status != StatusOrphaned || t.TaskID != "" {
+		return false, &TransitionError{From: t.Status, To: s.Status}
+	}
+	return t.resolveOrphan(s, OrphanAdopted, now)
+}
+
+func (t *Task) resolveOrphan(s Snapshot, why string, now time.Time) (changed bool, err error) {
 	if !CanMove(StatusCalling, s.Status) {
 		return false, &TransitionError{From: t.Status, To: s.Status}
 	}
-	t.History = append(t.History, Transition{At: now, From: StatusOrphaned, To: s.Status, Message: OrphanResolved})
+	t.History = append(t.History, Transition{At: now, From: StatusOrphaned, To: s.Status, Message: why})
 	t.Status = s.Status
 	t.UpdatedAt = now
 	_, err = t.Apply(s, now) // the rest of the answer: its status is there

@@ -143,6 +143,27 @@ func DecodeTask(raw json.RawMessage) (*model.Snapshot, error) {
 	return s, nil
 }
 
+// DecodeList decodes a tasks/list result: its tasks and the next
+// page's cursor ("" on the last page).
+func DecodeList(raw json.RawMessage) ([]*model.Snapshot, string, error) {
+	var r struct {
+		Tasks      []json.RawMessage `json:"tasks"`
+		NextCursor string            `json:"nextCursor"`
+	}
+	if !isObject(raw) || json.Unmarshal(raw, &r) != nil {
+		return nil, "", fmt.Errorf("%w: tasks/list result is not a list of tasks", wire.ErrInvalid)
+	}
+	out := make([]*model.Snapshot, 0, len(r.Tasks))
+	for _, t := range r.Tasks {
+		snap, err := DecodeTask(t)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, snap)
+	}
+	return out, r.NextCursor, nil
+}
+
 // DecodeResult checks what tasks/result answered for a completed task:
 // the tool's result object, and whether it is a tool error.
 func DecodeResult(raw json.RawMessage) (json.RawMessage, bool, error) {

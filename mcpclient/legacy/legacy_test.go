@@ -67,3 +67,18 @@ func TestWithTask(t *testing.T) {
 		t.Fatalf("%s %v", p, err)
 	}
 }
+
+// A tasks/list page decodes to its tasks (with their creation times, which
+// adoption matches on) and the next cursor; a page that is not a list of
+// valid tasks is refused whole.
+func TestDecodeList(t *testing.T) {
+	tasks, next, err := DecodeList(json.RawMessage(`{"tasks":[{"taskId":"a","status":"working","ttl":null,"createdAt":"2026-01-02T03:04:05Z","lastUpdatedAt":"2026-01-02T03:04:05Z"},{"taskId":"b","status":"completed","ttl":1000,"createdAt":"2026-01-02T03:04:06Z","lastUpdatedAt":"2026-01-02T03:04:07Z"}],"nextCursor":"p2"}`))
+	if err != nil || next != "p2" || len(tasks) != 2 || tasks[0].TaskID != "a" || tasks[1].Status != model.StatusCompleted || tasks[1].CreatedAt.IsZero() {
+		t.Fatalf("page: %v %q %+v", err, next, tasks)
+	}
+	for _, bad := range []string{`{"tasks":[{"status":"working"}]}`, `{"tasks":"a"}`, `[]`, `null`} {
+		if _, _, err := DecodeList(json.RawMessage(bad)); !errors.Is(err, wire.ErrInvalid) {
+			t.Fatalf("%s: %v; want ErrInvalid", bad, err)
+		}
+	}
+}

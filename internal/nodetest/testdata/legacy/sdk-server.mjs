@@ -1,6 +1,7 @@
 // A 2025-11-25 server on the TypeScript SDK 1.x's own experimental task
 // API (its InMemoryTaskStore), over stdio: "square" supports tasks
-// optionally and fails when asked to; "hello" forbids them.
+// optionally and fails when asked to; "wait" stays working for ms (the
+// poll benchmark's task); "hello" forbids them.
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { InMemoryTaskStore, InMemoryTaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks";
@@ -26,6 +27,22 @@ server.experimental.tasks.registerToolTask("square", {
         : { content: [{ type: "text", text: `${args.n * args.n}` }] };
       extra.taskStore.storeTaskResult(task.taskId, args.fail ? "failed" : "completed", result).catch(() => {});
     }, 300);
+    return { task };
+  },
+  getTask: async (args, extra) => extra.taskStore.getTask(extra.taskId),
+  getTaskResult: async (args, extra) => extra.taskStore.getTaskResult(extra.taskId),
+});
+
+server.experimental.tasks.registerToolTask("wait", {
+  description: "Completes after ms milliseconds.",
+  inputSchema: z.object({ ms: z.number() }),
+  execution: { taskSupport: "required" },
+}, {
+  createTask: async (args, extra) => {
+    const task = await extra.taskStore.createTask({ ttl: args.ms + 60000, pollInterval: 100 });
+    setTimeout(() => {
+      extra.taskStore.storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: "waited" }] }).catch(() => {});
+    }, args.ms);
     return { task };
   },
   getTask: async (args, extra) => extra.taskStore.getTask(extra.taskId),

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/internal/nodetest"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// sdkServer is the TypeScript SDK 1.x server of testdata (its own task
+// store, tasks/list offered) over stdio, named "sdk".
+func sdkServer(t *testing.T) (*mcpconfig.Config, model.ServerRef) {
+	t.Helper()
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"sdk":{"command":"node","args":[%q]}}}`, nodetest.LegacyServers(t).SDKServer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, model.ServerRef{Name: "sdk"}
+}
+
+// lostCall makes the window a crash leaves, at the Go level (the kill
+// point, after the server's CreateTaskResult and before the commit,
+// cannot be hit on demand in a child process): an intent committed, its
+// tools/call sent to the server on the engine's own session and the
+// answer dropped, the intent then orphaned as a restart would.
+func lostCall(t *testing.T, e *Engine, ref model.ServerRef, args string) (*model.Task, string) {
+	t.Helper()
+	rec := model.NewIntent(ref, "wait", json.RawMessage(args), "", time.Now())
+	if err := e.store.Create(rec); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := e.pool.Session(ctxT(t), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := sess.CallTool(ctxT(t), "wait", json.RawMessage(args), nil, "")
+	if err != nil || out.Task == nil {
+		t.Fatalf("the lost call: %v %+v", err, out)
+	}
+	return rec, out.Task.TaskID
+}
+
+// A call whose handle was lost between the server's CreateTaskResult and
+// the commit is found through tasks/list and adopted: the orphan takes
+// the listed task (its handle, the history naming the adoption) and is
+// polled to its result. A task another record holds is never taken.
+func TestLegacyOrphanAdoptedFromTasksList(t *testing.T) {
+	cfg, ref := sdkServer(t)
+	e := open(t, t.TempDir(), nil, Options{Config: cfg, RequestTimeout: nodeStart})
+	ctx := ctxT(t)
+	held, err := e.Call(ctx, deck.CallRequest{Server: ref, Tool: "wait", Args: json.RawMessage(`{"ms":200}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, taskID := lostCall(t, e, ref, `{"ms":300}`)
+	if orphans, err := e.tracker.OrphanStale(); err != nil || len(orphans) != 1 || orphans[0].Status != model.StatusOrphaned {
+		t.Fatalf("orphans %+v, %v", orphans, err)
+	}
+	if err := e.PollNow(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got *model.Task
+	waitFor(t, 30*time.Second, "the adopted task's result", func() bool {
+		got, err = e.store.Get(rec.ID)
+		return err == nil && got.Status == model.StatusCompleted
+	})
+	if got.TaskID != taskID || got.TaskID == held.Task.TaskID || !strings.Contains(string(got.Result), "waited") {
+		t.Fatalf("adopted %q with %s; want %q (the lost call's) with its result", got.TaskID, got.Result, taskID)
+	}
+	if !slices.ContainsFunc(got.History, func(tr model.Transition) bool {
+		return tr.From == model.StatusOrphaned && tr.Message == model.OrphanAdopted
+	}) {
+		t.Fatalf("history %+v does not name the adoption", got.History)
+	}
+}
+
+// Two orphans whose windows both hold the same two listed tasks cannot
+// be told apart (the revision's tasks carry no tool or arguments): both
+// stay orphaned, as without tasks/list.
+func TestLegacyOrphansAmbiguousStayOrphaned(t *testing.T) {
+	cfg, ref := sdkServer(t)
+	e := open(t, t.TempDir(), nil, Options{Config: cfg, RequestTimeout: nodeStart})
+	a, _ := lostCall(t, e, ref, `{"ms":100}`)
+	b, _ := lostCall(t, e, ref, `{"ms":100}`)
+	if _, err := e.tracker.OrphanStale(); err != nil {
+		t.Fatal(err)
+	}
+	adopted, err := e.tracker.AdoptOrphans(ctxT(t))
+	if err != nil || len(adopted) != 0 {
+		t.Fatalf("adopted %d, %v; want none", len(adopted), err)
+	}
+	for _, id := range []string{a.ID, b.ID} {
+		if got, err := e.store.Get(id); err != nil || got.Status != model.StatusOrphaned || got.TaskID != "" {
+			t.Fatalf("orphan %s: %+v, %v; want it left orphaned", id, got, err)
+		}
+	}
+}
