@@ -7,7 +7,7 @@ import (
 // OrphanStale turns the `calling` intents a crash left behind into
 // `orphaned` (their call may be running; they are never re-sent) and
 // returns every orphan, old and new.
-func (t *Tracker) OrphanStale() ([]*model.Task, error) {
+func (t *tracker) OrphanStale() ([]*model.Task, error) {
 	found, err := t.store.ByStatus(model.StatusCalling, model.StatusOrphaned)
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (t *Tracker) OrphanStale() ([]*model.Task, error) {
 // call may be running, and it is never re-sent. A record that has moved
 // on meanwhile is left as it is. On a shared store it is written under
 // the claim of the engine that found it.
-func (t *Tracker) Orphan(id string) (*model.Task, error) {
+func (t *tracker) Orphan(id string) (*model.Task, error) {
 	return t.polledWrite(id, func(r *model.Task) (bool, error) {
 		if r.Status != model.StatusCalling {
 			return false, nil

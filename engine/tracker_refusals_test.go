@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
@@ -22,7 +21,7 @@ import (
 func TestCancelledSeedIsStoredCancelled(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tools/call", h.Rewrite(hostile.Set(map[string]string{"status": `"cancelled"`})))
-	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
+	rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,11 +60,11 @@ func TestRefusedCancelWhoseCheckFailsIsAnError(t *testing.T) {
 func TestCorrectedCallUnderARefusedKeyIsChecked(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tools/call", hostile.Error(-32602, "invalid params"))
-	if _, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"}); err == nil {
+	if _, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"})); err == nil {
 		t.Fatal("the refused call succeeded")
 	}
 	h.On("tools/call", nil)
-	bad := engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":"x"}`), Key: "k"}
+	bad := callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":"x"}`), Key: "k"}
 	var ce *mcpclient.CallError
 	if err := e.tracker.CheckCall(context.Background(), bad); !errors.As(err, &ce) {
 		t.Fatalf("CheckCall of seconds \"x\" under a refused call's key: %v; want the schema's refusal", err)
@@ -83,7 +82,7 @@ func TestCorrectedCallUnderARefusedKeyIsChecked(t *testing.T) {
 func TestKeyReleaseKeepsTheRefusalReadable(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tools/call", hostile.Error(-32602, "invalid params"))
-	refused, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"})
+	refused, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"}))
 	if err == nil {
 		t.Fatal("the refused call succeeded")
 	}

@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
@@ -20,7 +19,7 @@ import (
 type headerEnv struct {
 	t       *testing.T
 	srv     *hostile.Server
-	tracker *engine.Tracker
+	tracker *tracker
 	ref     model.ServerRef
 }
 
@@ -37,7 +36,7 @@ func newHeaderEnv(t *testing.T) *headerEnv {
 		st.Close()
 	})
 	return &headerEnv{t: t, srv: srv, ref: model.ServerRef{URL: srv.URL},
-		tracker: engine.NewTracker(st, pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})}
+		tracker: newTracker(st, pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: 5 * time.Second})}
 }
 
 // deploy calls the demo's header tool and checks that a task was made and
@@ -45,7 +44,7 @@ func newHeaderEnv(t *testing.T) *headerEnv {
 func (e *headerEnv) deploy(region string) {
 	e.t.Helper()
 	args, _ := json.Marshal(map[string]any{"region": region})
-	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: demo.HeaderTool, Args: args})
+	rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: demo.HeaderTool, Args: args}))
 	if err != nil {
 		e.t.Fatalf("deploy %s: %v", region, err)
 	}
@@ -79,7 +78,7 @@ func TestToolListKeptAndRefreshedWhenStale(t *testing.T) {
 	mu.Lock()
 	ttlMs = 60_000
 	mu.Unlock()
-	waitFor(t, "the 1 ms list to go stale", func() bool {
+	waitUntil(t, "the 1 ms list to go stale", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return time.Since(listed) > 5*time.Millisecond
@@ -120,7 +119,7 @@ func TestToolListRefreshedOnHeaderRefusal(t *testing.T) {
 		}
 	})))
 	// A first call lists the tools, deploy as it was then.
-	if _, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "echo", Args: json.RawMessage(`{"text":"x"}`)}); err != nil {
+	if _, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "echo", Args: json.RawMessage(`{"text":"x"}`)})); err != nil {
 		t.Fatal(err)
 	}
 	e.deploy("eu-west-1")
