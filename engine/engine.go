@@ -599,19 +599,3 @@ func (e *Engine) Tools(ctx context.Context, server model.ServerRef, refresh bool
 	}
 	return out, nil
 }
-
-// CheckCall implements deck.Deck.
-func (e *Engine) CheckCall(ctx context.Context, req deck.CallRequest) error {
-	ctx, done, err := e.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if _, err := NormalizeArgs(req.Args); err != nil {
-		return deck.Errorf(deck.KindUsage, "%w", err)
-	}
-	if err := e.refreshFor(req.Server); err != nil {
-		return err
-	}
-	return classify(e.tracker.CheckCall(ctx, callRequest{Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key}), "")
-}

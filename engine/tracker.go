@@ -134,10 +134,12 @@ type callOutcome struct {
 // keeps asking cannot hold a call forever.
 const maxInputRounds = 10
 
-// Call makes a tool call durable: the idempotency key is checked, the
-// intent is synced, tools/call is sent, and the handle (or result) is
-// synced before Call returns. Reused is true when the key named an
-// existing task and nothing was sent. Input that req.Answers does not
+// Call makes a tool call durable: the idempotency key is checked (a key
+// that names the same call returns its record, unchecked and unsent), the
+// call is checked against the server's tool list, the intent is synced,
+// tools/call is sent, and the handle (or result) is synced before Call
+// returns. Reused is true when the key named an existing task and nothing
+// was sent. Input that req.Answers does not
 // cover leaves the record NeedsInput (committed, never thrown away), for
 // Continue now or after a restart.
 func (t *tracker) Call(ctx context.Context, req callRequest) (callOutcome, error) {
@@ -154,6 +156,9 @@ func (t *tracker) Call(ctx context.Context, req callRequest) (callOutcome, error
 	sess, err := t.session(ctx, req.Server)
 	if err != nil {
 		return callOutcome{}, err // nothing was sent, nothing is written
+	}
+	if err := t.check(ctx, sess, req.Tool, args); err != nil {
+		return callOutcome{}, err
 	}
 	rec := model.NewIntent(req.Server, req.Tool, args, req.Key, t.now())
 	rec.Agent, rec.Repeats, rec.Owner, rec.HandleHash = req.Agent, req.Repeats, req.Owner, req.HandleHash
@@ -728,36 +733,19 @@ func (t *tracker) pollStatus(id string) pollStatus {
 	return pollStatus{LastPolled: ps.lastPolled, Next: ps.next, Errors: ps.errors, LastError: ps.lastErr}
 }
 
-// CheckCall refuses, before anything is written or sent, a call that the
+// check refuses, before anything is written or sent, a call that the
 // server's tool list rules out: an unknown tool or arguments its input
-// schema refuses are a *CallError. It needs no more than the call itself
-// would: a key that already names a task is left to Call (which sends
-// nothing then, or refuses a conflict), a server that cannot be reached is the error Call would
-// return, and a tool list that cannot be had leaves the check to the
-// server.
-func (t *tracker) CheckCall(ctx context.Context, req callRequest) error {
-	args, err := NormalizeArgs(req.Args)
-	if err != nil {
-		return err
-	}
-	if req.Key != "" {
-		// A refused call's key is released by Call: the call goes out.
-		if holder, err := t.store.ByKey(req.Key); err == nil && !refusedCall(holder) {
-			return nil
-		}
-	}
-	sess, err := t.session(ctx, req.Server)
-	if err != nil {
-		return err
-	}
+// schema refuses are a *mcpclient.CallError. A tool list that cannot be
+// had leaves the check to the server.
+func (t *tracker) check(ctx context.Context, sess *mcpclient.Session, tool string, args json.RawMessage) error {
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	defer cancel()
 	list, err := sess.Tools(cctx)
 	if err != nil {
 		// The error names the server; it is logged at debug level only, as
 		// poll failures are.
-		t.log.Debug("tools/list failed; the call goes out unchecked", "tool", req.Tool, "err", err)
+		t.log.Debug("tools/list failed; the call goes out unchecked", "tool", tool, "err", err)
 		return nil
 	}
-	return list.Check(req.Tool, args)
+	return list.Check(tool, args)
 }

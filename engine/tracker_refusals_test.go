@@ -55,8 +55,8 @@ func TestRefusedCancelWhoseCheckFailsIsAnError(t *testing.T) {
 }
 
 // A refused call releases its key for the corrected call, and that call
-// is checked against the tool's schema like any other; a key that names
-// a live task still leaves the call to Call.
+// is checked against the tool's schema like any other, before anything is
+// sent; a key that names a live task answers for itself (a conflict).
 func TestCorrectedCallUnderARefusedKeyIsChecked(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tools/call", hostile.Error(-32602, "invalid params"))
@@ -64,15 +64,20 @@ func TestCorrectedCallUnderARefusedKeyIsChecked(t *testing.T) {
 		t.Fatal("the refused call succeeded")
 	}
 	h.On("tools/call", nil)
+	sent := len(h.Requests("tools/call"))
 	bad := callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":"x"}`), Key: "k"}
 	var ce *mcpclient.CallError
-	if err := e.tracker.CheckCall(context.Background(), bad); !errors.As(err, &ce) {
-		t.Fatalf("CheckCall of seconds \"x\" under a refused call's key: %v; want the schema's refusal", err)
+	if _, _, err := tupled(e.tracker.Call(context.Background(), bad)); !errors.As(err, &ce) {
+		t.Fatalf("Call of seconds \"x\" under a refused call's key: %v; want the schema's refusal", err)
+	}
+	if n := len(h.Requests("tools/call")) - sent; n != 0 {
+		t.Fatalf("%d tools/call sent for a call the schema refuses, want none", n)
 	}
 	e.call("sleep", `{"seconds":60}`, "live")
 	bad.Key = "live"
-	if err := e.tracker.CheckCall(context.Background(), bad); err != nil {
-		t.Fatalf("CheckCall under a live task's key: %v; want it left to Call", err)
+	var kc *keyConflictError
+	if _, _, err := tupled(e.tracker.Call(context.Background(), bad)); !errors.As(err, &kc) {
+		t.Fatalf("Call under a live task's key with other arguments: %v; want a key conflict", err)
 	}
 }
 

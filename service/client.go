@@ -328,10 +328,6 @@ func (r *remote) Tools(ctx context.Context, server model.ServerRef, refresh bool
 	return tl, r.do(ctx, http.MethodPost, pathTools, toolsReq{server, refresh}, &tl)
 }
 
-func (r *remote) CheckCall(ctx context.Context, req deck.CallRequest) error {
-	return r.do(ctx, http.MethodPost, pathCheckCall, req, &empty{})
-}
-
 func (r *remote) Close() error {
 	r.close()
 	r.client.CloseIdleConnections()
