@@ -120,7 +120,7 @@ func OwnerOf(d deck.Deck) (pid int, lasting, ok bool) {
 // does not answer but uses the CPU: one busy serving others.
 const busyRounds = 6
 
-// errStuck: the owner did not answer its ping, and did not work either.
+// errStuck means the owner did not answer its ping, and did not work either.
 var errStuck = errors.New("the owner is stuck")
 
 // ping asks the owner who it is. An owner slow to answer is waited for

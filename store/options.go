@@ -35,7 +35,7 @@ var small = sizing{memTable: 1 << 20, memtables: 1, level0: 1, table: 512 << 10,
 // The benchmarks set it to compare with that sizing.
 var sized = small
 
-// compactL0At: once the MANIFEST lists this many level-0 tables, Open
+// compactL0At is how many level-0 tables the MANIFEST lists before Open
 // makes the session's Close compact level 0.
 const compactL0At = 4
 
