@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -291,7 +292,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 		t.Run(strings.ReplaceAll(string(c.f), " ", "_"), func(t *testing.T) {
 			base := runtime.NumGoroutine()
 			e := newFaultEnv(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(60*time.Second))
 			defer cancel()
 
 			// 3 tasks of 1–2 s, started through the proxy while it is healthy.
@@ -403,8 +404,8 @@ func TestFaultsOnTheWire(t *testing.T) {
 				if err != nil {
 					t.Fatalf("watch: %v", err)
 				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("tasks did not finish within 30 s after %s stopped", c.f)
+			case <-time.After(waitfor.Scale(30 * time.Second)):
+				t.Fatalf("tasks did not finish within %v after %s stopped", waitfor.Scale(30*time.Second), c.f)
 			}
 			for _, id := range ids {
 				rec, _ := e.store.Get(id)

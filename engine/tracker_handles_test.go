@@ -12,6 +12,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -31,7 +32,7 @@ func newHostileEnv(t *testing.T) (*env, *hostile.Server) {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{})
-	e.tracker = newTracker(e.store, e.pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: 5 * time.Second})
+	e.tracker = newTracker(e.store, e.pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
 	t.Cleanup(func() {
 		e.pool.Close()
 		e.store.Close()
@@ -361,7 +362,7 @@ func TestPollCutOffByItsCallerIsNoFailure(t *testing.T) {
 	defer close(release)
 	h.On("tasks/get", hostile.Stall(release))
 	// The server never answers: the caller's deadline cuts the poll off.
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(200*time.Millisecond))
 	defer cancel()
 	if _, err := e.tracker.Poll(ctx, rec.ID); !errors.Is(err, context.DeadlineExceeded) || len(h.Requests("tasks/get")) == 0 {
 		t.Fatalf("a poll cut off by its caller: %v after %d tasks/get, want the deadline after one", err, len(h.Requests("tasks/get")))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -66,7 +67,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	e.tracker = newTracker(e.store, e.pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: 5 * time.Second})
+	e.tracker = newTracker(e.store, e.pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
 	t.Cleanup(func() {
 		e.pool.Close()
 		e.store.Close()
@@ -106,7 +107,7 @@ func (e *env) call(tool, args, key string) *model.Task {
 // watch polls a task until stop says so, returning every poll's record.
 func (e *env) watch(id string, stop func(*model.Task) bool) []*model.Task {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(20*time.Second))
 	defer cancel()
 	var seen []*model.Task
 	err := follow(ctx, e.tracker, []string{id}, func(res pollResult) bool {

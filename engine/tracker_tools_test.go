@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -36,7 +37,7 @@ func newHeaderEnv(t *testing.T) *headerEnv {
 		st.Close()
 	})
 	return &headerEnv{t: t, srv: srv, ref: model.ServerRef{URL: srv.URL},
-		tracker: newTracker(st, pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: 5 * time.Second})}
+		tracker: newTracker(st, pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})}
 }
 
 // deploy calls the demo's header tool and checks that a task was made and
