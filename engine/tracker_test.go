@@ -487,12 +487,14 @@ func TestUnreachableServerWritesNothing(t *testing.T) {
 }
 
 func TestServerRefusalFailsTheIntentAndFreesTheKey(t *testing.T) {
-	e := newEnv(t)
-	refused := callRequest{Server: e.ref, Tool: "no_such_tool", Key: "k"}
+	// The call fits the tool list; the server refuses it all the same.
+	e, h := newHostileEnv(t)
+	h.On("tools/call", hostile.Error(-32602, "invalid params"))
+	refused := callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"}
 	_, _, err := tupled(e.tracker.Call(context.Background(), refused))
 	var se *mcpclient.ServerError
 	if !errors.As(err, &se) {
-		t.Fatalf("unknown tool: %v; want the server's refusal", err)
+		t.Fatalf("a refused call: %v; want the server's refusal", err)
 	}
 	all, _ := e.store.All()
 	if len(all) != 1 || all[0].Status != model.StatusFailed {
@@ -503,6 +505,7 @@ func TestServerRefusalFailsTheIntentAndFreesTheKey(t *testing.T) {
 		t.Fatalf("the refused call retried under its key: %v; want the server's refusal again", err)
 	}
 	// The corrected call under the same key is made.
+	h.On("tools/call", nil)
 	rec, reused, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"}))
 	if err != nil || reused || rec.Status != model.StatusWorking {
 		t.Fatalf("the corrected call under the refused call's key: %v reused=%v %+v", err, reused, rec)
@@ -514,7 +517,7 @@ func TestServerRefusalFailsTheIntentAndFreesTheKey(t *testing.T) {
 	all, _ = e.store.All()
 	failed := 0
 	for _, r := range all {
-		if r.Status == model.StatusFailed && r.IdempotencyKey == "" && r.Tool == "no_such_tool" {
+		if r.Status == model.StatusFailed && r.IdempotencyKey == "" && string(r.Arguments) == `{"seconds":1}` {
 			failed++
 		}
 	}
