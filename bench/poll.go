@@ -25,52 +25,55 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
 )
 
-// pollEnv is a tracker over a real store, with N open tasks on a demo
+// pollEnv is a Deck over a real store, with N open tasks on a demo
 // server in a child process.
 type pollEnv struct {
 	srv     *child
 	url     string
-	store   *store.Store
-	pool    *mcpclient.Pool
-	tracker *engine.Tracker
+	deck    deck.Deck // nil while a design owns the store
 	ids     []string
 	taskIDs []string
-	// What the tracker and the engine are opened with.
+	// What the decks are opened with.
 	dir    string
 	conf   *mcpconfig.Config
 	policy model.PollPolicy
 }
 
 func (e *pollEnv) close() {
-	e.closeTracker()
+	e.closeDeck()
 	if e.srv != nil {
 		e.srv.stop()
 	}
 }
 
-// openTracker opens the store, the pool and a tracker over them.
-func (e *pollEnv) openTracker() error {
-	var err error
-	if e.store, err = store.Open(e.dir, nil); err != nil {
-		return err
-	}
-	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: e.conf})
-	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: e.policy})
-	return nil
+// open opens an engine over the store; its loop does not run until it
+// is watched, so that PollNow polls only the tasks it is given.
+func (e *pollEnv) open() (deck.Deck, error) {
+	return engine.Open(engine.Options{DataDir: e.dir, Config: e.conf, Policy: e.policy})
 }
 
-// closeTracker closes them, so that an engine may own the store.
-func (e *pollEnv) closeTracker() {
-	if e.pool != nil {
-		e.pool.Close()
+// openDeck opens the deck the one-task designs poll through.
+func (e *pollEnv) openDeck() error {
+	d, err := e.open()
+	e.deck = d
+	return err
+}
+
+// closeDeck closes it, so that another engine may own the store.
+func (e *pollEnv) closeDeck() {
+	if e.deck != nil {
+		_ = e.deck.Close()
 	}
-	if e.store != nil {
-		_ = e.store.Close()
-	}
-	e.store, e.pool, e.tracker = nil, nil, nil
+	e.deck = nil
+}
+
+// polled is one poll as the steady-state designs count it.
+type polled struct {
+	id      string // "": no task (a failure to start)
+	changed bool
+	err     error
 }
 
 func newPollEnv(cfg config) (*pollEnv, error) {
@@ -87,7 +90,7 @@ func newPollEnv(cfg config) (*pollEnv, error) {
 	// A fixed interval (the server's hint), so that the offered load is
 	// N/interval polls per second throughout.
 	e.policy = model.PollPolicy{Default: cfg.interval, Floor: cfg.interval, Cap: cfg.interval, Growth: 1, Jitter: 0.1}
-	if err = e.openTracker(); err != nil {
+	if err = e.openDeck(); err != nil {
 		e.close()
 		return nil, err
 	}
@@ -107,10 +110,11 @@ func newPollEnv(cfg config) (*pollEnv, error) {
 				if i >= cfg.tasks {
 					return
 				}
-				rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{
+				res, err := e.deck.Call(context.Background(), deck.CallRequest{
 					Server: model.ServerRef{Name: "demo"}, Tool: "approve",
 					Args: json.RawMessage(fmt.Sprintf(`{"action":"deploy build %d"}`, i)),
 				})
+				rec := res.Task
 				if err == nil && !rec.Status.Pollable() {
 					err = fmt.Errorf("task %s is %s, not open", rec.ID, rec.Status)
 				}
@@ -313,7 +317,7 @@ type steady struct {
 
 // steadyRun runs a polling design for warm+window and measures the window.
 // run must poll until ctx ends, calling count after every poll.
-func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Context, count func(engine.PollResult, error))) steady {
+func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Context, count func(polled))) steady {
 	var st steady
 	// Sized up front, so that they do not count as the design's memory.
 	lastPoll := make(map[string]time.Time, cfg.tasks)
@@ -324,21 +328,21 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 	dumpProfiles(cfg, "base")
 	st.baseGoroutines = runtime.NumGoroutine()
 	var polls, changed, errs atomic.Int64
-	count := func(res engine.PollResult, err error) {
+	count := func(p polled) {
 		polls.Add(1)
-		if res.Changed {
+		if p.changed {
 			changed.Add(1)
 		}
-		if err != nil || res.Err != nil {
+		if p.err != nil {
 			errs.Add(1)
 		}
-		if res.Task != nil {
+		if p.id != "" {
 			now := time.Now()
 			gapMu.Lock()
-			if last, ok := lastPoll[res.Task.ID]; ok && measuring.Load() && len(gaps) < cap(gaps) {
+			if last, ok := lastPoll[p.id]; ok && measuring.Load() && len(gaps) < cap(gaps) {
 				gaps = append(gaps, now.Sub(last).Seconds())
 			}
-			lastPoll[res.Task.ID] = now
+			lastPoll[p.id] = now
 			gapMu.Unlock()
 		}
 	}
@@ -381,22 +385,22 @@ func steadyRun(cfg config, warm, window time.Duration, run func(ctx context.Cont
 // ours is taskdeck's design: the engine's loop (one schedule, PerServer
 // in flight), which owns the store while it runs. Each poll is an event
 // of its feed: a change, or only the poll state moved.
-func (e *pollEnv) ours(ctx context.Context, count func(engine.PollResult, error)) {
-	e.closeTracker()
+func (e *pollEnv) ours(ctx context.Context, count func(polled)) {
+	e.closeDeck()
 	defer func() {
-		if err := e.openTracker(); err != nil {
-			count(engine.PollResult{}, err)
+		if err := e.openDeck(); err != nil {
+			count(polled{err: err})
 		}
 	}()
-	eng, err := engine.Open(engine.Options{DataDir: e.dir, Config: e.conf, Policy: e.policy})
+	eng, err := e.open()
 	if err != nil {
-		count(engine.PollResult{}, err)
+		count(polled{err: err})
 		return
 	}
 	defer eng.Close()
 	feed, err := eng.Watch(ctx, 0)
 	if err != nil {
-		count(engine.PollResult{}, err)
+		count(polled{err: err})
 		return
 	}
 	for ev := range feed.Events() {
@@ -404,20 +408,22 @@ func (e *pollEnv) ours(ctx context.Context, count func(engine.PollResult, error)
 			continue
 		}
 		for _, en := range ev.Entries {
-			res := engine.PollResult{Task: en.Task, Changed: ev.Kind == deck.EventChange, Errors: en.Poll.Errors}
+			p := polled{id: en.Task.ID, changed: ev.Kind == deck.EventChange}
 			if en.Poll.Errors > 0 {
-				res.Err = errors.New(en.Poll.LastError)
+				p.err = errors.New(en.Poll.LastError)
 			}
-			count(res, nil)
+			count(p)
 		}
 	}
 }
 
-// naive is the obvious design: a goroutine per task that polls and sleeps.
-// Start times are spread over one interval; without that, all N polls
-// would go out at once and open N connections.
-func (e *pollEnv) naive(interval time.Duration) func(ctx context.Context, count func(engine.PollResult, error)) {
-	return func(ctx context.Context, count func(engine.PollResult, error)) {
+// naive is the obvious design: a goroutine per task that polls it
+// (PollNow) and sleeps the interval, with the policy's jitter. Start times
+// are spread over one interval; without that, all N polls would go out at
+// once and open N connections. Whether a poll changed the record is not
+// known to it (a change is not expected: the tasks wait for an answer).
+func (e *pollEnv) naive(interval time.Duration) func(ctx context.Context, count func(polled)) {
+	return func(ctx context.Context, count func(polled)) {
 		var wg sync.WaitGroup
 		for _, id := range e.ids {
 			wg.Go(func() {
@@ -428,15 +434,12 @@ func (e *pollEnv) naive(interval time.Duration) func(ctx context.Context, count 
 						return
 					case <-time.After(delay):
 					}
-					res, err := e.tracker.Poll(ctx, id)
+					err := e.deck.PollNow(ctx, []string{id})
 					if ctx.Err() != nil {
 						return
 					}
-					count(res, err)
-					delay = res.Next
-					if err != nil || delay <= 0 {
-						delay = interval
-					}
+					count(polled{id: id, err: err})
+					delay = time.Duration(float64(interval) * (1 + e.policy.Jitter*rand.Float64()))
 				}
 			})
 		}
@@ -453,7 +456,8 @@ func benchPoll(cfg config) (string, []finding) {
 	var out string
 	var found []finding
 
-	// 2a. tracker.Poll against a bare POST of the same tasks/get body.
+	// 2a. One task's poll through the Deck against a bare POST of the
+	// same tasks/get body.
 	cp, err := e.capture()
 	if err != nil {
 		return fmt.Sprintf("\ncapture failed: %v\n", err), nil
@@ -470,12 +474,8 @@ func benchPoll(cfg config) (string, []finding) {
 	}
 	designs := []design{
 		{"bare HTTP POST of the same tasks/get", func(i int) error { return bare.post(e.taskIDs[i%len(e.taskIDs)]) }},
-		{"tracker.Poll (store read, tasks/get, apply)", func(i int) error {
-			res, err := e.tracker.Poll(context.Background(), e.ids[i%len(e.ids)])
-			if err == nil {
-				err = res.Err
-			}
-			return err
+		{"Deck.PollNow of one task (store read, tasks/get, apply)", func(i int) error {
+			return e.deck.PollNow(context.Background(), []string{e.ids[i%len(e.ids)]})
 		}},
 	}
 	for _, c := range []int{1, mcpclient.DefaultPerServer} {
@@ -501,7 +501,7 @@ func benchPoll(cfg config) (string, []finding) {
 		}
 		out += fmt.Sprintf("\nPoll cost, %d polls per run, %d runs, demo server in a child process on loopback (lower is better):\n\n%s", nOver, cfg.rounds, t)
 		r := median(wall[1]) / median(wall[0])
-		found = append(found, finding{fmt.Sprintf("2.1 tracker.Poll ≤ 1.2× a bare POST per poll (%d in flight, wall)", c), r <= 1.2,
+		found = append(found, finding{fmt.Sprintf("2.1 Deck.PollNow of one task ≤ 1.2× a bare POST per poll (%d in flight, wall)", c), r <= 1.2,
 			fmt.Sprintf("%.2f× (%s vs %s); client CPU %.2f×", r, dur(median(wall[1])), dur(median(wall[0])), median(cpu[1])/median(cpu[0]))})
 	}
 
@@ -516,15 +516,15 @@ func benchPoll(cfg config) (string, []finding) {
 		warm, window, rounds = 2*cfg.interval, 2*cfg.interval, 2
 	}
 	names := []string{"taskdeck engine (one schedule, 8 in flight)", "naive: goroutine per task, poll then sleep"}
-	runs := []func(context.Context, func(engine.PollResult, error)){e.ours, e.naive(cfg.interval)}
+	runs := []func(context.Context, func(polled)){e.ours, e.naive(cfg.interval)}
 	res := make([][]steady, 2)
 	for round := range rounds {
 		for k := range runs {
 			i := (k + round) % len(runs)
-			// A tracker opened anew holds no connection yet: the
+			// A deck opened anew holds no connection yet: the
 			// baseline counts none that the run (ours closes it) drops.
-			e.closeTracker()
-			if err := e.openTracker(); err != nil {
+			e.closeDeck()
+			if err := e.openDeck(); err != nil {
 				return out + fmt.Sprintf("\n%v\n", err), found
 			}
 			res[i] = append(res[i], steadyRun(cfg, warm, window, runs[i]))

@@ -19,10 +19,14 @@ import (
 type Deck interface {
 	// Auditor: every Deck reads and keeps the audit log.
 	Auditor
-	// Call makes a tool call durable: the idempotency key is checked, the
-	// intent is committed, tools/call is sent, and the handle (or the
-	// result) is committed before Call returns or any change about it is
-	// published. A call the server answers with input requests before any
+	// Call makes a tool call durable: the idempotency key is checked (a
+	// key that names the same call returns its record: nothing is sent);
+	// a call the server's tool list rules out (an unknown tool, arguments
+	// its input schema refuses) is refused with a KindUsage error before
+	// anything is written or sent (a list that cannot be had leaves the
+	// check to the server); the intent is committed, tools/call is sent,
+	// and the handle (or the result) is committed before Call returns or
+	// any change about it is published. A call the server answers with input requests before any
 	// task exists returns a record that NeedsInput (status input_required,
 	// no task id, the request state kept in the record): answer it with
 	// Continue, now or after a restart.
@@ -58,10 +62,6 @@ type Deck interface {
 	Servers(ctx context.Context) ([]Server, error)
 	// Tools lists a server's tools (refresh: list again now).
 	Tools(ctx context.Context, server model.ServerRef, refresh bool) (*ToolList, error)
-	// CheckCall refuses, before anything is written or sent, a call the
-	// server's tool list rules out (an unknown tool, arguments the input
-	// schema refuses): a KindUsage error.
-	CheckCall(ctx context.Context, req CallRequest) error
 
 	// Watch streams the feed from a revision: first a Snapshot (every
 	// record, when from is 0 or older than what can be replayed) or the

@@ -20,27 +20,27 @@ type Feed interface {
 type EventKind string
 
 const (
-	// EventSnapshot: Entries is every record there is, as of Rev (for
+	// EventSnapshot means Entries is every record there is, as of Rev (for
 	// WatchWindow: the open ones and the newest finished, with Counts);
 	// a watcher replaces what it holds with it.
 	EventSnapshot EventKind = "snapshot"
-	// EventChange: one committed change at Rev. Entries holds the record
+	// EventChange is one committed change at Rev. Entries holds the record
 	// as committed (with its poll state), or Deleted names it.
 	EventChange EventKind = "change"
-	// EventPoll: only a task's poll state moved (polled, nothing changed,
+	// EventPoll means only a task's poll state moved (polled, nothing changed,
 	// or a poll failed; on a shared store also its watcher, for many
 	// tasks in one event); nothing was committed, Rev is the last revision.
 	EventPoll EventKind = "poll"
-	// EventReconcile: progress of the start-up reconcile.
+	// EventReconcile is the progress of the start-up reconcile.
 	EventReconcile EventKind = "reconcile"
-	// EventSnapshotMore: more records of the snapshot before it (a
+	// EventSnapshotMore is more records of the snapshot before it (a
 	// WatchWindow snapshot comes in parts, so that its first event is
 	// small); the last part has More false.
 	EventSnapshotMore EventKind = "snapshotMore"
-	// EventCaughtUp: the replay after Watch(from) is over; what follows
+	// EventCaughtUp means the replay after Watch(from) is over; what follows
 	// is live.
 	EventCaughtUp EventKind = "caughtUp"
-	// EventStore: the store (a shared database) was lost or is back.
+	// EventStore means the store (a shared database) was lost or is back.
 	// While it is lost the engine polls nothing; a watcher that comes
 	// meanwhile hears it first.
 	EventStore EventKind = "store"

@@ -14,11 +14,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	tdeck "github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
-	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store/postgres"
@@ -53,9 +53,13 @@ func TestFleetThreeProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	defer pool.Close()
-	tr := engine.NewTracker(st, pool, engine.TrackerOptions{RequestTimeout: 30 * time.Second})
+	// The calls go through an engine that watches (no Claim), as `taskdeck
+	// call` against the fleet's store does; the records are read from st.
+	caller, err := engine.Open(engine.Options{Store: db, Config: cfg, RequestTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer caller.Close()
 
 	// The engines first, so that each claims its share as the tasks come.
 	var engines []*proc
@@ -78,7 +82,7 @@ func TestFleetThreeProcesses(t *testing.T) {
 	for range 32 {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				if _, _, err := tr.Call(ctx, engine.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "sleep",
+				if _, err := caller.Call(ctx, tdeck.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "sleep",
 					Args: json.RawMessage(fmt.Sprintf(`{"seconds":%d}`, 30+i%10))}); err != nil {
 					errs <- err
 					return

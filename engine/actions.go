@@ -18,55 +18,30 @@ import (
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
-// KeyConflictError means that an idempotency key already names another call.
-type KeyConflictError struct {
+// keyConflictError means that an idempotency key already names another call.
+type keyConflictError struct {
 	Key      string
 	Existing *model.Task
 }
 
-func (e *KeyConflictError) Error() string {
+func (e *keyConflictError) Error() string {
 	return fmt.Sprintf("key %q already names task %s (%s on %s) with other arguments; use another key, or `taskdeck forget %s` first",
 		e.Key, e.Existing.ID, e.Existing.Tool, e.Existing.Server, e.Existing.ID)
 }
 
-// InputNeededError means that the server wants answers before it starts the task.
-type InputNeededError struct {
-	Requests map[string]model.InputRequest
-	// Again are the keys it asks for again after they were answered: it
-	// did not take those answers (a decline, an invalid answer).
-	Again []string
-	// Unasked are keys answers were given for that it did not ask for.
-	Unasked []string
-}
-
-func (e *InputNeededError) Error() string {
-	var msg string
-	if len(e.Again) > 0 {
-		msg = fmt.Sprintf("the server did not take the answer given for %s and asks for it again; give another with --input %s=RESPONSE_JSON, or run on a terminal to be asked",
-			strings.Join(e.Again, ", "), e.Again[0])
-	} else {
-		keys := slices.Sorted(maps.Keys(e.Requests))
-		msg = fmt.Sprintf("the server needs input before it starts (keys: %s); run on a terminal, or pass --input KEY=RESPONSE_JSON", strings.Join(keys, ", "))
-	}
-	if len(e.Unasked) > 0 {
-		msg += fmt.Sprintf(" (it did not ask for --input %s)", strings.Join(e.Unasked, ", "))
-	}
-	return msg
-}
-
-// StateError means that the action does not fit the task's status.
-type StateError struct {
+// stateError means that the action does not fit the task's status.
+type stateError struct {
 	Task *model.Task
 	Want string
 }
 
-func (e *StateError) Error() string {
+func (e *stateError) Error() string {
 	return fmt.Sprintf("task %s is %s: %s", e.Task.ID, e.Task.Status, e.Want)
 }
 
-// InputKeyError means that an answer names a key the task did not ask for, or one
+// inputKeyError means that an answer names a key the task did not ask for, or one
 // already answered.
-type InputKeyError struct {
+type inputKeyError struct {
 	TaskID, Key string
 	Answered    bool
 	// Winner is the answer that was taken, when Answered.
@@ -74,7 +49,7 @@ type InputKeyError struct {
 	Pending []string
 }
 
-func (e *InputKeyError) Error() string {
+func (e *inputKeyError) Error() string {
 	if e.Answered {
 		var won string
 		if w := e.Winner; w != nil {
@@ -92,14 +67,14 @@ func (e *InputKeyError) Error() string {
 	return fmt.Sprintf("task %s did not ask for input %q (it asks for: %s)", e.TaskID, e.Key, strings.Join(e.Pending, ", "))
 }
 
-// AnswerError means that an answer does not fit the request it answers.
-type AnswerError struct {
+// answerError means that an answer does not fit the request it answers.
+type answerError struct {
 	Key string
 	Err error
 }
 
-func (e *AnswerError) Error() string { return fmt.Sprintf("input %q: %v", e.Key, e.Err) }
-func (e *AnswerError) Unwrap() error { return e.Err }
+func (e *answerError) Error() string { return fmt.Sprintf("input %q: %v", e.Key, e.Err) }
+func (e *answerError) Unwrap() error { return e.Err }
 
 // NormalizeArgs checks that tool arguments are one JSON object.
 func NormalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
@@ -119,7 +94,7 @@ func NormalizeArgs(raw json.RawMessage) (json.RawMessage, error) {
 // send fails on the way they stay pending and every later poll re-sends
 // them; if the server refuses them they are dropped, the task's state is
 // fetched, and the keys may be answered again.
-func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error) {
+func (t *tracker) Answer(ctx context.Context, id string, answers map[string]json.RawMessage) (*model.Task, error) {
 	defer t.tasks.lock(id)()
 	rec, err := t.store.Get(id)
 	if err != nil {
@@ -132,10 +107,10 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 		}
 	}
 	if rec.Status != model.StatusInputRequired {
-		return nil, &StateError{Task: rec, Want: "it is not waiting for input"}
+		return nil, &stateError{Task: rec, Want: "it is not waiting for input"}
 	}
 	if rec.NeedsInput() {
-		return nil, &StateError{Task: rec, Want: "it waits for input before its task exists; its answers go out with the call (Continue)"}
+		return nil, &stateError{Task: rec, Want: "it waits for input before its task exists; its answers go out with the call (Continue)"}
 	}
 	if answers, err = admitAnswers(ctx, rec, answers); err != nil {
 		return nil, err
@@ -154,7 +129,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 		return rec, fmt.Errorf("answer saved, to be sent on the next poll: %w", err)
 	}
 	sent, err := t.flushAnswers(ctx, sess, rec)
-	var refused *AnswerError
+	var refused *answerError
 	switch {
 	case sent == nil:
 		return nil, err
@@ -186,7 +161,7 @@ func (t *Tracker) Answer(ctx context.Context, id string, answers map[string]json
 // once, one commits and sends; the other is refused, naming the answer
 // taken (an agent's is dropped, as a server ignores it), and sends
 // nothing.
-func (t *Tracker) claimAnswers(ctx context.Context, answers map[string]json.RawMessage) func(r *model.Task) (bool, error) {
+func (t *tracker) claimAnswers(ctx context.Context, answers map[string]json.RawMessage) func(r *model.Task) (bool, error) {
 	by := model.AnsweredInput{By: actorOf(ctx), Engine: t.owner.name()}
 	return func(r *model.Task) (bool, error) {
 		admitted, err := admitAnswers(ctx, r, answers)
@@ -228,7 +203,7 @@ func admitAnswers(ctx context.Context, rec *model.Task, answers map[string]json.
 func checkAnswers(rec *model.Task, answers map[string]json.RawMessage) error {
 	for _, key := range slices.Sorted(maps.Keys(answers)) {
 		if rec.Answered(key) {
-			e := &InputKeyError{TaskID: rec.ID, Key: key, Answered: true}
+			e := &inputKeyError{TaskID: rec.ID, Key: key, Answered: true}
 			if w, ok := rec.LastAnswer(key); ok {
 				e.Winner = &w
 			}
@@ -236,10 +211,10 @@ func checkAnswers(rec *model.Task, answers map[string]json.RawMessage) error {
 		}
 		req, ok := rec.InputRequests[key]
 		if !ok {
-			return &InputKeyError{TaskID: rec.ID, Key: key, Pending: rec.PendingInputs()}
+			return &inputKeyError{TaskID: rec.ID, Key: key, Pending: rec.PendingInputs()}
 		}
 		if err := model.ValidateAnswer(req, answers[key]); err != nil {
-			return &AnswerError{Key: key, Err: err}
+			return &answerError{Key: key, Err: err}
 		}
 	}
 	return nil
@@ -248,9 +223,9 @@ func checkAnswers(rec *model.Task, answers map[string]json.RawMessage) error {
 // flushAnswers sends pending answers and clears them once acknowledged.
 // After a failure on the way (the outcome is unknown; re-sending is
 // harmless) they stay pending. Answers the server refused are dropped, so
-// their keys may be answered again, and the error is an *AnswerError. A nil
+// their keys may be answered again, and the error is an *answerError. A nil
 // record means the store failed.
-func (t *Tracker) flushAnswers(ctx context.Context, sess *mcpclient.Session, rec *model.Task) (*model.Task, error) {
+func (t *tracker) flushAnswers(ctx context.Context, sess *mcpclient.Session, rec *model.Task) (*model.Task, error) {
 	sent := maps.Clone(rec.PendingAnswers)
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	err := sess.UpdateTask(cctx, rec.TaskID, sent)
@@ -270,7 +245,7 @@ func (t *Tracker) flushAnswers(ctx context.Context, sess *mcpclient.Session, rec
 		if serr != nil {
 			return nil, serr
 		}
-		return dropped, &AnswerError{Key: strings.Join(keys, ", "), Err: fmt.Errorf("the server refused the answer (%w); answer it again", err)}
+		return dropped, &answerError{Key: strings.Join(keys, ", "), Err: fmt.Errorf("the server refused the answer (%w); answer it again", err)}
 	}
 	return t.store.Update(rec.ID, func(r *model.Task) (bool, error) {
 		for k := range sent {
@@ -286,7 +261,7 @@ func (t *Tracker) flushAnswers(ctx context.Context, sess *mcpclient.Session, rec
 // Cancel asks the server to stop a task. The record is marked
 // cancel-requested once the server acknowledged; its word on the outcome
 // comes with the next polls (it may finish first).
-func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
+func (t *tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	defer t.tasks.lock(id)()
 	rec, err := t.store.Get(id)
 	if err != nil {
@@ -294,9 +269,9 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	}
 	switch {
 	case rec.Status.Terminal():
-		return rec, &StateError{Task: rec, Want: "it has already ended; nothing to cancel"}
+		return rec, &stateError{Task: rec, Want: "it has already ended; nothing to cancel"}
 	case !rec.Pollable():
-		return rec, &StateError{Task: rec, Want: fmt.Sprintf("it has no server handle, so there is nothing to cancel; `taskdeck forget %s` removes the record", id)}
+		return rec, &stateError{Task: rec, Want: fmt.Sprintf("it has no server handle, so there is nothing to cancel; `taskdeck forget %s` removes the record", id)}
 	}
 	sess, err := t.session(ctx, rec.Server)
 	if err != nil {
@@ -336,7 +311,7 @@ func (t *Tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 
 // Forget deletes a record without telling its server; the audit log
 // names the actor ctx names.
-func (t *Tracker) Forget(ctx context.Context, id string) error {
+func (t *tracker) Forget(ctx context.Context, id string) error {
 	defer t.tasks.lock(id)()
 	t.forgetPoll(id)
 	return t.store.Delete(id, actorOf(ctx))
@@ -344,7 +319,7 @@ func (t *Tracker) Forget(ctx context.Context, id string) error {
 
 // Prune deletes finished records not changed for olderThan (0: all); the
 // audit log names the actor ctx names.
-func (t *Tracker) Prune(ctx context.Context, olderThan time.Duration) (int, error) {
+func (t *tracker) Prune(ctx context.Context, olderThan time.Duration) (int, error) {
 	var cutoff time.Time
 	if olderThan > 0 {
 		cutoff = t.now().Add(-olderThan)
@@ -354,7 +329,7 @@ func (t *Tracker) Prune(ctx context.Context, olderThan time.Duration) (int, erro
 
 // answered tells the observer of a wait for input that began at since,
 // once every request of rec is answered.
-func (t *Tracker) answered(rec *model.Task, since time.Time) {
+func (t *tracker) answered(rec *model.Task, since time.Time) {
 	if t.obs != nil && len(rec.PendingInputs()) == 0 {
 		t.obs.Answered(ServerLabel(rec.Server), t.now().Sub(since))
 	}

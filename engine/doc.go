@@ -15,7 +15,7 @@
 // a call without --wait) that owns the store for a moment sends nothing
 // but its own requests.
 //
-// The Tracker (tracker.go, actions.go, orphans.go) is the one-task
+// The tracker (tracker.go, actions.go, orphans.go) is the one-task
 // operations the loop is built on: a call made durable, one poll, an
 // answer, a cancel; mcpclient below it speaks MCP and knows no store.
 //

@@ -79,7 +79,7 @@ type Engine struct {
 	claims    *claimer     // nil on Badger: the sole owner polls every task
 	health    *storeHealth // nil on Badger
 	pool      *mcpclient.Pool
-	tracker   *Tracker
+	tracker   *tracker
 	feeds     *hub
 	pushes    pushView
 	cfg       *followedConfig // the config in use
@@ -148,7 +148,7 @@ func Open(opts Options) (*Engine, error) {
 	if claims != nil {
 		e.own = fleetOwner{e}
 	}
-	tr := NewTracker(st, pool, TrackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx,
+	tr := newTracker(st, pool, trackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx,
 		owner: e.own, actor: model.EngineActor(e.host), Observer: opts.Observer})
 	var orphans []*model.Task
 	if e.own.alone() {
@@ -246,7 +246,7 @@ func (e *Engine) Call(ctx context.Context, req deck.CallRequest) (deck.CallResul
 	if err := e.refreshFor(req.Server); err != nil {
 		return deck.CallResult{}, err
 	}
-	out, err := e.tracker.Start(ctx, CallRequest{
+	out, err := e.tracker.Call(ctx, callRequest{
 		Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key, Answers: req.Answers, Agent: req.Agent, Repeats: req.Repeats,
 		Owner: req.Owner, HandleHash: req.HandleHash,
 	})
@@ -270,7 +270,7 @@ func (e *Engine) Continue(ctx context.Context, id string, answers map[string]jso
 
 // called schedules a call's task, if it has one to poll, and words the
 // outcome for the deck.
-func (e *Engine) called(out CallOutcome, err error) (deck.CallResult, error) {
+func (e *Engine) called(out callOutcome, err error) (deck.CallResult, error) {
 	res := deck.CallResult{Task: out.Task, Reused: out.Reused, NeedsInput: out.NeedsInput, Again: out.Again}
 	if out.Task != nil {
 		res.NeedsInput = out.Task.NeedsInput() // also a reused record's
@@ -428,7 +428,7 @@ func (e *Engine) resolve(id string) (*model.Task, error) {
 
 // entry pairs a record with its poll state.
 func (e *Engine) entry(rec *model.Task) deck.Entry {
-	ps := e.tracker.PollStatus(rec.ID)
+	ps := e.tracker.pollStatus(rec.ID)
 	p := deck.PollState{LastPolled: ps.LastPolled, Next: ps.Next, Errors: ps.Errors}
 	var safety time.Time
 	if p.Pushed, safety = e.pushes.of(rec.ID); !safety.IsZero() {
@@ -640,20 +640,4 @@ func (e *Engine) Tools(ctx context.Context, server model.ServerRef, refresh bool
 		out.Tools = append(out.Tools, tool)
 	}
 	return out, nil
-}
-
-// CheckCall implements deck.Deck.
-func (e *Engine) CheckCall(ctx context.Context, req deck.CallRequest) error {
-	ctx, done, err := e.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if _, err := NormalizeArgs(req.Args); err != nil {
-		return deck.Errorf(deck.KindUsage, "%w", err)
-	}
-	if err := e.refreshFor(req.Server); err != nil {
-		return err
-	}
-	return classify(e.tracker.CheckCall(ctx, CallRequest{Server: req.Server, Tool: req.Tool, Args: req.Args, Key: req.Key}), "")
 }

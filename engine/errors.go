@@ -42,9 +42,8 @@ func kindOf(err error) deck.Kind {
 	var (
 		locked *store.LockedError
 		te     *mcpclient.TransportError
-		key    *KeyConflictError
-		state  *StateError
-		need   *InputNeededError
+		key    *keyConflictError
+		state  *stateError
 	)
 	switch {
 	case errors.As(err, &locked):
@@ -61,8 +60,6 @@ func kindOf(err error) deck.Kind {
 		return deck.KindConflict
 	case errors.As(err, &state):
 		return deck.KindState
-	case errors.As(err, &need):
-		return deck.KindNeedsInput
 	case errors.Is(err, store.ErrNotFound):
 		return deck.KindNotFound
 	case isUsage(err):
@@ -77,8 +74,8 @@ func kindOf(err error) deck.Kind {
 
 // isUsage reports errors the caller fixes by changing the request.
 func isUsage(err error) bool {
-	return errors.As(err, new(*mcpconfig.ConfigError)) || errors.As(err, new(*InputKeyError)) ||
-		errors.As(err, new(*AnswerError)) || errors.As(err, new(*mcpclient.CallError))
+	return errors.As(err, new(*mcpconfig.ConfigError)) || errors.As(err, new(*inputKeyError)) ||
+		errors.As(err, new(*answerError)) || errors.As(err, new(*mcpclient.CallError))
 }
 
 // isLocal reports the store's own failures wherever they surface: damage,

@@ -26,9 +26,19 @@ func TestErrorsCarryTheirKind(t *testing.T) {
 		_, err := e.Call(ctx, deck.CallRequest{Server: model.ServerRef{Name: "nope"}, Tool: "echo"})
 		kindIs(t, err, deck.KindUsage)
 	})
-	t.Run("an unknown tool is usage in CheckCall", func(t *testing.T) {
-		err := e.CheckCall(ctx, deck.CallRequest{Server: demoRef, Tool: "ech"})
+	t.Run("an unknown tool is usage, and nothing is written or sent", func(t *testing.T) {
+		sent := len(srv.Requests("tools/call"))
+		res, err := e.Call(ctx, deck.CallRequest{Server: demoRef, Tool: "ech"})
 		kindIs(t, err, deck.KindUsage)
+		if !strings.Contains(err.Error(), "did you mean echo") {
+			t.Errorf("error %q does not name the tool meant", err)
+		}
+		if n := len(srv.Requests("tools/call")) - sent; n != 0 || res.Task != nil {
+			t.Fatalf("%d tools/call sent, record %+v, for an unknown tool; want none", n, res.Task)
+		}
+		if list, err := e.List(ctx, deck.Filter{Tool: "ech"}); err != nil || len(list) != 0 {
+			t.Fatalf("List of the unknown tool: %d records, %v; want none", len(list), err)
+		}
 	})
 	t.Run("a key naming another call is a conflict", func(t *testing.T) {
 		if _, err := e.Call(ctx, deck.CallRequest{Server: demoRef, Tool: "echo", Args: json.RawMessage(`{"text":"a"}`), Key: "k"}); err != nil {

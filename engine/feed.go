@@ -9,10 +9,10 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 )
 
-// ErrFellBehind ends a feed whose watcher read too slowly: the engine
+// errFellBehind ends a feed whose watcher read too slowly: the engine
 // never waits for a watcher. Watch again from the feed's last revision to
 // resume.
-var ErrFellBehind = errors.New("the watcher fell behind the feed")
+var errFellBehind = errors.New("the watcher fell behind the feed")
 
 // feedBuffer is how many events a watcher may leave unread before its
 // feed is cut off: room for a start-up reconcile of thousands of tasks
@@ -104,7 +104,7 @@ func (h *hub) storeChanged(st deck.Store) {
 func (h *hub) publish(ev deck.Event) {
 	for f := range h.watchers {
 		if !f.in.put(ev) {
-			h.cut(f, ErrFellBehind)
+			h.cut(f, errFellBehind)
 		}
 	}
 }
@@ -456,8 +456,8 @@ func (f *feed) deliver(ctx context.Context, ev deck.Event) bool {
 
 // ended sets why the hub cut the feed off.
 func (f *feed) ended() {
-	if errors.Is(f.cause, ErrFellBehind) {
-		f.err = &deck.Error{Kind: deck.KindFellBehind, Err: ErrFellBehind,
+	if errors.Is(f.cause, errFellBehind) {
+		f.err = &deck.Error{Kind: deck.KindFellBehind, Err: errFellBehind,
 			Message: "the watcher read the feed too slowly and was cut off; watch again from the last revision it received to resume"}
 		return
 	}

@@ -37,7 +37,7 @@ func TestSlowWatcherIsCutOffAndResumes(t *testing.T) {
 		last = ev
 	}
 	err = slow.Err()
-	if !errors.Is(err, ErrFellBehind) || deck.KindOf(err) != deck.KindFellBehind || !strings.Contains(err.Error(), "watch again from the last revision") {
+	if !errors.Is(err, errFellBehind) || deck.KindOf(err) != deck.KindFellBehind || !strings.Contains(err.Error(), "watch again from the last revision") {
 		t.Fatalf("slow feed ended with %v, want it cut off for falling behind", err)
 	}
 	again, err := e.Watch(ctx, last.Rev)

@@ -626,7 +626,7 @@ func (o fleetOwner) run(l *loop) {
 	go l.claims(o.e.ctx)
 }
 
-// schedules: the claim rounds schedule the tasks this engine claims; a
+// schedules leaves the tasks this engine claims to the claim rounds; a
 // task it does not hold yet is asked a round at once, and an ad-hoc URL
 // this process called joins the servers it may claim.
 func (o fleetOwner) schedules(rec *model.Task) bool {

@@ -105,8 +105,8 @@ func TestFleetRacingAnswersOneReachesServer(t *testing.T) {
 		}
 		winner := operators[won[0]].Name
 		lost := errs[i][1-won[0]]
-		var keyErr *InputKeyError
-		var ended *StateError
+		var keyErr *inputKeyError
+		var ended *stateError
 		switch {
 		case errors.As(lost, &ended) && ended.Task.Status.Terminal():
 			// On a busy machine the loser may come after the winner's answer

@@ -26,7 +26,7 @@ type loop struct {
 
 type polled struct {
 	id  string
-	res PollResult
+	res pollResult
 	err error
 }
 
@@ -96,7 +96,7 @@ func (e *Engine) due(rec *model.Task, soon bool) {
 		return
 	}
 	at := time.Now()
-	switch next := e.tracker.PollStatus(rec.ID).Next; {
+	switch next := e.tracker.pollStatus(rec.ID).Next; {
 	case soon:
 	case !next.IsZero():
 		at = next // a poll already said (a handle born ended was fetched)
@@ -127,7 +127,7 @@ func (e *Engine) policy() model.PollPolicy {
 
 // polled files the outcome of a poll made outside the loop (Cancel's):
 // the next poll follows from it, and its poll state is published.
-func (e *Engine) polled(id string, res PollResult) {
+func (e *Engine) polled(id string, res pollResult) {
 	e.feeds.poll(e.entry(res.Task))
 	l := e.running()
 	if l == nil {
@@ -261,7 +261,7 @@ func (l *loop) run() {
 
 func (l *loop) poll(ctx context.Context, id string) {
 	defer l.polls.Done()
-	var res PollResult
+	var res pollResult
 	err := store.ErrFenced
 	if l.e.own.mayPoll(id) {
 		res, err = l.e.tracker.Poll(ctx, id)

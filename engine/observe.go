@@ -131,7 +131,7 @@ func (e *Engine) Stats() (Stats, error) {
 
 // openStats counts the open tasks the tracker has polled, by server and
 // status, and finds the oldest wait for input among them.
-func (t *Tracker) openStats() (map[string]map[model.Status]int, time.Time) {
+func (t *tracker) openStats() (map[string]map[model.Status]int, time.Time) {
 	open := map[string]map[model.Status]int{}
 	var oldest time.Time
 	t.mu.Lock()

@@ -13,7 +13,7 @@ import (
 // OrphanStale turns the `calling` intents a crash left behind into
 // `orphaned` (their call may be running; they are never re-sent) and
 // returns every orphan, old and new.
-func (t *Tracker) OrphanStale() ([]*model.Task, error) {
+func (t *tracker) OrphanStale() ([]*model.Task, error) {
 	found, err := t.store.ByStatus(model.StatusCalling, model.StatusOrphaned)
 	if err != nil {
 		return nil, err
@@ -33,7 +33,7 @@ func (t *Tracker) OrphanStale() ([]*model.Task, error) {
 // call may be running, and it is never re-sent. A record that has moved
 // on meanwhile is left as it is. On a shared store it is written under
 // the claim of the engine that found it.
-func (t *Tracker) Orphan(id string) (*model.Task, error) {
+func (t *tracker) Orphan(id string) (*model.Task, error) {
 	return t.polledWrite(id, func(r *model.Task) (bool, error) {
 		if r.Status != model.StatusCalling {
 			return false, nil
@@ -59,7 +59,7 @@ const adoptSkew = 5 * time.Second
 // such task for that orphan and that orphan the only one it fits; any
 // other orphan stays orphaned. Servers that cannot list are skipped; a
 // server that fails is reported and the others still tried.
-func (t *Tracker) AdoptOrphans(ctx context.Context) ([]*model.Task, error) {
+func (t *tracker) AdoptOrphans(ctx context.Context) ([]*model.Task, error) {
 	if found, err := t.store.ByStatus(model.StatusOrphaned); err != nil || len(found) == 0 {
 		return nil, err // the common case reads no other record
 	}
@@ -128,7 +128,7 @@ func (t *Tracker) AdoptOrphans(ctx context.Context) ([]*model.Task, error) {
 
 // matches pairs each orphan with the one listed task in its window, when
 // that task is in no other orphan's window.
-func (t *Tracker) matches(recs []*model.Task, listed []*model.Snapshot) map[*model.Task]*model.Snapshot {
+func (t *tracker) matches(recs []*model.Task, listed []*model.Snapshot) map[*model.Task]*model.Snapshot {
 	fits := func(r *model.Task, s *model.Snapshot) bool {
 		return !s.CreatedAt.IsZero() && !s.CreatedAt.Before(r.CreatedAt.Add(-adoptSkew)) &&
 			!s.CreatedAt.After(r.CreatedAt.Add(t.requestTimeout+adoptSkew))

@@ -20,7 +20,7 @@ import (
 
 // Push (issue 13). The loop keeps, per server, up to pushStreamsPerServer
 // listen streams of up to pushIDsPerStream open tasks each. A pushed state
-// is applied as a poll's answer (Tracker.Pushed); a task the server pushes
+// is applied as a poll's answer (tracker.Pushed); a task the server pushes
 // is still polled, but only every safety interval; every other task
 // (refused, not acknowledged, beyond the streams' room, or on a stream
 // that is down) is polled as before.
@@ -140,7 +140,7 @@ func (st *stream) stop() {
 }
 
 // apply applies one pushed state unless the stream was stopped.
-func (st *stream) apply(tr *Tracker, p mcpclient.Pushed) (polled, bool) {
+func (st *stream) apply(tr *tracker, p mcpclient.Pushed) (polled, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.over.Load() {

@@ -11,8 +11,8 @@ import (
 
 // An owner runs for days while its operator edits the config file
 // (issue 25, item 1). With Options.FollowConfig the engine reads the file
-// again whenever a request that names servers (Servers, Call, Tools,
-// CheckCall) finds it changed since the version in use: a stat per such
+// again whenever a request that names servers (Servers, Call, Tools)
+// finds it changed since the version in use: a stat per such
 // request, no watcher. That is chosen over a file watch (fsnotify) for
 // two reasons: editors save by renaming a new file over the old, which
 // a watch on the file loses and a stat sees; and every command sees the

@@ -168,20 +168,20 @@ func (e *Engine) watchHealth(st store.Backend, pg *postgres.Store) store.Backend
 	return &watched{Backend: st, h: e.health}
 }
 
-// HandleLostError means that the server made a task, but the database was lost
+// handleLostError means that the server made a task, but the database was lost
 // before its handle was recorded. The record stays the call's intent.
-type HandleLostError struct {
+type handleLostError struct {
 	ID     string // the record, still `calling`
 	TaskID string // the server's task id, recorded nowhere else
 	Err    error
 }
 
-func (e *HandleLostError) Error() string {
+func (e *handleLostError) Error() string {
 	return fmt.Sprintf("the server made task %s, but the database was lost or refused the write before its handle was recorded: record %s stays calling "+
 		"(an engine marks it orphaned once the database is back and the call's time is over); the server's task id %s is only here (%v)", e.TaskID, e.ID, e.TaskID, e.Err)
 }
 
-func (e *HandleLostError) Unwrap() error { return e.Err }
+func (e *handleLostError) Unwrap() error { return e.Err }
 
 // handleLost words a failed write of a call's handle when the database
 // was lost; any other error is passed on.
@@ -189,7 +189,7 @@ func handleLost(id, taskID string, err error) error {
 	if !store.Unreachable(err) && !store.RefusesWrites(err) {
 		return err
 	}
-	return &HandleLostError{ID: id, TaskID: taskID, Err: err}
+	return &handleLostError{ID: id, TaskID: taskID, Err: err}
 }
 
 // storeDown words a request that failed because the database was lost,
@@ -201,7 +201,7 @@ func storeDown(err error, taskID string) *deck.Error {
 		state = "refuses writes"
 	}
 	msg := fmt.Sprintf("the database %s (%v); nothing was recorded: try again once it is back", state, err)
-	var hl *HandleLostError
+	var hl *handleLostError
 	switch {
 	case errors.As(err, &hl):
 		msg, taskID = hl.Error(), hl.ID

@@ -18,10 +18,10 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 )
 
-// Tracker joins the MCP client and the store: every handle is on disk
+// tracker joins the MCP client and the store: every handle is on disk
 // before anyone hears of it, and every poll's outcome lands in the record.
 // Its API is free of UI types so that one owner can serve it to others.
-type Tracker struct {
+type tracker struct {
 	store          store.Backend
 	pool           *mcpclient.Pool
 	policy         model.PollPolicy
@@ -59,16 +59,16 @@ type pollState struct {
 	waiting time.Time
 }
 
-// PollStatus is the poll state of a task, for display.
-type PollStatus struct {
+// pollStatus is the poll state of a task, for display.
+type pollStatus struct {
 	LastPolled time.Time
 	Next       time.Time
 	Errors     int
 	LastError  error
 }
 
-// TrackerOptions tune a tracker; the zero value is the default.
-type TrackerOptions struct {
+// trackerOptions tune a tracker; the zero value is the default.
+type trackerOptions struct {
 	Policy         model.PollPolicy
 	Now            func() time.Time
 	Logger         *slog.Logger
@@ -83,8 +83,8 @@ type TrackerOptions struct {
 	Observer Observer
 }
 
-// NewTracker makes a tracker over an open store and a pool.
-func NewTracker(st store.Backend, pool *mcpclient.Pool, opts TrackerOptions) *Tracker {
+// newTracker makes a tracker over an open store and a pool.
+func newTracker(st store.Backend, pool *mcpclient.Pool, opts trackerOptions) *tracker {
 	if opts.Policy == (model.PollPolicy{}) {
 		opts.Policy = model.DefaultPollPolicy
 	}
@@ -106,30 +106,19 @@ func NewTracker(st store.Backend, pool *mcpclient.Pool, opts TrackerOptions) *Tr
 	if opts.actor == (model.Actor{}) {
 		opts.actor = model.EngineActor("")
 	}
-	return &Tracker{
+	return &tracker{
 		store: st, pool: pool, policy: opts.Policy, now: opts.Now, log: opts.Logger,
 		requestTimeout: opts.RequestTimeout, life: opts.Context, polls: map[string]*pollState{}, owner: opts.owner, engine: opts.actor,
 		obs: opts.Observer,
 	}
 }
 
-// Store is the tracker's store, for read-only queries.
-func (t *Tracker) Store() store.Backend { return t.store }
-
-// Pool is the tracker's connection pool.
-func (t *Tracker) Pool() *mcpclient.Pool { return t.pool }
-
-// InputFunc answers input requests (MRTR, before a task exists) with
-// input responses keyed like the requests.
-type InputFunc func(ctx context.Context, requests map[string]model.InputRequest) (map[string]json.RawMessage, error)
-
-// CallRequest is one tools/call to make durable.
-type CallRequest struct {
+// callRequest is one tools/call to make durable.
+type callRequest struct {
 	Server model.ServerRef
 	Tool   string
 	Args   json.RawMessage // a JSON object; empty means {}
 	Key    string          // idempotency key; empty means none
-	Input  InputFunc       // nil: a call that needs input fails with *InputNeededError
 	// Answers given up front: a round of input requests they cover
 	// (every key) is answered with them at once.
 	Answers map[string]json.RawMessage
@@ -139,8 +128,8 @@ type CallRequest struct {
 	Owner, HandleHash string
 }
 
-// CallOutcome is what Start or Continue came to.
-type CallOutcome struct {
+// callOutcome is what Start or Continue came to.
+type callOutcome struct {
 	Task   *model.Task
 	Reused bool // the key named an existing record of the same call; nothing was sent
 	// NeedsInput: the server asked for input before any task exists; the
@@ -154,37 +143,31 @@ type CallOutcome struct {
 // keeps asking cannot hold a call forever.
 const maxInputRounds = 10
 
-// Call makes a tool call durable: the idempotency key is checked, the
-// intent is synced, tools/call is sent, and the handle (or result) is
-// synced before Call returns. reused is true when the key named an
-// existing task and nothing was sent. Input asked for before the task
-// exists is req.Input's to answer; without one the call fails.
-func (t *Tracker) Call(ctx context.Context, req CallRequest) (rec *model.Task, reused bool, err error) {
-	out, err := t.start(ctx, req, false)
-	return out.Task, out.Reused, err
-}
-
-// Start is Call for an owner that keeps calls needing input: input that
-// neither req.Input nor req.Answers covers leaves the record NeedsInput
-// (committed, never thrown away), for Continue now or after a restart.
-func (t *Tracker) Start(ctx context.Context, req CallRequest) (CallOutcome, error) {
-	return t.start(ctx, req, true)
-}
-
-func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOutcome, error) {
+// Call makes a tool call durable: the idempotency key is checked (a key
+// that names the same call returns its record, unchecked and unsent), the
+// call is checked against the server's tool list, the intent is synced,
+// tools/call is sent, and the handle (or result) is synced before Call
+// returns. Reused is true when the key named an existing task and nothing
+// was sent. Input that req.Answers does not
+// cover leaves the record NeedsInput (committed, never thrown away), for
+// Continue now or after a restart.
+func (t *tracker) Call(ctx context.Context, req callRequest) (callOutcome, error) {
 	args, err := NormalizeArgs(req.Args)
 	if err != nil {
-		return CallOutcome{}, err
+		return callOutcome{}, err
 	}
 	if req.Key != "" {
 		existing, err := t.keyHolder(req.Server, req.Tool, args, req.Key)
 		if err != nil || existing != nil {
-			return CallOutcome{Task: existing, Reused: existing != nil}, err
+			return callOutcome{Task: existing, Reused: existing != nil}, err
 		}
 	}
 	sess, err := t.session(ctx, req.Server)
 	if err != nil {
-		return CallOutcome{}, err // nothing was sent, nothing is written
+		return callOutcome{}, err // nothing was sent, nothing is written
+	}
+	if err := t.check(ctx, sess, req.Tool, args); err != nil {
+		return callOutcome{}, err
 	}
 	rec := model.NewIntent(req.Server, req.Tool, args, req.Key, t.now())
 	rec.Agent, rec.Repeats, rec.Owner, rec.HandleHash = req.Agent, req.Repeats, req.Owner, req.HandleHash
@@ -193,7 +176,7 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 		rec.Act.Kind = model.ActRerun
 	}
 	if rec.Engine, err = t.owner.maker(); err != nil {
-		return CallOutcome{}, err // nothing was sent, nothing is written
+		return callOutcome{}, err // nothing was sent, nothing is written
 	}
 	if err := t.store.Create(rec); err != nil {
 		var dup *store.DuplicateKeyError
@@ -202,24 +185,24 @@ func (t *Tracker) start(ctx context.Context, req CallRequest, keep bool) (CallOu
 			// A concurrent launch of the same call (another shell, another
 			// host) won the race: its record is the answer, as if it had
 			// been there before this call looked.
-			return CallOutcome{Task: dup.Existing, Reused: true}, nil
+			return callOutcome{Task: dup.Existing, Reused: true}, nil
 		case errors.As(err, &dup):
-			return CallOutcome{}, &KeyConflictError{Key: req.Key, Existing: dup.Existing}
+			return callOutcome{}, &keyConflictError{Key: req.Key, Existing: dup.Existing}
 		}
-		return CallOutcome{}, err
+		return callOutcome{}, err
 	}
-	return t.rounds(ctx, sess, rec, 0, nil, "", req, keep)
+	return t.rounds(ctx, sess, rec, 0, nil, "", req.Answers)
 }
 
 // rounds sends tools/call for the intent rec (status calling) until the
-// server answers with a task or a result, or asks for input nobody gave.
+// server answers with a task or a result, or asks for input not given.
 // round counts the calls sent before this one. The intent is committed,
 // so the call belongs to the owner (invariant 11): it is sent and its
 // handle committed and first polled under the owner's lifetime and the
 // request timeout, not under ctx, which may end as the caller leaves (an
-// agent hanging up, a killed client); ctx is the caller's only to answer
-// input.
-func (t *Tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *model.Task, round int, answers map[string]json.RawMessage, state string, req CallRequest, keep bool) (CallOutcome, error) {
+// agent hanging up, a killed client); ctx only names who acts. upfront
+// are answers given before any round asked: a round they cover is sent.
+func (t *tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *model.Task, round int, answers map[string]json.RawMessage, state string, upfront map[string]json.RawMessage) (callOutcome, error) {
 	owned, release := t.own(ctx)
 	defer release()
 	for ; ; round++ {
@@ -232,51 +215,34 @@ func (t *Tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *mode
 		}
 		if err != nil {
 			failed, err := t.callFailed(rec.ID, sess, err)
-			return CallOutcome{Task: failed}, err
+			return callOutcome{Task: failed}, err
 		}
 		switch out.ResultType {
 		case wire.ResultTypeTask:
 			rec, err = t.handle(owned, rec.ID, *out.Task)
-			return CallOutcome{Task: rec}, err
+			return callOutcome{Task: rec}, err
 		case wire.ResultTypeComplete:
 			rec, err = t.apply(rec.ID, model.Snapshot{Status: model.StatusCompleted, Result: out.Result, IsError: out.IsError})
-			return CallOutcome{Task: rec}, err
+			return callOutcome{Task: rec}, err
 		}
 		// input_required before any task exists.
 		if round+1 >= maxInputRounds {
 			failed, err := t.abandonCall(rec.ID, fmt.Errorf("the server asked for input %d times; giving up", maxInputRounds))
-			return CallOutcome{Task: failed}, err
+			return callOutcome{Task: failed}, err
 		}
 		again := askedAgain(out.InputRequests, answers)
-		if up, ok := covering(out.InputRequests, req.Answers); ok && len(again) == 0 {
+		if up, ok := covering(out.InputRequests, upfront); ok && len(again) == 0 {
 			answers, state = up, out.RequestState
 			continue
 		}
-		if req.Input == nil && keep {
-			rec, err = t.keep(ctx, rec.ID, out, req.Answers)
-			return CallOutcome{Task: rec, NeedsInput: err == nil, Again: again}, err
-		}
-		if req.Input == nil {
-			failed, err := t.abandonCall(rec.ID, &InputNeededError{Requests: out.InputRequests, Again: again})
-			return CallOutcome{Task: failed}, err
-		}
-		answers, err = req.Input(ctx, out.InputRequests)
-		var need *InputNeededError
-		if errors.As(err, &need) {
-			// Asked again for what was answered: the answer was not taken.
-			need.Again = again
-		}
-		if err != nil {
-			failed, err := t.abandonCall(rec.ID, err)
-			return CallOutcome{Task: failed}, err
-		}
-		state = out.RequestState
+		rec, err = t.keep(ctx, rec.ID, out, upfront)
+		return callOutcome{Task: rec, NeedsInput: err == nil, Again: again}, err
 	}
 }
 
 // own is ctx detached from its caller's end (its values, the actor, kept)
 // and ended by the owner's instead.
-func (t *Tracker) own(ctx context.Context) (context.Context, func()) {
+func (t *tracker) own(ctx context.Context) (context.Context, func()) {
 	owned, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(t.life, cancel)
 	return owned, func() { stop(); cancel() }
@@ -312,7 +278,7 @@ func covering(requests map[string]model.InputRequest, answers map[string]json.Ra
 // keep commits a call that needs input before its task exists: the
 // requests and the server's requestState are kept, and answers given up
 // front that fit a request count as given.
-func (t *Tracker) keep(ctx context.Context, id string, out *wire.CallOutcome, upfront map[string]json.RawMessage) (*model.Task, error) {
+func (t *tracker) keep(ctx context.Context, id string, out *wire.CallOutcome, upfront map[string]json.RawMessage) (*model.Task, error) {
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
 		msg := "the server needs input before it starts the task"
 		if err := r.MoveTo(model.StatusInputRequired, msg, t.now()); err != nil {
@@ -347,7 +313,7 @@ func orEmpty(m map[string]json.RawMessage) map[string]json.RawMessage {
 // Answer's and committed; once every requested key has one, the record
 // goes back to calling and the next tools/call carries them with the
 // server's requestState.
-func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]json.RawMessage) (CallOutcome, error) {
+func (t *tracker) Continue(ctx context.Context, id string, answers map[string]json.RawMessage) (callOutcome, error) {
 	unlock := t.tasks.lock(id)
 	defer func() {
 		if unlock != nil {
@@ -356,33 +322,33 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 	}()
 	rec, err := t.store.Get(id)
 	if err != nil {
-		return CallOutcome{}, err
+		return callOutcome{}, err
 	}
 	if !rec.NeedsInput() {
-		return CallOutcome{Task: rec}, &StateError{Task: rec, Want: "it is not a call waiting for input before its start"}
+		return callOutcome{Task: rec}, &stateError{Task: rec, Want: "it is not a call waiting for input before its start"}
 	}
 	if answers, err = admitAnswers(ctx, rec, answers); err != nil {
-		return CallOutcome{Task: rec}, err
+		return callOutcome{Task: rec}, err
 	}
 	if len(answers) > 0 {
 		since := rec.WaitingSince()
 		if rec, err = t.store.Update(id, t.claimAnswers(ctx, answers)); err != nil {
-			return CallOutcome{}, err
+			return callOutcome{}, err
 		}
 		t.answered(rec, since)
 	}
 	if len(rec.PendingInputs()) > 0 {
-		return CallOutcome{Task: rec, NeedsInput: true}, nil
+		return callOutcome{Task: rec, NeedsInput: true}, nil
 	}
 	sess, err := t.session(ctx, rec.Server)
 	if err != nil {
-		return CallOutcome{Task: rec, NeedsInput: true}, err // the answers stay, for another Continue
+		return callOutcome{Task: rec, NeedsInput: true}, err // the answers stay, for another Continue
 	}
 	send, state := rec.PendingAnswers, rec.RequestState
 	round := rec.InputRounds()
 	maker, err := t.owner.maker()
 	if err != nil {
-		return CallOutcome{Task: rec, NeedsInput: true}, err // the answers stay, for another Continue
+		return callOutcome{Task: rec, NeedsInput: true}, err // the answers stay, for another Continue
 	}
 	rec, err = t.store.Update(id, func(r *model.Task) (bool, error) {
 		if err := r.MoveTo(model.StatusCalling, "answers sent with the call", t.now()); err != nil {
@@ -394,14 +360,14 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 		return true, nil
 	})
 	if err != nil {
-		return CallOutcome{}, err
+		return callOutcome{}, err
 	}
 	// Back to calling, the record refuses another Continue or an Answer,
 	// and no poll takes it: the lock may go, as it must before the
 	// handle's first poll takes it again.
 	unlock()
 	unlock = nil
-	return t.rounds(ctx, sess, rec, round, send, state, CallRequest{}, true)
+	return t.rounds(ctx, sess, rec, round, send, state, nil)
 }
 
 // handle stores a task handle. A CreateTaskResult carries no payload, so
@@ -409,7 +375,7 @@ func (t *Tracker) Continue(ctx context.Context, id string, answers map[string]js
 // fetched at once with tasks/get; one that has ended is stored open until
 // then, as stored ended its payload would be lost for good. Working and
 // cancelled have no payload (spec §4): the seed is all there is.
-func (t *Tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*model.Task, error) {
+func (t *tracker) handle(ctx context.Context, id string, snap model.Snapshot) (*model.Task, error) {
 	seed := snap.Status
 	if seed == model.StatusWorking || seed == model.StatusCancelled {
 		rec, err := t.apply(id, snap)
@@ -441,7 +407,7 @@ func refusedCall(rec *model.Task) bool {
 // keyHolder returns the task an idempotency key already names, if it is
 // the same call. A call the server refused outright (no task was ever
 // created) releases its key, so the corrected call can be made.
-func (t *Tracker) keyHolder(server model.ServerRef, tool string, args json.RawMessage, key string) (*model.Task, error) {
+func (t *tracker) keyHolder(server model.ServerRef, tool string, args json.RawMessage, key string) (*model.Task, error) {
 	existing, err := t.store.ByKey(key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -453,14 +419,14 @@ func (t *Tracker) keyHolder(server model.ServerRef, tool string, args json.RawMe
 		return nil, t.releaseKey(existing.ID)
 	}
 	if existing.ArgsHash != model.ArgsHash(server, tool, args) {
-		return nil, &KeyConflictError{Key: key, Existing: existing}
+		return nil, &keyConflictError{Key: key, Existing: existing}
 	}
 	return existing, nil
 }
 
 // releaseKey takes the key off a refused call's record, which stays on
 // record without it; the store checks that it is still a refusal.
-func (t *Tracker) releaseKey(id string) error {
+func (t *tracker) releaseKey(id string) error {
 	_, err := t.store.ReleaseKey(id, refusedCall)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil // forgotten meanwhile: the key is free
@@ -469,7 +435,7 @@ func (t *Tracker) releaseKey(id string) error {
 }
 
 // callFailed settles an intent whose tools/call got no usable answer.
-func (t *Tracker) callFailed(id string, sess *mcpclient.Session, cause error) (*model.Task, error) {
+func (t *tracker) callFailed(id string, sess *mcpclient.Session, cause error) (*model.Task, error) {
 	var te *mcpclient.TransportError
 	isTransport := errors.As(cause, &te)
 	if isTransport && !te.Transient {
@@ -503,13 +469,13 @@ func (t *Tracker) callFailed(id string, sess *mcpclient.Session, cause error) (*
 	}
 }
 
-// abandonCall ends an intent whose input requests were not answered.
-func (t *Tracker) abandonCall(id string, cause error) (*model.Task, error) {
+// abandonCall ends an intent whose server kept asking for input.
+func (t *tracker) abandonCall(id string, cause error) (*model.Task, error) {
 	rec, err := t.settle(id, model.StatusFailed, "the server needed input before starting; none was given", cause, nil)
 	return rec, errors.Join(cause, err)
 }
 
-func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rpcErr *model.RPCError) (*model.Task, error) {
+func (t *tracker) settle(id string, to model.Status, msg string, cause error, rpcErr *model.RPCError) (*model.Task, error) {
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
 		if err := r.MoveTo(to, msg, t.now()); err != nil {
 			return false, err
@@ -525,14 +491,14 @@ func (t *Tracker) settle(id string, to model.Status, msg string, cause error, rp
 // fenced on a shared store: an engine that lost the claim cannot
 // overwrite the one that took it, whichever path (poll, push, cancel,
 // answer) brought the word; that write is refused with store.ErrFenced.
-func (t *Tracker) polledWrite(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
+func (t *tracker) polledWrite(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
 	return t.owner.write(id, fn)
 }
 
 // apply folds a call's own answer into its stored intent, which no poll
 // can have written before, though another engine may have orphaned it
 // meanwhile (see model.Task.ApplyCallAnswer).
-func (t *Tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
+func (t *tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
 	return t.store.Update(id, func(r *model.Task) (bool, error) {
 		return r.ApplyCallAnswer(snap, t.now())
 	})
@@ -542,14 +508,14 @@ func (t *Tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
 // request timeout like any request: a server that accepts connections but
 // never answers fails the step (and shows the error) instead of holding it.
 // The session outlives ctx: go-sdk detaches it from the connect context.
-func (t *Tracker) session(ctx context.Context, ref model.ServerRef) (*mcpclient.Session, error) {
+func (t *tracker) session(ctx context.Context, ref model.ServerRef) (*mcpclient.Session, error) {
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	defer cancel()
 	return t.pool.Session(cctx, ref)
 }
 
-// PollResult is the outcome of one poll step.
-type PollResult struct {
+// pollResult is the outcome of one poll step.
+type pollResult struct {
 	Task    *model.Task
 	Changed bool          // the record changed (and was written)
 	Next    time.Duration // delay before the next poll; 0 when polling is over
@@ -560,19 +526,19 @@ type PollResult struct {
 // Poll runs one step for a task: one tasks/get, the answer applied and
 // written if anything changed, and the delay before the next step. The
 // error return is for local failures (store); server trouble is in Err.
-func (t *Tracker) Poll(ctx context.Context, id string) (PollResult, error) {
+func (t *tracker) Poll(ctx context.Context, id string) (pollResult, error) {
 	defer t.tasks.lock(id)()
 	return t.poll(ctx, id)
 }
 
-func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
+func (t *tracker) poll(ctx context.Context, id string) (pollResult, error) {
 	rec, err := t.store.Get(id)
 	if err != nil {
-		return PollResult{}, err
+		return pollResult{}, err
 	}
 	if !rec.Pollable() {
 		t.forgetPoll(id)
-		return PollResult{Task: rec}, nil
+		return pollResult{Task: rec}, nil
 	}
 	if t.obs == nil {
 		return t.ask(ctx, id, rec)
@@ -587,7 +553,7 @@ func (t *Tracker) poll(ctx context.Context, id string) (PollResult, error) {
 
 // ask is one poll of the pollable rec: its pending answers re-sent, then
 // tasks/get.
-func (t *Tracker) ask(ctx context.Context, id string, rec *model.Task) (PollResult, error) {
+func (t *tracker) ask(ctx context.Context, id string, rec *model.Task) (pollResult, error) {
 	sess, err := t.session(ctx, rec.Server)
 	if err != nil {
 		return t.requestFailed(ctx, rec, nil, err)
@@ -597,7 +563,7 @@ func (t *Tracker) ask(ctx context.Context, id string, rec *model.Task) (PollResu
 	var sendErr error
 	if len(rec.PendingAnswers) > 0 && !t.mayBeSending(rec) {
 		if rec, sendErr = t.flushAnswers(ctx, sess, rec); rec == nil {
-			return PollResult{}, sendErr // the store failed
+			return pollResult{}, sendErr // the store failed
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
@@ -611,10 +577,10 @@ func (t *Tracker) ask(ctx context.Context, id string, rec *model.Task) (PollResu
 			why = gone.Why // the server's session held it (2025-11-25)
 		}
 		rec, err := t.markUnknown(id, why)
-		return PollResult{Task: rec, Changed: true}, err
+		return pollResult{Task: rec, Changed: true}, err
 	case errors.Is(err, mcpclient.ErrNoTasks):
 		rec, err := t.markUnknown(id, whyNoTasks)
-		return PollResult{Task: rec, Changed: true}, err
+		return pollResult{Task: rec, Changed: true}, err
 	case err != nil:
 		return t.requestFailed(ctx, rec, sess, err)
 	}
@@ -623,15 +589,15 @@ func (t *Tracker) ask(ctx context.Context, id string, rec *model.Task) (PollResu
 
 // Pushed applies a task's state the server pushed exactly as a poll's
 // answer: the same checks, a write only on change, the same next delay.
-func (t *Tracker) Pushed(id string, snap model.Snapshot) (PollResult, error) {
+func (t *tracker) Pushed(id string, snap model.Snapshot) (pollResult, error) {
 	defer t.tasks.lock(id)()
 	rec, err := t.store.Get(id)
 	if err != nil {
-		return PollResult{}, err
+		return pollResult{}, err
 	}
 	if !rec.Pollable() {
 		t.forgetPoll(id)
-		return PollResult{Task: rec}, nil
+		return pollResult{Task: rec}, nil
 	}
 	return t.fold(id, rec, snap, nil, t.now())
 }
@@ -640,7 +606,7 @@ func (t *Tracker) Pushed(id string, snap model.Snapshot) (PollResult, error) {
 // under the task's lock), writing only on change. sendErr is a failed
 // re-send of answers, which this step reports; asked is when the server
 // was asked (the next poll is due an interval after it).
-func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr error, asked time.Time) (PollResult, error) {
+func (t *tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr error, asked time.Time) (pollResult, error) {
 	// Most polls change nothing: find out on the record in hand (this
 	// poll's own copy), so that only a change costs the store a
 	// read-modify-write. A poll that changes nothing moves only its
@@ -662,18 +628,18 @@ func (t *Tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr 
 			// say) where the answer cannot follow; rec holds the answer
 			// applied, so the record is reported as it is stored.
 			if rec, err = t.store.Get(id); err != nil {
-				return PollResult{}, err
+				return pollResult{}, err
 			}
 			return t.pollFailed(rec, nil, fmt.Errorf("server reported %w", te)), nil
 		}
 		if err != nil {
-			return PollResult{}, err
+			return pollResult{}, err
 		}
 	}
 	// Any change (a new statusMessage too) restarts the interval: a task
 	// that moves is likely to move again soon.
 	next, errs := t.schedule(updated, changed, sendErr, asked)
-	return PollResult{Task: updated, Changed: changed, Next: next, Err: sendErr, Errors: errs}, nil
+	return pollResult{Task: updated, Changed: changed, Next: next, Err: sendErr, Errors: errs}, nil
 }
 
 const (
@@ -682,7 +648,7 @@ const (
 )
 
 // markUnknown ends a task its server cannot tell about any more.
-func (t *Tracker) markUnknown(id, why string) (*model.Task, error) {
+func (t *tracker) markUnknown(id, why string) (*model.Task, error) {
 	t.forgetPoll(id)
 	return t.polledWrite(id, func(r *model.Task) (bool, error) {
 		if r.Status.Terminal() {
@@ -699,7 +665,7 @@ func (t *Tracker) markUnknown(id, why string) (*model.Task, error) {
 // server twice. Past two request timeouts that send is over either way,
 // and the poll re-sends what is still pending. With one owner its task
 // lock already keeps a poll from overlapping its own send.
-func (t *Tracker) mayBeSending(rec *model.Task) bool {
+func (t *tracker) mayBeSending(rec *model.Task) bool {
 	if t.owner.alone() {
 		return false
 	}
@@ -715,14 +681,14 @@ func (t *Tracker) mayBeSending(rec *model.Task) bool {
 // requestFailed files a poll whose request failed. One cut off by its
 // caller (an agent that hung up on the proxy, an engine closing) is no
 // poll: the task keeps its schedule and shows no error.
-func (t *Tracker) requestFailed(ctx context.Context, rec *model.Task, sess *mcpclient.Session, err error) (PollResult, error) {
+func (t *tracker) requestFailed(ctx context.Context, rec *model.Task, sess *mcpclient.Session, err error) (pollResult, error) {
 	if ctx.Err() != nil {
-		return PollResult{Task: rec}, ctx.Err()
+		return pollResult{Task: rec}, ctx.Err()
 	}
 	return t.pollFailed(rec, sess, err), nil
 }
 
-func (t *Tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error) PollResult {
+func (t *tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error) pollResult {
 	var te *mcpclient.TransportError
 	if sess != nil && errors.As(err, &te) && !te.Transient {
 		// go-sdk failed the session for good; a transient rejection (a
@@ -732,7 +698,7 @@ func (t *Tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error
 	}
 	t.log.Debug("poll failed", "record", rec.ID, "server", ServerLabel(rec.Server), "err", err)
 	next, errs := t.schedule(rec, false, err, t.now())
-	return PollResult{Task: rec, Next: next, Err: err, Errors: errs}
+	return pollResult{Task: rec, Next: next, Err: err, Errors: errs}
 }
 
 // schedule runs the poll policy for a task and remembers the outcome: the
@@ -740,7 +706,7 @@ func (t *Tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error
 // counts from asked, when this poll's request went out, so that polls
 // reach the server the interval apart it asked for, not the interval plus
 // a round trip (an answer slower than the interval: the next poll at once).
-func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error, asked time.Time) (time.Duration, int) {
+func (t *tracker) schedule(rec *model.Task, changed bool, pollErr error, asked time.Time) (time.Duration, int) {
 	if !rec.Status.Pollable() {
 		t.forgetPoll(rec.ID)
 		return 0, 0
@@ -784,54 +750,37 @@ func (t *Tracker) schedule(rec *model.Task, changed bool, pollErr error, asked t
 	return max(ps.next.Sub(now), time.Microsecond), ps.errors
 }
 
-func (t *Tracker) forgetPoll(id string) {
+func (t *tracker) forgetPoll(id string) {
 	t.mu.Lock()
 	delete(t.polls, id)
 	t.mu.Unlock()
 }
 
-// PollStatus tells when a task was last polled, when it is due, and the
+// pollStatus tells when a task was last polled, when it is due, and the
 // last poll error, if any.
-func (t *Tracker) PollStatus(id string) PollStatus {
+func (t *tracker) pollStatus(id string) pollStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	ps := t.polls[id]
 	if ps == nil {
-		return PollStatus{}
+		return pollStatus{}
 	}
-	return PollStatus{LastPolled: ps.lastPolled, Next: ps.next, Errors: ps.errors, LastError: ps.lastErr}
+	return pollStatus{LastPolled: ps.lastPolled, Next: ps.next, Errors: ps.errors, LastError: ps.lastErr}
 }
 
-// CheckCall refuses, before anything is written or sent, a call that the
+// check refuses, before anything is written or sent, a call that the
 // server's tool list rules out: an unknown tool or arguments its input
-// schema refuses are a *CallError. It needs no more than the call itself
-// would: a key that already names a task is left to Call (which sends
-// nothing then, or refuses a conflict), a server that cannot be reached is the error Call would
-// return, and a tool list that cannot be had leaves the check to the
-// server.
-func (t *Tracker) CheckCall(ctx context.Context, req CallRequest) error {
-	args, err := NormalizeArgs(req.Args)
-	if err != nil {
-		return err
-	}
-	if req.Key != "" {
-		// A refused call's key is released by Call: the call goes out.
-		if holder, err := t.store.ByKey(req.Key); err == nil && !refusedCall(holder) {
-			return nil
-		}
-	}
-	sess, err := t.session(ctx, req.Server)
-	if err != nil {
-		return err
-	}
+// schema refuses are a *mcpclient.CallError. A tool list that cannot be
+// had leaves the check to the server.
+func (t *tracker) check(ctx context.Context, sess *mcpclient.Session, tool string, args json.RawMessage) error {
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	defer cancel()
 	list, err := sess.Tools(cctx)
 	if err != nil {
 		// The error names the server; it is logged at debug level only, as
 		// poll failures are.
-		t.log.Debug("tools/list failed; the call goes out unchecked", "tool", req.Tool, "err", err)
+		t.log.Debug("tools/list failed; the call goes out unchecked", "tool", tool, "err", err)
 		return nil
 	}
-	return list.Check(req.Tool, args)
+	return list.Check(tool, args)
 }

@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"bytes"
@@ -13,9 +13,8 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
-	"github.com/taskdeck/taskdeck/mcpclient/config"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -25,7 +24,7 @@ import (
 // POST can repeat it byte for byte.
 type benchEnv struct {
 	srv     *httptest.Server
-	tracker *engine.Tracker
+	tracker *tracker
 	ids     []string
 	taskIDs []string
 
@@ -55,12 +54,12 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg, err := config.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.srv.URL+"/mcp"))
+	cfg, err := mcpconfig.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.srv.URL+"/mcp"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	e.tracker = engine.NewTracker(st, pool, engine.TrackerOptions{})
+	e.tracker = newTracker(st, pool, trackerOptions{})
 	b.Cleanup(func() {
 		pool.Close()
 		st.Close()
@@ -68,8 +67,8 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 		d.Close()
 	})
 	for i := range tasks {
-		rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{
-			Server: model.ServerRef{Name: "demo"}, Tool: "approve", Args: json.RawMessage(fmt.Sprintf(`{"action":"a%d"}`, i))})
+		rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{
+			Server: model.ServerRef{Name: "demo"}, Tool: "approve", Args: json.RawMessage(fmt.Sprintf(`{"action":"a%d"}`, i))}))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -85,7 +84,7 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 func (e *benchEnv) bare(client *http.Client, i int) error {
 	id := e.taskIDs[i%len(e.taskIDs)]
 	body := bytes.Replace(e.body, []byte(e.header.Get("Mcp-Name")), []byte(id), 1)
-	return engine.BarePost(client, e.srv.URL+"/mcp", e.header, body, id)
+	return BarePost(client, e.srv.URL+"/mcp", e.header, body, id)
 }
 
 func (e *benchEnv) poll(i int) error {

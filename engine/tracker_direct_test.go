@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"bytes"
@@ -20,10 +20,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
-	"github.com/taskdeck/taskdeck/mcpclient/config"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -72,7 +71,7 @@ type directEnv struct {
 	rec     *recorder
 	srv     *httptest.Server
 	pool    *mcpclient.Pool
-	tracker *engine.Tracker
+	tracker *tracker
 	ref     model.ServerRef
 }
 
@@ -89,7 +88,7 @@ func newDirectEnv(t *testing.T, jsonResponse bool) *directEnv {
 		}
 	}
 	e.srv.Start()
-	cfg, err := config.ParseConfig("direct.json", fmt.Appendf(nil,
+	cfg, err := mcpconfig.ParseConfig("direct.json", fmt.Appendf(nil,
 		`{"mcpServers":{"demo":{"url":%q,"headers":{"X-Team":"blue"}}}}`, e.srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +98,7 @@ func newDirectEnv(t *testing.T, jsonResponse bool) *directEnv {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	e.tracker = engine.NewTracker(st, e.pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
+	e.tracker = newTracker(st, e.pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
 	t.Cleanup(func() {
 		e.pool.Close()
 		st.Close()
@@ -109,7 +108,7 @@ func newDirectEnv(t *testing.T, jsonResponse bool) *directEnv {
 	return e
 }
 
-func (e *directEnv) poll(t *testing.T, id string) engine.PollResult {
+func (e *directEnv) poll(t *testing.T, id string) pollResult {
 	t.Helper()
 	res, err := e.tracker.Poll(context.Background(), id)
 	if err == nil {
@@ -149,7 +148,7 @@ func TestPollOverHTTP(t *testing.T) {
 		want := map[bool]string{false: "text/event-stream", true: "application/json"}[jsonResponse]
 		t.Run(want, func(t *testing.T) {
 			e := newDirectEnv(t, jsonResponse)
-			rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "approve", Args: json.RawMessage(`{"action":"ship"}`)})
+			rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "approve", Args: json.RawMessage(`{"action":"ship"}`)}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -293,7 +292,7 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 	target, _ := url.Parse(upstream.URL)
 	proxy := &answerProxy{rp: httputil.NewSingleHostReverseProxy(target)}
 	srv := httptest.NewServer(proxy)
-	cfg, err := config.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
+	cfg, err := mcpconfig.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +301,7 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	tracker := engine.NewTracker(st, pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
+	tracker := newTracker(st, pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
 	defer func() {
 		pool.Close()
 		st.Close()
@@ -312,8 +311,8 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 	}()
 
 	huge := strings.Repeat("x", 17<<20)
-	transport := func(want string) func(*testing.T, engine.PollResult) {
-		return func(t *testing.T, res engine.PollResult) {
+	transport := func(want string) func(*testing.T, pollResult) {
+		return func(t *testing.T, res pollResult) {
 			var te *mcpclient.TransportError
 			if !errors.As(res.Err, &te) || !te.Transient || !strings.Contains(res.Err.Error(), want) {
 				t.Errorf("got %v; want a transient TransportError saying %q", res.Err, want)
@@ -323,18 +322,18 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 	cases := []struct {
 		name  string
 		fake  func(w http.ResponseWriter, id json.RawMessage, taskID string)
-		check func(*testing.T, engine.PollResult)
+		check func(*testing.T, pollResult)
 	}{
 		{"-32602 with HTTP 200", func(w http.ResponseWriter, id json.RawMessage, _ string) {
 			writeJSON(w, 200, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32602,"message":"Task has expired"}}`, id))
-		}, func(t *testing.T, res engine.PollResult) {
+		}, func(t *testing.T, res pollResult) {
 			if res.Err != nil || res.Task.Status != model.StatusUnknown {
 				t.Errorf("got %s, %v; want the task unknown", res.Task.Status, res.Err)
 			}
 		}},
 		{"-32022 with HTTP 400", func(w http.ResponseWriter, id json.RawMessage, _ string) {
 			writeJSON(w, 400, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2025-11-25"],"requested":"2026-07-28"}}}`, id))
-		}, func(t *testing.T, res engine.PollResult) {
+		}, func(t *testing.T, res pollResult) {
 			var ve *mcpclient.VersionError
 			if !errors.As(res.Err, &ve) || len(ve.Supported) != 1 || ve.Supported[0] != "2025-11-25" {
 				t.Errorf("got %v; want a VersionError listing 2025-11-25", res.Err)
@@ -342,7 +341,7 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 		}},
 		{"-32020 as an SSE error event", func(w http.ResponseWriter, id json.RawMessage, _ string) {
 			writeSSE(w, fmt.Sprintf("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32020,\"message\":\"header\\nmismatch\"}}\n\n", id))
-		}, func(t *testing.T, res engine.PollResult) {
+		}, func(t *testing.T, res pollResult) {
 			var se *mcpclient.ServerError
 			if !errors.As(res.Err, &se) || se.Code != -32020 || se.Message != "header mismatch" {
 				t.Errorf("got %#v; want ServerError -32020 with its message on one line", res.Err)
@@ -355,7 +354,7 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 				"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"hi\"}}\n\n",
 				"event: other\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(id)+",\"result\":{}}\n\n",
 				"event: message\r\ndata: "+resp[:half]+"\r\ndata:"+resp[half:]+"\r\n\r\n")
-		}, func(t *testing.T, res engine.PollResult) {
+		}, func(t *testing.T, res pollResult) {
 			if res.Err != nil || res.Task.Status != model.StatusWorking || res.Task.StatusMessage != "fake" {
 				t.Errorf("got %s %q, %v; want the faked working task", res.Task.Status, res.Task.StatusMessage, res.Err)
 			}
@@ -379,7 +378,7 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 		{"503 with Retry-After and a JSON-RPC error", func(w http.ResponseWriter, id json.RawMessage, _ string) {
 			w.Header().Set("Retry-After", "2")
 			writeJSON(w, 503, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"busy"}}`, id))
-		}, func(t *testing.T, res engine.PollResult) {
+		}, func(t *testing.T, res pollResult) {
 			var te *mcpclient.TransportError
 			if !errors.As(res.Err, &te) || te.RetryAfter != 2*time.Second {
 				t.Errorf("got %v; want a TransportError asking for 2 s", res.Err)
@@ -398,7 +397,7 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 			writeSSE(w, "data: "+workingResult(id, taskID)+"\n\n")
 			time.Sleep(3 * time.Second)
 			streamEnded.Store(true)
-		}, func(t *testing.T, res engine.PollResult) {
+		}, func(t *testing.T, res pollResult) {
 			if streamEnded.Load() {
 				t.Error("the poll waited for the server to end the stream")
 			}
@@ -412,8 +411,8 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 			proxy.mu.Lock()
 			proxy.fake = nil
 			proxy.mu.Unlock()
-			rec, _, err := tracker.Call(context.Background(), engine.CallRequest{
-				Server: model.ServerRef{Name: "demo"}, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
+			rec, _, err := tupled(tracker.Call(context.Background(), callRequest{
+				Server: model.ServerRef{Name: "demo"}, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -441,7 +440,7 @@ func TestPollServerWithoutTasks(t *testing.T) {
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: true}))
 	defer srv.Close()
-	cfg, err := config.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"plain":{"url":%q}}}`, srv.URL+"/mcp"))
+	cfg, err := mcpconfig.ParseConfig("p.json", fmt.Appendf(nil, `{"mcpServers":{"plain":{"url":%q}}}`, srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}

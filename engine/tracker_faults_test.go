@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
-	"github.com/taskdeck/taskdeck/mcpclient/config"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -204,7 +204,7 @@ type faultEnv struct {
 	proxy   *faultProxy
 	store   *store.Store
 	pool    *mcpclient.Pool
-	tracker *engine.Tracker
+	tracker *tracker
 	ref     model.ServerRef
 }
 
@@ -214,7 +214,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	e.demo = demo.New(demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
 	e.http = httptest.NewServer(e.demo.Handler())
 	e.proxy = newFaultProxy(t, e.http.URL)
-	cfg, err := config.ParseConfig("faults.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.proxy.srv.URL+"/mcp"))
+	cfg, err := mcpconfig.ParseConfig("faults.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.proxy.srv.URL+"/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: faultPolicy, RequestTimeout: time.Second})
+	e.tracker = newTracker(e.store, e.pool, trackerOptions{Policy: faultPolicy, RequestTimeout: time.Second})
 	return e
 }
 
@@ -292,13 +292,13 @@ func TestFaultsOnTheWire(t *testing.T) {
 		t.Run(strings.ReplaceAll(string(c.f), " ", "_"), func(t *testing.T) {
 			base := runtime.NumGoroutine()
 			e := newFaultEnv(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(60*time.Second))
 			defer cancel()
 
 			// 3 tasks of 1–2 s, started through the proxy while it is healthy.
 			var ids []string
 			for i := range faultTasks {
-				rec, _, err := e.tracker.Call(ctx, engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(fmt.Sprintf(`{"seconds":%d}`, 20+10*i))})
+				rec, _, err := tupled(e.tracker.Call(ctx, callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(fmt.Sprintf(`{"seconds":%d}`, 20+10*i))}))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -315,7 +315,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 			last := map[string]*model.Task{}
 			watchDone := make(chan error, 1)
 			go func() {
-				watchDone <- follow(ctx, e.tracker, ids, func(res engine.PollResult) bool {
+				watchDone <- follow(ctx, e.tracker, ids, func(res pollResult) bool {
 					mu.Lock()
 					defer mu.Unlock()
 					if res.Err != nil && errSeen[res.Task.ID] == nil {
@@ -332,7 +332,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 			polls := e.proxy.polls()
 			var firstErr error
 			for _, id := range ids {
-				ps := e.tracker.PollStatus(id)
+				ps := e.tracker.pollStatus(id)
 				mu.Lock()
 				seen := errSeen[id]
 				mu.Unlock()
@@ -340,7 +340,7 @@ func TestFaultsOnTheWire(t *testing.T) {
 					firstErr = seen
 				}
 				if c.errs && (seen == nil || ps.LastError == nil || ps.Errors == 0) {
-					t.Errorf("task %s: no error shown under %s (seen %v, PollStatus %+v)", id, c.f, seen, ps)
+					t.Errorf("task %s: no error shown under %s (seen %v, pollStatus %+v)", id, c.f, seen, ps)
 				}
 				if c.frozen {
 					now, err := e.store.Get(id)
@@ -404,8 +404,8 @@ func TestFaultsOnTheWire(t *testing.T) {
 				if err != nil {
 					t.Fatalf("watch: %v", err)
 				}
-			case <-time.After(30 * time.Second):
-				t.Fatalf("tasks did not finish within 30 s after %s stopped", c.f)
+			case <-time.After(waitfor.Scale(30 * time.Second)):
+				t.Fatalf("tasks did not finish within %v after %s stopped", waitfor.Scale(30*time.Second), c.f)
 			}
 			for _, id := range ids {
 				rec, _ := e.store.Get(id)

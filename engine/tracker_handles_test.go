@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -32,7 +32,7 @@ func newHostileEnv(t *testing.T) (*env, *hostile.Server) {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{})
-	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
+	e.tracker = newTracker(e.store, e.pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
 	t.Cleanup(func() {
 		e.pool.Close()
 		e.store.Close()
@@ -61,7 +61,7 @@ func TestUndecodableHandleLeavesAnOrphan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e, h := newHostileEnv(t)
 			h.On("tools/call", h.Rewrite(hostile.Set(fields)))
-			_, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
+			_, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"}))
 			if err == nil {
 				t.Fatal("an undecodable handle was accepted")
 			}
@@ -73,7 +73,7 @@ func TestUndecodableHandleLeavesAnOrphan(t *testing.T) {
 				t.Fatal("the server created no task")
 			}
 			// The orphan holds its key: the call is not sent again.
-			rec, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
+			rec, reused, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"}))
 			if err != nil || !reused || rec.ID != all[0].ID || len(h.Requests("tools/call")) != 1 {
 				t.Fatalf("the orphan's key: %v reused=%v, %d tools/call", err, reused, len(h.Requests("tools/call")))
 			}
@@ -87,14 +87,14 @@ func TestIntegralFloatsInAHandleDecode(t *testing.T) {
 	floats := h.Rewrite(hostile.Set(map[string]string{"pollIntervalMs": "500.0", "ttlMs": "6e5"}))
 	h.On("tools/call", floats)
 	h.On("tasks/get", floats)
-	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
+	rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)}))
 	if err != nil || rec.Status != model.StatusWorking || *rec.PollIntervalMs != 500 || *rec.TTLMs != 600000 {
 		t.Fatalf("call with pollIntervalMs 500.0: %+v, %v", rec, err)
 	}
 	before := time.Now()
 	res, err := e.tracker.Poll(context.Background(), rec.ID)
 	// The next poll is due 500 ms after this one went out.
-	if next := e.tracker.PollStatus(rec.ID).Next.Sub(before); err != nil || res.Err != nil || next < 500*time.Millisecond {
+	if next := e.tracker.pollStatus(rec.ID).Next.Sub(before); err != nil || res.Err != nil || next < 500*time.Millisecond {
 		t.Fatalf("poll with pollIntervalMs 500.0: next in %v, %v, %v", next, res.Err, err)
 	}
 }
@@ -128,7 +128,7 @@ func TestHugeServerDelaysAreClamped(t *testing.T) {
 	h.On("tools/call", huge)
 	h.On("tasks/get", huge)
 	rec := e.call("sleep", `{"seconds":60}`, "")
-	limit := model.MaxServerWait + time.Duration(float64(model.MaxServerWait)*fastPolicy.Jitter)
+	limit := model.MaxServerWait + time.Duration(float64(model.MaxServerWait)*trackerPolicy.Jitter)
 	res, err := e.tracker.Poll(context.Background(), rec.ID)
 	if err != nil || res.Next <= 0 || res.Next > limit {
 		t.Fatalf("pollIntervalMs 9e12: next poll in %v (%v); want within (0, %v]", res.Next, err, limit)
@@ -165,7 +165,7 @@ func TestTerminalHandleFetchesItsPayload(t *testing.T) {
 func TestTerminalHandleWhoseFetchFailsStaysOpen(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tasks/get", hostile.Busy("0"))
-	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: demo.InstantTool, Args: json.RawMessage(`{"text":"later"}`)})
+	rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: demo.InstantTool, Args: json.RawMessage(`{"text":"later"}`)}))
 	if err != nil || rec.Status.Terminal() || rec.TaskID == "" {
 		t.Fatalf("terminal handle, failed fetch: %+v, %v; want an open record with its handle", rec, err)
 	}
@@ -247,9 +247,9 @@ func TestRefusedAnswerCanBeGivenAgain(t *testing.T) {
 			rec, key := e.waitForInput()
 			h.On("tasks/update", hostile.Error(code, "answer rejected"))
 			_, err := e.tracker.Answer(context.Background(), rec.ID, map[string]json.RawMessage{key: approveYes})
-			var ae *engine.AnswerError
+			var ae *answerError
 			if !errors.As(err, &ae) || !strings.Contains(err.Error(), "refused") {
-				t.Fatalf("answer the server rejected: %v; want an *AnswerError saying it was refused", err)
+				t.Fatalf("answer the server rejected: %v; want an *answerError saying it was refused", err)
 			}
 			got := e.stored(rec.ID)
 			if got.Status != model.StatusInputRequired || got.Answered(key) || len(got.PendingAnswers) != 0 {
@@ -312,7 +312,7 @@ func TestPollAsksForTheStateWhenTheResendFails(t *testing.T) {
 	h.On("tasks/update", hostile.Error(-32000, "answer rejected"))
 	gets = len(h.Requests("tasks/get"))
 	res, err = e.tracker.Poll(context.Background(), rec.ID)
-	var ae *engine.AnswerError
+	var ae *answerError
 	if err != nil || !errors.As(res.Err, &ae) || len(h.Requests("tasks/get")) == gets || !res.Task.WaitsForInput() || res.Task.PendingAnswers != nil {
 		t.Fatalf("poll with a refused re-send: %v %v, tasks/get sent %v, waits for input %v, pending %v",
 			err, res.Err, len(h.Requests("tasks/get")) > gets, res.Task.WaitsForInput(), res.Task.PendingAnswers)
@@ -354,7 +354,7 @@ func TestOlderServerIsNamedByItsVersion(t *testing.T) {
 // error and keeps its schedule.
 func TestPollCutOffByItsCallerIsNoFailure(t *testing.T) {
 	e, h := newHostileEnv(t)
-	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
+	rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,12 +362,12 @@ func TestPollCutOffByItsCallerIsNoFailure(t *testing.T) {
 	defer close(release)
 	h.On("tasks/get", hostile.Stall(release))
 	// The server never answers: the caller's deadline cuts the poll off.
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(200*time.Millisecond))
 	defer cancel()
 	if _, err := e.tracker.Poll(ctx, rec.ID); !errors.Is(err, context.DeadlineExceeded) || len(h.Requests("tasks/get")) == 0 {
 		t.Fatalf("a poll cut off by its caller: %v after %d tasks/get, want the deadline after one", err, len(h.Requests("tasks/get")))
 	}
-	if ps := e.tracker.PollStatus(rec.ID); ps.Errors != 0 || ps.LastError != nil {
+	if ps := e.tracker.pollStatus(rec.ID); ps.Errors != 0 || ps.LastError != nil {
 		t.Fatalf("a poll cut off by its caller counted as failed: %d errors, %v", ps.Errors, ps.LastError)
 	}
 }

@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
@@ -22,7 +21,7 @@ import (
 func TestCancelledSeedIsStoredCancelled(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tools/call", h.Rewrite(hostile.Set(map[string]string{"status": `"cancelled"`})))
-	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)})
+	rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,24 +55,29 @@ func TestRefusedCancelWhoseCheckFailsIsAnError(t *testing.T) {
 }
 
 // A refused call releases its key for the corrected call, and that call
-// is checked against the tool's schema like any other; a key that names
-// a live task still leaves the call to Call.
+// is checked against the tool's schema like any other, before anything is
+// sent; a key that names a live task answers for itself (a conflict).
 func TestCorrectedCallUnderARefusedKeyIsChecked(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tools/call", hostile.Error(-32602, "invalid params"))
-	if _, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"}); err == nil {
+	if _, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"})); err == nil {
 		t.Fatal("the refused call succeeded")
 	}
 	h.On("tools/call", nil)
-	bad := engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":"x"}`), Key: "k"}
+	sent := len(h.Requests("tools/call"))
+	bad := callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":"x"}`), Key: "k"}
 	var ce *mcpclient.CallError
-	if err := e.tracker.CheckCall(context.Background(), bad); !errors.As(err, &ce) {
-		t.Fatalf("CheckCall of seconds \"x\" under a refused call's key: %v; want the schema's refusal", err)
+	if _, _, err := tupled(e.tracker.Call(context.Background(), bad)); !errors.As(err, &ce) {
+		t.Fatalf("Call of seconds \"x\" under a refused call's key: %v; want the schema's refusal", err)
+	}
+	if n := len(h.Requests("tools/call")) - sent; n != 0 {
+		t.Fatalf("%d tools/call sent for a call the schema refuses, want none", n)
 	}
 	e.call("sleep", `{"seconds":60}`, "live")
 	bad.Key = "live"
-	if err := e.tracker.CheckCall(context.Background(), bad); err != nil {
-		t.Fatalf("CheckCall under a live task's key: %v; want it left to Call", err)
+	var kc *keyConflictError
+	if _, _, err := tupled(e.tracker.Call(context.Background(), bad)); !errors.As(err, &kc) {
+		t.Fatalf("Call under a live task's key with other arguments: %v; want a key conflict", err)
 	}
 }
 
@@ -83,7 +87,7 @@ func TestCorrectedCallUnderARefusedKeyIsChecked(t *testing.T) {
 func TestKeyReleaseKeepsTheRefusalReadable(t *testing.T) {
 	e, h := newHostileEnv(t)
 	h.On("tools/call", hostile.Error(-32602, "invalid params"))
-	refused, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"})
+	refused, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"}))
 	if err == nil {
 		t.Fatal("the refused call succeeded")
 	}

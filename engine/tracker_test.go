@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"cmp"
@@ -19,23 +19,23 @@ import (
 	"github.com/taskdeck/taskdeck/internal/hostile"
 
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
-	"github.com/taskdeck/taskdeck/mcpclient/config"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
 
 func TestMain(m *testing.M) {
 	hostile.ServeStdioChild()
-	// One TestMain for the package's tests inside and outside: the fleet's
+	// One TestMain for the package's tests: the fleet's
 	// need a real PostgreSQL.
 	os.Exit(pgtest.Run(m))
 }
 
-// fastPolicy keeps the tests quick; the demo server's hint is 20 ms.
-var fastPolicy = model.PollPolicy{Default: 20 * time.Millisecond, Floor: 10 * time.Millisecond, Cap: 200 * time.Millisecond, Growth: 1.6, Jitter: 0.1}
+// trackerPolicy keeps the tests quick; the demo server's hint is 20 ms.
+var trackerPolicy = model.PollPolicy{Default: 20 * time.Millisecond, Floor: 10 * time.Millisecond, Cap: 200 * time.Millisecond, Growth: 1.6, Jitter: 0.1}
 
 type env struct {
 	t       *testing.T
@@ -43,7 +43,7 @@ type env struct {
 	http    *httptest.Server
 	store   *store.Store
 	pool    *mcpclient.Pool
-	tracker *engine.Tracker
+	tracker *tracker
 	ref     model.ServerRef
 }
 
@@ -58,7 +58,7 @@ func newEnv(t *testing.T) *env {
 		"demo": {"url": %q},
 		"stdio": {"command": %q, "args": ["-test.run=^$"], "env": {%q: "1"}}}}`,
 		e.http.URL+"/mcp", os.Args[0], hostile.StdioChildEnv)
-	cfg, err := config.ParseConfig("test.json", []byte(cfgJSON))
+	cfg, err := mcpconfig.ParseConfig("test.json", []byte(cfgJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	e.tracker = engine.NewTracker(e.store, e.pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})
+	e.tracker = newTracker(e.store, e.pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})
 	t.Cleanup(func() {
 		e.pool.Close()
 		e.store.Close()
@@ -97,7 +97,7 @@ func (e *env) stopServer() {
 
 func (e *env) call(tool, args, key string) *model.Task {
 	e.t.Helper()
-	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: tool, Args: json.RawMessage(args), Key: key})
+	rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: tool, Args: json.RawMessage(args), Key: key}))
 	if err != nil {
 		e.t.Fatalf("call %s: %v", tool, err)
 	}
@@ -107,10 +107,10 @@ func (e *env) call(tool, args, key string) *model.Task {
 // watch polls a task until stop says so, returning every poll's record.
 func (e *env) watch(id string, stop func(*model.Task) bool) []*model.Task {
 	e.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(20*time.Second))
 	defer cancel()
 	var seen []*model.Task
-	err := follow(ctx, e.tracker, []string{id}, func(res engine.PollResult) bool {
+	err := follow(ctx, e.tracker, []string{id}, func(res pollResult) bool {
 		if res.Err != nil {
 			e.t.Logf("poll error: %v", res.Err)
 		}
@@ -128,8 +128,8 @@ func (e *env) watch(id string, stop func(*model.Task) bool) []*model.Task {
 
 // follow polls each task when its last poll says, until it has ended or
 // onPoll lets it go: the engine's loop does this for the program; these
-// tests drive the Tracker alone.
-func follow(ctx context.Context, tr *engine.Tracker, ids []string, onPoll func(engine.PollResult) (keep bool)) error {
+// tests drive the tracker alone.
+func follow(ctx context.Context, tr *tracker, ids []string, onPoll func(pollResult) (keep bool)) error {
 	var mu sync.Mutex
 	var first error
 	var wg sync.WaitGroup
@@ -146,7 +146,7 @@ func follow(ctx context.Context, tr *engine.Tracker, ids []string, onPoll func(e
 	return first
 }
 
-func followOne(ctx context.Context, tr *engine.Tracker, id string, onPoll func(engine.PollResult) bool) error {
+func followOne(ctx context.Context, tr *tracker, id string, onPoll func(pollResult) bool) error {
 	for {
 		res, err := tr.Poll(ctx, id)
 		if err != nil {
@@ -244,7 +244,7 @@ func TestApproveAnsweredThroughUpdate(t *testing.T) {
 			t.Errorf("answer %s was accepted", bad)
 		}
 	}
-	var keyErr *engine.InputKeyError
+	var keyErr *inputKeyError
 	if _, err := e.tracker.Answer(ctx, rec.ID, map[string]json.RawMessage{"nope": json.RawMessage(`{"action":"decline"}`)}); !errors.As(err, &keyErr) {
 		t.Errorf("answer for an unasked key: %v", err)
 	}
@@ -307,7 +307,7 @@ func TestPollAnswerAfterALocalChangeReportsTheStoredRecord(t *testing.T) {
 		e.demo.Handler().ServeHTTP(w, r)
 	}))
 	defer hooked.Close()
-	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: model.ServerRef{URL: hooked.URL + "/mcp"}, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)})
+	rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: model.ServerRef{URL: hooked.URL + "/mcp"}, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +317,7 @@ func TestPollAnswerAfterALocalChangeReportsTheStoredRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the progress message to move on from "+rec.StatusMessage, func() bool {
+	waitUntil(t, "the progress message to move on from "+rec.StatusMessage, func() bool {
 		snap, err := sess.GetTask(context.Background(), rec.TaskID)
 		if err != nil {
 			t.Fatal(err)
@@ -363,13 +363,13 @@ func TestFailModes(t *testing.T) {
 func TestIdempotencyKeyLaunchesOnce(t *testing.T) {
 	e := newEnv(t)
 	first := e.call("sleep", `{"seconds":60}`, "k1")
-	again, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{
-		Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{ "seconds" : 60 }`), Key: "k1"})
+	again, reused, err := tupled(e.tracker.Call(context.Background(), callRequest{
+		Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{ "seconds" : 60 }`), Key: "k1"}))
 	if err != nil || !reused || again.ID != first.ID {
 		t.Fatalf("second call with the same key: %v reused=%v id %s vs %s", err, reused, again.ID, first.ID)
 	}
-	var conflict *engine.KeyConflictError
-	_, _, err = e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":5}`), Key: "k1"})
+	var conflict *keyConflictError
+	_, _, err = tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":5}`), Key: "k1"}))
 	if !errors.As(err, &conflict) {
 		t.Fatalf("same key, other arguments: %v", err)
 	}
@@ -383,7 +383,7 @@ func TestIdempotencyKeyLaunchesOnce(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			<-begin
-			rec, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k2"})
+			rec, reused, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k2"}))
 			if err != nil {
 				t.Errorf("concurrent call with one key: %v", err)
 				return
@@ -462,7 +462,7 @@ func TestStaleIntentsBecomeOrphans(t *testing.T) {
 	}
 	// The orphan holds its key: nothing is silently re-sent.
 	calls := e.demo.Stats().ToolCalls["sleep"]
-	rec, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":9}`), Key: "k-stale"})
+	rec, reused, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":9}`), Key: "k-stale"}))
 	if err != nil || !reused || rec.ID != stale.ID || e.demo.Stats().ToolCalls["sleep"] != calls {
 		t.Fatalf("orphan's key re-sent the call: %v reused=%v", err, reused)
 	}
@@ -476,7 +476,7 @@ func TestUnreachableServerWritesNothing(t *testing.T) {
 	}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	ln.Close()
-	_, _, err = e.tracker.Call(context.Background(), engine.CallRequest{Server: model.ServerRef{URL: url}, Tool: "sleep", Key: "k"})
+	_, _, err = tupled(e.tracker.Call(context.Background(), callRequest{Server: model.ServerRef{URL: url}, Tool: "sleep", Key: "k"}))
 	var te *mcpclient.TransportError
 	if !errors.As(err, &te) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("call to a closed port: %T %v", err, err)
@@ -487,23 +487,26 @@ func TestUnreachableServerWritesNothing(t *testing.T) {
 }
 
 func TestServerRefusalFailsTheIntentAndFreesTheKey(t *testing.T) {
-	e := newEnv(t)
-	refused := engine.CallRequest{Server: e.ref, Tool: "no_such_tool", Key: "k"}
-	_, _, err := e.tracker.Call(context.Background(), refused)
+	// The call fits the tool list; the server refuses it all the same.
+	e, h := newHostileEnv(t)
+	h.On("tools/call", hostile.Error(-32602, "invalid params"))
+	refused := callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`), Key: "k"}
+	_, _, err := tupled(e.tracker.Call(context.Background(), refused))
 	var se *mcpclient.ServerError
 	if !errors.As(err, &se) {
-		t.Fatalf("unknown tool: %v; want the server's refusal", err)
+		t.Fatalf("a refused call: %v; want the server's refusal", err)
 	}
 	all, _ := e.store.All()
 	if len(all) != 1 || all[0].Status != model.StatusFailed {
 		t.Fatalf("refused call left %v", all)
 	}
 	// The same call again reaches the server (and is refused again).
-	if _, _, err := e.tracker.Call(context.Background(), refused); !errors.As(err, &se) {
+	if _, _, err := tupled(e.tracker.Call(context.Background(), refused)); !errors.As(err, &se) {
 		t.Fatalf("the refused call retried under its key: %v; want the server's refusal again", err)
 	}
 	// The corrected call under the same key is made.
-	rec, reused, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"})
+	h.On("tools/call", nil)
+	rec, reused, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":60}`), Key: "k"}))
 	if err != nil || reused || rec.Status != model.StatusWorking {
 		t.Fatalf("the corrected call under the refused call's key: %v reused=%v %+v", err, reused, rec)
 	}
@@ -514,7 +517,7 @@ func TestServerRefusalFailsTheIntentAndFreesTheKey(t *testing.T) {
 	all, _ = e.store.All()
 	failed := 0
 	for _, r := range all {
-		if r.Status == model.StatusFailed && r.IdempotencyKey == "" && r.Tool == "no_such_tool" {
+		if r.Status == model.StatusFailed && r.IdempotencyKey == "" && string(r.Arguments) == `{"seconds":1}` {
 			failed++
 		}
 	}
@@ -612,4 +615,10 @@ func TestPushedAppliesAsAPoll(t *testing.T) {
 	if _, err := e.store.Get(rec.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatal("the forgotten record is back")
 	}
+}
+
+// tupled is a call's outcome as these tests check it: the record, whether
+// the key reused it, the error.
+func tupled(out callOutcome, err error) (*model.Task, bool, error) {
+	return out.Task, out.Reused, err
 }

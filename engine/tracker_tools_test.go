@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -20,7 +20,7 @@ import (
 type headerEnv struct {
 	t       *testing.T
 	srv     *hostile.Server
-	tracker *engine.Tracker
+	tracker *tracker
 	ref     model.ServerRef
 }
 
@@ -37,7 +37,7 @@ func newHeaderEnv(t *testing.T) *headerEnv {
 		st.Close()
 	})
 	return &headerEnv{t: t, srv: srv, ref: model.ServerRef{URL: srv.URL},
-		tracker: engine.NewTracker(st, pool, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: 5 * time.Second})}
+		tracker: newTracker(st, pool, trackerOptions{Policy: trackerPolicy, RequestTimeout: waitfor.Scale(5 * time.Second)})}
 }
 
 // deploy calls the demo's header tool and checks that a task was made and
@@ -45,7 +45,7 @@ func newHeaderEnv(t *testing.T) *headerEnv {
 func (e *headerEnv) deploy(region string) {
 	e.t.Helper()
 	args, _ := json.Marshal(map[string]any{"region": region})
-	rec, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: demo.HeaderTool, Args: args})
+	rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: demo.HeaderTool, Args: args}))
 	if err != nil {
 		e.t.Fatalf("deploy %s: %v", region, err)
 	}
@@ -59,12 +59,15 @@ func (e *headerEnv) deploy(region string) {
 }
 
 // TestToolListKeptAndRefreshedWhenStale: a tracker lists a server's tools
-// once and mirrors x-mcp-header arguments into Mcp-Param-* headers on
-// every call; the list is listed again once its ttlMs has run out.
+// once (for the call's check and its headers) and mirrors x-mcp-header
+// arguments into Mcp-Param-* headers on every call; the list is listed
+// again once its ttlMs has run out. The first list's life outlasts one
+// call (check, then send) on a busy machine.
 func TestToolListKeptAndRefreshedWhenStale(t *testing.T) {
 	e := newHeaderEnv(t)
 	var mu sync.Mutex
-	ttlMs, listed := 1, time.Time{}
+	short := waitfor.Scale(time.Second)
+	ttlMs, listed := int(short.Milliseconds()), time.Time{}
 	e.srv.On("tools/list", e.srv.Rewrite(hostile.Tree(func(res map[string]any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -79,12 +82,12 @@ func TestToolListKeptAndRefreshedWhenStale(t *testing.T) {
 	mu.Lock()
 	ttlMs = 60_000
 	mu.Unlock()
-	waitFor(t, "the 1 ms list to go stale", func() bool {
+	waitUntil(t, "the first list to go stale", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return time.Since(listed) > 5*time.Millisecond
+		return time.Since(listed) > short+5*time.Millisecond
 	})
-	// The list of 1 ms is stale: listed again before the call.
+	// The first list is stale: listed again before the call.
 	e.deploy("eu-west-2")
 	if n := lists(); n != 2 {
 		t.Fatalf("a stale list was used: %d lists, want 2", n)
@@ -120,7 +123,7 @@ func TestToolListRefreshedOnHeaderRefusal(t *testing.T) {
 		}
 	})))
 	// A first call lists the tools, deploy as it was then.
-	if _, _, err := e.tracker.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "echo", Args: json.RawMessage(`{"text":"x"}`)}); err != nil {
+	if _, _, err := tupled(e.tracker.Call(context.Background(), callRequest{Server: e.ref, Tool: "echo", Args: json.RawMessage(`{"text":"x"}`)})); err != nil {
 		t.Fatal(err)
 	}
 	e.deploy("eu-west-1")

@@ -1,4 +1,4 @@
-package engine_test
+package engine
 
 import (
 	"context"
@@ -14,10 +14,9 @@ import (
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/mcpclient"
-	"github.com/taskdeck/taskdeck/mcpclient/config"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
@@ -28,7 +27,7 @@ import (
 type secretEnv struct {
 	t       *testing.T
 	srv     *hostile.Server
-	cfg     *config.Config
+	cfg     *mcpconfig.Config
 	store   *store.Store
 	secret  string
 	timeout time.Duration
@@ -45,7 +44,7 @@ func newSecretEnv(t *testing.T, opts demo.Options) *secretEnv {
 	}
 	e := &secretEnv{t: t, srv: hostile.Start(t, opts), secret: "tdsecret-" + fmt.Sprint(time.Now().UnixNano()),
 		timeout: 5 * time.Second, ref: model.ServerRef{Name: "web"}}
-	cfg, err := config.ParseConfig("test.json", []byte(fmt.Sprintf(`{"mcpServers":{"web":{"url":%q,
+	cfg, err := mcpconfig.ParseConfig("test.json", []byte(fmt.Sprintf(`{"mcpServers":{"web":{"url":%q,
 		"headers":{"Authorization":"Bearer ${TD_TOKEN}","X-Api-Key":"${TD_TOKEN}"}}}}`, e.srv.URL+"?token=${TD_TOKEN}")))
 	if err != nil {
 		t.Fatal(err)
@@ -70,8 +69,8 @@ func (e *secretEnv) pool() *mcpclient.Pool {
 	return p
 }
 
-func (e *secretEnv) tracker(p *mcpclient.Pool) *engine.Tracker {
-	return engine.NewTracker(e.store, p, engine.TrackerOptions{Policy: fastPolicy, RequestTimeout: e.timeout})
+func (e *secretEnv) tracker(p *mcpclient.Pool) *tracker {
+	return newTracker(e.store, p, trackerOptions{Policy: trackerPolicy, RequestTimeout: e.timeout})
 }
 
 // oneLineNaming fails unless err is one line that names the server and
@@ -126,7 +125,7 @@ func TestRedirectsAreRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = e.tracker(e.pool()).Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "echo", Args: json.RawMessage(`{"text":"x"}`)})
+			_, _, err = tupled(e.tracker(e.pool()).Call(context.Background(), callRequest{Server: e.ref, Tool: "echo", Args: json.RawMessage(`{"text":"x"}`)}))
 			check(t, err)
 			if after, _ := e.store.All(); len(after) != len(before) {
 				t.Errorf("a call whose connect was redirected wrote %d records", len(after)-len(before))
@@ -137,13 +136,13 @@ func TestRedirectsAreRefused(t *testing.T) {
 			tr := e.tracker(e.pool())
 			key := fmt.Sprintf("key-%d", code)
 			e.srv.On("tools/call", hostile.Redirect(code, to))
-			rec, _, err := tr.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`), Key: key})
+			rec, _, err := tupled(tr.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`), Key: key}))
 			check(t, err)
 			if rec == nil || rec.Status != model.StatusFailed || rec.TaskID != "" {
 				t.Fatalf("a redirected tools/call left %+v; want a failed record without a handle", rec)
 			}
 			e.srv.On("tools/call", nil)
-			again, _, err := tr.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)})
+			again, _, err := tupled(tr.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)}))
 			if err != nil || again.TaskID == "" {
 				t.Fatalf("a call after the redirect: %+v, %v; want a new task", again, err)
 			}
@@ -188,7 +187,7 @@ func TestAnswersAreBounded(t *testing.T) {
 		return out.Task.TaskID
 	}
 	approve := taskOf("approve", `{"action":"x"}`)
-	waitFor(t, "approve to ask for input", func() bool {
+	waitUntil(t, "approve to ask for input", func() bool {
 		snap, err := sess.GetTask(ctx, approve)
 		return err == nil && snap.Status == model.StatusInputRequired
 	})
@@ -280,7 +279,7 @@ func TestStalledServerTimesOut(t *testing.T) {
 	// A call waits for the connect no longer than its own timeout, and
 	// says the server did not answer (exit 3 on the command line).
 	err := within("a call", func() error {
-		_, _, err := e.tracker(pool).Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "echo"})
+		_, _, err := tupled(e.tracker(pool).Call(context.Background(), callRequest{Server: e.ref, Tool: "echo"}))
 		return err
 	})
 	var te *mcpclient.TransportError
@@ -317,7 +316,7 @@ func TestRequestIDsAreOneSequence(t *testing.T) {
 	e := newSecretEnv(t, demo.Options{})
 	for range 2 { // a second pool is a second session in the same process
 		tr := e.tracker(e.pool())
-		rec, _, err := tr.Call(context.Background(), engine.CallRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)})
+		rec, _, err := tupled(tr.Call(context.Background(), callRequest{Server: e.ref, Tool: "sleep", Args: json.RawMessage(`{"seconds":600}`)}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +354,7 @@ func TestConnectErrorSaysWhatFailed(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	e := newSecretEnv(t, demo.Options{})
-	cfg, err := config.ParseConfig("test.json", []byte(fmt.Sprintf(`{"mcpServers":{"web":{"url":"http://%s/mcp?token=${TD_TOKEN}"}}}`, addr)))
+	cfg, err := mcpconfig.ParseConfig("test.json", []byte(fmt.Sprintf(`{"mcpServers":{"web":{"url":"http://%s/mcp?token=${TD_TOKEN}"}}}`, addr)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,8 +368,8 @@ func TestConnectErrorSaysWhatFailed(t *testing.T) {
 	}
 }
 
-// waitFor checks cond until it holds, failing the test after 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitUntil checks cond until it holds, failing the test after 10 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	waitfor.Within(t, 10*time.Second, what, cond)
 }

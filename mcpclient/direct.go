@@ -284,7 +284,7 @@ func scanEvents(r io.Reader, method string, yield func(data []byte) (done bool, 
 	return nil
 }
 
-// tooLargeError: the answer to method went past maxResponseBytes.
+// tooLargeError is an answer to method that went past maxResponseBytes.
 type tooLargeError struct{ method string }
 
 func (e *tooLargeError) Error() string {

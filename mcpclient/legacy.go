@@ -28,8 +28,8 @@ const DefaultLegacyTTL = 24 * time.Hour
 // just opened: a question that comes later shows on the next poll.
 const askWait = 2 * time.Second
 
-// ErrQuestionGone: an answer to a question whose elicitation/create
-// request is no longer held (the session that carried it ended).
+// ErrQuestionGone is the error of an answer to a question whose
+// elicitation/create request is no longer held (the session that carried it ended).
 var ErrQuestionGone = errors.New("the session that carried this question is gone (taskdeck or the server restarted); taskdeck asks the server again, answer the question it repeats")
 
 // TaskGoneError is ErrTaskUnknown with the reason the record keeps.

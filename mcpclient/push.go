@@ -96,7 +96,8 @@ func (sub *Subscription) Close() {
 	<-sub.done
 }
 
-// listenIDPrefix: listen ids share the direct requests' numbering.
+// listenIDPrefix starts listen ids, which share the direct requests'
+// numbering.
 const listenIDPrefix = "td-listen-"
 
 // Listen subscribes to push for taskIDs on the session's server and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -175,7 +176,7 @@ func (e *CallError) Error() string { return e.msg }
 func (l *ToolList) Check(tool string, args json.RawMessage) error {
 	t, ok := l.byName[tool]
 	if !ok {
-		return &CallError{msg: l.unknown(tool)}
+		return l.unknown(tool)
 	}
 	sc, err := parseSchema(t.InputSchema)
 	if err != nil {
@@ -229,22 +230,25 @@ func parseSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 }
 
 // unknown names a tool that is not in the list, with the names close to it.
-func (l *ToolList) unknown(tool string) string {
-	names := make([]string, 0, len(l.byName))
-	for name := range l.byName {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+func (l *ToolList) unknown(tool string) *CallError {
+	return UnknownTool(tool, slices.Collect(maps.Keys(l.byName)))
+}
+
+// UnknownTool is the *CallError for a tool the server does not list
+// among names: it names the ones meant, if some are close, else the
+// first ten.
+func UnknownTool(tool string, names []string) *CallError {
+	names = slices.Sorted(slices.Values(names))
 	switch close := nearest.Names(tool, names); {
 	case len(close) > 0:
-		return fmt.Sprintf("the server has no tool %q; did you mean %s?", tool, strings.Join(close, ", "))
+		return &CallError{msg: fmt.Sprintf("the server has no tool %q; did you mean %s?", tool, strings.Join(close, ", "))}
 	case len(names) == 0:
-		return fmt.Sprintf("the server has no tool %q; it lists no tools", tool)
+		return &CallError{msg: fmt.Sprintf("the server has no tool %q; it lists no tools", tool)}
 	}
 	if len(names) > 10 {
 		names = append(names[:10], "…")
 	}
-	return fmt.Sprintf("the server has no tool %q; it has %s", tool, strings.Join(names, ", "))
+	return &CallError{msg: fmt.Sprintf("the server has no tool %q; it has %s", tool, strings.Join(names, ", "))}
 }
 
 var (
@@ -369,7 +373,7 @@ func (a Argument) Summary() string {
 func (l *ToolList) Arguments(tool string) ([]Argument, error) {
 	t, ok := l.byName[tool]
 	if !ok {
-		return nil, &CallError{msg: l.unknown(tool)}
+		return nil, l.unknown(tool)
 	}
 	sc, err := parseSchema(t.InputSchema)
 	if err != nil {

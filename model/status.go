@@ -19,12 +19,12 @@ const (
 
 // Statuses only taskdeck knows.
 const (
-	// StatusCalling: the intent is on disk, no handle has come back yet.
+	// StatusCalling means the intent is on disk, no handle has come back yet.
 	StatusCalling Status = "calling"
-	// StatusOrphaned: a call whose handle was never received; the work may
+	// StatusOrphaned is a call whose handle was never received; the work may
 	// be running on the server, and only the operator can decide.
 	StatusOrphaned Status = "orphaned"
-	// StatusUnknown: the server no longer knows the task (-32602).
+	// StatusUnknown means the server no longer knows the task (-32602).
 	StatusUnknown Status = "unknown"
 )
 

@@ -38,7 +38,7 @@ type headerTools struct {
 	fetched time.Time
 }
 
-// headerToolsTTL: after this a tool list is read again.
+// headerToolsTTL is how long a tool list is used before it is read again.
 const headerToolsTTL = time.Minute
 
 // paramHeadersOf returns tool's annotated arguments. A tool not in the

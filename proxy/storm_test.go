@@ -19,6 +19,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -129,6 +130,9 @@ func TestStormKilledProxy(t *testing.T) {
 	var mu sync.Mutex
 	var relayed []string
 	for round := range 4 {
+		mu.Lock()
+		before := len(relayed)
+		mu.Unlock()
 		cmd, url := startChild(t, dir, config)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -148,7 +152,15 @@ func TestStormKilledProxy(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Duration(100+rand.IntN(300)) * time.Millisecond) // a random moment: what is measured is the kill, not a wait
+		// The kill comes at a random moment once the round's first handle
+		// is relayed (a busy machine takes longer to start the child and
+		// its session): what is measured is the kill, not a wait.
+		waitfor.Within(t, 30*time.Second, "the round's first handle relayed", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(relayed) > before
+		})
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
 		if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

@@ -120,7 +120,7 @@ func OwnerOf(d deck.Deck) (pid int, lasting, ok bool) {
 // does not answer but uses the CPU: one busy serving others.
 const busyRounds = 6
 
-// errStuck: the owner did not answer its ping, and did not work either.
+// errStuck means the owner did not answer its ping, and did not work either.
 var errStuck = errors.New("the owner is stuck")
 
 // ping asks the owner who it is. An owner slow to answer is waited for
@@ -326,10 +326,6 @@ func (r *remote) Servers(ctx context.Context) (s []deck.Server, err error) {
 
 func (r *remote) Tools(ctx context.Context, server model.ServerRef, refresh bool) (tl *deck.ToolList, err error) {
 	return tl, r.do(ctx, http.MethodPost, pathTools, toolsReq{server, refresh}, &tl)
-}
-
-func (r *remote) CheckCall(ctx context.Context, req deck.CallRequest) error {
-	return r.do(ctx, http.MethodPost, pathCheckCall, req, &empty{})
 }
 
 func (r *remote) Close() error {

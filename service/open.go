@@ -403,11 +403,6 @@ func (c *Client) Tools(ctx context.Context, server model.ServerRef, refresh bool
 	return do(ctx, c, readOnly, func(d deck.Deck) (*deck.ToolList, error) { return d.Tools(ctx, server, refresh) })
 }
 
-func (c *Client) CheckCall(ctx context.Context, req deck.CallRequest) error {
-	_, err := do(ctx, c, readOnly, func(d deck.Deck) (empty, error) { return empty{}, d.CheckCall(ctx, req) })
-	return err
-}
-
 // Watch returns a feed that outlives owners: when one goes, it chooses
 // again and resumes with Watch(the last revision it delivered), so its
 // watcher misses nothing and sees nothing twice. A feed the owner cut off

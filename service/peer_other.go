@@ -14,5 +14,5 @@ func peerPID(net.Conn) int { return 0 }
 // cpuTime is unknown here: an owner that does not answer is taken as stuck.
 func cpuTime(int) (uint64, bool) { return 0, false }
 
-// peerUID: without SO_PEERCRED the peer is taken to be this user.
+// peerUID takes the peer to be this user: there is no SO_PEERCRED here.
 func peerUID(net.Conn) (int, bool) { return 0, false }

@@ -71,10 +71,6 @@ func TestRoundTrip(t *testing.T) {
 	}
 	inTools, _ := e.Tools(ctx, demoRef, false)
 	sameJSON(t, tools, inTools)
-	if err := r.CheckCall(ctx, sleepCall("")); err != nil {
-		t.Fatal(err)
-	}
-
 	need, err := r.Call(ctx, deck.CallRequest{Server: demoRef, Tool: "confirm_first"})
 	if err != nil || !need.NeedsInput {
 		t.Fatalf("confirm_first: %+v, %v; want NeedsInput", need, err)
@@ -88,7 +84,12 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	bad := deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":"long"}`)}
-	wantKind(t, "CheckCall of a bad argument", r.CheckCall(ctx, bad), deck.KindUsage)
+	sent := mcp.Calls("sleep")
+	_, err = r.Call(ctx, bad)
+	wantKind(t, "Call of a bad argument", err, deck.KindUsage)
+	if n := mcp.Calls("sleep") - sent; n != 0 {
+		t.Fatalf("%d tools/call of a bad argument through the socket, want none", n)
+	}
 	other := sleepCall("k")
 	other.Args = json.RawMessage(`{"seconds":61}`)
 	_, err = r.Call(ctx, other)
@@ -361,6 +362,24 @@ func TestRequestBounded(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&de)
 	if resp.StatusCode != http.StatusBadRequest || de.Kind != deck.KindUsage || !strings.Contains(de.Message, "MiB") {
 		t.Fatalf("an oversized request: %s %+v, want a usage error naming the bound", resp.Status, de)
+	}
+}
+
+// A client older than Call's own check asks /v1/checkCall before each
+// call: the owner still answers it, and the call that follows is checked.
+func TestOlderClientsCheckCallIsAnswered(t *testing.T) {
+	_, _, srv, _ := serveEngine(t, startDemo(t))
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", srv.Path())
+	}}}
+	body, _ := json.Marshal(deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":1}`)})
+	resp, err := c.Post("http://taskdeck"+pathCheckCall, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %s, want 200 for an older client", pathCheckCall, resp.Status)
 	}
 }
 

@@ -50,7 +50,7 @@ var sized = small
 // and the cache keeps that copy.
 var compression = boptions.Snappy
 
-// compactL0At: once the MANIFEST lists this many level-0 tables, Open
+// compactL0At is how many level-0 tables the MANIFEST lists before Open
 // makes the session's Close compact level 0.
 const compactL0At = 4
 

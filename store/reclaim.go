@@ -16,13 +16,13 @@ import (
 // restart: it flushes the memtables (the only public way is DropPrefix, of
 // the compact marker), flattens the tree and runs value-log GC.
 
-// reclaimAfter: reclaim once this many bytes went to the value log since
-// the last reclaim, which bounds the value log to the live big records
-// plus about this much (and its current file).
+// reclaimAfter is how many bytes go to the value log between two
+// reclaims, which bounds the value log to the live big records plus about
+// this much (and its current file).
 const reclaimAfter = 32 << 20
 
-// gcDiscardRatio: a value-log file is rewritten once at least this share
-// of it is garbage.
+// gcDiscardRatio is the share of a value-log file that is garbage once it
+// is rewritten.
 const gcDiscardRatio = 0.5
 
 // noteValueLog counts n bytes written to the value log and starts a

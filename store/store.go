@@ -170,7 +170,7 @@ func (s *Store) view(fn func(txn *badger.Txn) error) (err error) {
 	return s.damaged(s.db.View(fn))
 }
 
-// decodeError: a stored record is not what the store wrote.
+// decodeError means a stored record is not what the store wrote.
 type decodeError struct{ error }
 
 func (e *decodeError) Unwrap() error { return e.error }
@@ -269,8 +269,8 @@ func restrictFiles(dir string) error {
 // v4.9.6; the lock and corruption tests fail if an upgrade changes them.
 const lockMarker = "Cannot acquire directory lock"
 
-// emptyFileMarker: Badger's Open fails with ristretto's z.NewFile
-// ("Create a new file") on a 0-byte memtable or value-log file
+// emptyFileMarker is in the error Badger's Open fails with (ristretto's
+// z.NewFile) on a 0-byte memtable or value-log file
 // (TestOpenAfterKillDuringFileCreation).
 const emptyFileMarker = "Create a new file"
 

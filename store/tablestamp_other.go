@@ -2,5 +2,5 @@
 
 package store
 
-// stampOf: no stamp here, so every table is read at every open.
+// stampOf has no stamp here, so every table is read at every open.
 func stampOf(string) (fileStamp, bool) { return fileStamp{}, false }

@@ -51,7 +51,7 @@ func newWALSyncer(dir string) (w *walSyncer, ok bool) {
 	return w, w.lookUp() == nil
 }
 
-// errWALUnknown: the current WAL could not be found; db.Sync must do.
+// errWALUnknown means the current WAL could not be found; db.Sync must do.
 var errWALUnknown = errors.New("memtable WAL not found")
 
 // sync makes the current WAL's contents durable.

@@ -2,76 +2,74 @@ package telemetry_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
-	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/telemetry"
 )
 
-// BenchmarkPollMetrics times tracker.Poll of open tasks on a demo server
-// on loopback (store read, tasks/get, nothing to write) with the metrics
-// off and on, in the same run: two trackers over one store and one pool,
-// in alternating short rounds, so that the machine's drift hits both.
-// x-off is the median of the rounds' ratios on/off; the target is ≤ 1.02.
-// On a shared machine a round's noise is larger than the metrics' cost,
-// so the cost of the observation itself (ns-observe: what Polled adds to
-// a poll) is timed in the same run too, and x-observe is the poll with
-// it over the poll without.
+// BenchmarkPollMetrics times Deck.PollNow of one open task on a demo
+// server on loopback (store read, tasks/get, nothing to write) with the
+// metrics off and on, in the same run: two engines, each on its own store,
+// neither watching (so only the benchmark polls), in alternating short
+// rounds, so that the machine's drift hits both. x-off is the median of
+// the rounds' ratios on/off; the target is ≤ 1.02. On a shared machine a
+// round's noise is larger than the metrics' cost, so the cost of the
+// observation itself (ns-observe: what Polled adds to a poll) is timed in
+// the same run too, and x-observe is the poll with it over the poll
+// without.
 func BenchmarkPollMetrics(b *testing.B) {
 	d := demo.New(demo.Options{PollInterval: time.Second, TTL: time.Hour})
 	srv := httptest.NewServer(d.Handler())
-	st, err := store.Open(b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	b.Cleanup(func() {
+		srv.Close()
+		d.Close()
+	})
 	cfg, err := config.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
-	b.Cleanup(func() {
-		pool.Close()
-		st.Close()
-		srv.Close()
-		d.Close()
-	})
-	off := engine.NewTracker(st, pool, engine.TrackerOptions{})
-	on := engine.NewTracker(st, pool, engine.TrackerOptions{Observer: telemetry.New(cfg.Names())})
-	ctx := context.Background()
-	var ids []string
-	for i := range 50 {
-		// approve waits for input: its polls change nothing.
-		rec, _, err := off.Call(ctx, engine.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "approve", Args: json.RawMessage(fmt.Sprintf(`{"action":"a%d"}`, i))})
+	open := func(obs engine.Observer) *engine.Engine {
+		e, err := engine.Open(engine.Options{DataDir: b.TempDir(), Config: cfg, Observer: obs})
 		if err != nil {
 			b.Fatal(err)
 		}
-		ids = append(ids, rec.ID)
+		b.Cleanup(func() { e.Close() })
+		return e
 	}
-	run := func(tr *engine.Tracker, n int) time.Duration {
+	off := open(nil)
+	on := open(telemetry.New(cfg.Names()))
+	ctx := context.Background()
+	ids := map[*engine.Engine][]string{}
+	for _, e := range []*engine.Engine{off, on} {
+		for i := range 50 {
+			// approve waits for input: its polls change nothing.
+			res, err := e.Call(ctx, deck.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "approve", Args: fmt.Appendf(nil, `{"action":"a%d"}`, i)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ids[e] = append(ids[e], res.Task.ID)
+		}
+	}
+	run := func(e *engine.Engine, n int) time.Duration {
 		start := time.Now()
 		for i := range n {
-			res, err := tr.Poll(ctx, ids[i%len(ids)])
-			if err == nil {
-				err = res.Err
-			}
-			if err != nil {
+			if err := e.PollNow(ctx, ids[e][i%len(ids[e]):][:1]); err != nil {
 				b.Fatal(err)
 			}
 		}
 		return time.Since(start)
 	}
-	run(off, len(ids)) // warm: sessions, every task's first poll
-	run(on, len(ids))
+	run(off, len(ids[off])) // warm: sessions, every task's first poll
+	run(on, len(ids[on]))
 	const perRound = 20
 	b.ResetTimer()
 	var ratios []float64

@@ -133,17 +133,13 @@ func listTools(ctx context.Context, d deck.Deck, server string, gen int) tea.Cmd
 	}
 }
 
-// call checks a new call against the server's tool list, then makes it.
-// A call its server answers with input requests comes back needsInput:
-// its record holds them, and answering them sends the next round.
+// call makes a new call (the deck checks it against the server's tool
+// list first). A call its server answers with input requests comes back
+// needsInput: its record holds them, and answering them sends the next
+// round.
 func call(ctx context.Context, d deck.Deck, c *newCall) tea.Cmd {
 	return func() tea.Msg {
 		req := deck.CallRequest{Server: model.ServerRef{Name: c.server}, Tool: c.tool, Args: c.args, Key: c.key}
-		// Only a refusal stops the call: a tool list that cannot be had
-		// leaves it unchecked, as on the command line.
-		if err := d.CheckCall(ctx, req); deck.KindOf(err) == deck.KindUsage {
-			return taskUpdatedMsg{act: actLaunched, err: err}
-		}
 		res, err := d.Call(ctx, req)
 		act := actLaunched
 		if res.Reused { // the key named this call's task already

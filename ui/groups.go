@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"charm.land/bubbles/v2/key"
-	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -83,32 +81,20 @@ func (m *Model) afterPolls() {
 	}
 }
 
-// keyViews takes the keys of the views (ops-a's keys): the status
-// groups, a server's tasks, and how times show. It reports whether the
-// key was one of them.
-func (m *Model) keyViews(msg tea.KeyPressMsg) bool {
-	k := m.keys
-	switch {
-	case key.Matches(msg, k.Groups):
-		i := int(msg.Code - '1')
-		if g := m.list.group; g != nil && g.Name == deck.Groups[i].Name {
-			m.showGroup(nil) // its key again: every task
-		} else {
-			m.showGroup(&deck.Groups[i])
-		}
-	case key.Matches(msg, k.AllGroups):
+// toggleGroup shows group i, or every task if it is shown already (its
+// key again).
+func (m *Model) toggleGroup(i int) {
+	if g := m.list.group; g != nil && g.Name == deck.Groups[i].Name {
 		m.showGroup(nil)
-	case key.Matches(msg, k.ServerView):
-		m.cycleServer()
-	case key.Matches(msg, k.ServersView):
-		m.openServers(m.list.server)
-	case key.Matches(msg, k.Times):
-		m.absTimes = !m.absTimes
-		m.say(map[bool]string{true: "times: absolute (t: relative)", false: "times: relative (t: absolute)"}[m.absTimes])
-	default:
-		return false
+		return
 	}
-	return true
+	m.showGroup(&deck.Groups[i])
+}
+
+// toggleTimes shows times as clock times or as ages.
+func (m *Model) toggleTimes() {
+	m.absTimes = !m.absTimes
+	m.say(map[bool]string{true: "times: absolute (t: relative)", false: "times: relative (t: absolute)"}[m.absTimes])
 }
 
 // showGroup shows one group (nil: every task); the status filter gives way.

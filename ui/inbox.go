@@ -16,13 +16,13 @@ import (
 // longest first, with how long each has waited for a person. Nothing
 // times out on the operator's side: the form waits as long as they do.
 
-// inboxOrder: who waited longest first.
+// inboxOrder puts who waited longest first.
 func inboxOrder(a, b *row) int {
 	return cmp.Or(a.waitingSince.Compare(b.waitingSince), cmp.Compare(a.task.ID, b.task.ID))
 }
 
-// inInbox: the table shows the inbox, whose AGE column is how long each
-// task has waited for an answer.
+// inInbox tells that the table shows the inbox, whose AGE column is how
+// long each task has waited for an answer.
 func (m *Model) inInbox() bool { return m.list.group != nil && m.list.group.Waiting }
 
 // ageCell is a row's AGE cell: its age, or in the inbox how long it has

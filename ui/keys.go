@@ -1,6 +1,9 @@
 package ui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+)
 
 // KeyMap is every key of the dashboard, with its help text. Destructive
 // actions (cancel, forget, prune) always ask for confirmation.
@@ -114,11 +117,94 @@ func (k KeyMap) ShortHelp() []key.Binding {
 
 // FullHelp is the help screen, by column. It fits 80 columns (71 cells).
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Suspend, k.Groups, k.AllGroups},
-		{k.Detail, k.Filter, k.StatusFilter, k.Sort, k.Copy, k.Palette, k.ServerView, k.ServersView, k.Times, k.Quit},
-		{k.Mark, k.MarkRange, k.MarkAll, k.ClearMarks, k.Answer, k.NextInput, k.Back},
-		{k.PollNow, k.NewCall, k.Rerun, k.Cancel, k.Forget, k.Prune, k.Help},
+	var cols [][]key.Binding
+	for _, col := range k.tableActions() {
+		var bs []key.Binding
+		for _, a := range col {
+			bs = append(bs, a.b)
+		}
+		cols = append(cols, bs)
+	}
+	return cols
+}
+
+// action is what a binding of the table does; the key table and the
+// palette both run it.
+type action struct {
+	b  key.Binding
+	do func(m *Model) tea.Cmd // nil for Groups: each of its keys names a group
+}
+
+// tableActions are the table's actions, by column as the help shows them.
+func (k KeyMap) tableActions() [][]action {
+	do := func(f func(m *Model)) func(m *Model) tea.Cmd {
+		return func(m *Model) tea.Cmd { f(m); return nil }
+	}
+	move := func(rows func(m *Model) int) func(m *Model) tea.Cmd {
+		return do(func(m *Model) { m.moveCursor(rows(m)) })
+	}
+	page := func(m *Model) int { return max(m.tableHeight()-1, 1) }
+	all := func(m *Model) int { return len(m.list.visible) }
+	return [][]action{
+		{
+			{k.Up, move(func(*Model) int { return -1 })},
+			{k.Down, move(func(*Model) int { return 1 })},
+			{k.PageUp, move(func(m *Model) int { return -page(m) })},
+			{k.PageDown, move(page)},
+			{k.Top, move(func(m *Model) int { return -all(m) })},
+			{k.Bottom, move(all)},
+			{k.Suspend, func(*Model) tea.Cmd { return tea.Suspend }},
+			{k.Groups, nil},
+			{k.AllGroups, do(func(m *Model) { m.showGroup(nil) })},
+		},
+		{
+			{k.Detail, (*Model).openDetail},
+			{k.Filter, func(m *Model) tea.Cmd {
+				m.filtering = true
+				m.detail = nil
+				return m.filter.Focus()
+			}},
+			{k.StatusFilter, do((*Model).cycleStatusFilter)},
+			{k.Sort, do(func(m *Model) {
+				selected := m.selectedID()
+				m.list.CycleOrder()
+				m.cursor = max(m.list.IndexOf(selected), 0)
+				m.clampCursor()
+				m.say("sorted by " + m.list.OrderName())
+			})},
+			{k.Copy, (*Model).copyResult},
+			{k.Palette, (*Model).openPalette},
+			{k.ServerView, do((*Model).cycleServer)},
+			{k.ServersView, do(func(m *Model) { m.openServers(m.list.server) })},
+			{k.Times, do((*Model).toggleTimes)},
+			{k.Quit, (*Model).quit},
+		},
+		{
+			{k.Mark, do((*Model).toggleMark)},
+			{k.MarkRange, do((*Model).markRange)},
+			{k.MarkAll, do((*Model).markAll)},
+			{k.ClearMarks, do((*Model).clearMarks)},
+			{k.Answer, func(m *Model) tea.Cmd {
+				if t := m.selected(); t != nil {
+					return m.openAnswer(t)
+				}
+				return nil
+			}},
+			{k.NextInput, do((*Model).jumpToInput)},
+			{k.Back, do((*Model).back)},
+		},
+		{
+			{k.PollNow, (*Model).pollTargets},
+			{k.NewCall, (*Model).startNewCall},
+			{k.Rerun, (*Model).askRerun},
+			{k.Cancel, (*Model).askCancel},
+			{k.Forget, (*Model).askForget},
+			{k.Prune, (*Model).askPrune},
+			{k.Help, do(func(m *Model) {
+				m.helpOpen, m.helpTop = true, 0
+				m.detail = nil
+			})},
+		},
 	}
 }
 

@@ -630,110 +630,64 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	return m.keyTable(msg)
 }
 
+// keyTable does what a key does in the table: a group's key shows its
+// group, any other runs the action it is bound to.
 func (m *Model) keyTable(msg tea.KeyPressMsg) tea.Cmd {
-	k := m.keys
-	page := max(m.tableHeight()-1, 1)
-	switch {
-	case m.refused(msg):
-	case m.keyViews(msg):
-	case key.Matches(msg, k.Quit):
-		return m.quit()
-	case key.Matches(msg, k.Up):
-		m.moveCursor(-1)
-	case key.Matches(msg, k.Down):
-		m.moveCursor(1)
-	case key.Matches(msg, k.PageUp):
-		m.moveCursor(-page)
-	case key.Matches(msg, k.PageDown):
-		m.moveCursor(page)
-	case key.Matches(msg, k.Top):
-		m.moveCursor(-len(m.list.visible))
-	case key.Matches(msg, k.Bottom):
-		m.moveCursor(len(m.list.visible))
-	case key.Matches(msg, k.Detail):
-		return m.openDetail()
-	case key.Matches(msg, k.Back):
-		if m.listing != nil {
-			m.say("stopped listing the tools of " + m.listing.server)
-			m.endListing()
-			return nil
-		}
-		m.clearMarks()
-		back, server := m.backToServers, m.list.server
-		if m.filter.Value() != "" || m.statusFilter != "" || m.list.group != nil || m.list.server != "" || m.list.agent != "" {
-			m.filter.SetValue("")
-			m.statusFilter = ""
-			m.list.server = ""
-			m.list.agent = ""
-			m.list.group = nil
-			m.applyFilter()
-			m.say("showing every task")
-		}
-		if back {
-			m.openServers(server)
-		}
-	case key.Matches(msg, k.Filter):
-		m.filtering = true
-		m.detail = nil
-		return m.filter.Focus()
-	case key.Matches(msg, k.StatusFilter):
-		m.cycleStatusFilter()
-	case key.Matches(msg, k.Sort):
-		selected := m.selectedID()
-		m.list.CycleOrder()
-		m.cursor = max(m.list.IndexOf(selected), 0)
-		m.clampCursor()
-		m.say("sorted by " + m.list.OrderName())
-	case key.Matches(msg, k.Mark):
-		m.toggleMark()
-	case key.Matches(msg, k.MarkAll):
-		m.markAll()
-	case key.Matches(msg, k.MarkRange):
-		m.markRange()
-	case key.Matches(msg, k.ClearMarks):
-		m.clearMarks()
-	case key.Matches(msg, k.Rerun):
-		return m.askRerun()
-	case key.Matches(msg, k.Palette):
-		var cmd tea.Cmd
-		m.palette, cmd = newPalette(m.keys, m.opts.ReadOnly, m.places())
-		m.detail = nil
-		return cmd
-	case key.Matches(msg, k.Suspend):
-		return tea.Suspend
-	case key.Matches(msg, k.NextInput):
-		m.jumpToInput()
-	case key.Matches(msg, k.Answer):
-		if t := m.selected(); t != nil {
-			return m.openAnswer(t)
-		}
-	case key.Matches(msg, k.Cancel):
-		return m.askCancel()
-	case key.Matches(msg, k.Forget):
-		return m.askForget()
-	case key.Matches(msg, k.Prune):
-		return m.askPrune()
-	case key.Matches(msg, k.PollNow):
-		var ids []string
-		for _, t := range m.targets() {
-			if t.Pollable() {
-				ids = append(ids, t.ID)
+	if m.refused(msg) {
+		return nil
+	}
+	if key.Matches(msg, m.keys.Groups) {
+		m.toggleGroup(int(msg.Code - '1'))
+		return nil
+	}
+	for _, col := range m.keys.tableActions() {
+		for _, a := range col {
+			if a.do != nil && key.Matches(msg, a.b) {
+				return a.do(m)
 			}
 		}
-		if len(ids) == 0 {
-			m.say("nothing to poll: only working or waiting tasks are polled")
-			return nil
-		}
-		return pollNow(m.ctx, m.deck, ids)
-	case key.Matches(msg, k.NewCall):
-		return m.startNewCall()
-	case key.Matches(msg, k.Copy):
-		return m.copyResult()
-	case key.Matches(msg, k.Help):
-		m.helpOpen, m.helpTop = true, 0
-		m.detail = nil
 	}
 	return nil
+}
+
+// back leaves what the table narrows to (a tools listing, marks, a filter,
+// a group, a server, an agent) and goes back to the servers view if it
+// came from there.
+func (m *Model) back() {
+	if m.listing != nil {
+		m.say("stopped listing the tools of " + m.listing.server)
+		m.endListing()
+		return
+	}
+	m.clearMarks()
+	back, server := m.backToServers, m.list.server
+	if m.filter.Value() != "" || m.statusFilter != "" || m.list.group != nil || m.list.server != "" || m.list.agent != "" {
+		m.filter.SetValue("")
+		m.statusFilter = ""
+		m.list.server = ""
+		m.list.agent = ""
+		m.list.group = nil
+		m.applyFilter()
+		m.say("showing every task")
+	}
+	if back {
+		m.openServers(server)
+	}
+}
+
+// pollTargets polls the open tasks among the targets.
+func (m *Model) pollTargets() tea.Cmd {
+	var ids []string
+	for _, t := range m.targets() {
+		if t.Pollable() {
+			ids = append(ids, t.ID)
+		}
+	}
+	if len(ids) == 0 {
+		m.say("nothing to poll: only working or waiting tasks are polled")
+		return nil
+	}
+	return pollNow(m.ctx, m.deck, ids)
 }
 
 func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {

@@ -17,22 +17,22 @@ import (
 // palette is the command palette (: or ctrl+p): the places to go (the
 // inbox, the servers, a group, an agent's or a server's tasks), then
 // every action of the table with its keys, narrowed by what is typed.
-// Choosing an action does what its key does, so the palette teaches the
+// Choosing an action runs what its key runs, so the palette teaches the
 // keys.
 type palette struct {
 	query   textinput.Model
 	places  []paletteItem
-	all     []key.Binding
+	all     []action
 	shown   []paletteItem
 	cursor  int
 	matched string // the query shown was narrowed by
 }
 
-// paletteItem is one line of the palette: a place (to) or an action (b).
+// paletteItem is one line of the palette: a place (to) or an action (do).
 type paletteItem struct {
 	desc, keys string
 	to         func(m *Model)
-	b          key.Binding
+	do         func(m *Model) tea.Cmd
 }
 
 // place is where the palette can go, as the query names it (`inbox`,
@@ -52,20 +52,28 @@ func newPalette(k KeyMap, readOnly bool, places []place) (*palette, tea.Cmd) {
 		p.places = append(p.places, paletteItem{desc: pl.name, keys: pl.keys, to: pl.to})
 	}
 	// The help's columns run from moving about to acting; the palette
-	// lists the actions first.
-	cols := k.FullHelp()
+	// lists the actions first. The groups are places.
+	cols := k.tableActions()
 	slices.Reverse(cols)
 	changes := k.changes()
 	for _, col := range cols {
-		for _, b := range col {
-			isChange := slices.ContainsFunc(changes, func(c change) bool { return c.b.Help().Desc == b.Help().Desc })
-			if b.Help().Desc != k.Palette.Help().Desc && !(readOnly && isChange) {
-				p.all = append(p.all, b)
+		for _, a := range col {
+			isChange := slices.ContainsFunc(changes, func(c change) bool { return c.b.Help().Desc == a.b.Help().Desc })
+			if a.do != nil && a.b.Help().Desc != k.Palette.Help().Desc && !(readOnly && isChange) {
+				p.all = append(p.all, a)
 			}
 		}
 	}
 	p.narrow()
 	return p, p.query.Focus()
+}
+
+// openPalette opens the palette over the table.
+func (m *Model) openPalette() tea.Cmd {
+	var cmd tea.Cmd
+	m.palette, cmd = newPalette(m.keys, m.opts.ReadOnly, m.places())
+	m.detail = nil
+	return cmd
 }
 
 // places are where the palette goes: the inbox, the servers view, each
@@ -128,9 +136,10 @@ func (p *palette) narrow() {
 		name := f[1]
 		p.shown = append(p.shown, paletteItem{desc: "agent " + name, to: func(m *Model) { m.showAgent(name) }})
 	}
-	for _, b := range p.all {
-		if holds(b.Help().Desc + " " + b.Help().Key + " " + strings.Join(b.Keys(), " ")) {
-			p.shown = append(p.shown, paletteItem{desc: b.Help().Desc, keys: strings.Join(b.Keys(), " "), b: b})
+	for _, a := range p.all {
+		h := a.b.Help()
+		if holds(h.Desc + " " + h.Key + " " + strings.Join(a.b.Keys(), " ")) {
+			p.shown = append(p.shown, paletteItem{desc: h.Desc, keys: strings.Join(a.b.Keys(), " "), do: a.do})
 		}
 	}
 	p.cursor = max(min(p.cursor, len(p.shown)-1), 0)
@@ -163,7 +172,7 @@ func (p *palette) Update(msg tea.KeyPressMsg, k KeyMap) (chosen *paletteItem, do
 }
 
 // keyPalette routes a key to the palette; a place chosen is gone to, an
-// action done as its key would do it in the table.
+// action run as its key runs it in the table.
 func (m *Model) keyPalette(msg tea.KeyPressMsg) tea.Cmd {
 	chosen, done, cmd := m.palette.Update(msg, m.keys)
 	if !done {
@@ -177,8 +186,7 @@ func (m *Model) keyPalette(msg tea.KeyPressMsg) tea.Cmd {
 		chosen.to(m)
 		return nil
 	}
-	press, _ := keyPress(chosen.b.Keys()[0]) // the config took only names keyPress reads
-	return m.keyTable(press)
+	return chosen.do(m)
 }
 
 // showAgent shows one agent's tasks alone; esc shows every task again.
@@ -232,8 +240,7 @@ var namedKeys = map[string]rune{
 }
 
 // keyPress is the key press a binding's key name stands for: what a key
-// of the configuration means, and what a palette entry presses. ok is
-// false for a name that is no key.
+// of the configuration means. ok is false for a name that is no key.
 func keyPress(name string) (press tea.KeyPressMsg, ok bool) {
 	var mod tea.KeyMod
 	for {

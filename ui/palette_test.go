@@ -9,25 +9,47 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// Every action of the table is in the palette, and choosing one presses
-// a key of its own binding.
-func TestEveryPaletteEntryPressesItsOwnKey(t *testing.T) {
+// Every action of the table is in the palette, with what it runs (the
+// groups are its places); every key of the table's bindings is a name
+// the config reads back as that key.
+func TestEveryTableActionIsInThePalette(t *testing.T) {
 	k := DefaultKeyMap()
 	p, _ := newPalette(k, false, nil)
 	var table int
 	for _, col := range k.FullHelp() {
 		table += len(col)
-	}
-	if len(p.all) != table-1 { // all but the palette itself
-		t.Fatalf("the palette has %d actions, the table %d", len(p.all), table)
-	}
-	for _, b := range p.all {
-		for _, name := range b.Keys() {
-			press, ok := keyPress(name)
-			if !ok || !key.Matches(press, b) || press.String() != name {
-				t.Errorf("%s: key %q makes a press %q that does not match it", b.Help().Desc, name, press.String())
+		for _, b := range col {
+			for _, name := range b.Keys() {
+				press, ok := keyPress(name)
+				if !ok || !key.Matches(press, b) || press.String() != name {
+					t.Errorf("%s: key %q makes a press %q that does not match it", b.Help().Desc, name, press.String())
+				}
 			}
 		}
+	}
+	if len(p.all) != table-2 { // all but the palette itself and the groups
+		t.Fatalf("the palette has %d actions, the table %d", len(p.all), table)
+	}
+	for _, a := range p.all {
+		if a.do == nil {
+			t.Errorf("the palette's %q runs nothing", a.b.Help().Desc)
+		}
+	}
+}
+
+// An action chosen in the palette runs itself, whatever its keys: one
+// rebound to a key only (here "ctrl+a" taken off mark all, "M" given)
+// still runs.
+func TestPaletteRunsTheActionNotAKey(t *testing.T) {
+	m := loaded(t, sampleTasks(), 80, 24)
+	m.keys.MarkAll = key.NewBinding(key.WithKeys("M"), key.WithHelp("M", "mark all"))
+	press(m, ":")
+	for _, r := range "mark all" {
+		press(m, string(r))
+	}
+	press(m, "enter")
+	if m.mode() != modeTable || len(m.marked) != m.list.Len() {
+		t.Fatalf("after enter: mode %d, %d of %d marked", m.mode(), len(m.marked), m.list.Len())
 	}
 }
 

@@ -17,10 +17,10 @@ func TestReadOnlyRefusesActionsAndSaysWhy(t *testing.T) {
 		}
 	}
 	press(m, ":")
-	for _, b := range m.palette.all {
+	for _, a := range m.palette.all {
 		for _, c := range m.keys.changes() {
-			if b.Help().Desc == c.b.Help().Desc {
-				t.Fatalf("the read-only palette offers %q", b.Help().Desc)
+			if a.b.Help().Desc == c.b.Help().Desc {
+				t.Fatalf("the read-only palette offers %q", a.b.Help().Desc)
 			}
 		}
 	}

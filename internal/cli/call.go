@@ -87,7 +87,7 @@ func callRun(opts *CallOptions) error {
 	if err != nil {
 		return err
 	}
-	if ref.Name != "" && !f.throughOwner() { // an owner checks its own config (CheckCall)
+	if ref.Name != "" && !f.throughOwner() { // an owner checks its own config (Call)
 		if _, err := f.cfg.Server(ref.Name); err != nil {
 			return &exitError{code: exitUsage, err: err}
 		}
@@ -95,9 +95,6 @@ func callRun(opts *CallOptions) error {
 	// --input answers go with Continue, once the server has said what it
 	// asks for: so a key it did not ask for is named, never sent.
 	req := deck.CallRequest{Server: ref, Tool: opts.Tool, Args: opts.Args, Key: opts.Key}
-	if err := dk.CheckCall(ctx, req); err != nil {
-		return err
-	}
 	inputs := f.inputSource(opts.Answers)
 	res, err := dk.Call(ctx, req)
 	for err == nil && res.NeedsInput {

@@ -2,5 +2,5 @@
 
 package cli
 
-// openNoFollow: no such flag here; the log is checked after it is opened.
+// openNoFollow is no flag here: the log is checked after it is opened.
 const openNoFollow = 0

@@ -372,8 +372,8 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine
 	return e, storeFailure(err)
 }
 
-// storeFailure: opening is the store's business alone, so what the
-// engine could not sort is the store's own failure.
+// storeFailure words what the engine could not sort as the store's own
+// failure: opening is the store's business alone.
 func storeFailure(err error) error {
 	var se *taskdeck.StoreError
 	if errors.As(err, &se) && deck.KindOf(err) == deck.KindFailed {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 )
@@ -80,11 +81,11 @@ func toolsRun(opts *ToolsOptions) error {
 	if opts.Tool != "" {
 		i := slices.IndexFunc(list.Tools, func(t deck.Tool) bool { return t.Name == opts.Tool })
 		if i < 0 {
-			// The deck words an unknown tool, with the names it may have meant.
-			if err := dk.CheckCall(ctx, deck.CallRequest{Server: opts.Server, Tool: opts.Tool}); err != nil {
-				return err
+			names := make([]string, len(list.Tools))
+			for i, t := range list.Tools {
+				names[i] = t.Name
 			}
-			return usageErr("the server has no tool %q", opts.Tool)
+			return usageErr("%v", mcpclient.UnknownTool(opts.Tool, names))
 		}
 		return printTool(f.stdout, list.Tools[i], opts.JSON)
 	}

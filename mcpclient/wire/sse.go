@@ -88,8 +88,8 @@ type scanner struct {
 
 var scanners = sync.Pool{New: func() any { return &scanner{br: bufio.NewReader(nil)} }}
 
-// maxKeptData: a rare large event's buffer is left to the GC rather than
-// kept for every later stream.
+// maxKeptData is the largest event buffer kept for later streams: a rare
+// larger one is left to the GC.
 const maxKeptData = 64 << 10
 
 // readLongLine finishes a line longer than the reader's buffer, reading

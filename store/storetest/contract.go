@@ -847,9 +847,10 @@ func testClosedRefusesCalls(t *testing.T, s store.Backend) {
 	}
 }
 
-// testWindowAndPages: a watcher's window holds every open record, the
-// newest finished ones and the counts of the whole store, all as of one
-// revision; pages walk the rest newest first, by status from the index.
+// testWindowAndPages checks that a watcher's window holds every open
+// record, the newest finished ones and the counts of the whole store, all
+// as of one revision, and that pages walk the rest newest first, by status
+// from the index.
 func testWindowAndPages(t *testing.T, s store.Backend) {
 	var done, failed, open []*model.Task
 	for i := range 12 {
