@@ -178,12 +178,13 @@ func (e *pollEnv) pollAll() error {
 // pollUntilAsked polls a task until it holds its question, which the
 // server asks just after the call: within 100 polls, each a round trip.
 func (e *pollEnv) pollUntilAsked(id string) error {
+	ctx := context.Background()
 	for range 100 {
-		res, err := e.tracker.Poll(context.Background(), id)
-		if err == nil {
-			err = res.Err
+		if err := e.deck.PollNow(ctx, []string{id}); err != nil {
+			return err
 		}
-		if err != nil || res.Task.Status == model.StatusInputRequired {
+		rec, err := e.deck.Get(ctx, id)
+		if err != nil || rec.Task.Status == model.StatusInputRequired {
 			return err
 		}
 	}
