@@ -95,6 +95,13 @@ func (e *Engine) refreshConfig() error {
 	f.cfg = cfg
 	e.pool.SetConfig(cfg)
 	e.log.Info("config reloaded", "config", f.path, "servers", after, "added", missing(after, before), "removed", missing(before, after))
+	// The servers' edit stands even where the endpoints' is refused: the
+	// log says so, and notify status shows the endpoints still in use.
+	if changed, err := e.notifier.reload(cfg.Notify); err != nil {
+		e.log.Warn("the config's notify edit is refused; the endpoints read before stay in use", "config", f.path, "err", err)
+	} else if changed {
+		e.log.Info("notify reloaded", "config", f.path, "webhooks", len(cfg.Notify.Webhooks), "commands", len(cfg.Notify.Commands))
+	}
 	return nil
 }
 

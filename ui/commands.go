@@ -20,7 +20,10 @@ type (
 	tickMsg    time.Time
 	serversMsg struct {
 		servers []deck.Server
-		err     error
+		// notify is the Deck's event endpoints (nil when it has none or
+		// cannot say): the servers view shows the failing ones.
+		notify []deck.NotifyEndpoint
+		err    error
 	}
 	// taskUpdatedMsg carries a record after an action on it: a call, or
 	// an answer to its input request key.
@@ -59,7 +62,12 @@ func tick() tea.Cmd {
 func listServers(ctx context.Context, d deck.Deck) tea.Cmd {
 	return func() tea.Msg {
 		s, err := d.Servers(ctx)
-		return serversMsg{servers: s, err: err}
+		msg := serversMsg{servers: s, err: err}
+		if nd, ok := d.(deck.Notifier); ok && err == nil {
+			// Its error is not the listing's: the view goes on without it.
+			msg.notify, _ = nd.NotifyStatus(ctx)
+		}
+		return msg
 	}
 }
 

@@ -130,6 +130,8 @@ type Model struct {
 	// configured are the servers of the config: n offers them, and quit
 	// asks first when tasks of the stdio ones would die.
 	configured []deck.Server
+	// notify is the event endpoints as last listed with the servers.
+	notify []deck.NotifyEndpoint
 	// listingServers: a Servers request is out; the tick sends no other.
 	listingServers bool
 
@@ -262,6 +264,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, m.fail(msg.err)
 		}
 		m.onServers(msg.servers)
+		m.notify = msg.notify
 		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/present"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 // serversPane is the servers view (k9s's :servers): a row per server
@@ -133,7 +135,7 @@ func (m *Model) viewServersPane() string {
 		return b.String()
 	}
 	i := max(slices.IndexFunc(rows, func(h *serverHealth) bool { return h.name == m.servers.name }), 0)
-	about := append(m.aboutServer(rows[i]), m.retentionLines()...)
+	about := append(append(m.aboutServer(rows[i]), m.retentionLines()...), m.notifyLines()...)
 	height := max(m.tableHeight()-len(about)-1, 1)
 	top := max(min(i-height/2, len(rows)-height), 0)
 	for j := top; j < min(top+height, len(rows)); j++ {
@@ -201,6 +203,29 @@ func (m *Model) retentionLines() []string {
 	}
 	ago := func(at time.Time) string { return present.Age(m.now.Sub(at)) + " ago" }
 	return m.underTable(present.Retention(*m.configured[i].Retention, ago))
+}
+
+// notifyLines say each event endpoint whose last delivery failed
+// (issue 27): its kind, its target (the config's redacted form), since
+// when it fails and why. The outbox keeps no first failure of a spell,
+// so "since" is the last delivery that went through.
+func (m *Model) notifyLines() []string {
+	var lines []string
+	for _, ep := range m.notify {
+		if !ep.Failing {
+			continue
+		}
+		since := "failing, never delivered"
+		if !ep.LastOK.IsZero() {
+			since = "failing since the last delivery " + present.Age(m.now.Sub(ep.LastOK)) + " ago"
+		}
+		text := fmt.Sprintf("%s %s %s, %d pending", cmp.Or(ep.Kind, "endpoint"), termtext.Line(ep.Target), since, ep.Pending)
+		if ep.LastError != "" {
+			text += fmt.Sprintf("; last error %s ago: %s", present.Age(m.now.Sub(ep.LastErrorAt)), termtext.Line(ep.LastError))
+		}
+		lines = append(lines, m.underTable("notify failing: "+text)...)
+	}
+	return lines
 }
 
 // underTable wraps a line under the servers table to the width, indented.

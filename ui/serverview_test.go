@@ -236,3 +236,49 @@ func TestServersViewRetention(t *testing.T) {
 		})
 	}
 }
+
+// TestServersViewFailingDeliveries: an event endpoint whose last delivery
+// failed shows under the servers table, at 80 columns too: its kind, its
+// target as the config redacts it, since when, and its last error; one
+// that delivers does not. The endpoints come from the engine's notify
+// status with each listing of the servers.
+func TestServersViewFailingDeliveries(t *testing.T) {
+	config := `{"mcpServers":{}, "notify":{"webhooks":[{"url":"http://127.0.0.1:9/hook?token=abc","secret":"whsec_` +
+		`MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3"}], "commands":[{"argv":["notify-send","taskdeck"]}]}}`
+	for _, size := range [][2]int{{80, 24}, {200, 60}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			m := loadedWith(t, serverTasks(), size[0], size[1], config, Options{})
+			if len(m.notify) != 2 {
+				t.Fatalf("the listing brought %d endpoints from the engine, want its 2: %+v", len(m.notify), m.notify)
+			}
+			m.Update(keyMsg("S"))
+			if s := plainView(m); strings.Contains(s, "notify failing") {
+				t.Fatalf("endpoints that never failed shown as failing:\n%s", s)
+			}
+			hook := m.notify[0]
+			if hook.Kind != "webhook" || strings.Contains(hook.Target, "abc") {
+				t.Fatalf("the engine's webhook endpoint: %+v", hook)
+			}
+			hook.Failing, hook.Pending = true, 3
+			hook.LastOK, hook.LastErrorAt = fixedNow.Add(-2*time.Hour), fixedNow.Add(-30*time.Second)
+			hook.LastError = "POST: 503 Service Unavailable\x1b[31m"
+			m.Update(serversMsg{servers: m.configured, notify: []deck.NotifyEndpoint{hook, m.notify[1]}})
+			s := plainView(m)
+			joined := strings.Join(strings.Fields(s), " ")
+			for _, want := range []string{"notify failing: webhook " + hook.Target + " failing since the last delivery 2h ago, 3 pending",
+				"last error 30s ago: POST: 503 Service Unavailable"} {
+				if !strings.Contains(joined, want) {
+					t.Errorf("the servers view lacks %q:\n%s", want, s)
+				}
+			}
+			if strings.Contains(joined, "notify-send") || strings.Contains(s, "[31m") {
+				t.Errorf("a delivering command shown, or an escape let through:\n%s", s)
+			}
+			for i, l := range strings.Split(s, "\n") {
+				if w := len([]rune(l)); w > size[0] {
+					t.Errorf("line %d is %d cells wide: %q", i, w, l)
+				}
+			}
+		})
+	}
+}
