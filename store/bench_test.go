@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -118,6 +119,20 @@ func benchmarkCreate(b *testing.B, writers int) {
 	}
 	b.ReportMetric(float64(bare.Nanoseconds())/float64(b.N), "fsync-ns/op")
 	b.ReportMetric(float64(ours)/float64(bare), "x-fsync")
+}
+
+// BenchmarkCreateOwnerGC is BenchmarkCreate with Go's GC target (gc=100)
+// and with an owner's (OwnerGCPercent), one after the other in this
+// process: the cost of the smaller heap is the ratio of their x-fsync.
+func BenchmarkCreateOwnerGC(b *testing.B) {
+	for _, gc := range []int{100, OwnerGCPercent} {
+		for _, writers := range []int{1, 64} {
+			b.Run(fmt.Sprintf("gc=%d/writers=%d", gc, writers), func(b *testing.B) {
+				defer debug.SetGCPercent(debug.SetGCPercent(gc))
+				benchmarkCreate(b, writers)
+			})
+		}
+	}
 }
 
 // BenchmarkUpdateNoChange is the store side of a poll that changed nothing:

@@ -91,6 +91,7 @@ var noAuditKey = fmt.Sprintf("no $%s: this fleet's audit log is not sealed, so w
 
 func serveRun(opts *ServeOptions) error {
 	f, ctx := opts.f, opts.ctx
+	store.TuneOwnerGC() // a smaller heap for the long-lived owner (issue 20)
 	cfg, err := f.config()
 	if err != nil {
 		return err

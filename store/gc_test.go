@@ -1,0 +1,22 @@
+package store
+
+import (
+	"runtime/debug"
+	"testing"
+)
+
+// An owner keeps a smaller heap than Go's default, unless GOGC chose.
+func TestTuneOwnerGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, c := range []struct {
+		env  string
+		want int
+	}{{"", OwnerGCPercent}, {"100", 100}} {
+		t.Setenv("GOGC", c.env)
+		debug.SetGCPercent(100)
+		TuneOwnerGC()
+		if got := debug.SetGCPercent(100); got != c.want {
+			t.Errorf("GOGC=%q: the GC percent is %d, want %d", c.env, got, c.want)
+		}
+	}
+}
