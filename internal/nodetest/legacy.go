@@ -1,16 +1,11 @@
 package nodetest
 
 import (
-	"bufio"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
-	"time"
-
-	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // Legacy is the 2025-11-25 servers of testdata/legacy, installed once:
@@ -50,27 +45,6 @@ func (l Legacy) ServeEverything(t testing.TB, port string) (string, *exec.Cmd) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	listening := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if p, ok := strings.CutPrefix(sc.Text(), "taskdeck-test-listening "); ok {
-				listening <- p
-			}
-		}
-	}()
-	select {
-	case p := <-listening:
-		return "http://127.0.0.1:" + p + "/mcp", cmd
-	case <-time.After(waitfor.Scale(30 * time.Second)):
-		t.Fatal("server-everything did not listen within 30 s")
-	}
-	return "", nil
+	p := startListening(t, cmd, stderr, "taskdeck-test-listening ", "server-everything")
+	return "http://127.0.0.1:" + p + "/mcp", cmd
 }

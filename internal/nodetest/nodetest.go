@@ -7,10 +7,12 @@
 package nodetest
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -18,6 +20,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // Install installs the packages of the directory src (package.json and
@@ -158,4 +163,34 @@ func Scored(checks []Check) (passed, total int) {
 		}
 	}
 	return passed, total
+}
+
+// startListening starts cmd, which prints "<prefix><port>" on out once it
+// listens on loopback, and returns that port; cmd is killed, by its pid,
+// at cleanup.
+func startListening(t testing.TB, cmd *exec.Cmd, out io.Reader, prefix, what string) string {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	port := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+				port <- p
+			}
+		}
+	}()
+	select {
+	case p := <-port:
+		return p
+	case <-time.After(waitfor.Scale(30 * time.Second)):
+		t.Fatalf("%s did not listen within 30 s", what)
+	}
+	return ""
 }

@@ -1,7 +1,6 @@
 package nodetest
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // Receiver is testdata/webhooks/receiver.mjs running on loopback: a
@@ -56,31 +53,7 @@ func StartReceiver(t testing.TB, secret string, failPercent int, env ...string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	port := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if p, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
-				port <- p
-			}
-		}
-	}()
-	var p string
-	waitfor.Within(t, 30*time.Second, "the webhook receiver to listen", func() bool {
-		select {
-		case p = <-port:
-			return true
-		default:
-			return false
-		}
-	})
+	p := startListening(t, cmd, out, "listening ", "the webhook receiver")
 	return &Receiver{URL: "http://127.0.0.1:" + p + "/hook"}
 }
 
