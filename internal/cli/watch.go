@@ -59,13 +59,18 @@ func newCmdWatch(f *Factory, runF func(*WatchOptions) error) *cobra.Command {
 	return cmd
 }
 
-func watchRun(opts *WatchOptions) error {
-	f, ctx := opts.f, opts.ctx
+// watchContext is the watch's context: the command's, ended by --timeout.
+func (opts *WatchOptions) watchContext() (context.Context, context.CancelFunc) {
 	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
+		return context.WithTimeout(opts.ctx, opts.Timeout)
 	}
+	return context.WithCancel(opts.ctx)
+}
+
+func watchRun(opts *WatchOptions) error {
+	f := opts.f
+	ctx, cancel := opts.watchContext()
+	defer cancel()
 	dk, err := f.deck(opts.ctx)
 	if err != nil {
 		return err

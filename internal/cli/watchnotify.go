@@ -25,12 +25,9 @@ const notifyLineMax = 200
 // the tasks already waiting at the start first. On a terminal each line
 // also rings the bell and sends a desktop notification.
 func notifyRun(opts *WatchOptions) error {
-	f, ctx := opts.f, opts.ctx
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
+	f := opts.f
+	ctx, cancel := opts.watchContext()
+	defer cancel()
 	dk, err := f.deck(opts.ctx)
 	if err != nil {
 		return err
