@@ -283,35 +283,19 @@ const (
 	// planned once per connection. The update's checks see the record as
 	// it is once the counter is held (READ COMMITTED rechecks a row that
 	// changed meanwhile).
-	// Each also adds the change's outbox rows (ev, store/outbox.go) from
-	// the last three parameters: the event's id (NULL: none), endpoints
-	// (comma-separated) and body.
-	// Each also appends the change's audit entry ($9 made at $10 for a
-	// create, $6 at $7 for an update), chained after the head its counter
-	// row holds (migrations/00007_audit.sql).
-	createSQL = `WITH m AS (
-		UPDATE taskdeck_meta SET rev = rev + 1, audit = sha256(audit || int8send(rev + 1) || $7::bytea) RETURNING rev, audit),
-	ins AS (
-		INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
-		SELECT $1, $2, $3, rev, $4, $5, $6 FROM m),
-	aud AS (
-		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $8, $1, $7, audit FROM m),
+	// Each also appends the change's audit entry ($7 made at $8 for a
+	// create, $9 at $10 for an update), chained after the head its counter
+	// row holds (migrations/00007_audit.sql). Their Event forms also add
+	// the change's outbox rows (ev, store/outbox.go) from three more
+	// parameters: the event's id, its endpoints (comma-separated) and body.
+	createSQL      = createHead + notifyRev
+	createEventSQL = createHead + `,
 	ev AS (INSERT INTO taskdeck_outbox (rev, endpoint, event_id, at, body)
-		SELECT m.rev, ep, $9::text, $8, $11::bytea
-		FROM m, unnest(string_to_array($10::text, ',')) AS ep WHERE $9::text IS NOT NULL)
-	SELECT rev, pg_notify('` + channel + `', rev::text) FROM m`
-	updateSQL = `WITH m AS (
-		UPDATE taskdeck_meta SET rev = rev + 1, audit = sha256(audit || int8send(rev + 1) || $9::bytea) RETURNING rev, audit),
-	upd AS (
-		UPDATE taskdeck_tasks t SET idem_key = $2, status = $3, updated_at = $4, body = $5, revision = m.rev FROM m
-		WHERE t.id = $1 AND t.revision = $6 AND taskdeck_holds(t.fence, t.owner, t.lease_until, $7, $8)
-		RETURNING 1),
-	aud AS (
-		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $10, $1, $9, audit FROM m),
+		SELECT m.rev, ep, $9::text, $8, $11::bytea FROM m, unnest(string_to_array($10::text, ',')) AS ep)` + notifyRev
+	updateSQL      = updateHead + notifyUpdated
+	updateEventSQL = updateHead + `,
 	ev AS (INSERT INTO taskdeck_outbox (rev, endpoint, event_id, at, body)
-		SELECT m.rev, ep, $11::text, $10, $13::bytea
-		FROM m, unnest(string_to_array($12::text, ',')) AS ep WHERE $11::text IS NOT NULL)
-	SELECT CASE WHEN EXISTS (SELECT FROM upd) THEN rev ELSE taskdeck_stale() END, pg_notify('` + channel + `', rev::text) FROM m`
+		SELECT m.rev, ep, $11::text, $10, $13::bytea FROM m, unnest(string_to_array($12::text, ',')) AS ep)` + notifyUpdated
 	putSQL = `SELECT o_rev, coalesce(o_code, ''), coalesce(o_constraint, '') FROM taskdeck_put($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 	// auditSQL appends the entry $2 (made at $3, of task $4) at revision $1,
 	// the next after the head: for the writes of s.write and a prune.
@@ -486,14 +470,44 @@ func (s *Store) commit(batch []*putReq) {
 	}
 }
 
-// commitOne writes r alone, in createSQL or updateSQL.
+// The writes' parts (createSQL, updateSQL). A write with no event runs a
+// statement with no outbox part: with one that is skipped by a parameter,
+// PostgreSQL plans every execution anew (TestLoneWritesArePlannedOnce).
+const (
+	createHead = `WITH m AS (
+		UPDATE taskdeck_meta SET rev = rev + 1, audit = sha256(audit || int8send(rev + 1) || $7::bytea) RETURNING rev, audit),
+	ins AS (
+		INSERT INTO taskdeck_tasks (id, idem_key, status, revision, updated_at, body, server)
+		SELECT $1, $2, $3, rev, $4, $5, $6 FROM m),
+	aud AS (
+		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $8, $1, $7, audit FROM m)`
+	notifyRev = `
+	SELECT rev, pg_notify('` + channel + `', rev::text) FROM m`
+	updateHead = `WITH m AS (
+		UPDATE taskdeck_meta SET rev = rev + 1, audit = sha256(audit || int8send(rev + 1) || $9::bytea) RETURNING rev, audit),
+	upd AS (
+		UPDATE taskdeck_tasks t SET idem_key = $2, status = $3, updated_at = $4, body = $5, revision = m.rev FROM m
+		WHERE t.id = $1 AND t.revision = $6 AND taskdeck_holds(t.fence, t.owner, t.lease_until, $7, $8)
+		RETURNING 1),
+	aud AS (
+		INSERT INTO taskdeck_audit (rev, at, task, body, hash) SELECT rev, $10, $1, $9, audit FROM m)`
+	notifyUpdated = `
+	SELECT CASE WHEN EXISTS (SELECT FROM upd) THEN rev ELSE taskdeck_stale() END, pg_notify('` + channel + `', rev::text) FROM m`
+)
+
+// commitOne writes r alone, in createSQL or updateSQL (their Event
+// forms when the change makes an event).
 func (s *Store) commitOne(r *putReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	evID, evEndpoints, evBody := eventArgs(r.event)
-	sql, args := createSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, r.rec.Server.String(), r.audit, r.auditAt, evID, evEndpoints, evBody}
+	sql, args := createSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, r.rec.Server.String(), r.audit, r.auditAt}
 	if r.prev != nil {
-		sql, args = updateSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, *r.prev, r.c.fence(), r.c.owner(), r.audit, r.auditAt, evID, evEndpoints, evBody}
+		sql, args = updateSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, *r.prev, r.c.fence(), r.c.owner(), r.audit, r.auditAt}
+	}
+	if r.event != nil && len(r.event.Endpoints) > 0 {
+		evID, evEndpoints, evBody := eventArgs(r.event)
+		args = append(args, evID, evEndpoints, evBody)
+		sql = map[string]string{createSQL: createEventSQL, updateSQL: updateEventSQL}[sql]
 	}
 	var rev int64
 	err := s.reread(func() error { return s.pool.QueryRow(ctx, sql, args...).Scan(&rev, nil) })
