@@ -10,6 +10,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // TestOwnerKilledWhileClientsAreMidCall: the owner (`taskdeck serve`) is
@@ -50,8 +51,8 @@ func TestOwnerKilledWhileClientsAreMidCall(t *testing.T) {
 		t.Fatalf("the first command after the kill:\n%s", r)
 	}
 	t.Logf("the next command (ls) done %v after the owner's SIGKILL", took.Round(time.Millisecond))
-	if took > time.Second {
-		t.Errorf("the next command took %v after the kill, want within 1 s", took)
+	if bound := waitfor.Scale(time.Second); took > bound {
+		t.Errorf("the next command took %v after the kill, want within %v (1 s, scaled for a busy machine)", took, bound)
 	}
 
 	for i, c := range clients {
