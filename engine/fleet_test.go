@@ -357,7 +357,10 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	// 5 s: a poll of its own amid the slow engine's would leave that one
 	// nothing to write (the record already says it), not a write refused.
 	rare := model.PollPolicy{Default: 5 * time.Second, Floor: 5 * time.Second, Cap: 5 * time.Second, Growth: 1}
-	other := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 1), ClaimLease: testLease, ClaimRenew: 200 * time.Millisecond, Policy: rare})
+	// Its lease is long: on a busy machine a short one can lapse between
+	// renewals, and the slow engine would then take the task back and
+	// write by right.
+	other := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: fleetCfg(t, srv, 1), ClaimLease: time.Minute, ClaimRenew: 200 * time.Millisecond, Policy: rare})
 	if err := other.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
