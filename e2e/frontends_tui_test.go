@@ -16,9 +16,9 @@ import (
 // captures it runs) several times over.
 func feedBound() time.Duration {
 	if raceEnabled {
-		return 500 * time.Millisecond
+		return waitfor.Scale(500 * time.Millisecond)
 	}
-	return 200 * time.Millisecond
+	return waitfor.Scale(200 * time.Millisecond)
 }
 
 // timeTo polls the screen every 20 ms until cond holds, and returns how

@@ -45,7 +45,7 @@ func TestLoadTenThousandOpenTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(8*time.Minute))
 	defer cancel()
 
 	// Launch: 64 calls at a time. Tasks sleep 600–700 demo seconds, i.e.
