@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -21,7 +22,7 @@ func silence(d time.Duration) func(*mcpclient.PoolOptions) {
 // again; and the demo's keep-alives keep a quiet stream up well past it.
 func TestListenSilenceEndsTheStream(t *testing.T) {
 	const quiet = 300 * time.Millisecond
-	e := newPushEnv(t, demo.Options{KeepAlive: quiet / 6}, 5*time.Second, silence(quiet))
+	e := newPushEnv(t, demo.Options{KeepAlive: quiet / 6}, waitfor.Scale(5*time.Second), silence(quiet))
 	id := e.hold(1)
 
 	sub := e.listen(id)

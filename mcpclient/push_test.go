@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
@@ -124,7 +125,7 @@ func show(p mcpclient.Pushed) string {
 // tasks/get shows it, the last one with the result; the stream ends
 // gracefully once the tasks have ended.
 func TestListenPushesEveryChangeInOrder(t *testing.T) {
-	e := newPushEnv(t, demo.Options{}, 5*time.Second)
+	e := newPushEnv(t, demo.Options{}, waitfor.Scale(5*time.Second))
 	a, b := e.hold(2), e.hold(1)
 	sub := e.listen(a, "no-such-task", b)
 	if got := sub.Acknowledged(); !slices.Equal(got, []string{a, b}) {
@@ -258,7 +259,7 @@ func taskNote(id, status string) string {
 // with a transport error, after the notifications before it; and the
 // next listen (the re-subscription) works again.
 func TestListenDroppedStream(t *testing.T) {
-	e := newPushEnv(t, demo.Options{}, 5*time.Second)
+	e := newPushEnv(t, demo.Options{}, waitfor.Scale(5*time.Second))
 	id := e.hold(3)
 	drop := e.srv.DropPush(2)
 	sub := e.listen(id)
@@ -292,7 +293,7 @@ func TestListenDroppedStream(t *testing.T) {
 // Notifications for ids not acknowledged are dropped; one that does not
 // decode ends the stream with an error that says so.
 func TestListenForeignAndBadNotifications(t *testing.T) {
-	e := newPushEnv(t, demo.Options{}, 5*time.Second)
+	e := newPushEnv(t, demo.Options{}, waitfor.Scale(5*time.Second))
 	e.srv.On(wire.MethodListen, hostile.ListenScript(true, ack("mine", "not-asked"),
 		taskNote("other", "working"), taskNote("not-asked", "working"), taskNote("mine", "working"),
 		`{"jsonrpc":"2.0","method":"notifications/tasks","params":{"taskId":"mine","status":"exploded"}}`,
@@ -317,7 +318,7 @@ func TestListenForeignAndBadNotifications(t *testing.T) {
 // A notification past the 16 MiB bound ends the stream; the ones before
 // it arrive; a redirect is refused and nothing reaches its target.
 func TestListenBounded(t *testing.T) {
-	e := newPushEnv(t, demo.Options{}, 5*time.Second)
+	e := newPushEnv(t, demo.Options{}, waitfor.Scale(5*time.Second))
 	huge := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/tasks","params":{"taskId":"mine","status":"working","statusMessage":"%s"}}`,
 		strings.Repeat("A", 17<<20))
 	e.srv.On(wire.MethodListen, hostile.ListenScript(true, ack("mine"), taskNote("mine", "working"), huge))
@@ -352,7 +353,7 @@ func TestListenBounded(t *testing.T) {
 // A stream that stays silent ends when the caller's context does, and
 // says why; Close ends one at once. No goroutine is left behind.
 func TestListenStalledAndClosed(t *testing.T) {
-	e := newPushEnv(t, demo.Options{}, 5*time.Second)
+	e := newPushEnv(t, demo.Options{}, waitfor.Scale(5*time.Second))
 	id := e.hold(1)
 	base := runtime.NumGoroutine()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -402,7 +403,7 @@ func (b *syncBuffer) String() string {
 // it carried and its graceful end; a JSON-RPC error that ends a stream
 // reads as the server's error, not as a drop.
 func TestListenEndsOnTheServersWord(t *testing.T) {
-	e := newPushEnv(t, demo.Options{}, 5*time.Second)
+	e := newPushEnv(t, demo.Options{}, waitfor.Scale(5*time.Second))
 	// The end as 2026-07-28 first said it (an empty result), and as it says
 	// since spec PR #3171 (a completion result with subscription metadata).
 	for _, result := range []string{`{}`, `{"resultType":"complete"}`,
