@@ -43,7 +43,7 @@ func newSecretEnv(t *testing.T, opts demo.Options) *secretEnv {
 		opts.PollInterval = 20 * time.Millisecond
 	}
 	e := &secretEnv{t: t, srv: hostile.Start(t, opts), secret: "tdsecret-" + fmt.Sprint(time.Now().UnixNano()),
-		timeout: 5 * time.Second, ref: model.ServerRef{Name: "web"}}
+		timeout: waitfor.Scale(5 * time.Second), ref: model.ServerRef{Name: "web"}}
 	cfg, err := mcpconfig.ParseConfig("test.json", []byte(fmt.Sprintf(`{"mcpServers":{"web":{"url":%q,
 		"headers":{"Authorization":"Bearer ${TD_TOKEN}","X-Api-Key":"${TD_TOKEN}"}}}}`, e.srv.URL+"?token=${TD_TOKEN}")))
 	if err != nil {
