@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 )
@@ -37,7 +38,7 @@ func keys(s string) []tea.Msg {
 
 // send feeds each message to f as a Bubble Tea program would: it runs the
 // commands Update returns and feeds their messages back until none are
-// left, before the next message. Commands still running after a short wait
+// left, before the next message. Commands still running after timerAfter
 // are timers (the cursor blink) that a program would deliver much later:
 // they are dropped.
 func send(t *testing.T, f *Form, msgs ...tea.Msg) {
@@ -65,6 +66,11 @@ func start(t *testing.T, f *Form) *Form {
 	return f
 }
 
+// timerAfter is how long a command may run before it counts as a timer:
+// scaled for a busy machine (50 ms at load 35 dropped a form's own
+// message), and below the 530 ms of the cursor's blink, the first timer.
+var timerAfter = min(waitfor.Scale(100*time.Millisecond), 400*time.Millisecond)
+
 func run(cmd tea.Cmd) []tea.Msg {
 	if cmd == nil {
 		return nil
@@ -74,7 +80,7 @@ func run(cmd tea.Cmd) []tea.Msg {
 	var msg tea.Msg
 	select {
 	case msg = <-ch:
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(timerAfter):
 		return nil
 	}
 	// tea.BatchMsg and tea's unexported sequenceMsg are both []tea.Cmd.
