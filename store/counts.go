@@ -156,14 +156,6 @@ func (s *Store) Window(finished int) (w Window, err error) {
 	return w, nil
 }
 
-// Window is what a watcher that holds only some records starts with.
-type Window struct {
-	Rev      uint64
-	Open     []*model.Task // sorted by id
-	Finished []*model.Task // the newest, newest first
-	Counts   map[model.Status]int
-}
-
 // Page returns up to limit records older than before (from the newest
 // when before is ""), newest first; with statuses, only records in one of
 // them. It walks the record keys backwards from before, or the statuses'

@@ -30,20 +30,6 @@ import (
 // longer starts from a Snapshot. A variable so that tests reach it fast.
 var maxTombstones uint64 = 10000
 
-// Change is one committed change of a record.
-type Change struct {
-	Rev uint64
-	ID  string
-	// Task is the record as committed (Task.Revision == Rev); nil when it
-	// was deleted.
-	Task *model.Task
-	// Prev is the status the record had before the change: "" for a new
-	// record, or where the backend cannot tell (PostgreSQL, a change
-	// another process committed). A watcher that holds only some records
-	// keeps its counts per status with it.
-	Prev model.Status
-}
-
 // revMeta is the revision state of a store.
 type revMeta struct {
 	rev    uint64 // the last committed revision
