@@ -20,6 +20,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
@@ -54,7 +55,7 @@ func RedactStore(conn string) string { return mcpconfig.RedactURL(conn) }
 func openBackend(opts Options) (store.Backend, *claimer, []byte, error) {
 	switch {
 	case opts.Store == "":
-		st, err := store.Open(opts.DataDir, opts.Logger)
+		st, err := badger.Open(opts.DataDir, opts.Logger)
 		if err != nil {
 			return nil, nil, nil, err
 		}
