@@ -637,7 +637,7 @@ func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err erro
 }
 
 // ReleaseKey takes record id's idempotency key off it, in one committed
-// txn, if release says so of the record as stored (see store.Store).
+// txn, if release says so of the record as stored (see badger.Store).
 func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.Task, error) {
 	return s.update(id, func(t *model.Task) (bool, error) {
 		if t.IdempotencyKey == "" || !release(t) {
