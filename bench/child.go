@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/demo"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // The bench binary doubles as its own child processes: the demo server
@@ -65,7 +65,7 @@ func childStartup() {
 		}
 	}
 	t0 := time.Now()
-	s, err := store.Open(dir, nil)
+	s, err := badger.Open(dir, nil)
 	if err != nil {
 		fmt.Println("error", err)
 		return

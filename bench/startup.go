@@ -8,7 +8,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/internal/storefill"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // fill creates a new store at dir of total records, the first open of
@@ -180,7 +180,7 @@ func benchStartup(cfg config) (string, []finding) {
 	sizeRow("after writing, closed", cfg.records)
 	_, allocBefore := dirSize(large)
 	perBefore := float64(allocBefore) / float64(cfg.records)
-	s, err := store.Open(large, nil)
+	s, err := badger.Open(large, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -197,7 +197,7 @@ func benchStartup(cfg config) (string, []finding) {
 	sizeRow(fmt.Sprintf("after Prune (%d deleted in %v), closed; the audit log keeps its entries", pruned, pruneTime.Round(time.Millisecond)), left)
 	// The audit log keeps an entry of every change, pruned tasks' too,
 	// until it is pruned itself (taskdeck audit prune --before).
-	s, err = store.Open(large, nil)
+	s, err = badger.Open(large, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -214,7 +214,7 @@ func benchStartup(cfg config) (string, []finding) {
 	// Badger drops deleted keys when compaction reaches them; give its
 	// background compactors a while in an open store, as a running
 	// dashboard would.
-	s, err = store.Open(large, nil)
+	s, err = badger.Open(large, nil)
 	if err != nil {
 		return fail(err)
 	}

@@ -13,7 +13,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // writer is one design under test for the durable handle write.
@@ -34,10 +34,10 @@ var writeSystems = []writeSystem{
 	{"SQLite WAL, synchronous=FULL", func(dir string) (writer, error) { return openSQLite(dir, "WAL") }},
 }
 
-type taskdeckWriter struct{ s *store.Store }
+type taskdeckWriter struct{ s *badger.Store }
 
 func openTaskdeck(dir string) (writer, error) {
-	s, err := store.Open(dir, nil)
+	s, err := badger.Open(dir, nil)
 	return taskdeckWriter{s}, err
 }
 func (w taskdeckWriter) write(rec *model.Task, _ []byte) error { return w.s.Create(rec) }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // sweepRecords: tableRecords are flushed into a table by a clean close,
@@ -37,7 +37,7 @@ const (
 func damageBase(t *testing.T) string {
 	t.Helper()
 	live := filepath.Join(t.TempDir(), "live")
-	s, err := store.Open(live, nil)
+	s, err := badger.Open(live, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func damageBase(t *testing.T) string {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			if s, err = store.Open(live, nil); err != nil {
+			if s, err = badger.Open(live, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 	"github.com/taskdeck/taskdeck/store/postgres"
 )
 
@@ -561,7 +562,7 @@ func countMulti(perKey map[string][]string) int {
 // as the test reads it back.
 func openStore(d *deck, conn string) (store.Backend, error) {
 	if conn == "" {
-		return store.Open(d.dataDir, nil)
+		return badger.Open(d.dataDir, nil)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // The kinds follow the command line's exit codes: each row is a case its
@@ -36,7 +37,7 @@ func TestClassifyKeepsTheExitCodesOrder(t *testing.T) {
 		{&answerError{Key: "k", Err: errors.New("bad")}, deck.KindUsage},
 		{&inputKeyError{TaskID: "t", Key: "k"}, deck.KindUsage},
 		{&store.CorruptError{Dir: "d"}, deck.KindLocal},
-		{store.ErrNoRoomToFlush, deck.KindLocal},
+		{badger.ErrNoRoomToFlush, deck.KindLocal},
 		{fmt.Errorf("write: %w", syscall.ENOSPC), deck.KindLocal},
 		{fmt.Errorf("write: %w", syscall.EROFS), deck.KindLocal},
 		{&mcpclient.ServerError{Code: -32000, Message: "no"}, deck.KindRefused},

@@ -3,7 +3,7 @@
 // at start and publishes every committed change as a feed. It implements
 // deck.Deck in process, and it is the only code that changes records.
 //
-// Who may call it: the process that owns the store (store.Open's lock
+// Who may call it: the process that owns the store (badger.Open's lock
 // makes it the sole writer): the command line and the dashboard when no
 // owner runs, the service that serves the Deck to other processes, a Go
 // program that embeds taskdeck. Everyone else reaches it through a deck.

@@ -21,7 +21,7 @@ import (
 
 // Options configure an engine. Zero values select the defaults.
 type Options struct {
-	DataDir string // the store's directory (store.Open)
+	DataDir string // the store's directory (badger.Open)
 	// Store is empty for Badger in DataDir, or a postgres:// connection
 	// string: a fleet's shared database, where this engine polls only the
 	// tasks it has claimed.

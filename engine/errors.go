@@ -9,6 +9,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // classify makes err a *deck.Error of the kind its frontends act on, its
@@ -81,6 +82,6 @@ func isUsage(err error) bool {
 // isLocal reports the store's own failures wherever they surface: damage,
 // no room to flush, a file system that refuses writes.
 func isLocal(err error) bool {
-	return errors.As(err, new(*store.CorruptError)) || errors.Is(err, store.ErrNoRoomToFlush) || errors.Is(err, store.ErrDiskFull) ||
+	return errors.As(err, new(*store.CorruptError)) || errors.Is(err, badger.ErrNoRoomToFlush) || errors.Is(err, badger.ErrDiskFull) ||
 		errors.Is(err, syscall.EROFS) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO)
 }

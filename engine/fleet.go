@@ -20,7 +20,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // The claims of an engine on a shared database: a lease of ClaimLease,
@@ -54,7 +54,7 @@ func RedactStore(conn string) string { return mcpconfig.RedactURL(conn) }
 func openBackend(opts Options) (store.Backend, *claimer, []byte, error) {
 	switch {
 	case opts.Store == "":
-		st, err := store.Open(opts.DataDir, opts.Logger)
+		st, err := badger.Open(opts.DataDir, opts.Logger)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -89,7 +89,7 @@ func openBackend(opts Options) (store.Backend, *claimer, []byte, error) {
 	if err != nil {
 		return nil, nil, nil, deck.Errorf(deck.KindUsage, "%v", err)
 	}
-	pg, err := postgres.Open(ctx, conn.String(), opts.Logger.With("component", "store", "store", RedactStore(opts.Store)))
+	pg, err := store.OpenShared(ctx, conn.String(), opts.Logger.With("component", "store", "store", RedactStore(opts.Store)))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -115,7 +115,7 @@ func engineName() string {
 
 // claimer holds an engine's claims on tasks of a shared database.
 type claimer struct {
-	pg    *postgres.Store
+	pg    store.Shared
 	name  string // this engine, as the database names the claims' owner
 	lease time.Duration
 	renew time.Duration
@@ -129,7 +129,7 @@ type claimer struct {
 	// URLs of ad-hoc calls this process made (a URL may mean another
 	// machine on another host: only the engine that called it claims it).
 	servers []string
-	held    map[string]postgres.Claim
+	held    map[string]store.Claim
 	// until is when each lease runs out by this engine's clock (from
 	// before the request that took or renewed it): a claim not renewed by
 	// then is not polled, before another engine may take it.
@@ -144,7 +144,7 @@ type claimer struct {
 	heard map[string]acted
 	// fleet is the last view of the others' claims and reach, and when it
 	// was read (zero: never).
-	fleet   postgres.Fleet
+	fleet   store.Fleet
 	readAt  time.Time
 	triedAt time.Time // the last read, failed or not
 	rounds  bool      // the claim rounds run and keep fleet current
@@ -159,7 +159,7 @@ type claimer struct {
 	tookOverN, fencedN, beatAt atomic.Int64
 }
 
-func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
+func newClaimer(pg store.Shared, name string, opts Options) *claimer {
 	c := &claimer{
 		pg:       pg,
 		name:     name,
@@ -167,7 +167,7 @@ func newClaimer(pg *postgres.Store, name string, opts Options) *claimer {
 		renew:    opts.ClaimRenew,
 		member:   opts.Claim,
 		wake:     make(chan struct{}, 1),
-		held:     map[string]postgres.Claim{},
+		held:     map[string]store.Claim{},
 		until:    map[string]time.Time{},
 		waiting:  map[string]bool{},
 		tookOver: map[string]bool{},
@@ -287,12 +287,12 @@ func (c *claimer) takenOver(id string) bool {
 
 // claim is this engine's claim on id, if it holds one whose lease has not
 // run out by its clock: only then may it poll the task.
-func (c *claimer) claim(id string) (postgres.Claim, bool) {
+func (c *claimer) claim(id string) (store.Claim, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl, ok := c.held[id]
 	if !ok || !time.Now().Before(c.until[id]) {
-		return postgres.Claim{}, false
+		return store.Claim{}, false
 	}
 	return cl, true
 }
@@ -441,7 +441,7 @@ const trickle = 8
 // share: the other engines' rounds will.
 func (c *claimer) round(poked bool) (lost []string, claimed []string, err error) {
 	c.mu.Lock()
-	var held []postgres.Claim
+	var held []store.Claim
 	for _, cl := range c.held {
 		held = append(held, cl)
 	}
@@ -476,7 +476,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 	}
 	// First the tasks whose claim ran out, beyond the share: their engine
 	// died or stalled and no one watches them; new tasks even the share out.
-	taken, err := c.take(&claimed, takeAll, func(n int) ([]postgres.Claim, error) {
+	taken, err := c.take(&claimed, takeAll, func(n int) ([]store.Claim, error) {
 		got, err := c.pg.ClaimExpired(c.name, servers, n, c.lease)
 		c.mu.Lock()
 		for _, cl := range got {
@@ -502,7 +502,7 @@ func (c *claimer) round(poked bool) (lost []string, claimed []string, err error)
 		}
 	}
 	if want != 0 {
-		_, err = c.take(&claimed, want, func(n int) ([]postgres.Claim, error) {
+		_, err = c.take(&claimed, want, func(n int) ([]store.Claim, error) {
 			return c.pg.ClaimTasks(c.name, servers, n, c.lease)
 		})
 	}
@@ -514,7 +514,7 @@ const takeAll = -1
 
 // take claims up to want tasks (takeAll: all there are) with claim, in
 // batches, adds their ids to claimed and returns how many it took.
-func (c *claimer) take(claimed *[]string, want int, claim func(n int) ([]postgres.Claim, error)) (int, error) {
+func (c *claimer) take(claimed *[]string, want int, claim func(n int) ([]store.Claim, error)) (int, error) {
 	taken := 0
 	for want != 0 {
 		n := claimBatch
@@ -548,7 +548,7 @@ func (c *claimer) take(claimed *[]string, want int, claim func(n int) ([]postgre
 // maker, another engine, is not alive in a view of the fleet read after
 // it; or it is older than a call can take (stale), as its maker, alive or
 // unnamed, may still be calling until then. Its age is the database's
-// (see postgres.Store.Ages; unknown: not judged by age), since another
+// (see store.Shared's Ages; unknown: not judged by age), since another
 // engine's clock may be minutes off: its record last written while it
 // went calling, no later write makes it older.
 func (c *claimer) crashed(t *model.Task, ages map[string]time.Duration, stale time.Duration, recsAt time.Time) bool {
@@ -601,7 +601,7 @@ func chunks[T any](s []T, n int) func(func([]T) bool) {
 func (c *claimer) update(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
 	cl, ok := c.claim(id)
 	if !ok {
-		cl = postgres.Claim{ID: id, Owner: c.name} // fence 0
+		cl = store.Claim{ID: id, Owner: c.name} // fence 0
 	}
 	rec, err := c.pg.UpdateClaimed(cl, fn)
 	c.fencedWrite(err)

@@ -9,7 +9,6 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
-	"github.com/taskdeck/taskdeck/store/postgres"
 	"github.com/taskdeck/taskdeck/termtext"
 )
 
@@ -155,7 +154,7 @@ func (w *watched) ChangesSince(rev uint64) ([]store.Change, uint64, bool, error)
 
 // watchHealth makes the engine hear its shared database's reach: the
 // listener's word and every request's. It returns the backend to use.
-func (e *Engine) watchHealth(st store.Backend, pg *postgres.Store) store.Backend {
+func (e *Engine) watchHealth(st store.Backend, pg store.Shared) store.Backend {
 	e.health = newStoreHealth(func(s deck.Store) {
 		if s.Up {
 			e.log.Info("the database is back; polling resumes")

@@ -16,7 +16,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // benchEnv is a tracker over a real store with open tasks on a demo server
@@ -50,7 +50,7 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 		}
 		h.ServeHTTP(w, r)
 	}))
-	st, err := store.Open(b.TempDir(), nil)
+	st, err := badger.Open(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

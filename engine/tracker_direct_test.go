@@ -25,7 +25,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // recorded is one request as it reached the server, and the content type
@@ -93,7 +93,7 @@ func newDirectEnv(t *testing.T, jsonResponse bool) *directEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(t.TempDir(), nil)
+	st, err := badger.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func TestPollAnswersOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(t.TempDir(), nil)
+	st, err := badger.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // Faults on the wire: a fault-injecting proxy on loopback between the
@@ -202,7 +202,7 @@ type faultEnv struct {
 	demo    *demo.Server
 	http    *httptest.Server
 	proxy   *faultProxy
-	store   *store.Store
+	store   *badger.Store
 	pool    *mcpclient.Pool
 	tracker *tracker
 	ref     model.ServerRef
@@ -218,7 +218,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.store, err = store.Open(t.TempDir(), nil)
+	e.store, err = badger.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // Handles and answers a real server would not send: a tracker over a real
@@ -28,7 +28,7 @@ func newHostileEnv(t *testing.T) (*env, *hostile.Server) {
 	h := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
 	e := &env{t: t, demo: h.Demo, ref: model.ServerRef{URL: h.URL}}
 	var err error
-	if e.store, err = store.Open(t.TempDir(), nil); err != nil {
+	if e.store, err = badger.Open(t.TempDir(), nil); err != nil {
 		t.Fatal(err)
 	}
 	e.pool = mcpclient.NewPool(mcpclient.PoolOptions{})

@@ -25,6 +25,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 func TestMain(m *testing.M) {
@@ -41,7 +42,7 @@ type env struct {
 	t       *testing.T
 	demo    *demo.Server
 	http    *httptest.Server
-	store   *store.Store
+	store   *badger.Store
 	pool    *mcpclient.Pool
 	tracker *tracker
 	ref     model.ServerRef
@@ -62,7 +63,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.store, err = store.Open(t.TempDir(), nil)
+	e.store, err = badger.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

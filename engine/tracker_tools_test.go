@@ -12,7 +12,7 @@ import (
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // headerEnv is a tracker on a hostile front over the demo server, so a
@@ -27,7 +27,7 @@ type headerEnv struct {
 func newHeaderEnv(t *testing.T) *headerEnv {
 	t.Helper()
 	srv := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
-	st, err := store.Open(t.TempDir(), nil)
+	st, err := badger.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

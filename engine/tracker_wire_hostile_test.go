@@ -18,7 +18,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // secretEnv is a tracker over a real store and the hostile front of a
@@ -28,7 +28,7 @@ type secretEnv struct {
 	t       *testing.T
 	srv     *hostile.Server
 	cfg     *mcpconfig.Config
-	store   *store.Store
+	store   *badger.Store
 	secret  string
 	timeout time.Duration
 	ref     model.ServerRef
@@ -50,7 +50,7 @@ func newSecretEnv(t *testing.T, opts demo.Options) *secretEnv {
 		t.Fatal(err)
 	}
 	e.cfg = cfg
-	if e.store, err = store.Open(t.TempDir(), nil); err != nil {
+	if e.store, err = badger.Open(t.TempDir(), nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.store.Close() })

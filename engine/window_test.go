@@ -9,7 +9,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 	"github.com/taskdeck/taskdeck/store/storetest"
 )
 
@@ -19,7 +19,7 @@ import (
 // from a cursor.
 func TestWatchWindowHoldsOpenTasksAPageAndTheCounts(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir, nil)
+	st, err := badger.Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestWatchWindowHoldsOpenTasksAPageAndTheCounts(t *testing.T) {
 // from a part before the last reads the snapshot again.
 func TestWatchWindowSnapshotComesInParts(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir, nil)
+	st, err := badger.Open(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,17 +14,18 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/notify"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // hookStore is a real Badger store committing the events of cfg's
 // "notify", and a Deliverer sending them, closed at cleanup.
-func hookStore(t testing.TB, cfg string) (*store.Store, mcpconfig.Notify, *notify.Deliverer) {
+func hookStore(t testing.TB, cfg string) (*badger.Store, mcpconfig.Notify, *notify.Deliverer) {
 	t.Helper()
 	c, err := mcpconfig.ParseConfig("c.json", []byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.Open(t.TempDir(), nil)
+	s, err := badger.Open(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func hookStore(t testing.TB, cfg string) (*store.Store, mcpconfig.Notify, *notif
 }
 
 // fail makes a task on server demo, tool tool, and moves it to failed.
-func fail(t *testing.T, s *store.Store, tool string) *model.Task {
+func fail(t *testing.T, s *badger.Store, tool string) *model.Task {
 	t.Helper()
 	rec := model.NewIntent(model.ServerRef{Name: "demo"}, tool, json.RawMessage(`{}`), "", time.Now())
 	if err := s.Create(rec); err != nil {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -115,7 +115,7 @@ func Serve(ctx context.Context, dataDir string, d deck.Deck, log *slog.Logger, o
 		return nil, err
 	}
 	// The socket's privacy rests on its directory's.
-	if err := store.PrepareDir(filepath.Dir(path)); err != nil {
+	if err := badger.PrepareDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
 	l, err := listen(path)

@@ -11,6 +11,7 @@ import (
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	_ "github.com/taskdeck/taskdeck/store/postgres" // engine.Open of a postgres:// store
 )
 
 // One TestMain for the package: the outage tests need a real PostgreSQL.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/storetest"
 )
 
 // The Badger store's audit key is made once, 32 random bytes, in a file
@@ -20,28 +21,28 @@ func TestAuditKeyBesideTheStore(t *testing.T) {
 	os.Unsetenv(store.AuditKeyEnv)
 	dir := filepath.Join(t.TempDir(), "taskdeck")
 	key, err := store.LoadAuditKey(dir)
-	must(t, err)
+	storetest.Must(t, err)
 	path := store.AuditKeyPath(dir)
 	if path != dir+".audit-key" || len(key) != 32 {
 		t.Fatalf("key file %s, %d bytes", path, len(key))
 	}
 	fi, err := os.Stat(path)
-	must(t, err)
+	storetest.Must(t, err)
 	if fi.Mode().Perm() != 0o600 {
 		t.Fatalf("the key file's mode is %04o, want 0600", fi.Mode().Perm())
 	}
 	again, err := store.LoadAuditKey(dir)
-	must(t, err)
+	storetest.Must(t, err)
 	if !bytes.Equal(again, key) {
 		t.Fatal("a second load made another key")
 	}
 
-	must(t, os.Chmod(path, 0o640))
+	storetest.Must(t, os.Chmod(path, 0o640))
 	if _, err := store.LoadAuditKey(dir); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("a key file others may read: %v", err)
 	}
-	must(t, os.Chmod(path, 0o600))
-	must(t, os.WriteFile(path, []byte("abcd\n"), 0o600))
+	storetest.Must(t, os.Chmod(path, 0o600))
+	storetest.Must(t, os.WriteFile(path, []byte("abcd\n"), 0o600))
 	if _, err := store.LoadAuditKey(dir); err == nil || !strings.Contains(err.Error(), "restore it from its copy") {
 		t.Fatalf("a key file cut short: %v", err)
 	}

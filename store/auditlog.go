@@ -17,7 +17,7 @@ type AuditFunc func(cp model.AuditCheckpoint, rev uint64, body, hash []byte) err
 func DecodeAudit(rev uint64, body, hash []byte) (model.AuditEntry, error) {
 	e := model.AuditEntry{Rev: rev, Hash: hex.EncodeToString(hash)}
 	if err := json.Unmarshal(body, &e.AuditBody); err != nil {
-		return e, &decodeError{fmt.Errorf("audit entry %d does not decode: %w", rev, err)}
+		return e, &DecodeError{Err: fmt.Errorf("audit entry %d does not decode: %w", rev, err)}
 	}
 	return e, nil
 }

@@ -1,3 +1,9 @@
+// Package store is what the engine asks of a task store (Backend), the
+// errors every backend words its failures with, and what the backends
+// share: the change feed's Change, the audit log's reader, the outbox's
+// types and the checks of a write. The backends are store/badger (one
+// process, embedded) and store/postgres (a fleet's shared database); both
+// pass the contract suite in store/storetest.
 package store
 
 import (
@@ -6,10 +12,10 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 )
 
-// Backend is what the engine needs of a task store. Badger (*Store) is the
+// Backend is what the engine needs of a task store. store/badger is the
 // embedded default; store/postgres keeps the records of a fleet in one
 // database. Every backend passes the contract suite in store/storetest, and
-// the doc comments of *Store's methods are the contract: a write returns only
+// the doc comments of badger.Store's methods are the contract: a write returns only
 // once committed durably, Update writes nothing when fn reports no change,
 // an idempotency key names one record (a *DuplicateKeyError otherwise),
 // misses wrap ErrNotFound, and revisions are store-wide and commit-ordered.
@@ -49,5 +55,3 @@ type Backend interface {
 	PruneAudit(cutoff time.Time) (int, error)
 	Close() error
 }
-
-var _ Backend = (*Store)(nil)

@@ -40,6 +40,13 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("store %s is damaged: %s; move it aside and start again", e.Dir, e.Reason)
 }
 
+// DecodeError says a stored record or entry is not what its store wrote:
+// the backend words it as its store damaged (Badger: a *CorruptError).
+type DecodeError struct{ Err error }
+
+func (e *DecodeError) Error() string { return e.Err.Error() }
+func (e *DecodeError) Unwrap() error { return e.Err }
+
 // DuplicateKeyError says an idempotency key already names a record.
 type DuplicateKeyError struct {
 	Key      string

@@ -19,6 +19,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/service"
+	_ "github.com/taskdeck/taskdeck/store/postgres" // a config's "store" may name a fleet's database
 )
 
 // Options say where the records are and which servers calls may name.

@@ -21,6 +21,7 @@ import (
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	_ "github.com/taskdeck/taskdeck/store/postgres" // engine.Open of a postgres:// store
 	"github.com/taskdeck/taskdeck/telemetry"
 )
 

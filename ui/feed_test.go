@@ -11,12 +11,12 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // seed writes records while taskdeck is away, concurrently so that they
 // share the store's syncs.
-func seed(t *testing.T, st *store.Store, recs []*model.Task) {
+func seed(t *testing.T, st *badger.Store, recs []*model.Task) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(recs))
@@ -113,7 +113,7 @@ func TestABatchOfChangesCostsOneSort(t *testing.T) {
 // change each) reaches the dashboard in a few frames, each one sort.
 func TestABurstFromTheEngineIsBatchedByFrame(t *testing.T) {
 	h := newHarness(t, func(h *harness) {
-		h.offline(func(st *store.Store) { seed(t, st, records(2000, model.StatusCompleted, nil)) })
+		h.offline(func(st *badger.Store) { seed(t, st, records(2000, model.StatusCompleted, nil)) })
 	})
 	// The first frame holds a page of them; the rest come in pages.
 	h.until("2,000 rows", func(m *Model) bool { return m.list.Len() == 2000 && m.hidden == 0 })
@@ -149,7 +149,7 @@ func TestReconcileProgressThenReport(t *testing.T) {
 // hold it to 3 s; here the bound leaves room for a busy machine.)
 func TestReconcileOf2000TasksShowsProgress(t *testing.T) {
 	h := newHarness(t, func(h *harness) {
-		h.offline(func(st *store.Store) {
+		h.offline(func(st *badger.Store) {
 			seed(t, st, records(2000, model.StatusWorking, func(i int) string { return fmt.Sprint("no-such-task-", i) }))
 		})
 	})

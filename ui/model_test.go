@@ -24,7 +24,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -107,12 +107,12 @@ func (h *harness) open() {
 
 // offline closes the engine, hands its store to fn, and opens the engine
 // again: what a store holds after taskdeck was away.
-func (h *harness) offline(fn func(st *store.Store)) {
+func (h *harness) offline(fn func(st *badger.Store)) {
 	h.t.Helper()
 	if err := h.eng.Close(); err != nil {
 		h.t.Fatal(err)
 	}
-	st, err := store.Open(h.dir, nil)
+	st, err := badger.Open(h.dir, nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestStartupReconciles(t *testing.T) {
 		gone = model.NewIntent(h.ref, "sleep", nil, "", time.Now())
 		gone.TaskID, gone.Status = "no-such-task", model.StatusWorking
 		stale = model.NewIntent(h.ref, "sleep", nil, "", time.Now())
-		h.offline(func(st *store.Store) {
+		h.offline(func(st *badger.Store) {
 			for _, rec := range []*model.Task{gone, stale} {
 				if err := st.Create(rec); err != nil {
 					t.Fatal(err)

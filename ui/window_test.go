@@ -10,7 +10,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // On a store with more finished tasks than the dashboard reads at first,
@@ -21,7 +21,7 @@ func TestWindowGReachesEveryRecord(t *testing.T) {
 	done := records(2500, model.StatusCompleted, nil)
 	h := newHarness(t, func(h *harness) {
 		h.opts.Recent = 1000
-		h.offline(func(st *store.Store) { seed(t, st, done) })
+		h.offline(func(st *badger.Store) { seed(t, st, done) })
 	})
 	if n := h.m.list.Len(); n != 1000 || h.m.hidden != 1500 {
 		t.Fatalf("first frame holds %d rows, %d left out; want 1000 and 1500", n, h.m.hidden)
@@ -50,7 +50,7 @@ func TestWindowSearchReachesOlderRecords(t *testing.T) {
 	done[3].Tool = "needle"
 	h := newHarness(t, func(h *harness) {
 		h.opts.Recent = 1000
-		h.offline(func(st *store.Store) { seed(t, st, done) })
+		h.offline(func(st *badger.Store) { seed(t, st, done) })
 	})
 	if _, held := h.m.list.Get(done[3].ID); held {
 		t.Fatal("the old task is held before the search")
@@ -88,7 +88,7 @@ func TestWindowSearchOfAStatusReadsItsIndexOnly(t *testing.T) {
 	log := &listLog{}
 	h := newHarness(t, func(h *harness) {
 		h.opts.Recent = 1000
-		h.offline(func(st *store.Store) { seed(t, st, done) })
+		h.offline(func(st *badger.Store) { seed(t, st, done) })
 		h.wrap = func(d deck.Deck) deck.Deck { log.Deck = d; return log }
 	})
 	h.key("/")
@@ -114,7 +114,7 @@ func TestWindowOpenGroupReadsNoFinishedPage(t *testing.T) {
 	done := records(1500, model.StatusCompleted, nil)
 	h := newHarness(t, func(h *harness) {
 		h.opts.Recent = 1000
-		h.offline(func(st *store.Store) { seed(t, st, done) })
+		h.offline(func(st *badger.Store) { seed(t, st, done) })
 	})
 	for _, k := range []string{"1", "G"} {
 		h.key(k)

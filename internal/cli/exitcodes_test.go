@@ -14,7 +14,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/hostile"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // TestExitCodes checks every row of the README's exit-code list in
@@ -61,7 +61,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "server never answers", setup: func(_ *testing.T, c *inproc) { c.timeout = 300 * time.Millisecond },
 			args: []string{"call", "--url", silent, "echo"}, code: exitUnreachable, want: []string{silent}},
 		{name: "store held", setup: func(t *testing.T, c *inproc) {
-			st, err := store.Open(c.dataDir, nil)
+			st, err := badger.Open(c.dataDir, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

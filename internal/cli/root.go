@@ -24,7 +24,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 	"github.com/taskdeck/taskdeck/taskdeck"
 	"github.com/taskdeck/taskdeck/termtext"
 	"golang.org/x/term"
@@ -402,7 +402,7 @@ func (f *Factory) warn(msg string) {
 // directory is checked first, and the log must be a regular file: a link
 // planted there is never followed.
 func (f *Factory) openLog() error {
-	if err := store.PrepareDir(f.dataDir); err != nil {
+	if err := badger.PrepareDir(f.dataDir); err != nil {
 		return &exitError{code: exitLocal, err: err}
 	}
 	path := filepath.Join(f.dataDir, "taskdeck.log")

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // writers is how many goroutines create records at once: the store
@@ -21,7 +21,7 @@ const writers = 64
 // Fill creates, in a new store at dir, open working records followed by
 // finished completed ones, then closes the store.
 func Fill(dir string, open, finished int) error {
-	s, err := store.Open(dir, nil)
+	s, err := badger.Open(dir, nil)
 	if err != nil {
 		return err
 	}

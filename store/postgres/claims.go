@@ -11,17 +11,14 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 )
 
-// Claim is an engine's lease on polling one task. Fence grows with every
-// claim of the task (from 1), so a write carrying an older one is refused.
-// Fence 0 is no claim: a write carrying it is refused while any engine
-// holds a live claim on the task.
-type Claim struct {
-	ID    string
-	Owner string
-	Fence uint64
-}
+// Claim and Fleet are the shared store's (store.Claim, store.Fleet).
+type (
+	Claim = store.Claim
+	Fleet = store.Fleet
+)
 
-func (c *Claim) fence() *int64 {
+// fenceOf is c's fence as a parameter (NULL: no claim).
+func fenceOf(c *Claim) *int64 {
 	if c == nil {
 		return nil
 	}
@@ -29,7 +26,8 @@ func (c *Claim) fence() *int64 {
 	return &f
 }
 
-func (c *Claim) owner() *string {
+// ownerOf is c's owner as a parameter (NULL: no claim).
+func ownerOf(c *Claim) *string {
 	if c == nil {
 		return nil
 	}
@@ -163,22 +161,6 @@ func (s *Store) checkClaim(id string, c *Claim) error {
 		return fmt.Errorf("task %s: %w", id, store.ErrFenced)
 	}
 	return nil
-}
-
-// Fleet is what an engine knows of the others on the database, read in
-// one round per claim round: no write per task.
-type Fleet struct {
-	// Watchers names the engine holding a live claim on each open task.
-	Watchers map[string]string
-	// Reachable holds the servers (names and ad-hoc URLs) that some live
-	// engine can poll: a task of any other has no one to watch it.
-	Reachable map[string]bool
-	// Alive holds the names of the engines alive on the database: an
-	// intent whose maker is not among them is a dead process's.
-	Alive map[string]bool
-	// NextExpiry is when, by this host's clock, the first live claim of another engine on an
-	// open task of the servers asked about runs out (zero: none).
-	NextExpiry time.Time
 }
 
 // Heartbeat records engine as alive until lease from now, able to poll

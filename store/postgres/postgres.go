@@ -104,6 +104,19 @@ type Store struct {
 
 var _ store.Backend = (*Store)(nil)
 
+// The fleet's database is the engine's shared store (store.OpenShared).
+func init() {
+	store.RegisterShared(func(ctx context.Context, conn string, logger *slog.Logger) (store.Shared, error) {
+		s, err := Open(ctx, conn, logger)
+		if err != nil {
+			return nil, err // not a nil *Store in a non-nil Shared
+		}
+		return s, nil
+	})
+}
+
+var _ store.Shared = (*Store)(nil)
+
 // Open connects to the database named by connString (a postgres:// URL or
 // key=value string), brings its schema up to date (under an advisory lock,
 // so engines may Open at once), and starts listening for other processes'
@@ -424,7 +437,7 @@ func (s *Store) commit(batch []*putReq) {
 	evIDs, evEndpoints, evBodies := make([]*string, n), make([]*string, n), make([][]byte, n)
 	for i, r := range batch {
 		ids[i], keys[i], statuses[i], servers[i] = r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.Server.String()
-		at[i], vals[i], prevs[i], fences[i], owners[i] = r.rec.UpdatedAt, r.val, r.prev, r.c.fence(), r.c.owner()
+		at[i], vals[i], prevs[i], fences[i], owners[i] = r.rec.UpdatedAt, r.val, r.prev, fenceOf(r.c), ownerOf(r.c)
 		audits[i], auditAts[i] = r.audit, r.auditAt
 		evIDs[i], evEndpoints[i], evBodies[i] = eventArgs(r.event)
 	}
@@ -502,7 +515,7 @@ func (s *Store) commitOne(r *putReq) {
 	defer cancel()
 	sql, args := createSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, r.rec.Server.String(), r.audit, r.auditAt}
 	if r.prev != nil {
-		sql, args = updateSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, *r.prev, r.c.fence(), r.c.owner(), r.audit, r.auditAt}
+		sql, args = updateSQL, []any{r.rec.ID, nullKey(r.rec.IdempotencyKey), string(r.rec.Status), r.rec.UpdatedAt, r.val, *r.prev, fenceOf(r.c), ownerOf(r.c), r.audit, r.auditAt}
 	}
 	if r.event != nil && len(r.event.Endpoints) > 0 {
 		evID, evEndpoints, evBody := eventArgs(r.event)
@@ -637,7 +650,7 @@ func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err erro
 }
 
 // ReleaseKey takes record id's idempotency key off it, in one committed
-// txn, if release says so of the record as stored (see store.Store).
+// txn, if release says so of the record as stored (see badger.Store).
 func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.Task, error) {
 	return s.update(id, func(t *model.Task) (bool, error) {
 		if t.IdempotencyKey == "" || !release(t) {

@@ -1,0 +1,170 @@
+package badger
+
+import (
+	"log/slog"
+	"testing"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// Writes is the number of write txns the store has committed.
+func Writes(s *Store) int64 { return s.writes.Load() }
+
+// MaxVersion is Badger's latest commit timestamp; every committed write
+// txn advances it.
+func MaxVersion(s *Store) uint64 { return s.db.MaxVersion() }
+
+// PutRaw writes one key behind the store's back, to plant damage.
+func PutRaw(s *Store, key, val string) error {
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(key), []byte(val)) })
+}
+
+// Keys lists every key in the store, in order.
+func Keys(s *Store) ([]string, error) {
+	var keys []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			keys = append(keys, string(it.Item().Key()))
+		}
+		return nil
+	})
+	return keys, err
+}
+
+// BadgerLogger is the adapter Open hands to Badger.
+func BadgerLogger(l *slog.Logger) badger.Logger { return badgerLogger{l} }
+
+// SyncedWAL names the file the store syncs after each commit, "" when it
+// falls back to Badger's db.Sync.
+func SyncedWAL(s *Store) string {
+	if s.wal == nil || s.wal.f == nil {
+		return ""
+	}
+	return s.wal.f.Name()
+}
+
+// Raw reads one key behind the store's back.
+func Raw(s *Store, key string) (string, error) {
+	var v []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err == nil {
+			v, err = item.ValueCopy(nil)
+		}
+		return err
+	})
+	return string(v), err
+}
+
+// OnCompact makes s call fn before each step of a reclaim's compaction.
+func OnCompact(s *Store, fn func(step string)) { s.onCompact = fn }
+
+// OnSync makes s call fn with every path it syncs after a commit.
+func OnSync(s *Store, fn func(path string)) { s.wal.onSync = fn }
+
+// DeleteRaw deletes one key behind the store's back.
+func DeleteRaw(s *Store, key string) error {
+	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(key)) })
+}
+
+// BreakWALSync closes the file the store syncs after each commit, so the
+// next syncs fail; RepairWALSync makes the store look it up again.
+func BreakWALSync(s *Store) { _ = s.wal.f.Close() }
+
+func RepairWALSync(s *Store) { s.wal.stale = true }
+
+// SetMaxTombstones lowers the number of tombstones kept, for one test.
+func SetMaxTombstones(t *testing.T, n uint64) {
+	old := maxTombstones
+	maxTombstones = n
+	t.Cleanup(func() { maxTombstones = old })
+}
+
+// Rewrite changes, with Badger's own API on the closed store in dir, the
+// value of key by edit: what someone who can write the files can do
+// behind taskdeck's back. Badger writes whole, valid tables, which the
+// next Open checks block by block and sums like its own.
+func Rewrite(dir, key string, edit func([]byte) []byte) error {
+	return behindTheBack(dir, func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return err
+		}
+		return txn.Set([]byte(key), edit(v))
+	})
+}
+
+// DeleteClosed deletes key as Rewrite changes one.
+func DeleteClosed(dir, key string) error {
+	return behindTheBack(dir, func(txn *badger.Txn) error { return txn.Delete([]byte(key)) })
+}
+
+func behindTheBack(dir string, fn func(*badger.Txn) error) error {
+	db, err := badger.Open(options(dir, nil))
+	if err != nil {
+		return err
+	}
+	err = db.Update(fn)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Tamper runs fn in one Badger txn on the closed store in dir, as Rewrite
+// does: for an attacker who rewrites several keys at once.
+func Tamper(dir string, fn func(*badger.Txn) error) error { return behindTheBack(dir, fn) }
+
+// before20 is Badger's sizing before issue 20 (8 MiB memtables, values of
+// 1 MiB and more in the value log), the baseline of the sizing benchmarks.
+var before20 = sizing{memTable: 8 << 20, memtables: 2, level0: 2, table: 2 << 20, threshold: 1 << 20, block: 4 << 10}
+
+// Sizings names the sizings the benchmarks compare; UseSizing makes Open
+// take one until the returned func restores the store's own.
+var Sizings = []string{"small", "before20"}
+
+func UseSizing(name string) (restore func()) {
+	if name == "before20" {
+		sized = before20
+	} else if c, ok := candidates[name]; ok {
+		sized = c
+	}
+	return func() { sized = small }
+}
+
+// candidates are variations of small that BenchmarkSizingParallelCreate
+// also measures, each changing one thing.
+var candidates = map[string]sizing{
+	"memtable2M": func() sizing { s := small; s.memTable = 2 << 20; return s }(),
+	// 64 KiB blocks, which keep the pooled table builders smaller
+	"blocks64K": func() sizing { s := small; s.block = 64 << 10; return s }(),
+}
+
+// Candidates names them, in a fixed order.
+var Candidates = []string{"memtable2M", "blocks64K"}
+
+// PruneChunk is the records one prune txn deletes at most.
+const PruneChunk = pruneChunk
+
+// ForgeSums records a wrong CRC-32C for every table in TABLESUMS, keeping
+// each one's stamp: only a check that reads the tables notices.
+func ForgeSums(dir string) error {
+	sums := readSums(dir)
+	for name, s := range sums {
+		s.crc ^= 1
+		sums[name] = s
+	}
+	return writeSums(dir, sums)
+}
+
+// CheckFiles is the check Open makes before Badger opens dir.
+func CheckFiles(dir string) error {
+	_, err := checkFiles(dir, options(dir, nil))
+	return err
+}

@@ -1,0 +1,98 @@
+package badger_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
+)
+
+// failedEvents tells endpoint "w1" and "c1" of every move to failed.
+func failedEvents(prev, next *model.Task) *store.Event {
+	if next.Status != model.StatusFailed || prev != nil && prev.Status == model.StatusFailed {
+		return nil
+	}
+	return &store.Event{ID: "msg_" + next.ID, Body: []byte(`{"type":"task.failed"}`), Endpoints: []string{"w1", "c1"}}
+}
+
+// TestOutboxHoldsOnlyWhatIsUndelivered: a change some endpoint wants
+// commits its event with the record (one txn: the record's revision names
+// it); an entry delivered or expired goes, the event with its last entry,
+// and the store then holds no more keys than it would without an outbox
+// but the endpoints' counts. A failed attempt keeps the entry, due again at
+// its retry time and not before.
+func TestOutboxHoldsOnlyWhatIsUndelivered(t *testing.T) {
+	s := newStore(t)
+	s.SetEvents(failedEvents)
+	rec := create(t, s, "k", model.StatusWorking, t0)
+	got, err := s.Update(rec.ID, moveTo(model.StatusFailed, t0.Add(time.Minute)))
+	must(t, err)
+	entries, err := s.Outbox(10, 0)
+	must(t, err)
+	if len(entries) != 2 || entries[0].Rev != got.Revision || entries[0].ID != "msg_"+rec.ID || string(entries[0].Body) != `{"type":"task.failed"}` {
+		t.Fatalf("outbox after the move to failed: %+v", entries)
+	}
+	byEndpoint := map[string]store.OutboxEntry{}
+	for _, e := range entries {
+		byEndpoint[e.Endpoint] = e
+	}
+
+	must(t, s.OutboxDone(byEndpoint["w1"], store.Failed, "POST: 503", time.Now().Add(time.Hour)))
+	entries, err = s.Outbox(10, 0)
+	must(t, err)
+	if len(entries) != 1 || entries[0].Endpoint != "c1" {
+		t.Fatalf("an entry due in an hour was returned: %+v", entries)
+	}
+	must(t, s.OutboxDone(byEndpoint["c1"], store.Delivered, "", time.Time{}))
+	stats, err := s.OutboxStats()
+	must(t, err)
+	if w := stats["w1"]; w.Pending != 1 || !w.Failing || w.LastError != "POST: 503" {
+		t.Errorf("w1's stats: %+v", w)
+	}
+	if c := stats["c1"]; c.Pending != 0 || c.Delivered != 1 || c.Failing {
+		t.Errorf("c1's stats: %+v", c)
+	}
+	must(t, s.OutboxDone(byEndpoint["w1"], store.Expired, "not delivered within the retry window", time.Time{}))
+	stats, err = s.OutboxStats()
+	must(t, err)
+	if w := stats["w1"]; w.Pending != 0 || w.Expired != 1 {
+		t.Errorf("w1's stats after it expired: %+v", w)
+	}
+	keys, err := badger.Keys(s)
+	must(t, err)
+	for _, k := range keys {
+		if strings.HasPrefix(k, "e\x00") || strings.HasPrefix(k, "o\x00") {
+			t.Errorf("key %q left after every entry went", k)
+		}
+	}
+	if !slices.Contains(keys, "O\x00w1") || !slices.Contains(keys, "O\x00c1") {
+		t.Errorf("the endpoints' counts are gone: %q", keys)
+	}
+}
+
+// TestNoEndpointNoOutbox: with no endpoint (no SetEvents, or events no
+// endpoint wants) a change writes no outbox key.
+func TestNoEndpointNoOutbox(t *testing.T) {
+	s := newStore(t)
+	rec := create(t, s, "k", model.StatusWorking, t0)
+	_, err := s.Update(rec.ID, moveTo(model.StatusFailed, t0.Add(time.Minute)))
+	must(t, err)
+	s2 := newStore(t)
+	s2.SetEvents(func(prev, next *model.Task) *store.Event { return nil })
+	rec2 := create(t, s2, "k", model.StatusWorking, t0)
+	_, err = s2.Update(rec2.ID, moveTo(model.StatusFailed, t0.Add(time.Minute)))
+	must(t, err)
+	for _, st := range []*badger.Store{s, s2} {
+		keys, err := badger.Keys(st)
+		must(t, err)
+		for _, k := range keys {
+			if k[0] == 'e' || k[0] == 'o' || k[0] == 'O' {
+				t.Errorf("outbox key %q with no endpoint", k)
+			}
+		}
+	}
+}

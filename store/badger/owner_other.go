@@ -1,0 +1,11 @@
+//go:build !unix
+
+package badger
+
+import "io/fs"
+
+// ownerUID knows no owner: file ownership is not a uid here.
+func ownerUID(fs.FileInfo) (int, bool) { return 0, false }
+
+// lockDir takes no lock of its own: Badger's lock says so here.
+func lockDir(string) (unlock func(), held bool) { return func() {}, false }

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package store
-
-func freeBytes(string) (uint64, bool) { return 0, false }
