@@ -470,13 +470,14 @@ func (d *Deck) newestFirst() []string {
 	return ids
 }
 
-// Servers implements deck.Deck: those SetServers set.
+// Servers implements deck.Deck: those SetServers set (none: an empty
+// list, not nil, as a config without servers lists).
 func (d *Deck) Servers(ctx context.Context) ([]deck.Server, error) {
 	if err := d.begin(ctx); err != nil {
 		return nil, err
 	}
 	defer d.mu.Unlock()
-	return slices.Clone(d.servers), nil
+	return append([]deck.Server{}, d.servers...), nil
 }
 
 // Tools implements deck.Deck: the list SetTools set; a server without one
