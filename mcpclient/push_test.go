@@ -17,6 +17,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
@@ -94,7 +95,7 @@ func next(t *testing.T, sub *mcpclient.Subscription) mcpclient.Pushed {
 			t.Fatalf("the stream ended: %v", sub.Err())
 		}
 		return p
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitfor.Scale(10 * time.Second)):
 		t.Fatal("nothing pushed")
 	}
 	return mcpclient.Pushed{}
@@ -109,7 +110,7 @@ func ends(t *testing.T, sub *mcpclient.Subscription) error {
 			t.Fatalf("want the end of the stream, got %s %s", p.Snapshot.Status, p.Snapshot.StatusMessage)
 		}
 		return sub.Err()
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitfor.Scale(10 * time.Second)):
 		t.Fatal("the stream did not end")
 	}
 	return nil
