@@ -80,7 +80,8 @@ func New(now func() time.Time) *Deck {
 }
 
 // Put adds or replaces records, each one change at the next revision
-// (the deck keeps copies), and returns the last revision.
+// (the deck keeps copies, their Revision set), and returns the last
+// revision.
 func (d *Deck) Put(tasks ...*model.Task) uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -194,8 +195,9 @@ func (d *Deck) commit(t *model.Task) {
 	if old, ok := d.recs[t.ID]; ok {
 		prev = old.Status
 	}
-	d.recs[t.ID] = t
 	d.rev++
+	t.Revision = d.rev
+	d.recs[t.ID] = t
 	ev := deck.Event{Kind: deck.EventChange, Rev: d.rev, Entries: []deck.Entry{d.entry(t)}}
 	d.changes = append(d.changes, ev)
 	ev.Prev = prev // live changes say it; a replay cannot (deck.Event.Prev)
