@@ -103,3 +103,30 @@ func groupNames() string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// Admits reports whether the filter admits a record, Limit and Before
+// aside (they page a list): its status is one of Statuses or a group of
+// Groups admits it (neither given: any status), and its server, tool,
+// key and text match. A group name not in Groups admits nothing.
+func (f Filter) Admits(e Entry) bool {
+	t := e.Task
+	if len(f.Statuses)+len(f.Groups) > 0 && !slices.Contains(f.Statuses, t.Status) &&
+		!slices.ContainsFunc(f.Groups, func(name string) bool { g, ok := GroupNamed(name); return ok && g.Admits(e) }) {
+		return false
+	}
+	switch {
+	case f.Server != "" && t.Server.Name != f.Server && t.Server.URL != f.Server,
+		f.Tool != "" && t.Tool != f.Tool,
+		f.Key != "" && t.IdempotencyKey != f.Key:
+		return false
+	case f.Text == "":
+		return true
+	}
+	text := strings.ToLower(f.Text)
+	for _, s := range []string{string(t.Arguments), t.StatusMessage, string(t.Result)} {
+		if strings.Contains(strings.ToLower(s), text) {
+			return true
+		}
+	}
+	return false
+}

@@ -115,16 +115,14 @@ func readLine(br *bufio.Reader) (line []byte, tooLong bool, err error) {
 
 // decodeLine decodes one message, or returns the error response for it.
 func decodeLine(line []byte, tooLong bool) (jsonrpc.Message, []byte) {
-	type errObj struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	}
+	// The id is the raw null a message that cannot be read is answered
+	// with: go-sdk's jsonrpc.Response would leave it out.
 	reply := func(id json.RawMessage, code int64, msg string) []byte {
 		b, _ := json.Marshal(struct {
 			JSONRPC string          `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
-			Error   errObj          `json:"error"`
-		}{"2.0", id, errObj{code, msg}})
+			Error   jsonrpc.Error   `json:"error"`
+		}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
 		return b
 	}
 	null := json.RawMessage("null")

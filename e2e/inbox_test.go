@@ -13,6 +13,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/nodetest"
+	"github.com/taskdeck/taskdeck/internal/testproc"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -46,10 +47,11 @@ func TestInboxFromTypeScriptClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testproc.Group(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = testproc.Signal(cmd, syscall.SIGKILL); _ = cmd.Wait() })
 	var lines []string
 	for sc := bufio.NewScanner(stdout); sc.Scan(); {
 		lines = append(lines, sc.Text())

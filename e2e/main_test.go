@@ -25,6 +25,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/testproc"
 )
 
 // tdBin is the taskdeck binary built by TestMain.
@@ -133,8 +134,9 @@ func runTD(t *testing.T, env []string, args ...string) clitest.Result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tdBin, args...)
 	cmd.Env = env
-	cmd.SysProcAttr = dieWithTests()
-	cmd.Stdin = nil // not a terminal: taskdeck never prompts
+	testproc.Group(cmd)
+	cmd.Cancel = testproc.Kill(cmd) // a timeout kills what it started too
+	cmd.Stdin = nil                 // not a terminal: taskdeck never prompts
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -151,13 +153,6 @@ func runTD(t *testing.T, env []string, args ...string) clitest.Result {
 		res.Code = ee.ExitCode()
 	}
 	return res
-}
-
-// dieWithTests makes a child die with the test binary: a run that times
-// out ends in a panic that runs no cleanup, and must leave no taskdeck
-// (nor its demo servers, which end with its pipes) behind.
-func dieWithTests() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
 // proc is a taskdeck process running in the background.
@@ -180,7 +175,10 @@ func startTDWithStdin(t *testing.T, env []string, stdin io.Reader, args ...strin
 	p := &proc{Stdout: &clitest.SyncBuf{}, Stderr: &clitest.SyncBuf{}, done: make(chan struct{})}
 	p.cmd = exec.Command(tdBin, args...)
 	p.cmd.Env = env
-	p.cmd.SysProcAttr = dieWithTests()
+	// A run that times out ends in a panic that runs no cleanup: the
+	// kernel kills the child then; the cleanup kills its whole group
+	// (its stdio servers, its notify commands' groups aside).
+	testproc.Group(p.cmd)
 	p.cmd.Stdin = stdin
 	p.cmd.Stdout, p.cmd.Stderr = p.Stdout, p.Stderr
 	if err := p.cmd.Start(); err != nil {
@@ -214,9 +212,10 @@ func (d *deck) serveProxy() (*proc, string) {
 	return owner, m[1]
 }
 
-// kill sends SIGKILL and waits until the process is reaped.
+// kill sends SIGKILL to the process's group and waits until the process
+// is reaped.
 func (p *proc) kill() {
-	p.cmd.Process.Signal(syscall.SIGKILL) // an error means it has already ended
+	testproc.Signal(p.cmd, syscall.SIGKILL) // an error means the group has already ended
 	select {
 	case <-p.done:
 	case <-time.After(clitest.WaitTimeout):

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/testproc"
 )
 
 // TestAnotherUserIsRefused: while `taskdeck serve` owns a store, another
@@ -39,6 +40,10 @@ func TestAnotherUserIsRefused(t *testing.T) {
 		cmd := exec.CommandContext(ctx, bin, "--data-dir", d.dataDir, "ls")
 		cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		testproc.Group(cmd)
+		cmd.Cancel = testproc.Kill(cmd)
+		testproc.Group(cmd)
+		cmd.Cancel = testproc.Kill(cmd)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.Run()
@@ -109,6 +114,8 @@ func TestProxyRefusesAnotherUser(t *testing.T) {
 	cmd := exec.CommandContext(ctx, bin, "--data-dir", filepath.Join(home, "data"), "call", "--url", base+"/mcp/build", "sleep", "--args", `{"seconds":1}`)
 	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+	testproc.Group(cmd)
+	cmd.Cancel = testproc.Kill(cmd)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Run()

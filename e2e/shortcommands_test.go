@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/testproc"
 )
 
 // TestShortCommandsUnderLowFileLimit runs 200 writing commands in a row,
@@ -63,6 +64,8 @@ func runLimited(t *testing.T, env []string, nofile int, args ...string) clitest.
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", `ulimit -n "$0" && exec "$@"`, strconv.Itoa(nofile), tdBin}, args...)...)
 	cmd.Env = env
+	testproc.Group(cmd)
+	cmd.Cancel = testproc.Kill(cmd)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 5 * time.Second

@@ -16,7 +16,8 @@
 //     and the caller polls.
 //   - Tools caches a server's tool list; ToolList.Check refuses, before
 //     anything is sent, an unknown tool or arguments the input schema
-//     refuses, and Arguments describes a schema's arguments for help.
+//     refuses, and Arguments describes them for help (both read the
+//     schema as the forms do: model.ReadSchema).
 //
 // Errors are typed so the engine can classify them (deck.Kind): a
 // *ServerError is the server's JSON-RPC answer, a *TransportError a

@@ -120,8 +120,12 @@ func (s *Session) Listen(ctx context.Context, taskIDs []string) (*Subscription, 
 		return nil, errors.New("listen: no task ids to subscribe to")
 	}
 	id := listenIDPrefix + strconv.FormatInt(directIDs.Add(1), 10)
-	body, err := json.Marshal(listenRequest{JSONRPC: "2.0", ID: id, Method: wire.MethodListen,
-		Params: listenParams{Meta: s.direct.meta, Notifications: wire.ListenFilter{TaskIDs: taskIDs}}})
+	params, err := json.Marshal(listenParams{Meta: s.direct.meta, Notifications: wire.ListenFilter{TaskIDs: taskIDs}})
+	if err != nil {
+		return nil, err
+	}
+	rpcID, _ := jsonrpc.MakeID(id) // a string is always an id
+	body, err := jsonrpc.EncodeMessage(&jsonrpc.Request{ID: rpcID, Method: wire.MethodListen, Params: params})
 	if err != nil {
 		return nil, err
 	}
@@ -217,13 +221,6 @@ func (s *Session) refusal(code int, status error, ctype string, body io.Reader) 
 		return s.noPush(fmt.Sprintf("it answered the listen with error %d: %s", rpc.Code, RedactedLine(rpc.Message)))
 	}
 	return s.noPush(fmt.Sprintf("it answered the listen with %q, not a stream", RedactedLine(ctype)))
-}
-
-type listenRequest struct {
-	JSONRPC string       `json:"jsonrpc"`
-	ID      string       `json:"id"`
-	Method  string       `json:"method"`
-	Params  listenParams `json:"params"`
 }
 
 // listenParams are wire.ListenParams with the _meta go-sdk sends, as it

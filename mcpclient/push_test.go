@@ -95,7 +95,7 @@ func next(t *testing.T, sub *mcpclient.Subscription) mcpclient.Pushed {
 			t.Fatalf("the stream ended: %v", sub.Err())
 		}
 		return p
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitfor.Scale(10 * time.Second)):
 		t.Fatal("nothing pushed")
 	}
 	return mcpclient.Pushed{}
@@ -110,7 +110,7 @@ func ends(t *testing.T, sub *mcpclient.Subscription) error {
 			t.Fatalf("want the end of the stream, got %s %s", p.Snapshot.Status, p.Snapshot.StatusMessage)
 		}
 		return sub.Err()
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitfor.Scale(10 * time.Second)):
 		t.Fatal("the stream did not end")
 	}
 	return nil

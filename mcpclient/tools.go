@@ -8,17 +8,16 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/taskdeck/taskdeck/internal/nearest"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
+	"github.com/taskdeck/taskdeck/model"
 )
 
 // DefaultToolsTTL is how long a session uses a tool list whose server
@@ -178,7 +177,7 @@ func (l *ToolList) Check(tool string, args json.RawMessage) error {
 	if !ok {
 		return l.unknown(tool)
 	}
-	sc, err := parseSchema(t.InputSchema)
+	sc, err := model.ReadSchema(t.InputSchema)
 	if err != nil {
 		return nil
 	}
@@ -195,7 +194,7 @@ func (l *ToolList) Check(tool string, args json.RawMessage) error {
 	// SEP-2243: null on an optional argument that travels as a header
 	// means "send no header", so it stands for the argument's absence,
 	// whatever the schema's type (the body goes as given).
-	for _, a := range Arguments(sc) {
+	for _, a := range sc.Arguments() {
 		if a.Header != "" && !a.Required {
 			dropNull(v, strings.Split(a.Name, "."))
 		}
@@ -218,15 +217,6 @@ func dropNull(v any, path []string) {
 			delete(m, last)
 		}
 	}
-}
-
-func parseSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	sc := &jsonschema.Schema{}
-	if len(raw) == 0 || string(raw) == "null" {
-		return sc, nil
-	}
-	err := json.Unmarshal(raw, sc)
-	return sc, err
 }
 
 // unknown names a tool that is not in the list, with the names close to it.
@@ -261,7 +251,7 @@ var (
 
 // explain turns a jsonschema-go validation error into one line that names
 // the argument, what it needs and what it got.
-func explain(sc *jsonschema.Schema, args any, err error) string {
+func explain(sc *model.Schema, args any, err error) string {
 	msg := err.Error()
 	var path []string
 	if m := failedAt.FindAllStringSubmatch(msg, -1); len(m) > 0 {
@@ -275,19 +265,19 @@ func explain(sc *jsonschema.Schema, args any, err error) string {
 	var names []string
 	if m := missing.FindStringSubmatch(msg); m != nil && json.Unmarshal([]byte(m[1]), &names) == nil && len(names) > 0 {
 		path = append(path, names[0])
-		if a, ok := argumentAt(sc, path); ok {
+		if a, ok := sc.ArgumentAt(path); ok {
 			return fmt.Sprintf("%s is missing: want %s", a.Name, a.Summary())
 		}
 		return strings.Join(path, ".") + " is missing"
 	}
 	if m := extra.FindStringSubmatch(msg); m != nil && json.Unmarshal([]byte(m[1]), &names) == nil && len(names) > 0 {
 		var known []string
-		for _, a := range Arguments(sc) {
+		for _, a := range sc.Arguments() {
 			known = append(known, a.Name)
 		}
 		return fmt.Sprintf("unknown argument %s; it takes %s", strings.Join(append(path, names[0]), "."), strings.Join(known, ", "))
 	}
-	if a, ok := argumentAt(sc, path); ok {
+	if a, ok := sc.ArgumentAt(path); ok {
 		got, _ := json.Marshal(valueAt(args, path))
 		if r := []rune(string(got)); len(r) > 60 {
 			got = []byte(string(r[:60]) + "…")
@@ -301,24 +291,6 @@ func explain(sc *jsonschema.Schema, args any, err error) string {
 	return after
 }
 
-// argumentAt describes the argument at a property path of a schema.
-func argumentAt(sc *jsonschema.Schema, path []string) (Argument, bool) {
-	if len(path) == 0 {
-		return Argument{}, false
-	}
-	for _, name := range path[:len(path)-1] {
-		if sc = sc.Properties[name]; sc == nil {
-			return Argument{}, false
-		}
-	}
-	last := path[len(path)-1]
-	p := sc.Properties[last]
-	if p == nil {
-		return Argument{}, false
-	}
-	return describe(strings.Join(path, "."), p, slices.Contains(sc.Required, last)), true
-}
-
 func valueAt(v any, path []string) any {
 	for _, name := range path {
 		m, _ := v.(map[string]any)
@@ -327,185 +299,17 @@ func valueAt(v any, path []string) any {
 	return v
 }
 
-// Argument is one argument of a tool, read from its input schema for
-// people. Every text in it is the server's: sanitize before showing it.
-type Argument struct {
-	Name        string // a.b for a property of an object argument
-	Type        string // "string", "integer or null", "list of string", "any"
-	Required    bool
-	Default     string   // JSON, "" when none
-	Enum        []string // JSON of each allowed value
-	Range       string   // "1 to 20", "at least 0", "length at most 5"
-	Format      string
-	Header      string // the Mcp-Param-* header the argument also travels in
-	Description string
-}
-
-// Summary is the argument's constraints in one phrase, e.g. "integer,
-// optional, default 3, 1 to 20".
-func (a Argument) Summary() string {
-	parts := []string{a.Type, "optional"}
-	if a.Required {
-		parts[1] = "required"
-	}
-	if a.Default != "" {
-		parts = append(parts, "default "+a.Default)
-	}
-	if len(a.Enum) > 0 {
-		parts = append(parts, "one of "+strings.Join(a.Enum, ", "))
-	}
-	if a.Range != "" {
-		parts = append(parts, a.Range)
-	}
-	if a.Format != "" {
-		parts = append(parts, "format "+a.Format)
-	}
-	if a.Header != "" {
-		parts = append(parts, "header Mcp-Param-"+a.Header)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// Arguments lists the arguments of the named tool's input schema: the
-// required ones first, in the schema's order, then the others by name;
-// the properties of an object argument follow it as a.b. A tool the
-// server did not list is a *CallError that names the close ones.
-func (l *ToolList) Arguments(tool string) ([]Argument, error) {
+// Arguments lists the arguments of the named tool's input schema
+// (model.Schema.Arguments). A tool the server did not list is a
+// *CallError that names the close ones.
+func (l *ToolList) Arguments(tool string) ([]model.Argument, error) {
 	t, ok := l.byName[tool]
 	if !ok {
 		return nil, l.unknown(tool)
 	}
-	sc, err := parseSchema(t.InputSchema)
+	sc, err := model.ReadSchema(t.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("the input schema of %s cannot be read: %v", tool, err)
 	}
-	return Arguments(sc), nil
-}
-
-// Arguments lists the arguments of an input schema (see ToolList.Arguments).
-func Arguments(sc *jsonschema.Schema) []Argument {
-	return appendArguments(nil, "", sc)
-}
-
-func appendArguments(out []Argument, prefix string, sc *jsonschema.Schema) []Argument {
-	var names []string
-	for name := range sc.Properties {
-		if !slices.Contains(sc.Required, name) {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	var required []string
-	for _, name := range sc.Required {
-		if _, ok := sc.Properties[name]; ok && !slices.Contains(required, name) {
-			required = append(required, name)
-		}
-	}
-	for _, name := range append(required, names...) {
-		p := sc.Properties[name]
-		if p == nil {
-			continue
-		}
-		out = append(out, describe(prefix+name, p, slices.Contains(sc.Required, name)))
-		if len(p.Properties) > 0 {
-			out = appendArguments(out, prefix+name+".", p)
-		}
-	}
-	return out
-}
-
-func describe(name string, p *jsonschema.Schema, required bool) Argument {
-	a := Argument{Name: name, Required: required, Format: p.Format, Description: p.Description}
-	a.Type = typeOf(p)
-	if len(p.Default) > 0 {
-		a.Default = string(p.Default)
-	}
-	values := p.Enum
-	if p.Const != nil {
-		values = []any{*p.Const}
-	}
-	for _, alt := range p.OneOf { // the titled-enum form of elicitation schemas
-		if alt != nil && alt.Const != nil {
-			values = append(values, *alt.Const)
-		}
-	}
-	for _, v := range values {
-		b, _ := json.Marshal(v)
-		a.Enum = append(a.Enum, string(b))
-	}
-	a.Range = between(p.Minimum, p.Maximum, p.ExclusiveMinimum, p.ExclusiveMaximum)
-	if p.MinLength != nil || p.MaxLength != nil {
-		a.Range = join(a.Range, "length "+between(intPtr(p.MinLength), intPtr(p.MaxLength), nil, nil))
-	}
-	if p.MinItems != nil || p.MaxItems != nil {
-		a.Range = join(a.Range, "items "+between(intPtr(p.MinItems), intPtr(p.MaxItems), nil, nil))
-	}
-	if h, ok := p.Extra["x-mcp-header"].(string); ok {
-		a.Header = h
-	}
-	return a
-}
-
-func typeOf(p *jsonschema.Schema) string {
-	types := p.Types
-	if p.Type != "" {
-		types = []string{p.Type}
-	}
-	if len(types) == 0 {
-		// Alternatives without a type of their own: what they take.
-		for _, alt := range append(slices.Clip(p.AnyOf), p.OneOf...) {
-			if alt != nil && (alt.Type != "" || len(alt.Types) > 0) && !slices.Contains(types, typeOf(alt)) {
-				types = append(types, typeOf(alt))
-			}
-		}
-	}
-	if len(types) == 0 {
-		return "any"
-	}
-	t := strings.Join(types, " or ")
-	if p.Items != nil && slices.Contains(types, "array") {
-		t = strings.Replace(t, "array", "list of "+typeOf(p.Items), 1)
-	}
-	return t
-}
-
-// between says what a range allows: "1 to 20", "at least 0", "more
-// than 0, less than 1".
-func between(lo, hi, xlo, xhi *float64) string {
-	n := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-	if lo != nil && hi != nil {
-		return n(*lo) + " to " + n(*hi)
-	}
-	var lower, upper string
-	switch {
-	case lo != nil:
-		lower = "at least " + n(*lo)
-	case xlo != nil:
-		lower = "more than " + n(*xlo)
-	}
-	switch {
-	case hi != nil:
-		upper = "at most " + n(*hi)
-	case xhi != nil:
-		upper = "less than " + n(*xhi)
-	}
-	if lower == "" {
-		return upper
-	}
-	return join(lower, upper)
-}
-
-func intPtr(i *int) *float64 {
-	if i == nil {
-		return nil
-	}
-	f := float64(*i)
-	return &f
-}
-
-func join(a, b string) string {
-	if a == "" || b == "" {
-		return a + b
-	}
-	return a + ", " + b
+	return sc.Arguments(), nil
 }

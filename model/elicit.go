@@ -91,105 +91,14 @@ func (r InputRequest) Elicitation() (*Elicitation, error) {
 	return e, nil
 }
 
-// ParseFormSchema reads a requestedSchema, keeping property order.
+// ParseFormSchema reads a requestedSchema (ReadSchema), keeping property
+// order.
 func ParseFormSchema(raw json.RawMessage) (*FormSchema, error) {
-	s := &FormSchema{}
-	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
-		return s, nil
-	}
-	var top struct {
-		Type       string          `json:"type"`
-		Properties json.RawMessage `json:"properties"`
-		Required   []string        `json:"required"`
-	}
-	if err := json.Unmarshal(raw, &top); err != nil {
+	s, err := ReadSchema(raw)
+	if err != nil {
 		return nil, fmt.Errorf("requestedSchema: %v", err)
 	}
-	if top.Type != "" && top.Type != "object" {
-		return nil, fmt.Errorf("requestedSchema: type %q, want object", top.Type)
-	}
-	s.Required = top.Required
-	names, err := objectKeys(top.Properties)
-	if err != nil {
-		return nil, fmt.Errorf("requestedSchema.properties: %v", err)
-	}
-	var props map[string]json.RawMessage
-	if len(names) > 0 {
-		if err := json.Unmarshal(top.Properties, &props); err != nil {
-			return nil, fmt.Errorf("requestedSchema.properties: %v", err)
-		}
-	}
-	for _, name := range names {
-		p, err := parseProperty(name, props[name])
-		if err != nil {
-			return nil, err
-		}
-		s.Properties = append(s.Properties, p)
-	}
-	return s, nil
-}
-
-func parseProperty(name string, raw json.RawMessage) (Property, error) {
-	type option struct {
-		Const string `json:"const"`
-		Title string `json:"title"`
-	}
-	var w struct {
-		Type        string          `json:"type"`
-		Title       string          `json:"title"`
-		Description string          `json:"description"`
-		Format      string          `json:"format"`
-		Enum        []string        `json:"enum"`
-		EnumNames   []string        `json:"enumNames"`
-		OneOf       []option        `json:"oneOf"`
-		AnyOf       []option        `json:"anyOf"`
-		Default     json.RawMessage `json:"default"`
-		Minimum     *float64        `json:"minimum"`
-		Maximum     *float64        `json:"maximum"`
-		MinLength   *int            `json:"minLength"`
-		MaxLength   *int            `json:"maxLength"`
-		MinItems    *int            `json:"minItems"`
-		MaxItems    *int            `json:"maxItems"`
-		Items       *struct {
-			Enum  []string `json:"enum"`
-			AnyOf []option `json:"anyOf"`
-			OneOf []option `json:"oneOf"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return Property{}, fmt.Errorf("requestedSchema.properties.%s: %v", name, err)
-	}
-	p := Property{
-		Name: name, Type: w.Type, Title: w.Title, Description: w.Description, Format: w.Format,
-		Default: w.Default, Minimum: w.Minimum, Maximum: w.Maximum,
-		MinLength: w.MinLength, MaxLength: w.MaxLength, MinItems: w.MinItems, MaxItems: w.MaxItems,
-	}
-	options := append(w.OneOf, w.AnyOf...)
-	p.Enum = w.Enum
-	if len(w.EnumNames) == len(w.Enum) {
-		p.EnumTitles = w.EnumNames
-	}
-	if w.Items != nil {
-		p.Enum = w.Items.Enum
-		options = append(w.Items.AnyOf, w.Items.OneOf...)
-	}
-	if len(options) > 0 {
-		p.Enum, p.EnumTitles = nil, nil
-		for _, o := range options {
-			p.Enum = append(p.Enum, o.Const)
-			p.EnumTitles = append(p.EnumTitles, o.Title)
-		}
-	}
-	switch p.Type {
-	case "string", "number", "integer", "boolean":
-	case "array":
-		if len(p.Enum) == 0 {
-			return Property{}, fmt.Errorf("requestedSchema.properties.%s: arrays must list their options", name)
-		}
-	default:
-		return Property{}, fmt.Errorf("requestedSchema.properties.%s: unsupported type %q", name, p.Type)
-	}
-	return p, nil
+	return s.Form("requestedSchema")
 }
 
 // objectKeys lists a JSON object's keys in document order.

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -65,5 +66,38 @@ func TestPropertyParse(t *testing.T) {
 func TestCheckRefusesNaN(t *testing.T) {
 	if err := (Property{Type: "number"}).Check(math.NaN()); err == nil {
 		t.Fatal("Check(NaN) passed")
+	}
+}
+
+// A requestedSchema read by jsonschema-go keeps the server's order of
+// fields and every way it names its options: enumNames, oneOf titles,
+// an array's items.anyOf.
+func TestFormSchemaKeepsOrderAndOptionTitles(t *testing.T) {
+	s, err := ParseFormSchema([]byte(`{"type":"object","properties":{
+		"zeta":{"type":"string","enum":["a","b"],"enumNames":["Alpha","Beta"]},
+		"alpha":{"type":"string","oneOf":[{"const":"x","title":"Ex"},{"const":"y","title":"Why"}]},
+		"many":{"type":"array","items":{"anyOf":[{"const":"p","title":"Pea"}]},"minItems":1},
+		"n":{"type":"integer","minimum":1,"maximum":5,"default":3}},"required":["n"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range s.Properties {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "zeta,alpha,many,n" || !s.IsRequired("n") {
+		t.Fatalf("fields %v, required %v", names, s.Required)
+	}
+	z, a, m, n := s.Properties[0], s.Properties[1], s.Properties[2], s.Properties[3]
+	if strings.Join(z.Enum, ",") != "a,b" || strings.Join(z.EnumTitles, ",") != "Alpha,Beta" ||
+		strings.Join(a.Enum, ",") != "x,y" || strings.Join(a.EnumTitles, ",") != "Ex,Why" ||
+		strings.Join(m.Enum, ",") != "p" || strings.Join(m.EnumTitles, ",") != "Pea" || m.MinItems == nil || *m.MinItems != 1 ||
+		n.Minimum == nil || *n.Minimum != 1 || *n.Maximum != 5 || string(n.Default) != "3" {
+		t.Fatalf("properties %+v", s.Properties)
+	}
+	for _, bad := range []string{`{"type":"string"}`, `{"properties":{"o":{"type":"object"}}}`, `{"properties":{"e":{"type":"string","enum":[1]}}}`, `{"properties":{"l":{"type":"array"}}}`} {
+		if _, err := ParseFormSchema([]byte(bad)); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want a one-line error", bad, err)
+		}
 	}
 }

@@ -1,9 +1,9 @@
 package ui
 
 import (
-	"context"
+	"errors"
 	"fmt"
-	"slices"
+	"github.com/taskdeck/taskdeck/deck/decktest"
 	"strings"
 	"sync"
 	"testing"
@@ -143,36 +143,28 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 	}
 }
 
-// failingDeck refuses to cancel one task.
-type failingDeck struct {
-	deck.Deck
-	refuse string
-}
-
-func (d failingDeck) CancelMany(ctx context.Context, ids []string) []error {
-	i := slices.Index(ids, d.refuse)
-	if i < 0 {
-		return d.Deck.CancelMany(ctx, ids)
-	}
-	errs := d.Deck.CancelMany(ctx, slices.Delete(slices.Clone(ids), i, i+1))
-	return slices.Insert(errs, i, error(fmt.Errorf("refused by the test")))
-}
-
 // A bulk action that fails on some tasks says how many and the first.
 func TestBulkFailuresAreCountedAndTheFirstNamed(t *testing.T) {
+	d := decktest.New(nil)
 	var ids []string
-	h := newHarness(t, func(h *harness) {
-		for range 3 {
-			ids = append(ids, h.call("sleep", `{"seconds":600}`).ID)
+	for range 3 {
+		res, err := d.Call(t.Context(), deck.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "sleep"})
+		if err != nil {
+			t.Fatal(err)
 		}
-		h.wrap = func(d deck.Deck) deck.Deck { return failingDeck{d, ids[1]} }
-	})
+		ids = append(ids, res.Task.ID)
+	}
+	d.Refuse(ids[1], errors.New("refused by the test"))
+	h := newDeckHarness(t, d, Options{})
 	h.send(ctrlA)
 	h.key("c", "y")
 	h.until("the report", func(m *Model) bool { return m.bulk == nil && m.flashErr })
 	want := "cancel sent to 2 tasks; 1 failed, the first (task " + ids[1] + "): refused by the test"
 	if h.m.flash != want {
 		t.Fatalf("the report says %q, want %q", h.m.flash, want)
+	}
+	if e, _ := d.Get(t.Context(), ids[1]); e.Task.Status != model.StatusWorking {
+		t.Fatalf("the refused task is %s, want it working still", e.Task.Status)
 	}
 }
 

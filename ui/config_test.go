@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/taskdeck/taskdeck/deck/decktest"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -17,7 +18,7 @@ func TestConfigRebindsKeysAndColours(t *testing.T) {
 		t.Fatal(err)
 	}
 	tasks := sampleTasks()
-	m := loadedWith(t, tasks, 120, 30, `{"mcpServers":{}}`, Options{Config: cfg})
+	m := loadedOn(t, decktest.New(nil), tasks, 120, 30, Options{Config: cfg})
 	var working *model.Task
 	for _, tk := range tasks {
 		if tk.Status == model.StatusWorking {

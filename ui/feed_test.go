@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"fmt"
+	"github.com/taskdeck/taskdeck/deck/decktest"
 	"strings"
 	"sync"
 	"testing"
@@ -173,83 +174,29 @@ func TestReconcileOf2000TasksShowsProgress(t *testing.T) {
 	}
 }
 
-// cuttingDeck is the real engine whose feeds the test can cut, as an
-// owner that goes away would; it records where each WatchWindow starts.
-type cuttingDeck struct {
-	deck.Deck
-	mu    sync.Mutex
-	froms []uint64
-	cut   chan struct{} // a send ends the current feed with an error
-}
-
-func (d *cuttingDeck) WatchWindow(ctx context.Context, from uint64, w deck.Window) (deck.Feed, error) {
-	d.mu.Lock()
-	d.froms = append(d.froms, from)
-	d.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	inner, err := d.Deck.WatchWindow(ctx, from, w)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	f := &cutFeed{out: make(chan deck.Event)}
-	go func() {
-		defer close(f.out)
-		defer cancel()
-		for {
-			select {
-			case ev, ok := <-inner.Events():
-				if !ok {
-					f.err = inner.Err()
-					return
-				}
-				select {
-				case f.out <- ev:
-				case <-d.cut:
-					f.err = &deck.Error{Kind: deck.KindOwnerGone, Message: "the owner went away"}
-					return
-				}
-			case <-d.cut:
-				f.err = &deck.Error{Kind: deck.KindOwnerGone, Message: "the owner went away"}
-				return
-			}
-		}
-	}()
-	return f, nil
-}
-
-func (d *cuttingDeck) watches() []uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]uint64(nil), d.froms...)
-}
-
-type cutFeed struct {
-	out chan deck.Event
-	err error
-}
-
-func (f *cutFeed) Events() <-chan deck.Event { return f.out }
-func (f *cutFeed) Err() error                { return f.err }
-
 // A feed that ends with an error is said so in the status line and
 // watched again from the last revision seen: what changed meanwhile
 // shows, nothing twice.
 func TestAFeedThatEndsIsWatchedAgainFromItsLastRevision(t *testing.T) {
-	d := &cuttingDeck{cut: make(chan struct{})}
-	h := newHarness(t, func(h *harness) {
-		h.wrap = func(e deck.Deck) deck.Deck { d.Deck = e; return d }
-	})
-	first := h.call("sleep", `{"seconds":600}`)
-	h.until("the first call's row", func(m *Model) bool { return h.status(first.ID) == model.StatusWorking })
+	d := decktest.New(nil)
+	h := newDeckHarness(t, d, Options{})
+	sleep := deck.CallRequest{Server: h.ref, Tool: "sleep"}
+	first, err := d.Call(t.Context(), sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.until("the first call's row", func(m *Model) bool { return h.status(first.Task.ID) == model.StatusWorking })
 	seen := h.m.feed.from()
-	d.cut <- struct{}{}
+	d.Cut(&deck.Error{Kind: deck.KindOwnerGone, Message: "the owner went away"})
 	h.until("the status line says the feed ended", func(m *Model) bool {
 		return m.flashErr && strings.Contains(m.flash, "the owner went away") && strings.Contains(m.flash, "watching again")
 	})
-	second := h.call("sleep", `{"seconds":600}`) // while nobody watches
-	h.until("the second call's row", func(m *Model) bool { return h.status(second.ID) == model.StatusWorking })
-	if w := d.watches(); len(w) != 2 || w[0] != 0 || w[1] != seen || seen == 0 {
+	second, err := d.Call(t.Context(), sleep) // while nobody watches
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.until("the second call's row", func(m *Model) bool { return h.status(second.Task.ID) == model.StatusWorking })
+	if w := d.Watches(); len(w) != 2 || w[0] != 0 || w[1] != seen || seen == 0 {
 		t.Fatalf("watched from %v, want from 0, then from %d (the last revision seen)", w, seen)
 	}
 	if n := h.m.list.Len(); n != 2 {

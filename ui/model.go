@@ -777,7 +777,7 @@ func (m *Model) keyPick(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	c := out.value
-	f, err := form.ForArguments(c.server+" · "+termtext.Line(c.tool.Name), c.tool.InputSchema)
+	f, err := form.ForArguments(c.server+" · "+termtext.Line(c.tool.Name), c.tool)
 	if err != nil {
 		return m.fail(err)
 	}

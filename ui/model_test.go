@@ -18,6 +18,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/deck/decktest"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
@@ -32,7 +33,8 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // harness runs the root model as Bubble Tea would: every command runs in
 // its own goroutine and its message comes back through Update, in order.
 // The dashboard sits on a real engine over a real store, against a demo
-// server on loopback.
+// server on loopback (newHarness), or on an in-memory deck whose feed the
+// test scripts (newDeckHarness).
 type harness struct {
 	t    *testing.T
 	m    *Model
@@ -43,8 +45,6 @@ type harness struct {
 	ref  model.ServerRef
 	dir  string
 	cfg  *mcpconfig.Config
-	// wrap, when setup sets it, is the deck the dashboard sees around the engine.
-	wrap func(deck.Deck) deck.Deck
 	opts Options // the dashboard's, but its Deck
 }
 
@@ -73,9 +73,7 @@ func newHarnessWith(t *testing.T, opts demo.Options, setup func(h *harness)) *ha
 		t.Fatal(err)
 	}
 	h.open()
-	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
-		cancel()
 		h.eng.Close()
 		srv.Close()
 		h.demo.Close()
@@ -83,17 +81,30 @@ func newHarnessWith(t *testing.T, opts demo.Options, setup func(h *harness)) *ha
 	if setup != nil {
 		setup(h)
 	}
-	var d deck.Deck = h.eng
-	if h.wrap != nil {
-		d = h.wrap(d)
-	}
+	h.start(h.eng)
+	return h
+}
+
+// newDeckHarness opens the dashboard on an in-memory deck (no server, no
+// engine) with the dashboard's options but their Deck.
+func newDeckHarness(t *testing.T, d *decktest.Deck, opts Options) *harness {
+	t.Helper()
+	h := &harness{t: t, msgs: make(chan tea.Msg, 4096), ref: model.ServerRef{Name: "demo"}, opts: opts}
+	h.start(d)
+	return h
+}
+
+// start opens the dashboard on d and waits for its first snapshot.
+func (h *harness) start(d deck.Deck) {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
 	dash := h.opts
 	dash.Deck = d
 	h.m = New(ctx, dash)
 	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
 	h.run(h.m.Init())
 	h.until("the feed's snapshot is in", func(m *Model) bool { return m.loaded && m.configured != nil })
-	return h
 }
 
 func (h *harness) open() {
@@ -461,12 +472,12 @@ func TestNewCallFromToolSchema(t *testing.T) {
 // loaded builds a dashboard on fixed tasks, with no server behind it:
 // the tasks come as the feed's snapshot.
 func loaded(t testing.TB, tasks []*model.Task, w, h int) *Model {
-	return loadedWith(t, tasks, w, h, `{"mcpServers":{}}`, Options{})
+	return loadedOn(t, decktest.New(nil), tasks, w, h, Options{})
 }
 
-// loadedWith is loaded on an engine with a server config and options: no
-// server runs unless the test starts one, and nothing is polled (the feed
-// is not watched).
+// loadedWith is loaded on an engine with a server config and options, for
+// what the engine makes of the config (servers, endpoints): no server
+// runs unless the test starts one, and nothing is polled.
 func loadedWith(t testing.TB, tasks []*model.Task, w, h int, config string, opts Options) *Model {
 	t.Helper()
 	cfg, err := mcpconfig.ParseConfig("test", []byte(config))
@@ -478,11 +489,18 @@ func loadedWith(t testing.TB, tasks []*model.Task, w, h int, config string, opts
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close() })
-	opts.Deck = eng
+	return loadedOn(t, eng, tasks, w, h, opts)
+}
+
+// loadedOn is the dashboard on a deck, sized, with its servers listed and
+// a snapshot of tasks handed to it (the feed is not watched).
+func loadedOn(t testing.TB, d deck.Deck, tasks []*model.Task, w, h int, opts Options) *Model {
+	t.Helper()
+	opts.Deck = d
 	opts.Now = func() time.Time { return fixedNow }
 	m := New(context.Background(), opts)
 	m.Update(tea.WindowSizeMsg{Width: w, Height: h})
-	m.Update(listServers(context.Background(), eng)())
+	m.Update(listServers(context.Background(), d)())
 	m.Update(snapshotOf(tasks))
 	return m
 }
@@ -704,7 +722,7 @@ func TestSnapshotShowsOpenAndNewestFinished(t *testing.T) {
 		}
 		tasks = append(tasks, rec)
 	}
-	m := loadedWith(t, nil, 120, 8, `{"mcpServers":{}}`, Options{Recent: 5}) // 4 rows: the list scrolls
+	m := loadedOn(t, decktest.New(nil), nil, 120, 8, Options{Recent: 5}) // 4 rows: the list scrolls
 	m.Update(snapshotOf(tasks))
 	screen := screenOf(m)
 	if m.list.Len() != 11 || m.hidden != 5 || !strings.Contains(screen, "/11 (+5 older finished not shown)") {

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"github.com/taskdeck/taskdeck/deck/decktest"
 	"strings"
 	"testing"
 )
@@ -9,7 +10,7 @@ import (
 // nothing, nothing changes, and the palette leaves those actions out.
 func TestReadOnlyRefusesActionsAndSaysWhy(t *testing.T) {
 	tasks := sampleTasks()
-	m := loadedWith(t, tasks, 100, 30, `{"mcpServers":{}}`, Options{ReadOnly: true})
+	m := loadedOn(t, decktest.New(nil), tasks, 100, 30, Options{ReadOnly: true})
 	for k, verb := range map[string]string{"c": "cancel", "a": "answer", "n": "make a call", "R": "re-run"} {
 		press(m, k)
 		if m.mode() != modeTable || !strings.Contains(m.flash, "a viewer cannot "+verb) {

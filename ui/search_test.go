@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/taskdeck/taskdeck/deck/decktest"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -69,7 +70,7 @@ func TestSearchByFieldsArgumentsAndResults(t *testing.T) {
 // from a file only its owner reads.
 func TestSearchHistoryIsKeptAcrossRuns(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "search-history")
-	m := loadedWith(t, searchTasks(), 120, 30, `{"mcpServers":{}}`, Options{SearchHistory: path})
+	m := loadedOn(t, decktest.New(nil), searchTasks(), 120, 30, Options{SearchHistory: path})
 	for _, q := range []string{"tool:sleep", "status:failed", "tool:sleep"} {
 		press(m, "/")
 		m.filter.SetValue(q)
@@ -84,7 +85,7 @@ func TestSearchHistoryIsKeptAcrossRuns(t *testing.T) {
 		t.Fatalf("history file mode %v, want 0600", fi.Mode().Perm())
 	}
 
-	m = loadedWith(t, searchTasks(), 120, 30, `{"mcpServers":{}}`, Options{SearchHistory: path})
+	m = loadedOn(t, decktest.New(nil), searchTasks(), 120, 30, Options{SearchHistory: path})
 	press(m, "/")
 	var got []string
 	for _, k := range []string{"up", "up", "up", "down", "down"} {

@@ -1,14 +1,12 @@
 package ui
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/deck/decktest"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store/badger"
 )
@@ -60,37 +58,14 @@ func TestWindowSearchReachesOlderRecords(t *testing.T) {
 	h.until("the old task found", func(m *Model) bool { return len(m.list.visible) == 1 && m.list.visible[0].task.ID == done[3].ID })
 }
 
-// listLog is a deck that notes the filter of every List it is asked.
-type listLog struct {
-	deck.Deck
-	mu      sync.Mutex
-	filters []deck.Filter
-}
-
-func (d *listLog) List(ctx context.Context, f deck.Filter) ([]deck.Entry, error) {
-	d.mu.Lock()
-	d.filters = append(d.filters, f)
-	d.mu.Unlock()
-	return d.Deck.List(ctx, f)
-}
-
-func (d *listLog) asked() []deck.Filter {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.filters)
-}
-
 // A search for a finished status older than the window reads that
 // status's index a page at a time, not every finished task: the 1,500
 // older completed tasks are neither read nor held.
 func TestWindowSearchOfAStatusReadsItsIndexOnly(t *testing.T) {
 	done := append(records(5, model.StatusFailed, nil), records(2500, model.StatusCompleted, nil)...)
-	log := &listLog{}
-	h := newHarness(t, func(h *harness) {
-		h.opts.Recent = 1000
-		h.offline(func(st *badger.Store) { seed(t, st, done) })
-		h.wrap = func(d deck.Deck) deck.Deck { log.Deck = d; return log }
-	})
+	d := decktest.New(nil)
+	d.Put(done...)
+	h := newDeckHarness(t, d, Options{Recent: 1000})
 	h.key("/")
 	h.m.filter.SetValue("status:faile") // pasted: no search for each letter
 	h.typeText("d")
@@ -98,7 +73,7 @@ func TestWindowSearchOfAStatusReadsItsIndexOnly(t *testing.T) {
 	if n := h.m.list.Len(); n != 1005 || h.m.hidden != 1500 {
 		t.Fatalf("the list holds %d tasks and leaves %d out, want the window's 1000 and the 5 found, and 1500", n, h.m.hidden)
 	}
-	for _, f := range log.asked() {
+	for _, f := range d.Lists() {
 		if !slices.Equal(f.Statuses, []model.Status{model.StatusFailed}) || len(f.Groups) > 0 {
 			t.Fatalf("the dashboard asked for %+v, want only pages of failed tasks", f)
 		}

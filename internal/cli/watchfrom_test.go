@@ -4,58 +4,34 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/deck/decktest"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
+	"github.com/taskdeck/taskdeck/model"
 )
 
-// watchLog is the real engine, with the revision each Watch started from
-// written down.
-type watchLog struct {
-	deck.Deck
-	mu    sync.Mutex
-	froms []uint64
-}
-
-func (w *watchLog) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
-	w.mu.Lock()
-	w.froms = append(w.froms, from)
-	w.mu.Unlock()
-	return w.Deck.Watch(ctx, from)
-}
-
-// runOnEngine runs one command line on the engine opened in this
-// process, and returns the revisions its watches started from.
-func (c *inproc) runOnEngine(args ...string) (clitest.Result, []uint64) {
+// runOn runs one command line on a deck of the test's (nothing is opened
+// from the data directory).
+func (c *inproc) runOn(d deck.Deck, args ...string) clitest.Result {
 	c.t.Helper()
 	var stdout, stderr clitest.SyncBuf
 	f := c.factory(&stdout, &stderr)
 	f.dataDir, f.configPath = c.dataDir, c.config
-	cfg, err := f.config()
-	if err != nil {
-		c.t.Fatal(err)
-	}
 	if err := f.openLog(); err != nil {
 		c.t.Fatal(err)
 	}
-	e, err := f.openEngine(cfg, false)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	w := &watchLog{Deck: e}
-	f.dk = w
+	f.dk = d
 	args = append([]string{"--data-dir", c.dataDir, "--config", c.config}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), clitest.CmdTimeout)
 	defer cancel()
 	code := f.Execute(ctx, args)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return clitest.Result{Args: args, Stdout: stdout.String(), Stderr: stderr.String(), Code: code}, slices.Clone(w.froms)
+	return clitest.Result{Args: args, Stdout: stdout.String(), Stderr: stderr.String(), Code: code}
 }
 
 // TestFollowingOneTaskWatchesFromItsRevision: `call --wait` follows
@@ -65,19 +41,32 @@ func (c *inproc) runOnEngine(args ...string) (clitest.Result, []uint64) {
 func TestFollowingOneTaskWatchesFromItsRevision(t *testing.T) {
 	t.Parallel()
 	c := newInproc(t)
-	url := demoURL(t)
+	d := decktest.New(nil)
+	d.Script("echo", decktest.Outcome{Status: model.StatusCompleted})
 	for range 3 { // records the snapshot would carry
-		clitest.OnlyID(t, c.run("call", "--url", url, "echo", "--args", `{"text":"before"}`).Must(t, exitOK))
+		if _, err := d.Call(t.Context(), deck.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "echo"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	r, froms := c.runOnEngine("call", "--url", url, "sleep", "--args", `{"seconds":2}`, "--wait")
-	r.Must(t, exitOK)
+	done := make(chan clitest.Result, 1)
+	go func() {
+		done <- c.runOn(d, "call", "--url", "http://127.0.0.1:1/mcp", "sleep", "--args", `{"seconds":2}`, "--wait")
+	}()
+	waitfor.Within(t, 20*time.Second, "call --wait to watch its task", func() bool { return len(d.Watches()) == 1 })
+	sleeps, err := d.List(t.Context(), deck.Filter{Tool: "sleep"})
+	if err != nil || len(sleeps) != 1 {
+		t.Fatalf("the call left %d records (%v)", len(sleeps), err)
+	}
+	end := sleeps[0].Task.Clone()
+	end.Status = model.StatusCompleted
+	d.Put(end)
+	r := (<-done).Must(t, exitOK)
 	if !strings.Contains(r.Stdout, "completed") {
 		t.Fatalf("call --wait did not follow the task to its end\n%s", r)
 	}
-	if len(froms) != 1 || froms[0] == 0 {
-		t.Fatalf("call --wait watched from %v, want once from its record's revision (not 0, a snapshot)", froms)
+	if w := d.Watches(); !slices.Equal(w, []uint64{sleeps[0].Task.Revision}) || w[0] == 0 {
+		t.Fatalf("call --wait watched from %v, want once from its record's revision %d (not 0, a snapshot)", w, sleeps[0].Task.Revision)
 	}
-
 }
 
 // TestGetPollsOnlyItsTask: `get` refreshes its one open task with one
@@ -92,15 +81,20 @@ func TestGetPollsOnlyItsTask(t *testing.T) {
 		id = clitest.OnlyID(t, c.run("call", "--url", srv.URL, "sleep", "--args", `{"seconds":600}`).Must(t, exitOK))
 	}
 	before := len(srv.Requests("tasks/get"))
-	r, froms := c.runOnEngine("get", id)
-	r.Must(t, exitOK)
+	r := c.run("get", id).Must(t, exitOK)
 	if !strings.Contains(r.Stdout, id) {
 		t.Fatalf("get does not show the task\n%s", r)
 	}
 	if n := len(srv.Requests("tasks/get")) - before; n != 1 {
 		t.Fatalf("get sent %d tasks/get with 4 tasks open, want 1 (its own)", n)
 	}
-	if len(froms) != 0 {
-		t.Fatalf("get watched the feed from %v; a refresh needs no watch", froms)
+	d := decktest.New(nil)
+	res, err := d.Call(t.Context(), deck.CallRequest{Server: model.ServerRef{Name: "demo"}, Tool: "sleep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.runOn(d, "get", res.Task.ID).Must(t, exitOK)
+	if w := d.Watches(); len(w) != 0 {
+		t.Fatalf("get watched the feed from %v; a refresh needs no watch", w)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/testproc"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
@@ -102,13 +104,11 @@ func WaitFor(t *testing.T, what string, cond func() bool) {
 // ClosedPort returns a loopback address nothing listens on.
 func ClosedPort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 // SyncBuf is an io.Writer that may be read while a process writes to it.

@@ -19,9 +19,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/testproc"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
@@ -61,6 +63,7 @@ func Install(t testing.TB, src string, files ...string) string {
 		copyFiles(t, src, tmp, "package.json", "package-lock.json")
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
 		cmd.Dir = tmp
+		testproc.Group(cmd)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("npm ci in %s: %v\n%s", src, err, out)
 		}
@@ -131,6 +134,7 @@ func (s Suite) Run(env []string, args ...string) ([]Check, string, error) {
 		filepath.Join(s.Dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")},
 		append(args, "-o", out)...)...)
 	cmd.Env = append(os.Environ(), env...)
+	testproc.Group(cmd)             // node dies with the test binary
 	text, _ := cmd.CombinedOutput() // a failing scenario exits 1: the checks say which
 	var checks []Check
 	err = filepath.WalkDir(out, func(path string, d fs.DirEntry, err error) error {
@@ -166,15 +170,16 @@ func Scored(checks []Check) (passed, total int) {
 }
 
 // startListening starts cmd, which prints "<prefix><port>" on out once it
-// listens on loopback, and returns that port; cmd is killed, by its pid,
-// at cleanup.
+// listens on loopback, and returns that port; cmd's process group is
+// killed, by its pid, at cleanup.
 func startListening(t testing.TB, cmd *exec.Cmd, out io.Reader, prefix, what string) string {
 	t.Helper()
+	testproc.Group(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+		_ = testproc.Signal(cmd, syscall.SIGKILL)
 		_ = cmd.Wait()
 	})
 	port := make(chan string, 1)

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/taskdeck/taskdeck/internal/testproc"
 )
 
 // server is the package's PostgreSQL, once started.
@@ -129,11 +131,12 @@ func launch(bin string) error {
 	}
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	testproc.Group(initdb)
 	initdb.Env = append(os.Environ(), "LC_ALL=C")
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -151,9 +154,11 @@ func serve() error {
 	defer log.Close()
 	cmd := exec.Command(filepath.Join(srv.bin, "postgres"), "-D", srv.data, "-p", strconv.Itoa(srv.port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+srv.dir, "-c", "max_connections=200")
-	// Pdeathsig: a test binary that times out (a panic, no cleanup) takes
-	// its postgres with it; the backends follow their postmaster.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: srv.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A test binary that times out (a panic, no cleanup) takes its
+	// postgres with it (the backends follow their postmaster); stop
+	// kills what the server left in its group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: srv.cred}
+	testproc.Group(cmd)
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
@@ -208,26 +213,11 @@ func unprivileged() (*syscall.Credential, error) {
 	return nil, errors.New("running as root, and neither a postgres nor a nobody user exists to run PostgreSQL as")
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // stop ends the server by its pid (a fast shutdown, then a kill) and
 // removes its directory.
 func stop() {
 	if srv.cmd != nil {
-		_ = srv.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-srv.exited:
-		case <-time.After(10 * time.Second):
-			_ = srv.cmd.Process.Kill()
-			<-srv.exited
-		}
+		testproc.Stop(srv.cmd, syscall.SIGINT, 10*time.Second, srv.exited)
 	}
 	if srv.dir != "" {
 		_ = os.RemoveAll(srv.dir)

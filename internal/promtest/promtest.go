@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/testproc"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
@@ -85,16 +86,17 @@ func Start(t testing.TB, bearer string, targets ...string) *Prometheus {
 			t.Fatal(err)
 		}
 	}
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(bin, "--config.file="+confPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr)
-	// Pdeathsig: a test binary that dies without its cleanup takes its
-	// Prometheus with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A test binary that dies without its cleanup takes its Prometheus
+	// with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	testproc.Group(cmd)
 	p := &Prometheus{URL: "http://" + addr, log: &bytes.Buffer{}}
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
@@ -103,13 +105,7 @@ func Start(t testing.TB, bearer string, targets ...string) *Prometheus {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(waitfor.Scale(10 * time.Second)):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
+		testproc.Stop(cmd, syscall.SIGTERM, waitfor.Scale(10*time.Second), exited)
 		if t.Failed() {
 			t.Logf("prometheus log:\n%s", tail(p.log.String()))
 		}
@@ -185,15 +181,6 @@ func (p *Prometheus) Query(query string) ([]Sample, error) {
 func (p *Prometheus) Scraped() bool {
 	s, err := p.Query(`min(up{job="taskdeck"})`)
 	return err == nil && len(s) == 1 && s[0].Value == 1
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func tail(s string) string {

@@ -4,7 +4,6 @@
 package form
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/huh/v2"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
 )
@@ -106,20 +106,20 @@ func ForInput(title string, e *model.Elicitation) (*Form, error) {
 	return nil, fmt.Errorf("unknown elicitation mode %q", e.Mode)
 }
 
-// ForArguments builds the form for a tool's arguments from its inputSchema.
-// Flat schemas get one field per property; anything richer (nested objects,
-// arrays of objects, $ref, free-form objects) gets one text field where the
-// operator types the arguments as a JSON object.
-func ForArguments(title string, inputSchema json.RawMessage) (*Form, error) {
-	var top map[string]json.RawMessage
-	if len(bytes.TrimSpace(inputSchema)) > 0 {
-		if err := json.Unmarshal(inputSchema, &top); err != nil {
-			return nil, fmt.Errorf("inputSchema: %v", err)
-		}
+// ForArguments builds the form for a tool's arguments from its input
+// schema, read as deck.Tool.Arguments was (model.ReadSchema). Flat
+// schemas get one field per property; anything richer (nested objects,
+// arrays of objects, $ref, free-form objects) or unreadable gets one text
+// field where the operator types the arguments as a JSON object, with the
+// tool's arguments listed above it.
+func ForArguments(title string, tool deck.Tool) (*Form, error) {
+	sc, err := model.ReadSchema(tool.InputSchema)
+	if err != nil || !sc.Flat() {
+		return jsonForm(title, argumentHelp(tool.Arguments)), nil
 	}
-	s, err := model.ParseFormSchema(inputSchema)
-	if err != nil || !flat(top, s) {
-		return jsonForm(title, ""), nil
+	s, err := sc.Form("inputSchema")
+	if err != nil {
+		return jsonForm(title, argumentHelp(tool.Arguments)), nil
 	}
 	if n := len(s.Properties); n > MaxFields {
 		return jsonForm(title, fmt.Sprintf("this tool takes %d arguments, more than the %d a form shows", n, MaxFields)), nil
@@ -127,18 +127,21 @@ func ForArguments(title string, inputSchema json.RawMessage) (*Form, error) {
 	return schemaForm(title, "", false, s, "this tool takes no arguments"), nil
 }
 
-// flat reports whether a parsed schema says all the raw schema says.
-func flat(top map[string]json.RawMessage, s *model.FormSchema) bool {
-	for _, k := range []string{"$ref", "$defs", "definitions", "allOf", "anyOf", "oneOf", "patternProperties"} {
-		if _, ok := top[k]; ok {
-			return false
+// maxHelp bounds the arguments listed above a JSON field.
+const maxHelp = 8
+
+// argumentHelp is one line per argument, "name: summary", the first
+// maxHelp of them.
+func argumentHelp(args []deck.Argument) string {
+	var lines []string
+	for i, a := range args {
+		if i == maxHelp {
+			lines = append(lines, fmt.Sprintf("… and %d more", len(args)-maxHelp))
+			break
 		}
+		lines = append(lines, termtext.Line(a.Name+": "+a.Summary))
 	}
-	if len(s.Properties) == 0 {
-		extra := bytes.TrimSpace(top["additionalProperties"])
-		return len(extra) == 0 || string(extra) == "false"
-	}
-	return true
+	return strings.Join(lines, "\n")
 }
 
 // MaxFields bounds the fields a form builds: huh's cost grows with every

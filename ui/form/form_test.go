@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/taskdeck/taskdeck/deck"
 	"reflect"
 	"strings"
 	"testing"
@@ -114,7 +115,7 @@ func input(t *testing.T, schema string) *Form {
 
 func arguments(t *testing.T, schema string) *Form {
 	t.Helper()
-	f, err := ForArguments("sleep · arguments", json.RawMessage(schema))
+	f, err := ForArguments("sleep · arguments", deck.Tool{InputSchema: json.RawMessage(schema)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,6 +382,27 @@ func TestArgumentsJSONFallback(t *testing.T) {
 	}
 	if want := map[string]any{"a": map[string]any{"b": 1.0}}; !reflect.DeepEqual(r.Content, want) {
 		t.Fatalf("content %#v", r.Content)
+	}
+}
+
+// The JSON field of a schema too rich for a form lists the tool's
+// arguments as the deck described them (deck.Tool.Arguments), sanitized,
+// at most maxHelp of them.
+func TestArgumentsJSONFallbackListsTheArguments(t *testing.T) {
+	args := []deck.Argument{{Name: "opts", Summary: "object, required"}, {Name: "opts.b", Summary: "number, optional, at least 0"}}
+	for i := range maxHelp {
+		args = append(args, deck.Argument{Name: fmt.Sprintf("x%d", i), Summary: "string, optional\x1b]0;evil\x07"})
+	}
+	f, err := ForArguments("deploy", deck.Tool{Name: "deploy", InputSchema: json.RawMessage(`{"type":"object","properties":{"opts":{"type":"object"}}}`), Arguments: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = start(t, f)
+	for _, want := range []string{"opts: object, required", "opts.b: number, optional, at least 0", "x5: string, optional", "… and 2 more"} {
+		notDone(t, f, want)
+	}
+	if v := f.View(); strings.Contains(ansi.Strip(v), "x6:") || strings.Contains(v, "\x1b]0;evil") {
+		t.Fatalf("more than %d arguments listed, or the server's escape kept:\n%s", maxHelp, v)
 	}
 }
 

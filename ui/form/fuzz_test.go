@@ -2,6 +2,7 @@ package form
 
 import (
 	"encoding/json"
+	"github.com/taskdeck/taskdeck/deck"
 	"regexp"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func FuzzForArguments(f *testing.F) {
 		f.Add([]byte(s), "demo · sleep")
 	}
 	f.Fuzz(func(t *testing.T, schema []byte, title string) {
-		fm, err := ForArguments(title, schema)
+		fm, err := ForArguments(title, deck.Tool{InputSchema: schema})
 		checkBuilt(t, fm, err)
 	})
 }
