@@ -45,6 +45,11 @@ type Deck interface {
 	// come on the feed). It returns one error per id, in the order given:
 	// nil where the server acknowledged the cancel.
 	CancelMany(ctx context.Context, ids []string) []error
+	// SettleFound decides on a found task (one a 2025-11-25 server lists
+	// that no record held): adopted, it is watched (polled at once, its
+	// history saying who adopted it); left, it stays with its server and
+	// is never offered again. Any other record is a KindState error.
+	SettleFound(ctx context.Context, id string, adopt bool) (*model.Task, error)
 	// Forget deletes a record without telling its server.
 	Forget(ctx context.Context, id string) error
 	// Prune deletes finished records not changed for olderThan (0: all).

@@ -154,19 +154,20 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 	}
 	defer done()
 	if len(ids) == 0 {
-		// Watching everything (serve's start) also tries the orphans
-		// against the servers that list their tasks, aside: a server slow
-		// to connect holds no poll back. Close waits for it (e.ops).
+		// Watching everything (serve's start, the dashboard's refresh)
+		// also reconciles with the servers that list their tasks, aside:
+		// a server slow to connect holds no poll back. Close waits for it
+		// (e.ops).
 		e.ops.Add(1)
 		go func() {
 			defer e.ops.Done()
 			actx := deck.WithActor(e.ctx, e.actor(ctx))
-			adopted, err := e.tracker.AdoptOrphans(actx)
+			done, err := e.tracker.Reconcile(actx)
 			if err != nil {
-				e.log.Warn("adopting orphans", "err", err)
+				e.log.Warn("reconciling with tasks/list", "err", err)
 			}
-			ids := make([]string, len(adopted))
-			for i, rec := range adopted {
+			ids := make([]string, len(done.Adopted))
+			for i, rec := range done.Adopted {
 				ids[i] = rec.ID
 			}
 			if len(ids) > 0 { // polled now, and so watched from here on
