@@ -154,7 +154,7 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 	}
 	defer done()
 	if len(ids) == 0 {
-		// Watching everything (serve's start, the dashboard's refresh)
+		// Watching everything (serve's start, the dashboard's)
 		// also reconciles with the servers that list their tasks, aside:
 		// a server slow to connect holds no poll back. Close waits for it
 		// (e.ops).
@@ -162,18 +162,8 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 		go func() {
 			defer e.ops.Done()
 			actx := deck.WithActor(e.ctx, e.actor(ctx))
-			done, err := e.tracker.Reconcile(actx)
-			if err != nil {
+			if _, err := e.reconcile(actx); err != nil {
 				e.log.Warn("reconciling with tasks/list", "err", err)
-			}
-			ids := make([]string, len(done.Adopted))
-			for i, rec := range done.Adopted {
-				ids[i] = rec.ID
-			}
-			if len(ids) > 0 { // polled now, and so watched from here on
-				if err := e.PollNow(actx, ids); err != nil {
-					e.log.Warn("polling adopted tasks", "err", err)
-				}
 			}
 		}()
 		l := e.start()

@@ -5,16 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 )
-
-// Reconciled is what one reconcile with tasks/list did.
-type Reconciled struct {
-	Adopted []*model.Task // orphans resolved by a listed task
-	Found   []*model.Task // found records made
-}
 
 // Reconcile compares the tasks the 2025-11-25 servers in use list
 // (tasks/list; in use: a server of an open, orphaned or found record)
@@ -29,8 +24,8 @@ type Reconciled struct {
 // still calling (its own call's answer is on the way). Servers that
 // cannot list are skipped; a server that fails is reported and the
 // others still tried.
-func (t *tracker) Reconcile(ctx context.Context) (Reconciled, error) {
-	var out Reconciled
+func (t *tracker) Reconcile(ctx context.Context) (deck.Reconciled, error) {
+	var out deck.Reconciled
 	servers, err := t.serversInUse()
 	if err != nil || len(servers) == 0 {
 		return out, err // the common case (no legacy server) lists nothing
@@ -90,7 +85,7 @@ func (t *tracker) Reconcile(ctx context.Context) (Reconciled, error) {
 			if err != nil {
 				errs = append(errs, err)
 			} else if got.TaskID == snap.TaskID {
-				out.Adopted = append(out.Adopted, got)
+				out.Adopted = append(out.Adopted, got.ID)
 			}
 		}
 		for _, s := range free {
@@ -105,7 +100,7 @@ func (t *tracker) Reconcile(ctx context.Context) (Reconciled, error) {
 			case err != nil:
 				errs = append(errs, err)
 			default:
-				out.Found = append(out.Found, rec)
+				out.Found = append(out.Found, rec.ID)
 			}
 		}
 		t.refound(ref, tasks, all)
@@ -229,4 +224,25 @@ func (e *Engine) SettleFound(ctx context.Context, id string, adopt bool) (*model
 		return rec, nil
 	}
 	return e.pollOnce(ctx, rec)
+}
+
+// Reconcile implements deck.Deck. The orphans it resolves are polled at
+// once, and so watched from then on.
+func (e *Engine) Reconcile(ctx context.Context) (deck.Reconciled, error) {
+	ctx, done, err := e.beginChange(ctx, "reconcile with the servers' task lists")
+	if err != nil {
+		return deck.Reconciled{}, err
+	}
+	defer done()
+	return e.reconcile(deck.WithActor(ctx, e.actor(ctx)))
+}
+
+func (e *Engine) reconcile(ctx context.Context) (deck.Reconciled, error) {
+	res, err := e.tracker.Reconcile(ctx)
+	if len(res.Adopted) > 0 {
+		if perr := e.PollNow(ctx, res.Adopted); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	return res, classify(err, "")
 }

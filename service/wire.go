@@ -91,6 +91,7 @@ const (
 	pathCancelMany = "/v1/cancelMany"
 	pathForget     = "/v1/forget"
 	pathFound      = "/v1/found"
+	pathReconcile  = "/v1/reconcile"
 	pathPrune      = "/v1/prune"
 	pathPollNow    = "/v1/pollNow"
 	pathGet        = "/v1/get"
