@@ -102,3 +102,35 @@ func TestLegacyLostHandleAdoptedAndFound(t *testing.T) {
 		t.Fatalf("adopting a left task: exit %d\n%s", bad.Code, bad.Stderr)
 	}
 }
+
+// TestLegacyCommandLineAnswerAndCancel: the real binary against
+// server-everything 2026.8.31 over streamable HTTP, through `serve` (the
+// server keeps its tasks per session: the owner's session carries them
+// from one command to the next). call → the server's elicitation/create
+// on the record (get) → answer → the result; another call → cancel →
+// cancelled.
+func TestLegacyCommandLineAnswerAndCancel(t *testing.T) {
+	t.Parallel()
+	url, _ := nodetest.LegacyServers(t).ServeEverything(t, "0")
+	d := newDeck(t)
+	d.serve()
+	id := clitest.OnlyID(t, d.run("call", "--url", url, "simulate-research-query", "--args", `{"topic":"python","ambiguous":true}`).Must(t, 0))
+	tk := d.waitStatus(id, "input_required")
+	if len(tk.InputRequests) != 1 || string(tk.raw["protocol"]) != `"2025-11-25"` {
+		t.Fatalf("the question on the record: %+v", tk)
+	}
+	for key, req := range tk.InputRequests {
+		if !strings.Contains(string(req), "elicitation/create") || !strings.Contains(string(req), "Python snake species") {
+			t.Fatalf("question %s: %s", key, req)
+		}
+		d.run("answer", id, key, `{"action":"accept","content":{"interpretation":"snake"}}`).Must(t, 0)
+	}
+	if tk = d.waitStatus(id, "completed"); !strings.Contains(tk.resultText(), "Clarification**: snake") {
+		t.Fatalf("completed with %.300s; want the answer in the report", tk.resultText())
+	}
+
+	other := clitest.OnlyID(t, d.run("call", "--url", url, "simulate-research-query", "--args", `{"topic":"tides"}`).Must(t, 0))
+	c := d.run("cancel", other).Must(t, 0)
+	clitest.MustContain(t, c, c.Stdout, other)
+	d.waitStatus(other, "cancelled")
+}
