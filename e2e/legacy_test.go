@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -133,4 +134,70 @@ func TestLegacyCommandLineAnswerAndCancel(t *testing.T) {
 	c := d.run("cancel", other).Must(t, 0)
 	clitest.MustContain(t, c, c.Stdout, other)
 	d.waitStatus(other, "cancelled")
+}
+
+// legacyRow is the status of the only row of server-everything's
+// research tool, whose name the table may cut.
+func legacyRow(s string) string {
+	var st []string
+	for _, r := range tableRows(s) {
+		if strings.HasPrefix(r.tool, "simulate-") {
+			st = append(st, r.status)
+		}
+	}
+	if len(st) != 1 {
+		return ""
+	}
+	return st[0]
+}
+
+// TestTUILegacyAnswerAndCancel: the dashboard (real binary, in tmux)
+// against server-everything 2026.8.31 over streamable HTTP: the server's
+// elicitation/create for its task shows as the row's input, answered in
+// the form (the answer goes back as the request's reply, the result says
+// so); a second task cancelled from the dashboard ends cancelled.
+func TestTUILegacyAnswerAndCancel(t *testing.T) {
+	t.Parallel()
+	url, _ := nodetest.LegacyServers(t).ServeEverything(t, "0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"ev":{"url":%q}}}`, url))
+	tm := d.dashboard(120, 30)
+	tm.waitText("0/0")
+	id := clitest.OnlyID(t, d.run("call", "--server", "ev", "simulate-research-query", "--args", `{"topic":"python","ambiguous":true}`).Must(t, 0))
+	tm.waitScreen("the research row waiting for input", func(s string) bool { return legacyRow(s) == "input_required" })
+	tm.keys("a")
+	tm.waitText("Clarification", "Python snake species")
+	tm.keys("Enter")
+	tm.waitText("answered: task " + id)
+	tm.waitScreen("the research row completed", func(s string) bool { return legacyRow(s) == "completed" })
+
+	other := clitest.OnlyID(t, d.run("call", "--server", "ev", "simulate-research-query", "--args", `{"topic":"tides"}`).Must(t, 0))
+	tm.waitScreen("the new row working", func(s string) bool {
+		n := 0
+		for _, r := range tableRows(s) {
+			if r.status == "working" {
+				n++
+			}
+		}
+		return n == 1
+	})
+	tm.keys("Up", "Up") // the newest row is first
+	tm.keys("c")
+	tm.waitText("Cancel 1 task on the server?", other)
+	tm.keys("y")
+	tm.waitScreen("the cancelled row", func(s string) bool {
+		for _, r := range tableRows(s) {
+			if r.status == "cancelled" {
+				return true
+			}
+		}
+		return false
+	})
+	tm.quit()
+	if tk := d.getJSON(id); tk.Status != "completed" || !strings.Contains(tk.resultText(), "Clarification**: programming") || len(tk.AnsweredKeys) != 1 {
+		t.Fatalf("the answered task: %s %q answered %v", tk.Status, tk.resultText(), tk.AnsweredKeys)
+	}
+	if tk := d.getJSON(other); tk.Status != "cancelled" {
+		t.Fatalf("the cancelled task: %+v", tk)
+	}
 }
