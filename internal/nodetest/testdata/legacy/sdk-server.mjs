@@ -5,7 +5,8 @@
 // tasks outlive a client, as on a server that binds tasks to credentials
 // rather than sessions). "square" supports tasks optionally and fails
 // when asked to; "wait" stays working for ms (the poll benchmark's task);
-// "hello" forbids them.
+// "hello" forbids them. TASKDECK_TEST_LIST makes tasks/list a listing
+// that never ends: "endless", empty pages; "flood", 500 tasks a page.
 import http from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
@@ -13,7 +14,18 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import { InMemoryTaskStore, InMemoryTaskMessageQueue } from "@modelcontextprotocol/sdk/experimental/tasks";
 import { z } from "zod";
 
-const taskStore = new InMemoryTaskStore();
+class TestStore extends InMemoryTaskStore {
+  async listTasks(cursor, sessionId) {
+    const mode = process.env.TASKDECK_TEST_LIST;
+    if (!mode) return super.listTasks(cursor, sessionId);
+    const page = Number(cursor ?? 0), now = new Date().toISOString();
+    const tasks = mode !== "flood" ? [] : Array.from({ length: 500 }, (_, i) =>
+      ({ taskId: `t${page}-${i}`, status: "working", ttl: 60000, createdAt: now, lastUpdatedAt: now }));
+    return { tasks, nextCursor: String(page + 1) };
+  }
+}
+
+const taskStore = new TestStore();
 const taskMessageQueue = new InMemoryTaskMessageQueue();
 
 function build() {
