@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,5 +151,56 @@ func TestLegacyOrphansAmbiguousFoundAdoptedOrLeft(t *testing.T) {
 	}
 	if again, err := e.tracker.Reconcile(ctx); err != nil || len(again.Found) != 0 {
 		t.Fatalf("a second reconcile found %d, %v; want none", len(again.Found), err)
+	}
+}
+
+// A listed task whose call is still in flight (its intent `calling`, the
+// task created in its window) is not found: its own answer is on the
+// way. Once the intent is orphaned, the task resolves it. Reconciles
+// racing each other (two engines of a fleet) record a found task once.
+func TestLegacyReconcileSkipsCallsInFlightAndFindsOnce(t *testing.T) {
+	cfg, ref := sdkServer(t)
+	e := open(t, t.TempDir(), nil, Options{Config: cfg, RequestTimeout: nodeStart})
+	ctx := ctxT(t)
+	if _, err := e.Call(ctx, deck.CallRequest{Server: ref, Tool: "wait", Args: json.RawMessage(`{"ms":60000}`)}); err != nil {
+		t.Fatal(err) // an open record: the server is in use
+	}
+	rec, taskID := lostCall(t, e, ref, `{"ms":60000}`)
+	if done, err := e.tracker.Reconcile(ctx); err != nil || len(done.Found)+len(done.Adopted) != 0 {
+		t.Fatalf("with the call in flight: %+v, %v; want nothing found or adopted", done, err)
+	}
+	// Another client's task, then two reconciles at once.
+	sess, err := e.pool.Session(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.CallTool(ctx, "wait", json.RawMessage(`{"ms":60000}`), nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tracker.OrphanStale(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := e.tracker.Reconcile(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	found, err := e.store.ByStatus(model.StatusFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.store.Get(rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The intent's window holds both tasks (the other client's came
+	// within it), so the orphan stays orphaned and both show as found,
+	// each once.
+	if got.Status != model.StatusOrphaned || len(found) != 2 || !slices.ContainsFunc(found, func(f *model.Task) bool { return f.TaskID == taskID }) {
+		t.Fatalf("orphan %s %q, found %d; want it orphaned and the two tasks found once each", got.Status, got.TaskID, len(found))
 	}
 }

@@ -23,8 +23,12 @@ import (
 // the operator to adopt or leave, except one in the window of an intent
 // still calling (its own call's answer is on the way). Servers that
 // cannot list are skipped; a server that fails is reported and the
-// others still tried.
+// others still tried. One runs at a time in a process; engines of a
+// fleet reconciling at once may both resolve an orphan and record its
+// task as found (the operator leaves the found row).
 func (t *tracker) Reconcile(ctx context.Context) (deck.Reconciled, error) {
+	t.reconciling.Lock()
+	defer t.reconciling.Unlock()
 	var out deck.Reconciled
 	servers, err := t.serversInUse()
 	if err != nil || len(servers) == 0 {
