@@ -45,6 +45,17 @@ type Deck interface {
 	// come on the feed). It returns one error per id, in the order given:
 	// nil where the server acknowledged the cancel.
 	CancelMany(ctx context.Context, ids []string) []error
+	// Reconcile lists the tasks of the 2025-11-25 servers in use
+	// (tasks/list) and compares them with the records: an orphan one
+	// listed task matches is resolved by it, and every other listed task
+	// no record holds is recorded as found. Servers that cannot list are
+	// skipped. PollNow with no ids does it too, aside.
+	Reconcile(ctx context.Context) (Reconciled, error)
+	// SettleFound decides on a found task (one a 2025-11-25 server lists
+	// that no record held): adopted, it is watched (polled at once, its
+	// history saying who adopted it); left, it stays with its server and
+	// is never offered again. Any other record is a KindState error.
+	SettleFound(ctx context.Context, id string, adopt bool) (*model.Task, error)
 	// Forget deletes a record without telling its server.
 	Forget(ctx context.Context, id string) error
 	// Prune deletes finished records not changed for olderThan (0: all).
@@ -102,6 +113,13 @@ type CallRequest struct {
 	// the proxy's principal and the hash of the agent's task id secret.
 	Owner      string `json:"owner,omitempty"`
 	HandleHash string `json:"handleHash,omitempty"`
+}
+
+// Reconciled is what a Reconcile did: the orphans resolved by a listed
+// task and the found records made, by id.
+type Reconciled struct {
+	Adopted []string `json:"adopted,omitempty"`
+	Found   []string `json:"found,omitempty"`
 }
 
 // CallResult is the outcome of Call or Continue.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
@@ -51,6 +52,7 @@ func TestCrashWhilePolling(t *testing.T) {
 // (or, with drop, ended by closing the client's connection).
 type holdingProxy struct {
 	drop     bool
+	pass     atomic.Bool // from now on, deliver tools/call's answers too
 	srv      *httptest.Server
 	received chan struct{} // closed once a tools/call reached the server
 	once     sync.Once
@@ -74,7 +76,7 @@ func newHoldingProxy(t *testing.T, upstream string, drop bool) *holdingProxy {
 		var msg struct {
 			Method string `json:"method"`
 		}
-		if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+		if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" || hp.pass.Load() {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			r.ContentLength = int64(len(body))
 			rp.ServeHTTP(w, r)

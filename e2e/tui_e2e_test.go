@@ -276,7 +276,7 @@ func tableRows(screen string) []tuiRow {
 // symbolStatus reads a narrow status column's symbol.
 var symbolStatus = map[string]string{
 	"…": "calling", "●": "working", "?": "input_required", "!": "orphaned", "✓": "completed",
-	"✗": "failed", "⊘": "cancelled", "∅": "unknown", "⚠": "",
+	"✗": "failed", "⊘": "cancelled", "∅": "unknown", "◇": "found", "↷": "left", "⚠": "",
 }
 
 // rowsOf are the table rows of one tool.

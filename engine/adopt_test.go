@@ -3,8 +3,10 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,22 +85,122 @@ func TestLegacyOrphanAdoptedFromTasksList(t *testing.T) {
 
 // Two orphans whose windows both hold the same two listed tasks cannot
 // be told apart (the revision's tasks carry no tool or arguments): both
-// stay orphaned, as without tasks/list.
-func TestLegacyOrphansAmbiguousStayOrphaned(t *testing.T) {
+// stay orphaned, as without tasks/list, and the two tasks show as found.
+// The operator adopts one (it is polled to its result, the history
+// naming who adopted it) and leaves the other, which a second reconcile
+// does not offer again; a task a record holds is never found.
+func TestLegacyOrphansAmbiguousFoundAdoptedOrLeft(t *testing.T) {
 	cfg, ref := sdkServer(t)
 	e := open(t, t.TempDir(), nil, Options{Config: cfg, RequestTimeout: nodeStart})
-	a, _ := lostCall(t, e, ref, `{"ms":100}`)
-	b, _ := lostCall(t, e, ref, `{"ms":100}`)
+	ctx := ctxT(t)
+	held, err := e.Call(ctx, deck.CallRequest{Server: ref, Tool: "wait", Args: json.RawMessage(`{"ms":100}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ta := lostCall(t, e, ref, `{"ms":100}`)
+	b, tb := lostCall(t, e, ref, `{"ms":60000}`)
 	if _, err := e.tracker.OrphanStale(); err != nil {
 		t.Fatal(err)
 	}
-	adopted, err := e.tracker.AdoptOrphans(ctxT(t))
-	if err != nil || len(adopted) != 0 {
-		t.Fatalf("adopted %d, %v; want none", len(adopted), err)
+	done, err := e.tracker.Reconcile(ctx)
+	if err != nil || len(done.Adopted) != 0 {
+		t.Fatalf("adopted %d, %v; want none", len(done.Adopted), err)
 	}
 	for _, id := range []string{a.ID, b.ID} {
 		if got, err := e.store.Get(id); err != nil || got.Status != model.StatusOrphaned || got.TaskID != "" {
 			t.Fatalf("orphan %s: %+v, %v; want it left orphaned", id, got, err)
 		}
+	}
+	found, err := e.List(ctx, deck.Filter{Statuses: []model.Status{model.StatusFound}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTask := map[string]*model.Task{}
+	for _, en := range found {
+		byTask[en.Task.TaskID] = en.Task
+	}
+	if len(found) != 2 || byTask[ta] == nil || byTask[tb] == nil || byTask[held.Task.TaskID] != nil {
+		t.Fatalf("found %d rows %v; want the two lost calls' tasks %s and %s, not the held %s", len(found), slices.Collect(maps.Keys(byTask)), ta, tb, held.Task.TaskID)
+	}
+	if msg := byTask[tb].StatusMessage; !strings.Contains(msg, "lists this task working") {
+		t.Fatalf("found row says %q; want what the server lists", msg)
+	}
+	if err := e.PollNow(ctx, nil); err != nil { // the watch serve and the dashboard run
+		t.Fatal(err)
+	}
+	alice := deck.WithActor(ctx, model.Actor{Name: "alice", Role: model.RoleOperator})
+	adopted, err := e.SettleFound(alice, byTask[ta].ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the adopted task's result", func() bool {
+		adopted, err = e.store.Get(adopted.ID)
+		return err == nil && adopted.Status == model.StatusCompleted
+	})
+	if !strings.Contains(string(adopted.Result), "waited") || !slices.ContainsFunc(adopted.History, func(tr model.Transition) bool {
+		return tr.From == model.StatusFound && tr.Message == model.FoundAdopted && tr.By.Name == "alice"
+	}) {
+		t.Fatalf("adopted %s, history %+v; want its result and alice's adoption", adopted.Result, adopted.History)
+	}
+	left, err := e.SettleFound(alice, byTask[tb].ID, false)
+	if err != nil || left.Status != model.StatusLeft || left.Act.Kind != model.ActLeave || left.Act.Actor.Name != "alice" {
+		t.Fatalf("left %+v, %v", left, err)
+	}
+	if _, err := e.SettleFound(alice, left.ID, true); deck.KindOf(err) != deck.KindState {
+		t.Fatalf("adopting a left task: %v; want a state error", err)
+	}
+	if again, err := e.tracker.Reconcile(ctx); err != nil || len(again.Found) != 0 {
+		t.Fatalf("a second reconcile found %d, %v; want none", len(again.Found), err)
+	}
+}
+
+// A listed task whose call is still in flight (its intent `calling`, the
+// task created in its window) is not found: its own answer is on the
+// way. Once the intent is orphaned, the task resolves it. Reconciles
+// racing each other (two engines of a fleet) record a found task once.
+func TestLegacyReconcileSkipsCallsInFlightAndFindsOnce(t *testing.T) {
+	cfg, ref := sdkServer(t)
+	e := open(t, t.TempDir(), nil, Options{Config: cfg, RequestTimeout: nodeStart})
+	ctx := ctxT(t)
+	if _, err := e.Call(ctx, deck.CallRequest{Server: ref, Tool: "wait", Args: json.RawMessage(`{"ms":60000}`)}); err != nil {
+		t.Fatal(err) // an open record: the server is in use
+	}
+	rec, taskID := lostCall(t, e, ref, `{"ms":60000}`)
+	if done, err := e.tracker.Reconcile(ctx); err != nil || len(done.Found)+len(done.Adopted) != 0 {
+		t.Fatalf("with the call in flight: %+v, %v; want nothing found or adopted", done, err)
+	}
+	// Another client's task, then two reconciles at once.
+	sess, err := e.pool.Session(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.CallTool(ctx, "wait", json.RawMessage(`{"ms":60000}`), nil, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tracker.OrphanStale(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := e.tracker.Reconcile(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	found, err := e.store.ByStatus(model.StatusFound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.store.Get(rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The intent's window holds both tasks (the other client's came
+	// within it), so the orphan stays orphaned and both show as found,
+	// each once.
+	if got.Status != model.StatusOrphaned || len(found) != 2 || !slices.ContainsFunc(found, func(f *model.Task) bool { return f.TaskID == taskID }) {
+		t.Fatalf("orphan %s %q, found %d; want it orphaned and the two tasks found once each", got.Status, got.TaskID, len(found))
 	}
 }

@@ -103,6 +103,6 @@ func (e *Engine) cancelSoon(ctx context.Context, id string) error {
 		e.due(rec, true)
 		return nil
 	}
-	_, err = e.pollCancelled(ctx, rec)
+	_, err = e.pollOnce(ctx, rec)
 	return err
 }

@@ -326,16 +326,16 @@ func (e *Engine) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	if e.own.elsewhere(rec) {
 		return rec, nil // its watcher's next poll records the outcome
 	}
-	return e.pollCancelled(ctx, rec)
+	return e.pollOnce(ctx, rec)
 }
 
-// pollCancelled polls a task just cancelled, so that its outcome is on
-// record when the cancel returns.
-func (e *Engine) pollCancelled(ctx context.Context, rec *model.Task) (*model.Task, error) {
+// pollOnce polls a task just cancelled (or adopted), so that its outcome
+// is on record when the act returns.
+func (e *Engine) pollOnce(ctx context.Context, rec *model.Task) (*model.Task, error) {
 	res, err := e.tracker.Poll(ctx, rec.ID)
 	if errors.Is(err, store.ErrFenced) || (err != nil && ctx.Err() != nil) {
-		// Claimed by another meanwhile, or the caller left: the cancel is
-		// acknowledged, and the next poll records the outcome.
+		// Claimed by another meanwhile, or the caller left: the act is
+		// done, and the next poll records the outcome.
 		return rec, nil
 	}
 	if err != nil {

@@ -154,25 +154,16 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 	}
 	defer done()
 	if len(ids) == 0 {
-		// Watching everything (serve's start) also tries the orphans
-		// against the servers that list their tasks, aside: a server slow
-		// to connect holds no poll back. Close waits for it (e.ops).
+		// Watching everything (serve's start, the dashboard's)
+		// also reconciles with the servers that list their tasks, aside:
+		// a server slow to connect holds no poll back. Close waits for it
+		// (e.ops).
 		e.ops.Add(1)
 		go func() {
 			defer e.ops.Done()
 			actx := deck.WithActor(e.ctx, e.actor(ctx))
-			adopted, err := e.tracker.AdoptOrphans(actx)
-			if err != nil {
-				e.log.Warn("adopting orphans", "err", err)
-			}
-			ids := make([]string, len(adopted))
-			for i, rec := range adopted {
-				ids[i] = rec.ID
-			}
-			if len(ids) > 0 { // polled now, and so watched from here on
-				if err := e.PollNow(actx, ids); err != nil {
-					e.log.Warn("polling adopted tasks", "err", err)
-				}
+			if _, err := e.reconcile(actx); err != nil {
+				e.log.Warn("reconciling with tasks/list", "err", err)
 			}
 		}()
 		l := e.start()

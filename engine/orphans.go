@@ -1,12 +1,8 @@
 package engine
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -49,90 +45,10 @@ func (t *tracker) Orphan(id string) (*model.Task, error) {
 // server, which need not agree.
 const adoptSkew = 5 * time.Second
 
-// AdoptOrphans resolves orphaned intents by the tasks a 2025-11-25 server
-// lists (tasks/list): the one window no call can recover, a crash
-// between the server's CreateTaskResult and the commit of its handle.
-// The revision's Task carries neither tool nor arguments, so the rule is
-// the time and uniqueness only: a listed task no record holds, created
-// on the orphan's server within [intent created − adoptSkew, intent
-// created + request timeout + adoptSkew], is adopted when it is the only
-// such task for that orphan and that orphan the only one it fits; any
-// other orphan stays orphaned. Servers that cannot list are skipped; a
-// server that fails is reported and the others still tried.
-func (t *tracker) AdoptOrphans(ctx context.Context) ([]*model.Task, error) {
-	if found, err := t.store.ByStatus(model.StatusOrphaned); err != nil || len(found) == 0 {
-		return nil, err // the common case reads no other record
-	}
-	all, err := t.store.All()
-	if err != nil {
-		return nil, err
-	}
-	held := map[string]bool{} // server + task id
-	orphans := map[model.ServerRef][]*model.Task{}
-	for _, r := range all {
-		switch {
-		case r.TaskID != "":
-			held[r.Server.String()+"\x00"+r.TaskID] = true
-		case r.Status == model.StatusOrphaned:
-			orphans[r.Server] = append(orphans[r.Server], r)
-		}
-	}
-	var adopted []*model.Task
-	var errs []error
-	for ref, recs := range orphans {
-		sess, err := t.session(ctx, ref)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		lctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
-		listed, err := sess.ListTasks(lctx)
-		cancel()
-		if errors.Is(err, mcpclient.ErrNoList) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		var free []*model.Snapshot
-		for _, s := range listed {
-			if !held[ref.String()+"\x00"+s.TaskID] {
-				free = append(free, s)
-			}
-		}
-		for rec, snap := range t.matches(recs, free) {
-			if snap.Status.Terminal() {
-				// Its outcome comes from the next poll (tasks/result).
-				snap.StatusMessage = fmt.Sprintf("the server lists the task %s; fetching its outcome", snap.Status)
-				snap.Status = model.StatusWorking
-			}
-			got, err := t.polledWrite(rec.ID, func(r *model.Task) (bool, error) {
-				if r.Status != model.StatusOrphaned || r.TaskID != "" {
-					return false, nil // moved on meanwhile
-				}
-				r.Act = &model.Act{Kind: model.ActUpdate, Actor: t.engine}
-				return r.Adopt(*snap, t.now())
-			})
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if got.TaskID == snap.TaskID {
-				adopted = append(adopted, got)
-			}
-		}
-	}
-	return adopted, errors.Join(errs...)
-}
-
 // matches pairs each orphan with the one listed task in its window, when
 // that task is in no other orphan's window.
 func (t *tracker) matches(recs []*model.Task, listed []*model.Snapshot) map[*model.Task]*model.Snapshot {
-	fits := func(r *model.Task, s *model.Snapshot) bool {
-		return !s.CreatedAt.IsZero() && !s.CreatedAt.Before(r.CreatedAt.Add(-adoptSkew)) &&
-			!s.CreatedAt.After(r.CreatedAt.Add(t.requestTimeout+adoptSkew))
-	}
+	fits := t.fits
 	out := map[*model.Task]*model.Snapshot{}
 	for _, r := range recs {
 		var only *model.Snapshot
@@ -154,4 +70,10 @@ func (t *tracker) matches(recs []*model.Task, listed []*model.Snapshot) map[*mod
 		}
 	}
 	return out
+}
+
+// fits tells a listed task created in an intent's window.
+func (t *tracker) fits(r *model.Task, s *model.Snapshot) bool {
+	return !s.CreatedAt.IsZero() && !s.CreatedAt.Before(r.CreatedAt.Add(-adoptSkew)) &&
+		!s.CreatedAt.After(r.CreatedAt.Add(t.requestTimeout+adoptSkew))
 }

@@ -28,6 +28,10 @@ type tracker struct {
 	now            func() time.Time
 	log            *slog.Logger
 	requestTimeout time.Duration
+	// reconciling runs one Reconcile at a time: one that read the records
+	// while another made found rows could adopt a task into an orphan
+	// that the other recorded as found.
+	reconciling sync.Mutex
 	// life ends with the owner: a call whose intent is committed runs
 	// under it, not under its caller's context (invariant 11).
 	life context.Context

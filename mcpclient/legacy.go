@@ -324,17 +324,21 @@ func (s *Session) legacyCancel(ctx context.Context, taskID string) error {
 	return classify(s.ref.String(), err, true, info)
 }
 
-// MaxListPages bounds the pages of one tasks/list: a server whose cursor
-// never ends is not followed past it.
-const MaxListPages = 100
+// MaxListPages and MaxListTasks bound one tasks/list: a server whose
+// cursor never ends, or that lists more tasks than these, is not
+// followed past them (an error: a partial list would find nothing sure).
+const (
+	MaxListPages = 100
+	MaxListTasks = 10000
+)
 
 // ErrNoList: the session cannot list the server's tasks (it does not
 // speak 2025-11-25, or the server does not offer tasks/list).
 var ErrNoList = errors.New("the server does not offer tasks/list")
 
 // ListTasks lists the tasks the server holds for this session's caller
-// (tasks/list, every page up to MaxListPages; a cursor repeated is an
-// error), as snapshots without results.
+// (tasks/list, every page up to MaxListPages and MaxListTasks tasks; a
+// cursor repeated is an error), as snapshots without results.
 func (s *Session) ListTasks(ctx context.Context) ([]*model.Snapshot, error) {
 	if s.legacy == nil || !s.legacy.lists {
 		return nil, ErrNoList
@@ -352,6 +356,9 @@ func (s *Session) ListTasks(ctx context.Context) ([]*model.Snapshot, error) {
 			return nil, err
 		}
 		out = append(out, tasks...)
+		if len(out) > MaxListTasks {
+			return nil, fmt.Errorf("%w: tasks/list listed more than %d tasks", wire.ErrInvalid, MaxListTasks)
+		}
 		if next == "" {
 			return out, nil
 		}

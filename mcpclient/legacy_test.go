@@ -217,3 +217,29 @@ func TestLegacySDKServer(t *testing.T) {
 		t.Fatalf("hello: %v %+v", err, out)
 	}
 }
+
+// tasks/list is bounded: a server on the TypeScript SDK 1.x whose listing
+// never ends (empty pages, each with a new cursor) is followed for
+// MaxListPages pages, one that lists 500 tasks a page for MaxListTasks
+// tasks; each is an error naming the bound, not a partial list.
+func TestLegacyListBounded(t *testing.T) {
+	program := nodetest.LegacyServers(t).SDKServer()
+	for mode, want := range map[string]string{
+		"endless": "ran past 100 pages",
+		"flood":   "listed more than 10000 tasks",
+	} {
+		t.Run(mode, func(t *testing.T) {
+			pool := legacyPool(t, map[string]any{"command": "node", "args": []string{program}, "env": map[string]string{"TASKDECK_TEST_LIST": mode}})
+			ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(60*time.Second))
+			defer cancel()
+			s, err := pool.Session(ctx, model.ServerRef{Name: "everything"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tasks, err := s.ListTasks(ctx)
+			if err == nil || !strings.Contains(err.Error(), want) || tasks != nil {
+				t.Fatalf("ListTasks: %d tasks, %v; want the error %q", len(tasks), err, want)
+			}
+		})
+	}
+}

@@ -12,6 +12,9 @@ const (
 	ActPrune  = "prune"  // an ended record deleted by age
 	ActOrphan = "orphan" // an intent whose process died, marked orphaned
 	ActUpdate = "update" // the engine's own change: a poll's news, a push, a retry
+	ActFound  = "found"  // a task a server lists that no record held, recorded
+	ActAdopt  = "adopt"  // a found task taken to be watched
+	ActLeave  = "leave"  // a found task left to its server
 )
 
 // Act names one change to a record: what was done, by whom, and for an

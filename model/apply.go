@@ -237,3 +237,72 @@ func sameInputs(a, b map[string]InputRequest) bool {
 // invalid answer, never a new handle. (Task ids stay out of the message:
 // servers may treat them as bearer tokens.)
 var ErrOtherTask = errors.New("the server answered about another task than the one asked for")
+
+// NewFound records a task a server listed (tasks/list) that no record
+// held: status found, the server's task id and what the server said of
+// it. The revision's tasks name neither tool nor arguments, so it has
+// none. Its idempotency key (FoundKey) makes a second record of the same
+// task, by another engine of a fleet reconciling at once, a duplicate
+// key the store refuses.
+func NewFound(server ServerRef, s Snapshot, now time.Time) *Task {
+	t := &Task{
+		ID:              NewID(now),
+		Server:          server,
+		IdempotencyKey:  FoundKey(server, s.TaskID),
+		TaskID:          s.TaskID,
+		Protocol:        s.Protocol,
+		Status:          StatusFound,
+		TTLMs:           s.TTLMs,
+		PollIntervalMs:  s.PollIntervalMs,
+		ServerCreatedAt: s.CreatedAt,
+		CreatedAt:       now,
+		UpdatedAt:       now,
+	}
+	t.Refound(s, now)
+	return t
+}
+
+// FoundKey is the idempotency key of a found task's record.
+func FoundKey(server ServerRef, taskID string) string {
+	return "found:" + server.String() + ":" + taskID
+}
+
+// Refound puts what the server says of a found task, listed again, on
+// its record; it reports whether that changed.
+func (t *Task) Refound(s Snapshot, now time.Time) bool {
+	msg := "the server lists this task " + string(s.Status)
+	if s.StatusMessage != "" {
+		msg += ": " + s.StatusMessage
+	}
+	msg = ClipStatusMessage(msg + " — no record held it; adopt it to watch it, or leave it")
+	if t.Status != StatusFound || t.StatusMessage == msg {
+		return false
+	}
+	t.StatusMessage, t.UpdatedAt = msg, now
+	return true
+}
+
+// Reasons in the history of a found task the operator decided on.
+const (
+	FoundAdopted = "adopted: taskdeck watches this task the server listed; its status comes from the next poll"
+	FoundLeft    = "left to the server: taskdeck does not watch it and does not offer it again"
+)
+
+// AdoptFound makes a found task watched (found → working; the next poll
+// brings its status and, once it ends, its result).
+func (t *Task) AdoptFound(now time.Time) error {
+	if t.Status != StatusFound {
+		return &TransitionError{From: t.Status, To: StatusWorking}
+	}
+	t.StatusMessage = ""
+	return t.MoveTo(StatusWorking, FoundAdopted, now)
+}
+
+// LeaveFound leaves a found task to its server (found → left).
+func (t *Task) LeaveFound(now time.Time) error {
+	if t.Status != StatusFound {
+		return &TransitionError{From: t.Status, To: StatusLeft}
+	}
+	t.StatusMessage = FoundLeft
+	return t.MoveTo(StatusLeft, FoundLeft, now)
+}

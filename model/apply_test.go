@@ -384,3 +384,36 @@ func TestApplyRefusesAnotherTasksSnapshot(t *testing.T) {
 		t.Fatalf("the record took the other task's snapshot: %+v", task)
 	}
 }
+
+// A found task's record says what the server listed and is keyed by its
+// server and task id; listed again it takes the server's news; adopted
+// it is watched (working), left it is never offered again (left), and
+// neither is possible twice.
+func TestFoundRecord(t *testing.T) {
+	t0 := time.Date(2026, 8, 1, 12, 0, 0, 0, time.UTC)
+	ref := ServerRef{Name: "sdk"}
+	ttl := int64(60000)
+	rec := NewFound(ref, Snapshot{TaskID: "t-1", Protocol: "2025-11-25", Status: StatusWorking, StatusMessage: "step 2", TTLMs: &ttl, CreatedAt: t0}, t0)
+	if rec.Status != StatusFound || rec.TaskID != "t-1" || rec.IdempotencyKey != FoundKey(ref, "t-1") || *rec.TTLMs != ttl || !rec.ServerCreatedAt.Equal(t0) {
+		t.Fatalf("found record %+v", rec)
+	}
+	if !strings.Contains(rec.StatusMessage, "lists this task working: step 2") {
+		t.Fatalf("message %q does not say what the server listed", rec.StatusMessage)
+	}
+	if rec.Refound(Snapshot{TaskID: "t-1", Status: StatusWorking, StatusMessage: "step 2"}, t0) {
+		t.Fatal("the same listing changed the record")
+	}
+	if !rec.Refound(Snapshot{TaskID: "t-1", Status: StatusCompleted}, t0.Add(time.Second)) || !strings.Contains(rec.StatusMessage, "completed") {
+		t.Fatalf("listed completed: %q", rec.StatusMessage)
+	}
+	adopted, left := *rec, *rec
+	if err := adopted.AdoptFound(t0); err != nil || adopted.Status != StatusWorking || adopted.History[len(adopted.History)-1].Message != FoundAdopted {
+		t.Fatalf("adopted: %+v, %v", adopted, err)
+	}
+	if err := left.LeaveFound(t0); err != nil || left.Status != StatusLeft || !left.Status.Terminal() {
+		t.Fatalf("left: %+v, %v", left, err)
+	}
+	if adopted.LeaveFound(t0) == nil || left.AdoptFound(t0) == nil {
+		t.Fatal("a decided found task was decided again")
+	}
+}

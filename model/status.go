@@ -26,12 +26,23 @@ const (
 	StatusOrphaned Status = "orphaned"
 	// StatusUnknown means the server no longer knows the task (-32602).
 	StatusUnknown Status = "unknown"
+	// StatusFound is a task a 2025-11-25 server lists (tasks/list) that no
+	// record held: its call's handle was lost, or another client of the
+	// same credentials made it. It is not polled; the operator adopts it
+	// (it is watched from then on) or leaves it.
+	StatusFound Status = "found"
+	// StatusLeft is a found task the operator left to its server: never
+	// watched, never offered again.
+	StatusLeft Status = "left"
 )
 
 // AllStatuses lists every status, in the order a display would group them.
+// A new status goes at the end: the Badger store keeps its counts per
+// status in this order.
 var AllStatuses = []Status{
 	StatusCalling, StatusWorking, StatusInputRequired, StatusOrphaned,
 	StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown,
+	StatusFound, StatusLeft,
 }
 
 // ParseStatus accepts the exact name of a status.
@@ -41,7 +52,7 @@ func ParseStatus(s string) (Status, error) {
 			return st, nil
 		}
 	}
-	return "", fmt.Errorf("unknown status %q (one of: calling, working, input_required, orphaned, completed, failed, cancelled, unknown)", s)
+	return "", fmt.Errorf("unknown status %q (one of: calling, working, input_required, orphaned, found, completed, failed, cancelled, unknown, left)", s)
 }
 
 // ServerStatus maps a status string from the wire; anything the protocol
@@ -57,7 +68,7 @@ func ServerStatus(s string) (Status, bool) {
 // Terminal statuses never change again.
 func (s Status) Terminal() bool {
 	switch s {
-	case StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown:
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown, StatusLeft:
 		return true
 	}
 	return false
@@ -79,6 +90,9 @@ var legal = map[Status][]Status{
 	StatusInputRequired: {StatusWorking, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown, StatusCalling},
 	// Orphaned waits for the operator, who can only forget it.
 	StatusOrphaned: {},
+	// Found waits for the operator: adopted, it is watched (its status
+	// comes from the next poll); left, it is not.
+	StatusFound: {StatusWorking, StatusLeft},
 }
 
 // CanMove reports whether from → to is a legal transition. Staying put is

@@ -14,10 +14,12 @@ var wantLegal = map[Status][]Status{
 	StatusWorking:       {StatusInputRequired, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown},
 	StatusInputRequired: {StatusWorking, StatusCompleted, StatusFailed, StatusCancelled, StatusUnknown, StatusCalling},
 	StatusOrphaned:      nil,
+	StatusFound:         {StatusWorking, StatusLeft},
 	StatusCompleted:     nil,
 	StatusFailed:        nil,
 	StatusCancelled:     nil,
 	StatusUnknown:       nil,
+	StatusLeft:          nil,
 }
 
 func isWantLegal(from, to Status) bool {
@@ -98,7 +100,7 @@ func TestTransitions(t *testing.T) {
 }
 
 func TestTerminalAndPollable(t *testing.T) {
-	terminal := map[Status]bool{StatusCompleted: true, StatusFailed: true, StatusCancelled: true, StatusUnknown: true}
+	terminal := map[Status]bool{StatusCompleted: true, StatusFailed: true, StatusCancelled: true, StatusUnknown: true, StatusLeft: true}
 	pollable := map[Status]bool{StatusWorking: true, StatusInputRequired: true}
 	for _, s := range AllStatuses {
 		if s.Terminal() != terminal[s] {

@@ -298,6 +298,14 @@ func (r *remote) PruneAudit(ctx context.Context, before time.Time) (int, error) 
 	return res.Count, err
 }
 
+func (r *remote) Reconcile(ctx context.Context) (res deck.Reconciled, err error) {
+	return res, r.do(ctx, http.MethodPost, pathReconcile, empty{}, &res)
+}
+
+func (r *remote) SettleFound(ctx context.Context, id string, adopt bool) (t *model.Task, err error) {
+	return t, r.do(ctx, http.MethodPost, pathFound, foundReq{id, adopt}, &t)
+}
+
 func (r *remote) Forget(ctx context.Context, id string) error {
 	return r.do(ctx, http.MethodPost, pathForget, idReq{id}, &empty{})
 }

@@ -361,6 +361,14 @@ func (c *Client) CancelMany(ctx context.Context, ids []string) []error {
 	return errs
 }
 
+func (c *Client) Reconcile(ctx context.Context) (deck.Reconciled, error) {
+	return do(ctx, c, changing, func(d deck.Deck) (deck.Reconciled, error) { return d.Reconcile(ctx) })
+}
+
+func (c *Client) SettleFound(ctx context.Context, id string, adopt bool) (*model.Task, error) {
+	return do(ctx, c, changing, func(d deck.Deck) (*model.Task, error) { return d.SettleFound(ctx, id, adopt) })
+}
+
 func (c *Client) Forget(ctx context.Context, id string) error {
 	_, err := do(ctx, c, changing, func(d deck.Deck) (empty, error) { return empty{}, d.Forget(ctx, id) })
 	return err

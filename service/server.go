@@ -403,6 +403,12 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 		}
 		return resp, nil
 	})
+	handle(s, mux, pathReconcile, func(ctx context.Context, _ empty) (deck.Reconciled, error) {
+		return d.Reconcile(ctx)
+	})
+	handle(s, mux, pathFound, func(ctx context.Context, r foundReq) (*model.Task, error) {
+		return d.SettleFound(ctx, r.ID, r.Adopt)
+	})
 	handle(s, mux, pathForget, func(ctx context.Context, r idReq) (empty, error) {
 		return empty{}, d.Forget(ctx, r.ID)
 	})

@@ -25,6 +25,10 @@ type (
 	idReq struct {
 		ID string `json:"id"`
 	}
+	foundReq struct {
+		ID    string `json:"id"`
+		Adopt bool   `json:"adopt"`
+	}
 	answersReq struct {
 		ID      string                     `json:"id"`
 		Answers map[string]json.RawMessage `json:"answers"`
@@ -86,6 +90,8 @@ const (
 	pathCancel     = "/v1/cancel"
 	pathCancelMany = "/v1/cancelMany"
 	pathForget     = "/v1/forget"
+	pathFound      = "/v1/found"
+	pathReconcile  = "/v1/reconcile"
 	pathPrune      = "/v1/prune"
 	pathPollNow    = "/v1/pollNow"
 	pathGet        = "/v1/get"

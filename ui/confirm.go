@@ -19,6 +19,8 @@ const (
 	actDecline                    // decline the open form's input request
 	actCancelInput                // cancel the open form's input request
 	actRerun                      // call the ids' tools again with their arguments
+	actAdopt                      // adopt the found ids (watch them)
+	actLeave                      // leave the found ids to their servers
 )
 
 // choice is one answer to a question besides No.

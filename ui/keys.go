@@ -184,12 +184,7 @@ func (k KeyMap) tableActions() [][]action {
 			{k.MarkRange, do((*Model).markRange)},
 			{k.MarkAll, do((*Model).markAll)},
 			{k.ClearMarks, do((*Model).clearMarks)},
-			{k.Answer, func(m *Model) tea.Cmd {
-				if t := m.selected(); t != nil {
-					return m.openAnswer(t)
-				}
-				return nil
-			}},
+			{k.Answer, (*Model).answerSelected},
 			{k.NextInput, do((*Model).jumpToInput)},
 			{k.Back, do((*Model).back)},
 		},

@@ -293,6 +293,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		m.say(fmt.Sprintf("polling %s now", present.Count(msg.n, "task")))
 		return m, nil
+	case reconciledMsg:
+		return m, m.onReconciled(msg)
 	case toolsMsg:
 		return m, m.onTools(msg)
 	case tea.KeyPressMsg:
@@ -688,9 +690,9 @@ func (m *Model) pollTargets() tea.Cmd {
 	}
 	if len(ids) == 0 {
 		m.say("nothing to poll: only working or waiting tasks are polled")
-		return nil
+		return reconcile(m.ctx, m.deck)
 	}
-	return pollNow(m.ctx, m.deck, ids)
+	return tea.Batch(pollNow(m.ctx, m.deck, ids), reconcile(m.ctx, m.deck))
 }
 
 func (m *Model) keyFilter(msg tea.KeyPressMsg) tea.Cmd {
@@ -742,6 +744,9 @@ func (m *Model) onAnswer(a reply) tea.Cmd {
 	case actRerun:
 		m.clearMarks()
 		return m.rerun(a.ids)
+	case actAdopt, actLeave:
+		m.clearMarks()
+		return m.settleFound(a.ids, a.act == actAdopt)
 	case actPrune:
 		return prune(m.ctx, m.deck)
 	case actQuit:

@@ -24,6 +24,8 @@ var statusLooks = map[model.Status]statusLook{
 	model.StatusFailed:        {"✗", lipgloss.Color("196")},
 	model.StatusCancelled:     {"⊘", lipgloss.Color("244")},
 	model.StatusUnknown:       {"∅", lipgloss.Color("241")},
+	model.StatusFound:         {"◇", lipgloss.Color("207")},
+	model.StatusLeft:          {"↷", lipgloss.Color("241")},
 }
 
 // pollFailedSymbol replaces the status symbol of a task whose last poll

@@ -355,6 +355,36 @@ func (d *Deck) cancel(t *model.Task) (*model.Task, error) {
 	return t, nil
 }
 
+// Reconcile implements deck.Deck: the in-memory Deck has no server to
+// list, so nothing is adopted or found.
+func (d *Deck) Reconcile(ctx context.Context) (deck.Reconciled, error) {
+	if err := d.begin(ctx); err != nil {
+		return deck.Reconciled{}, err
+	}
+	d.mu.Unlock()
+	return deck.Reconciled{}, nil
+}
+
+// SettleFound implements deck.Deck: a found record is adopted (working)
+// or left.
+func (d *Deck) SettleFound(ctx context.Context, id string, adopt bool) (*model.Task, error) {
+	t, err := d.act(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	defer d.mu.Unlock()
+	t = t.Clone()
+	settle := t.LeaveFound
+	if adopt {
+		settle = t.AdoptFound
+	}
+	if err := settle(d.now()); err != nil {
+		return nil, deck.Errorf(deck.KindState, "task %s is %s: only a found task is adopted or left", t.ID, t.Status)
+	}
+	d.commit(t)
+	return t, nil
+}
+
 // CancelMany implements deck.Deck: Cancel of each.
 func (d *Deck) CancelMany(ctx context.Context, ids []string) []error {
 	errs := make([]error, len(ids))

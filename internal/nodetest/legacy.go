@@ -38,13 +38,27 @@ func (l Legacy) SDKServer() string { return filepath.Join(l.Dir, "sdk-server.mjs
 // process, which is killed (by its pid) at cleanup.
 func (l Legacy) ServeEverything(t testing.TB, port string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command("node", "--require", filepath.Join(testdataDir(), "conformance", "loopback.cjs"),
-		"--require", filepath.Join(l.Dir, "listen.cjs"), l.Everything(), "streamableHttp")
+	return l.serve(t, port, "server-everything", l.Everything(), "streamableHttp")
+}
+
+// ServeSDK starts the TypeScript SDK 1.x server over streamable HTTP
+// without sessions (its tasks outlive the client that made them) bound
+// to loopback, on port (any when "0"), and returns its URL and process,
+// which is killed (by its pid) at cleanup.
+func (l Legacy) ServeSDK(t testing.TB, port string) (string, *exec.Cmd) {
+	t.Helper()
+	return l.serve(t, port, "the SDK 1.x server", l.SDKServer(), "http")
+}
+
+func (l Legacy) serve(t testing.TB, port, what string, program ...string) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command("node", append([]string{"--require", filepath.Join(testdataDir(), "conformance", "loopback.cjs"),
+		"--require", filepath.Join(l.Dir, "listen.cjs")}, program...)...)
 	cmd.Env = append(os.Environ(), "PORT="+port)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startListening(t, cmd, stderr, "taskdeck-test-listening ", "server-everything")
+	p := startListening(t, cmd, stderr, "taskdeck-test-listening ", what)
 	return "http://127.0.0.1:" + p + "/mcp", cmd
 }

@@ -22,7 +22,11 @@ import (
 
 // statusCounts is the number of records per status, in model.AllStatuses
 // order: a value, so a txn's copy of the revision state copies it.
-type statusCounts [8]int64
+type statusCounts [10]int64
+
+// olderCounts is the length of the counts key written before the found
+// and left statuses existed: such a key is recounted from the index.
+const olderCounts = 8 * (1 + 8)
 
 func statusIndex(st model.Status) int { return slices.Index(model.AllStatuses, st) }
 
@@ -70,6 +74,9 @@ func readCounts(txn *badger.Txn, m revMeta) (statusCounts, error) {
 	}
 	fresh := false
 	err = item.Value(func(v []byte) error {
+		if len(v) == olderCounts {
+			return nil
+		}
 		if len(v) != 8*(1+len(c)) {
 			return &store.DecodeError{Err: fmt.Errorf("the counts per status are %d bytes, not %d", len(v), 8*(1+len(c)))}
 		}

@@ -1,6 +1,8 @@
 package badger_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -363,6 +365,12 @@ func TestCountsOfAnOlderStoreAreRecounted(t *testing.T) {
 	want[model.StatusCalling]++
 	check("after a commit on the recount")
 	// Counts written at an older revision than the records': recounted.
-	must(t, badger.PutRaw(s, "m\x00", string(make([]byte, 72))))
+	must(t, badger.PutRaw(s, "m\x00", string(make([]byte, 8*(1+len(model.AllStatuses))))))
 	check("with counts of revision 0")
+	// Counts of the layout before the found and left statuses (8 counts),
+	// as new as the records: recounted, not refused as damaged.
+	older := binary.BigEndian.AppendUint64(nil, s.Revision())
+	older = append(older, bytes.Repeat([]byte{0, 0, 0, 0, 0, 0, 0, 9}, 8)...)
+	must(t, badger.PutRaw(s, "m\x00", string(older)))
+	check("with counts of 8 statuses")
 }
