@@ -27,6 +27,7 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/taskdeck"
 	"github.com/taskdeck/taskdeck/termtext"
+	"github.com/taskdeck/taskdeck/tracing"
 	"golang.org/x/term"
 )
 
@@ -82,6 +83,8 @@ type Factory struct {
 
 	// observer hears the engine this process opens (serve --metrics).
 	observer engine.Observer
+	// tracer makes its spans when the OTEL_* environment asks for them.
+	tracer *tracing.Tracer
 
 	cfg     *mcpconfig.Config
 	logFile *os.File
@@ -355,6 +358,12 @@ func (f *Factory) configFile() string {
 // a shared database only a member (serve) claims tasks: the dashboard and
 // the other commands watch, and leave no claim behind when they end.
 func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine, error) {
+	if f.tracer == nil {
+		var err error
+		if f.tracer, err = tracing.FromEnv(context.Background(), f.logger); err != nil {
+			return nil, &exitError{code: exitUsage, err: err}
+		}
+	}
 	e, err := taskdeck.OpenEngine(taskdeck.Options{
 		DataDir:        f.dataDir,
 		Store:          f.store,
@@ -368,6 +377,7 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine
 		RequestTimeout: f.requestTimeout,
 		Policy:         f.policy,
 		Observer:       f.observer,
+		Tracer:         f.tracer,
 	})
 	return e, storeFailure(err)
 }
@@ -446,11 +456,24 @@ func (f *Factory) close() {
 		}
 		f.dk = nil
 	}
+	if f.tracer != nil {
+		// What is queued goes out, within a bound: a collector that is
+		// down does not hold the exit.
+		ctx, cancel := context.WithTimeout(context.Background(), traceFlush)
+		if err := f.tracer.Shutdown(ctx); err != nil {
+			f.logger.Warn("traces: not every span was sent", "err", err, "dropped", f.tracer.Dropped())
+		}
+		cancel()
+		f.tracer = nil
+	}
 	if f.logFile != nil {
 		f.logFile.Close()
 	}
 	f.logFile = nil
 }
+
+// traceFlush bounds the sending of the spans still queued at exit.
+const traceFlush = 5 * time.Second
 
 func (f *Factory) completeServers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	cfg, err := mcpconfig.LoadConfig(f.configPath)
