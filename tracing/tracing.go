@@ -124,7 +124,9 @@ func New(ctx context.Context, exp sdktrace.SpanExporter, queue int, log *slog.Lo
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "taskdeck")),
 		resource.WithFromEnv(), // after: OTEL_SERVICE_NAME wins
-		resource.WithTelemetrySDK())
+		resource.WithTelemetrySDK(),
+		resource.WithHost(),
+		resource.WithProcessPID()) // which process of a fleet, or of a restart
 	if err != nil {
 		return nil, fmt.Errorf("OpenTelemetry resource: %w", err)
 	}
@@ -149,6 +151,14 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return t.tp.Shutdown(ctx)
+}
+
+// ForceFlush sends every span ended so far, within ctx.
+func (t *Tracer) ForceFlush(ctx context.Context) error {
+	if t == nil {
+		return nil
+	}
+	return t.tp.ForceFlush(ctx)
 }
 
 // Dropped counts the spans that never reached the backend: the queue was

@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/jaegertest"
+	"github.com/taskdeck/taskdeck/tracing"
+)
+
+// traceEnv is the OTEL_* environment that sends a deck's spans to j, in
+// batches every 100 ms (not the SDK's 5 s, which a test would wait out).
+func traceEnv(j *jaegertest.Jaeger, protocol string) []string {
+	endpoint := j.OTLPHTTP
+	if protocol == "grpc" {
+		endpoint = j.OTLPGRPC
+	}
+	return []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + endpoint, "OTEL_EXPORTER_OTLP_PROTOCOL=" + protocol,
+		"OTEL_SERVICE_NAME=taskdeck-e2e", "OTEL_BSP_SCHEDULE_DELAY=100"}
+}
+
+// stop sends SIGTERM and waits until the process has exited (its spans
+// sent on the way out).
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM) // an error means it has already ended
+	clitest.WaitFor(t, "taskdeck to exit after SIGTERM", p.exited)
+}
+
+// TestTraceAcrossRestart: a task launched under one `serve`, stopped
+// while it waits for input, and answered under the next `serve` (two
+// processes of the real binary) is one trace in a real Jaeger: the task's
+// span, from its intent to its end, emitted by the second process, and
+// the call, the polls of both processes and the answer, each linked to
+// it, never its child. Once over http/protobuf, once over gRPC.
+func TestTraceAcrossRestart(t *testing.T) {
+	for _, protocol := range []string{"http/protobuf", "grpc"} {
+		t.Run(protocol, func(t *testing.T) {
+			t.Parallel()
+			j := jaegertest.Start(t)
+			demo := startDemo(t, "127.0.0.1:0", "--no-push") // polled
+			d := newDeck(t)
+			d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, demo.url))
+			d.env = append(d.env, traceEnv(j, protocol)...)
+
+			first := d.start("serve")
+			clitest.WaitFor(t, "serve to own the store", func() bool { return strings.Contains(first.Stderr.String(), "ctrl+c stops") })
+			id := clitest.OnlyID(t, d.run("call", "--server", "demo", "approve", "--args", `{"action":"deploy"}`).Must(t, 0))
+			d.waitStatus(id, "input_required")
+			first.stop(t)
+
+			second := d.start("serve")
+			clitest.WaitFor(t, "serve to own the store", func() bool { return strings.Contains(second.Stderr.String(), "ctrl+c stops") })
+			d.run("answer", id, "approve-1", approveAnswer).Must(t, 0)
+			d.waitStatus(id, "completed")
+			second.stop(t)
+
+			task := tracing.TaskSpan(id)
+			traceID, spanID := task.TraceID().String(), task.SpanID().String()
+			var tr *jaegertest.Trace
+			var taskSpan jaegertest.Span
+			clitest.WaitFor(t, "Jaeger to hold the task's span", func() bool {
+				var err error
+				tr, err = j.Trace(traceID)
+				if err != nil || tr == nil {
+					return false
+				}
+				i := slices.IndexFunc(tr.Spans, func(s jaegertest.Span) bool { return s.SpanID == spanID })
+				if i < 0 {
+					return false
+				}
+				taskSpan = tr.Spans[i]
+				return true
+			})
+			if taskSpan.OperationName != "task" || taskSpan.Tag("record") != id || taskSpan.Tag("status") != "completed" || len(taskSpan.References) != 0 {
+				t.Fatalf("the task's span: %+v", taskSpan)
+			}
+			if p := tr.Processes[taskSpan.ProcessID]; p.ServiceName != "taskdeck-e2e" {
+				t.Fatalf("the task's span comes from service %q, want OTEL_SERVICE_NAME's taskdeck-e2e", p.ServiceName)
+			}
+			pids := map[string]bool{}
+			ops := map[string]int{}
+			for _, s := range tr.Spans {
+				if s.SpanID == spanID {
+					continue
+				}
+				if !s.Links(traceID, spanID) || s.Parent() != "" {
+					t.Fatalf("span %s (%s) is not a root linked to the task's span: %+v", s.SpanID, s.OperationName, s.References)
+				}
+				if s.Tag("record") != id || s.Tag("server") != "demo" {
+					t.Fatalf("span %s names record %q on %q, want %s on demo", s.OperationName, s.Tag("record"), s.Tag("server"), id)
+				}
+				if s.StartTime < taskSpan.StartTime || s.StartTime > taskSpan.StartTime+taskSpan.Duration {
+					t.Fatalf("span %s starts at %d µs, outside the task's [%d, +%d]", s.OperationName, s.StartTime, taskSpan.StartTime, taskSpan.Duration)
+				}
+				ops[s.OperationName]++
+				if s.OperationName == tracing.OpPoll {
+					pids[tr.ProcessTag(s, "process.pid")] = true
+				}
+			}
+			if ops[tracing.OpCall] != 1 || ops[tracing.OpAnswer] != 1 || ops[tracing.OpPoll] < 2 {
+				t.Fatalf("the trace's linked spans: %v; want one tools/call, one tasks/update and polls", ops)
+			}
+			if len(pids) != 2 || pids[""] {
+				t.Fatalf("the polls come from processes %v; want both serves'", pids)
+			}
+			if got := time.Duration(taskSpan.Duration) * time.Microsecond; got <= 0 {
+				t.Fatalf("the task's span lasts %s", got)
+			}
+		})
+	}
+}
