@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/jaegertest"
+	"github.com/taskdeck/taskdeck/internal/nodetest"
 	"github.com/taskdeck/taskdeck/tracing"
 )
 
@@ -113,5 +117,79 @@ func TestTraceAcrossRestart(t *testing.T) {
 				t.Fatalf("the task's span lasts %s", got)
 			}
 		})
+	}
+}
+
+// TestTraceFromTypeScriptClient: the official TypeScript client calls a
+// tool through `serve --proxy` with a traceparent in the call's _meta
+// (SEP-414): in a real Jaeger, taskdeck's tools/call span is the child of
+// the client's span, in the client's trace, and linked to the task's
+// span. A traceparent that does not parse is ignored: that call's span is
+// a root in its task's trace.
+func TestTraceFromTypeScriptClient(t *testing.T) {
+	t.Parallel()
+	dir := nodetest.Install(t, filepath.Join("..", "proxy", "testdata", "agent"), "agent.mjs")
+	j := jaegertest.Start(t)
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}},"agents":{"e2e":{"token":"${E2E_AGENT_TOKEN}","servers":["demo"]}}}`, srv.url))
+	const token = "e2e-agent-token-0123456789abcdef"
+	d.env = append(append(d.env, "E2E_AGENT_TOKEN="+token), traceEnv(j, "http/protobuf")...)
+	owner, base := d.serveProxy()
+
+	// call runs the agent's held call of sleep with traceparent tp and
+	// returns the record it made.
+	call := func(tp string) string {
+		t.Helper()
+		before := d.lsByID()
+		cmd := exec.Command("node", "agent.mjs", base+"/mcp/demo", "hold", "sleep", `{"seconds":1}`)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "TASKDECK_AGENT_TOKEN="+token, "TASKDECK_TRACEPARENT="+tp)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the agent failed: %v\n%s", err, out)
+		}
+		for id := range d.lsByID() {
+			if _, ok := before[id]; !ok {
+				return id
+			}
+		}
+		t.Fatalf("the agent's call left no record:\n%s", out)
+		return ""
+	}
+	const agentTrace, agentSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	id := call("00-" + agentTrace + "-" + agentSpan + "-01")
+	bad := call("00-" + agentTrace + "-not-a-span-id-01")
+	owner.stop(t) // its spans go out on the way
+
+	// callSpan waits for the tools/call span of record rec in trace.
+	callSpan := func(trace, rec string) jaegertest.Span {
+		t.Helper()
+		var found jaegertest.Span
+		clitest.WaitFor(t, "Jaeger to hold the tools/call span of "+rec, func() bool {
+			tr, err := j.Trace(trace)
+			if err != nil || tr == nil {
+				return false
+			}
+			i := slices.IndexFunc(tr.Spans, func(s jaegertest.Span) bool {
+				return s.OperationName == tracing.OpCall && s.Tag("record") == rec
+			})
+			if i >= 0 {
+				found = tr.Spans[i]
+			}
+			return i >= 0
+		})
+		return found
+	}
+	task := tracing.TaskSpan(id)
+	s := callSpan(agentTrace, id)
+	if s.Parent() != agentSpan || !s.Links(task.TraceID().String(), task.SpanID().String()) {
+		t.Fatalf("the client's call: parent %q (want the client's span %s), references %+v (want a link to the task's span %s)",
+			s.Parent(), agentSpan, s.References, task.SpanID())
+	}
+	task = tracing.TaskSpan(bad)
+	s = callSpan(task.TraceID().String(), bad)
+	if s.Parent() != "" || !s.Links(task.TraceID().String(), task.SpanID().String()) {
+		t.Fatalf("the call with a traceparent that does not parse: parent %q, references %+v; want a root linked to its task's span", s.Parent(), s.References)
 	}
 }
