@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -192,4 +193,38 @@ func TestTraceFromTypeScriptClient(t *testing.T) {
 	if s.Parent() != "" || !s.Links(task.TraceID().String(), task.SpanID().String()) {
 		t.Fatalf("the call with a traceparent that does not parse: parent %q, references %+v; want a root linked to its task's span", s.Parent(), s.References)
 	}
+}
+
+// TestLogFormatJSONNamesTrace: with traces on, a JSON log line about a
+// task names its trace ("trace"), the id a trace backend finds it by; an
+// OTLP endpoint where nothing listens costs the commands nothing but the
+// spans.
+func TestLogFormatJSONNamesTrace(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0", "--no-push")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.url))
+	d.env = append(d.env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1") // refused: the spans are dropped
+	id := clitest.OnlyID(t, d.run("--log-format", "json", "call", "--server", "demo", "sleep", "--args", `{"seconds":600}`).Must(t, 0))
+	srv.p.kill()
+	d.run("--log-format", "json", "-v", "get", id).Must(t, 0) // its refresh fails: the log says so
+
+	raw, err := os.ReadFile(filepath.Join(d.dataDir, "taskdeck.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tracing.TaskSpan(id).TraceID().String()
+	for line := range strings.Lines(string(raw)) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("a log line is not JSON: %v\n%s", err, line)
+		}
+		if rec["msg"] == "poll failed" && rec["record"] == id {
+			if rec["trace"] != want {
+				t.Fatalf("the poll's log line names trace %v, want the task's %s:\n%s", rec["trace"], want, line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no \"poll failed\" line naming record %s in the log:\n%s", id, raw)
 }

@@ -709,7 +709,7 @@ func (t *tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error
 		// reconnect would only add a request to a struggling server.
 		t.pool.Drop(sess)
 	}
-	t.log.Debug("poll failed", "record", rec.ID, "server", ServerLabel(rec.Server), "err", err)
+	t.log.Debug("poll failed", "record", rec.ID, "server", ServerLabel(rec.Server), "err", err, t.spans.LogAttr(rec.ID))
 	next, errs := t.schedule(rec, false, err, t.now())
 	return pollResult{Task: rec, Next: next, Err: err, Errors: errs}
 }

@@ -346,6 +346,16 @@ func cmpNonEmpty(a, b string) string {
 	return b
 }
 
+// LogAttr is the "trace" field of a log line about the record recID: the
+// id of its task's trace, so that the JSON log joins the spans; none (an
+// empty attribute, which slog leaves out) when tracing is off.
+func (t *Tracer) LogAttr(recID string) slog.Attr {
+	if t == nil {
+		return slog.Attr{}
+	}
+	return slog.String("trace", TaskSpan(recID).TraceID().String())
+}
+
 // propagator reads and writes W3C traceparent and tracestate.
 var propagator = propagation.TraceContext{}
 

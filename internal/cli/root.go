@@ -307,6 +307,11 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 	if f.watchAll {
 		opts.Opened = func(e *engine.Engine) error { return e.PollNow(ctx, nil) }
 	}
+	// Made before it is known whether this process owns the store: a
+	// tracer sends nothing until a span ends, and only an engine makes one.
+	if opts.Tracer, err = f.traces(); err != nil {
+		return nil, err
+	}
 	c, err := taskdeck.Open(ctx, opts)
 	if err != nil {
 		return nil, storeFailure(err)
@@ -358,11 +363,9 @@ func (f *Factory) configFile() string {
 // a shared database only a member (serve) claims tasks: the dashboard and
 // the other commands watch, and leave no claim behind when they end.
 func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine, error) {
-	if f.tracer == nil {
-		var err error
-		if f.tracer, err = tracing.FromEnv(context.Background(), f.logger); err != nil {
-			return nil, &exitError{code: exitUsage, err: err}
-		}
+	tracer, err := f.traces()
+	if err != nil {
+		return nil, err
 	}
 	e, err := taskdeck.OpenEngine(taskdeck.Options{
 		DataDir:        f.dataDir,
@@ -377,9 +380,21 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine
 		RequestTimeout: f.requestTimeout,
 		Policy:         f.policy,
 		Observer:       f.observer,
-		Tracer:         f.tracer,
+		Tracer:         tracer,
 	})
 	return e, storeFailure(err)
+}
+
+// traces is the tracer the OTEL_* environment asks for (nil: none), made
+// once; a setting it refuses is a usage error.
+func (f *Factory) traces() (*tracing.Tracer, error) {
+	if f.tracer == nil {
+		var err error
+		if f.tracer, err = tracing.FromEnv(context.Background(), f.logger); err != nil {
+			return nil, &exitError{code: exitUsage, err: err}
+		}
+	}
+	return f.tracer, nil
 }
 
 // storeFailure words what the engine could not sort as the store's own
