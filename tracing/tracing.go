@@ -333,7 +333,8 @@ func (t *Tracer) TaskEnded(rec *model.Task, server string, at time.Time) {
 	_, span := t.tracer.Start(ctx, "task", trace.WithNewRoot(), trace.WithTimestamp(rec.CreatedAt),
 		trace.WithAttributes(keyRecord.String(rec.ID), keyServer.String(server), keyTool.String(rec.Tool),
 			keyStatus.String(string(rec.Status)), attribute.String("task_id", rec.TaskID)))
-	if rec.Status != model.StatusCompleted || rec.IsError {
+	// A cancel is someone's choice, not a failure.
+	if rec.Status == model.StatusFailed || rec.Status == model.StatusUnknown || rec.IsError {
 		span.SetStatus(codes.Error, cmpNonEmpty(rec.StatusMessage, string(rec.Status)))
 	}
 	span.End(trace.WithTimestamp(at))
