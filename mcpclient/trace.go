@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -36,22 +37,33 @@ func withTrace(ctx context.Context, req *jsonrpc.Request) *jsonrpc.Request {
 }
 
 // traceMeta is the _meta object meta with the traceparent (and tracestate)
-// of ctx's span set, or meta itself when ctx has none.
+// of ctx's span added, or meta itself when ctx has none. The keys are
+// spliced in, not re-encoded: a poll's _meta is go-sdk's, which has none
+// of them.
 func traceMeta(ctx context.Context, meta json.RawMessage) json.RawMessage {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return meta
 	}
-	m := map[string]json.RawMessage{}
-	if len(meta) > 0 && json.Unmarshal(meta, &m) != nil {
+	var kv []byte
+	tracing.Inject(ctx, func(k, v string) {
+		key, _ := json.Marshal(k) // strings always encode
+		val, _ := json.Marshal(v)
+		kv = append(append(append(append(kv, ','), key...), ':'), val...)
+	})
+	body := bytes.TrimSpace(meta)
+	switch {
+	case len(kv) == 0:
 		return meta
+	case len(body) == 0 || string(body) == "null":
+		body = []byte("{}")
+	case body[0] != '{' || body[len(body)-1] != '}':
+		return meta // not an object: the server says what is wrong with it
 	}
-	if m == nil {
-		m = map[string]json.RawMessage{}
+	inner := bytes.TrimSpace(body[1 : len(body)-1])
+	out := make([]byte, 0, len(body)+len(kv)+1)
+	out = append(append(out, '{'), inner...)
+	if len(inner) == 0 {
+		kv = kv[1:] // no comma before the first key
 	}
-	tracing.Inject(ctx, func(k, v string) { m[k], _ = json.Marshal(v) })
-	out, err := json.Marshal(m)
-	if err != nil {
-		return meta
-	}
-	return out
+	return append(append(out, kv...), '}')
 }
