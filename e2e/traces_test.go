@@ -123,7 +123,7 @@ func TestTraceAcrossRestart(t *testing.T) {
 
 // TestTraceFromTypeScriptClient: the official TypeScript client calls a
 // tool through `serve --proxy` with a traceparent in the call's _meta
-// (SEP-414): in a real Jaeger, taskdeck's tools/call span is the child of
+// (SEP-414) and its HTTP headers: in a real Jaeger, taskdeck's tools/call span is the child of
 // the client's span, in the client's trace, and linked to the task's
 // span. A traceparent that does not parse is ignored: that call's span is
 // a root in its task's trace.

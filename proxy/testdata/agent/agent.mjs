@@ -2,7 +2,8 @@
 // tasks requester for the task flows, driven against taskdeck's proxy.
 // Usage: node agent.mjs URL flows|flows-extra|hold TOOL ARGS_JSON
 // ($TASKDECK_IDEMPOTENCY_KEY, if set, is sent as the Idempotency-Key header;
-// $TASKDECK_TRACEPARENT, if set, as the held call's _meta.traceparent).
+// $TASKDECK_TRACEPARENT, if set, as the held call's _meta.traceparent and
+// as the traceparent header).
 // flows-extra answers every form with a field it does not name, too.
 // It prints one JSON line per outcome and exits 1 on the first surprise.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
@@ -55,7 +56,9 @@ const client = new Client(clientInfo, {
 });
 // An idempotency key, when the environment gives one, goes with every request.
 const key = process.env.TASKDECK_IDEMPOTENCY_KEY ? { "idempotency-key": process.env.TASKDECK_IDEMPOTENCY_KEY } : {};
-await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { ...auth, ...key } } }));
+// The trace context goes as the W3C header too, as an instrumented fetch sends it.
+const traced = process.env.TASKDECK_TRACEPARENT ? { traceparent: process.env.TASKDECK_TRACEPARENT } : {};
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { ...auth, ...key, ...traced } } }));
 
 if (scenario === "hold") {
   // No tasks requester: the proxy holds the call until the task ends.
