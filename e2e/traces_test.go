@@ -228,3 +228,16 @@ func TestLogFormatJSONNamesTrace(t *testing.T) {
 	}
 	t.Fatalf("no \"poll failed\" line naming record %s in the log:\n%s", id, raw)
 }
+
+// TestTraceEnvRefused: an OTEL_* setting taskdeck cannot honour is a
+// usage error in one line, before the store is opened.
+func TestTraceEnvRefused(t *testing.T) {
+	t.Parallel()
+	d := newDeck(t)
+	d.env = append(d.env, "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=http/json")
+	r := d.run("ls").Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, `OTEL_EXPORTER_OTLP_PROTOCOL="http/json"`, "http/protobuf or grpc")
+	d.env = append(d.env, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc", "OTEL_TRACES_EXPORTER=zipkin")
+	r = d.run("ls").Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, `OTEL_TRACES_EXPORTER="zipkin"`, "OTLP only")
+}
