@@ -16,6 +16,7 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/termtext"
+	"github.com/taskdeck/taskdeck/tracing"
 )
 
 // keyConflictError means that an idempotency key already names another call.
@@ -227,9 +228,11 @@ func checkAnswers(rec *model.Task, answers map[string]json.RawMessage) error {
 // record means the store failed.
 func (t *tracker) flushAnswers(ctx context.Context, sess *mcpclient.Session, rec *model.Task) (*model.Task, error) {
 	sent := maps.Clone(rec.PendingAnswers)
-	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	sctx, op := t.spans.Start(ctx, tracing.OpAnswer, rec, ServerLabel(rec.Server))
+	cctx, cancel := context.WithTimeout(sctx, t.requestTimeout)
 	err := sess.UpdateTask(cctx, rec.TaskID, sent)
 	cancel()
+	op.End(nil, err)
 	var te *mcpclient.TransportError
 	if errors.As(err, &te) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return rec, err
@@ -277,9 +280,11 @@ func (t *tracker) Cancel(ctx context.Context, id string) (*model.Task, error) {
 	if err != nil {
 		return rec, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
+	sctx, op := t.spans.Start(ctx, tracing.OpCancel, rec, ServerLabel(rec.Server))
+	cctx, cancel := context.WithTimeout(sctx, t.requestTimeout)
 	err = sess.CancelTask(cctx, rec.TaskID)
 	cancel()
+	op.End(nil, err)
 	switch {
 	case errors.Is(err, mcpclient.ErrTaskUnknown):
 		// Nothing left to stop, if tasks/get agrees that it is gone.

@@ -17,6 +17,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/tracing"
 )
 
 // Options configure an engine. Zero values select the defaults.
@@ -61,6 +62,9 @@ type Options struct {
 	// Observer hears polls, calls, answers and push streams as they
 	// happen (telemetry's metrics); nil: nobody.
 	Observer Observer
+	// Tracer makes the spans of the tasks this engine follows (tracing's
+	// FromEnv); nil: tracing off.
+	Tracer *tracing.Tracer
 	// pushLimits, when set, replace the bounds on push streams (tests).
 	pushLimits pushLimits
 	// retentionEvery, when set, replaces retentionEvery (tests).
@@ -144,12 +148,15 @@ func Open(opts Options) (*Engine, error) {
 		IdlePerServer:  opts.PerServer,
 	})
 	e.ctx, e.cancel = context.WithCancel(context.Background())
+	if opts.Tracer != nil {
+		st = spanWrites{Backend: st, spans: opts.Tracer, now: opts.Now}
+	}
 	e.own = soleOwner{st}
 	if claims != nil {
 		e.own = fleetOwner{e}
 	}
 	tr := newTracker(st, pool, trackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx,
-		owner: e.own, actor: model.EngineActor(e.host), Observer: opts.Observer})
+		owner: e.own, actor: model.EngineActor(e.host), Observer: opts.Observer, Tracer: opts.Tracer})
 	var orphans []*model.Task
 	if e.own.alone() {
 		if orphans, err = tr.OrphanStale(); err != nil {

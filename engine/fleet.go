@@ -613,7 +613,10 @@ func (c *claimer) update(id string, fn func(t *model.Task) (bool, error)) (*mode
 type fleetOwner struct{ e *Engine }
 
 func (o fleetOwner) write(id string, fn func(t *model.Task) (bool, error)) (*model.Task, error) {
-	return o.e.claims.update(id, fn)
+	if o.e.opts.Tracer == nil {
+		return o.e.claims.update(id, fn)
+	}
+	return endSpan(o.e.opts.Tracer, o.e.opts.Now, o.e.claims.update, id, fn)
 }
 
 func (o fleetOwner) maker() (string, error) { return o.e.maker() }

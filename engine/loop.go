@@ -274,7 +274,7 @@ func (l *loop) done(p polled) {
 		l.sched.Done(p.id, now) // polled again as soon as the store is back
 	case p.err != nil:
 		// The store failed, not the server: try again later.
-		l.e.log.Warn("poll could not be recorded", "record", p.id, "err", p.err)
+		l.e.log.Warn("poll could not be recorded", "record", p.id, "err", p.err, l.e.opts.Tracer.LogAttr(p.id))
 		l.sched.Done(p.id, now.Add(l.e.policy().Cap))
 	case p.res.Next == 0:
 		l.drop(p.id)

@@ -490,7 +490,7 @@ func (l *loop) applied(st *stream, p polled) {
 	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, store.ErrFenced):
 		l.drop(p.id) // forgotten meanwhile, or another engine watches it now
 	case p.err != nil:
-		l.e.log.Warn("push could not be recorded", "record", p.id, "err", p.err)
+		l.e.log.Warn("push could not be recorded", "record", p.id, "err", p.err, l.e.opts.Tracer.LogAttr(p.id))
 	case p.res.Next == 0:
 		l.drop(p.id)
 		l.e.feeds.poll(l.e.entry(p.res.Task))

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/tracing"
 )
 
 // tracker joins the MCP client and the store: every handle is on disk
@@ -41,7 +43,8 @@ type tracker struct {
 	owner owner
 	// engine names the tracker's own acts (an orphaning).
 	engine model.Actor
-	obs    Observer // nil: nobody
+	obs    Observer        // nil: nobody
+	spans  *tracing.Tracer // nil: tracing off
 
 	mu    sync.Mutex
 	polls map[string]*pollState
@@ -85,6 +88,9 @@ type trackerOptions struct {
 	actor   model.Actor // names its own acts; zero: this host's engine
 	// Observer hears its polls, calls and answers (telemetry); nil: nobody.
 	Observer Observer
+	// Tracer makes the spans of its polls, calls, answers and cancels;
+	// nil: tracing off.
+	Tracer *tracing.Tracer
 }
 
 // newTracker makes a tracker over an open store and a pool.
@@ -113,7 +119,7 @@ func newTracker(st store.Backend, pool *mcpclient.Pool, opts trackerOptions) *tr
 	return &tracker{
 		store: st, pool: pool, policy: opts.Policy, now: opts.Now, log: opts.Logger,
 		requestTimeout: opts.RequestTimeout, life: opts.Context, polls: map[string]*pollState{}, owner: opts.owner, engine: opts.actor,
-		obs: opts.Observer,
+		obs: opts.Observer, spans: opts.Tracer,
 	}
 }
 
@@ -210,10 +216,12 @@ func (t *tracker) rounds(ctx context.Context, sess *mcpclient.Session, rec *mode
 	owned, release := t.own(ctx)
 	defer release()
 	for ; ; round++ {
-		cctx, cancel := mcpclient.WithRequestTimeout(owned, t.requestTimeout) // a stopped process keeps its answer
+		sctx, op := t.spans.Start(owned, tracing.OpCall, rec, ServerLabel(rec.Server))
+		cctx, cancel := mcpclient.WithRequestTimeout(sctx, t.requestTimeout) // a stopped process keeps its answer
 		sent := time.Now()
 		out, err := sess.CallTool(cctx, rec.Tool, rec.Arguments, answers, state)
 		cancel()
+		op.End(nil, err)
 		if t.obs != nil {
 			t.obs.Called(ServerLabel(rec.Server), time.Since(sent), causeOf(owned, err))
 		}
@@ -544,12 +552,14 @@ func (t *tracker) poll(ctx context.Context, id string) (pollResult, error) {
 		t.forgetPoll(id)
 		return pollResult{Task: rec}, nil
 	}
-	if t.obs == nil {
+	if t.obs == nil && t.spans == nil {
 		return t.ask(ctx, id, rec)
 	}
 	start := time.Now()
-	res, err := t.ask(ctx, id, rec)
-	if err == nil {
+	sctx, op := t.spans.Start(ctx, tracing.OpPoll, rec, ServerLabel(rec.Server))
+	res, err := t.ask(sctx, id, rec)
+	op.End(res.Task, cmp.Or(err, res.Err))
+	if err == nil && t.obs != nil {
 		t.obs.Polled(ServerLabel(rec.Server), time.Since(start), causeOf(ctx, res.Err))
 	}
 	return res, err
@@ -603,7 +613,10 @@ func (t *tracker) Pushed(id string, snap model.Snapshot) (pollResult, error) {
 		t.forgetPoll(id)
 		return pollResult{Task: rec}, nil
 	}
-	return t.fold(id, rec, snap, nil, t.now())
+	_, op := t.spans.Start(context.Background(), tracing.OpPush, rec, ServerLabel(rec.Server))
+	res, err := t.fold(id, rec, snap, nil, t.now())
+	op.End(res.Task, err)
+	return res, err
 }
 
 // fold applies a server's answer about a task to its record rec (read
@@ -700,7 +713,7 @@ func (t *tracker) pollFailed(rec *model.Task, sess *mcpclient.Session, err error
 		// reconnect would only add a request to a struggling server.
 		t.pool.Drop(sess)
 	}
-	t.log.Debug("poll failed", "record", rec.ID, "server", ServerLabel(rec.Server), "err", err)
+	t.log.Debug("poll failed", "record", rec.ID, "server", ServerLabel(rec.Server), "err", err, t.spans.LogAttr(rec.ID))
 	next, errs := t.schedule(rec, false, err, t.now())
 	return pollResult{Task: rec, Next: next, Err: err, Errors: errs}
 }

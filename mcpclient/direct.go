@@ -59,7 +59,7 @@ func failed(format string, args ...any) error {
 // answered with one, for classify to map like go-sdk's.
 func (d *directGet) get(ctx context.Context, taskID string) (*wire.GetTaskResult, error) {
 	id := directIDs.Add(1)
-	resp, err := d.post(ctx, wire.MethodGet, d.body(id, taskID), taskID)
+	resp, err := d.post(ctx, wire.MethodGet, d.body(id, taskID, traceMeta(ctx, d.meta)), taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -96,14 +96,15 @@ func drainAndClose(body io.ReadCloser) {
 	body.Close()
 }
 
-// body is the JSON-RPC request, as go-sdk would encode it.
-func (d *directGet) body(id int64, taskID string) []byte {
+// body is the JSON-RPC request, as go-sdk would encode it, with meta
+// (d.meta with the trace context) as its _meta.
+func (d *directGet) body(id int64, taskID string, meta json.RawMessage) []byte {
 	quoted, _ := json.Marshal(taskID) // a string always encodes
-	b := make([]byte, 0, 96+len(d.meta)+len(quoted))
+	b := make([]byte, 0, 96+len(meta)+len(quoted))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = appendID(b, id)
 	b = append(b, `,"method":"tasks/get","params":{"_meta":`...)
-	b = append(b, d.meta...)
+	b = append(b, meta...)
 	b = append(b, `,"taskId":`...)
 	b = append(b, quoted...)
 	return append(b, "}}"...)

@@ -181,6 +181,9 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			context.AfterFunc(ctx, func() { c.drop(req.ID) })
 		}
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+		msg = withTrace(ctx, req)
+	}
 	return c.Connection.Write(ctx, msg)
 }
 

@@ -139,7 +139,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	ep := &endpoint{p: p, cfg: cfg, who: pr}
 	if ep.local(req.Method) {
 		sse := &sseWriter{w: w, modern: modern(r.Header)}
-		ctx := withAgentHeaders(acting(r.Context(), pr, req.label()), r.Header)
+		ctx := traced(withAgentHeaders(acting(r.Context(), pr, req.label()), r.Header), req, r.Header)
 		if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			ctx = withNotifier(ctx, sse.notify)
 		}

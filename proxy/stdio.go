@@ -164,7 +164,7 @@ func readLines(ctx context.Context, br *bufio.Reader, max int64, lines chan<- li
 func (ep *endpoint) serveOne(ctx context.Context, req *request, body []byte) [][]byte {
 	h := synthesized(req)
 	if ep.local(req.Method) {
-		res := ep.handle(ctx, req, h)
+		res := ep.handle(traced(ctx, req, nil), req, h)
 		if req.notification() {
 			return nil
 		}

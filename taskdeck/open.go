@@ -20,6 +20,7 @@ import (
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/service"
 	_ "github.com/taskdeck/taskdeck/store/postgres" // a config's "store" may name a fleet's database
+	"github.com/taskdeck/taskdeck/tracing"
 )
 
 // Options say where the records are and which servers calls may name.
@@ -62,6 +63,9 @@ type Options struct {
 	// Observer hears the engine's polls and calls (package telemetry's
 	// metrics); nil: nobody. OpenEngine only.
 	Observer engine.Observer
+	// Tracer makes the engine's spans (tracing.FromEnv); nil: tracing
+	// off. OpenEngine only.
+	Tracer *tracing.Tracer
 	// Opened, when set, is called with the engine this process opens
 	// (the command line's `--all` polls every open task at once).
 	Opened func(*engine.Engine) error
@@ -141,6 +145,7 @@ func OpenEngine(opts Options) (*engine.Engine, error) {
 		RequestTimeout: opts.RequestTimeout,
 		Policy:         opts.Policy,
 		Observer:       opts.Observer,
+		Tracer:         opts.Tracer,
 	})
 	if err != nil {
 		return nil, &StoreError{Err: err}

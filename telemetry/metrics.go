@@ -108,6 +108,15 @@ func (m *Metrics) PushDropped(server string) { m.pushDrops.WithLabelValues(serve
 // and the engine's state. Call it once, before serving.
 func (m *Metrics) Watch(src Source) { m.reg.MustRegister(&stats{src: src, now: time.Now}) }
 
+// WatchTraces adds the count of spans that never reached the trace
+// backend (tracing.Tracer.Dropped): its exporter was down or slow. Call it
+// once, before serving, when traces are on.
+func (m *Metrics) WatchTraces(dropped func() int64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "trace_spans_dropped_total",
+		Help: "Spans dropped before they reached the trace backend: its exporter was down or slow (the queue was full), or the export failed."},
+		func() float64 { return float64(dropped()) }))
+}
+
 // Handler serves the exposition. With a token, a request must carry it
 // (Authorization: Bearer TOKEN).
 func (m *Metrics) Handler(token string) http.Handler {

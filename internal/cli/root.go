@@ -27,6 +27,7 @@ import (
 	"github.com/taskdeck/taskdeck/store/badger"
 	"github.com/taskdeck/taskdeck/taskdeck"
 	"github.com/taskdeck/taskdeck/termtext"
+	"github.com/taskdeck/taskdeck/tracing"
 	"golang.org/x/term"
 )
 
@@ -82,6 +83,8 @@ type Factory struct {
 
 	// observer hears the engine this process opens (serve --metrics).
 	observer engine.Observer
+	// tracer makes its spans when the OTEL_* environment asks for them.
+	tracer *tracing.Tracer
 
 	cfg     *mcpconfig.Config
 	logFile *os.File
@@ -307,6 +310,11 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 	if f.watchAll {
 		opts.Opened = func(e *engine.Engine) error { return e.PollNow(ctx, nil) }
 	}
+	// Made before it is known whether this process owns the store: a
+	// tracer sends nothing until a span ends, and only an engine makes one.
+	if opts.Tracer, err = f.traces(); err != nil {
+		return nil, err
+	}
 	c, err := taskdeck.Open(ctx, opts)
 	if err != nil {
 		return nil, storeFailure(err)
@@ -358,6 +366,10 @@ func (f *Factory) configFile() string {
 // a shared database only a member (serve) claims tasks: the dashboard and
 // the other commands watch, and leave no claim behind when they end.
 func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine, error) {
+	tracer, err := f.traces()
+	if err != nil {
+		return nil, err
+	}
 	e, err := taskdeck.OpenEngine(taskdeck.Options{
 		DataDir:        f.dataDir,
 		Store:          f.store,
@@ -371,8 +383,21 @@ func (f *Factory) openEngine(cfg *mcpconfig.Config, member bool) (*engine.Engine
 		RequestTimeout: f.requestTimeout,
 		Policy:         f.policy,
 		Observer:       f.observer,
+		Tracer:         tracer,
 	})
 	return e, storeFailure(err)
+}
+
+// traces is the tracer the OTEL_* environment asks for (nil: none), made
+// once; a setting it refuses is a usage error.
+func (f *Factory) traces() (*tracing.Tracer, error) {
+	if f.tracer == nil {
+		var err error
+		if f.tracer, err = tracing.FromEnv(context.Background(), f.logger); err != nil {
+			return nil, &exitError{code: exitUsage, err: err}
+		}
+	}
+	return f.tracer, nil
 }
 
 // storeFailure words what the engine could not sort as the store's own
@@ -449,11 +474,24 @@ func (f *Factory) close() {
 		}
 		f.dk = nil
 	}
+	if f.tracer != nil {
+		// What is queued goes out, within a bound: a collector that is
+		// down does not hold the exit.
+		ctx, cancel := context.WithTimeout(context.Background(), traceFlush)
+		if err := f.tracer.Shutdown(ctx); err != nil {
+			f.logger.Warn("traces: not every span was sent", "err", err, "dropped", f.tracer.Dropped())
+		}
+		cancel()
+		f.tracer = nil
+	}
 	if f.logFile != nil {
 		f.logFile.Close()
 	}
 	f.logFile = nil
 }
+
+// traceFlush bounds the sending of the spans still queued at exit.
+const traceFlush = 5 * time.Second
 
 func (f *Factory) completeServers(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	cfg, err := mcpconfig.LoadConfig(f.configPath)

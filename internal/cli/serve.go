@@ -188,6 +188,9 @@ func serveRun(opts *ServeOptions) error {
 	}
 	if metrics != nil {
 		metrics.Watch(e)
+		if f.tracer != nil {
+			metrics.WatchTraces(f.tracer.Dropped)
+		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metrics.Handler(opts.Token))
 		scrape := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(f.logger.Handler(), slog.LevelWarn)}

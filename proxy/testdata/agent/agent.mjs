@@ -1,7 +1,9 @@
 // A test agent: the official TypeScript MCP client, with the official
 // tasks requester for the task flows, driven against taskdeck's proxy.
 // Usage: node agent.mjs URL flows|flows-extra|hold TOOL ARGS_JSON
-// ($TASKDECK_IDEMPOTENCY_KEY, if set, is sent as the Idempotency-Key header).
+// ($TASKDECK_IDEMPOTENCY_KEY, if set, is sent as the Idempotency-Key header;
+// $TASKDECK_TRACEPARENT, if set, as the held call's _meta.traceparent and
+// as the traceparent header).
 // flows-extra answers every form with a field it does not name, too.
 // It prints one JSON line per outcome and exits 1 on the first surprise.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
@@ -54,13 +56,17 @@ const client = new Client(clientInfo, {
 });
 // An idempotency key, when the environment gives one, goes with every request.
 const key = process.env.TASKDECK_IDEMPOTENCY_KEY ? { "idempotency-key": process.env.TASKDECK_IDEMPOTENCY_KEY } : {};
-await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { ...auth, ...key } } }));
+// The trace context goes as the W3C header too, as an instrumented fetch sends it.
+const traced = process.env.TASKDECK_TRACEPARENT ? { traceparent: process.env.TASKDECK_TRACEPARENT } : {};
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { ...auth, ...key, ...traced } } }));
 
 if (scenario === "hold") {
   // No tasks requester: the proxy holds the call until the task ends.
   const [tool, args] = rest;
   out({ calling: tool });
-  const res = await client.callTool({ name: tool, arguments: JSON.parse(args ?? "{}") });
+  // The caller's trace context (SEP-414), when the environment gives one.
+  const meta = process.env.TASKDECK_TRACEPARENT ? { _meta: { traceparent: process.env.TASKDECK_TRACEPARENT } } : {};
+  const res = await client.callTool({ name: tool, arguments: JSON.parse(args ?? "{}"), ...meta });
   out({ tool, result: res });
   process.exit(0);
 }
