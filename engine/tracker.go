@@ -38,6 +38,8 @@ type tracker struct {
 	// engine names the tracker's own acts (an orphaning).
 	engine model.Actor
 	obs    Observer // nil: nobody
+	// servers hears each poll's outcome for polls_failing; nil: no outbox.
+	servers *serverPolls
 
 	mu    sync.Mutex
 	polls map[string]*pollState
@@ -540,13 +542,13 @@ func (t *tracker) poll(ctx context.Context, id string) (pollResult, error) {
 		t.forgetPoll(id)
 		return pollResult{Task: rec}, nil
 	}
-	if t.obs == nil {
-		return t.ask(ctx, id, rec)
-	}
 	start := time.Now()
 	res, err := t.ask(ctx, id, rec)
 	if err == nil {
-		t.obs.Polled(ServerLabel(rec.Server), time.Since(start), causeOf(ctx, res.Err))
+		t.servers.polled(ctx, rec.Server, res.Err)
+		if t.obs != nil {
+			t.obs.Polled(ServerLabel(rec.Server), time.Since(start), causeOf(ctx, res.Err))
+		}
 	}
 	return res, err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -95,7 +96,30 @@ type Outbox interface {
 	OutboxDone(e OutboxEntry, o Outcome, errText string, retryAt time.Time) error
 	// OutboxStats returns each endpoint's stats, with its pending count.
 	OutboxStats() (map[string]EndpointStats, error)
+	// OutboxAdd commits ev on its own: an event no task change makes (a
+	// server's polls failing). Its entries' Rev is a SoloRev.
+	OutboxAdd(ev *Event) error
 }
+
+// soloBit marks the Rev of an event committed on its own (OutboxAdd): no
+// revision of a change has it, so the two never share a key.
+const soloBit = 1 << 63
+
+// SoloRev names an event committed on its own at now: the time in ns
+// with soloBit set, unique in this process (strictly increasing), and on
+// a fleet unless two engines add one in the same nanosecond (the second
+// is then refused and logged).
+func SoloRev(now time.Time) uint64 {
+	for {
+		last := lastSolo.Load()
+		next := max(uint64(now.UnixNano())|soloBit, last+1)
+		if lastSolo.CompareAndSwap(last, next) {
+			return next
+		}
+	}
+}
+
+var lastSolo atomic.Uint64
 
 var _ Outbox = (*Store)(nil)
 
@@ -143,15 +167,38 @@ func (r *revisions) outbox(txn *badger.Txn, ev *Event, val []byte) error {
 	if ev == nil {
 		return nil
 	}
-	if err := txn.Set(revKey(eventPrefix, r.meta.rev), val); err != nil {
+	return setEvent(txn, r.meta.rev, ev, val)
+}
+
+// setEvent writes ev (val, its stored form) at rev, with an entry due at
+// once for each of its endpoints.
+func setEvent(txn *badger.Txn, rev uint64, ev *Event, val []byte) error {
+	if err := txn.Set(revKey(eventPrefix, rev), val); err != nil {
 		return err
 	}
 	for _, ep := range ev.Endpoints {
-		if err := txn.Set(append(revKey(pendingPrefix, r.meta.rev), ep...), nil); err != nil {
+		if err := txn.Set(append(revKey(pendingPrefix, rev), ep...), nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// OutboxAdd implements Outbox, in a txn of its own.
+func (s *Store) OutboxAdd(ev *Event) error {
+	if ev == nil || len(ev.Endpoints) == 0 {
+		return nil
+	}
+	now := time.Now()
+	val, err := eventValue(ev.ID, now, ev.Body)
+	if err != nil {
+		return err
+	}
+	rev := SoloRev(now)
+	// Keyed apart from every record's id, as OutboxDone's.
+	return s.commit("\x00outbox\x00"+ev.ID, func(txn *badger.Txn, _ *revisions) error {
+		return setEvent(txn, rev, ev, val)
+	})
 }
 
 // Outbox implements Outbox: the sole owner needs no claim, so lease is

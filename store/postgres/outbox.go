@@ -126,3 +126,21 @@ func deref(t *time.Time) time.Time {
 	}
 	return t.UTC()
 }
+
+// OutboxAdd implements store.Outbox: its rows, in one statement.
+func (s *Store) OutboxAdd(ev *store.Event) error {
+	if ev == nil || len(ev.Endpoints) == 0 {
+		return nil
+	}
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `INSERT INTO taskdeck_outbox (rev, endpoint, event_id, at, body)
+		SELECT $1, ep, $2, now(), $3 FROM unnest($4::text[]) AS ep`,
+		int64(store.SoloRev(time.Now())), ev.ID, ev.Body, ev.Endpoints); err != nil {
+		return dbError("add an outbox event", err)
+	}
+	return nil
+}
