@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -61,9 +62,18 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	demo := startDemo(t, "127.0.0.1:0", "--no-push") // polled
 	gone := startDemo(t, "127.0.0.1:0")              // pushes, then goes away
 	d := newDeck(t)
-	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q},"gone":{"url":%q}}}`, demo.url, gone.url))
+	// A webhook nobody answers: the failed task's event stays in the outbox.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String() + "/td"
+	l.Close()
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q},"gone":{"url":%q}},
+		"notify":{"webhooks":[{"url":%q,"secret":"${TD_TEST_WEBHOOK_SECRET}","events":["failed"]}]}}`, demo.url, gone.url, refused))
 	const token = "scrape-token-for-the-test"
-	d.env = append(d.env, "TASKDECK_PROXY_TOKEN="+token) // not on the command line
+	d.env = append(d.env, "TASKDECK_PROXY_TOKEN="+token, // not on the command line
+		"TD_TEST_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	_, addr := d.serveMetrics()
 
 	if code, _ := scrape(t, addr, ""); code != http.StatusUnauthorized {
@@ -110,6 +120,10 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	want(`sum(taskdeck_poll_failures_total{server="gone",cause="transport"}) > bool 0`, 1)
 	want(`sum(taskdeck_poll_failures_total{server="demo"}) or vector(0)`, 0)
 	want(`taskdeck_store_revision > bool 0`, 1)
+	want(`sum(taskdeck_outbox_pending)`, 1)
+	want(`sum(taskdeck_outbox_delivery_failures_total) > bool 0`, 1)
+	want(`max(taskdeck_outbox_oldest_pending_age_seconds) > bool 0`, 1)
+	want(`sum(taskdeck_outbox_delivered_total)`, 0)
 
 	_, body := scrape(t, addr, token)
 	check := exec.CommandContext(context.Background(), promtool, "check", "metrics")

@@ -78,9 +78,10 @@ type EndpointStats struct {
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
 	// Failing: the last attempt failed.
 	Failing bool `json:"failing"`
-	// Pending counts the entries still to deliver (not stored: counted
-	// when read).
-	Pending int64 `json:"pending"`
+	// Pending counts the entries still to deliver, and Oldest is when the
+	// oldest of them was committed (not stored: found when read).
+	Pending int64     `json:"pending"`
+	Oldest  time.Time `json:"oldest,omitzero"`
 }
 
 // Outbox is what a backend with an outbox offers the notifier.
@@ -349,19 +350,49 @@ func (s *Store) OutboxStats() (map[string]EndpointStats, error) {
 			out[ep] = st
 		}
 		it.Close()
-		pend := txn.NewIterator(badger.IteratorOptions{Prefix: pendingPrefix})
+		pend := txn.NewIterator(badger.IteratorOptions{Prefix: pendingPrefix, PrefetchValues: false})
 		defer pend.Close()
+		// Each event's commit time is read once: its entries are adjacent.
+		var lastRev uint64
+		var at time.Time
 		for pend.Rewind(); pend.Valid(); pend.Next() {
 			k := pend.Item().Key()
 			if len(k) <= len(pendingPrefix)+8 {
 				continue
 			}
+			if rev := binary.BigEndian.Uint64(k[len(pendingPrefix):]); rev != lastRev {
+				var err error
+				if at, err = eventAt(txn, rev); err != nil {
+					return err
+				}
+				lastRev = rev
+			}
 			ep := string(k[len(pendingPrefix)+8:])
 			st := out[ep]
 			st.Pending++
+			if st.Oldest.IsZero() || at.Before(st.Oldest) {
+				st.Oldest = at
+			}
 			out[ep] = st
 		}
 		return nil
 	})
 	return out, s.damaged(err)
+}
+
+// eventAt is when the event at rev was committed.
+func eventAt(txn *badger.Txn, rev uint64) (time.Time, error) {
+	item, err := txn.Get(revKey(eventPrefix, rev))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("outbox entry %d: %w", rev, err)
+	}
+	var at time.Time
+	err = item.Value(func(v []byte) error {
+		if len(v) < 8 {
+			return &decodeError{fmt.Errorf("outbox event %d is %d bytes, cut short", rev, len(v))}
+		}
+		at = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC()
+		return nil
+	})
+	return at, err
 }
