@@ -186,8 +186,8 @@ func TestLogFormatJSON(t *testing.T) {
 }
 
 // TestDoctor: doctor against the demo server in text and --json (exit 0),
-// against one that is gone (exit 3, one line), and without a server
-// (usage).
+// with --call (the task's hints), against one that is gone (exit 3, one
+// line), and without a server or with --args alone (usage).
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	srv := startDemo(t, "127.0.0.1:0")
@@ -209,6 +209,17 @@ func TestDoctor(t *testing.T) {
 	if len(d.ls()) != 0 {
 		t.Fatalf("doctor started a task")
 	}
+	// Allowed a call, doctor reads the hints of the task it starts, then
+	// cancels it (the demo's defaults: 500 ms and 10 min); it keeps no record.
+	r = d.run("doctor", "demo", "--call", "sleep", "--args", `{"seconds":600}`).Must(t, 0)
+	clitest.MustContain(t, r, r.Stdout, "hints         pollIntervalMs 500ms, ttlMs 10m0s (task ", " of sleep, cancelled)", "problems      none")
+	if len(d.ls()) != 0 {
+		t.Fatalf("doctor --call kept a record")
+	}
+	r = d.run("doctor", "demo", "--args", `{}`).Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, "--args goes with --call TOOL")
+	r = d.run("doctor", "demo", "--call", "sleep", "--args", `[1]`).Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, "--args: arguments must be a JSON object")
 	srv.p.kill()
 	r = d.run("doctor", "demo").Must(t, exitUnreachable)
 	clitest.OneErrorLine(t, r, "server demo: cannot connect")
