@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -61,9 +62,18 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	demo := startDemo(t, "127.0.0.1:0", "--no-push") // polled
 	gone := startDemo(t, "127.0.0.1:0")              // pushes, then goes away
 	d := newDeck(t)
-	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q},"gone":{"url":%q}}}`, demo.url, gone.url))
+	// A webhook nobody answers: the failed task's event stays in the outbox.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String() + "/td"
+	l.Close()
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q},"gone":{"url":%q}},
+		"notify":{"webhooks":[{"url":%q,"secret":"${TD_TEST_WEBHOOK_SECRET}","events":["failed"]}]}}`, demo.url, gone.url, refused))
 	const token = "scrape-token-for-the-test"
-	d.env = append(d.env, "TASKDECK_PROXY_TOKEN="+token) // not on the command line
+	d.env = append(d.env, "TASKDECK_PROXY_TOKEN="+token, // not on the command line
+		"TD_TEST_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	_, addr := d.serveMetrics()
 
 	if code, _ := scrape(t, addr, ""); code != http.StatusUnauthorized {
@@ -110,6 +120,10 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	want(`sum(taskdeck_poll_failures_total{server="gone",cause="transport"}) > bool 0`, 1)
 	want(`sum(taskdeck_poll_failures_total{server="demo"}) or vector(0)`, 0)
 	want(`taskdeck_store_revision > bool 0`, 1)
+	want(`sum(taskdeck_outbox_pending)`, 1)
+	want(`sum(taskdeck_outbox_delivery_failures_total) > bool 0`, 1)
+	want(`max(taskdeck_outbox_oldest_pending_age_seconds) > bool 0`, 1)
+	want(`sum(taskdeck_outbox_delivered_total)`, 0)
 
 	_, body := scrape(t, addr, token)
 	check := exec.CommandContext(context.Background(), promtool, "check", "metrics")
@@ -172,8 +186,8 @@ func TestLogFormatJSON(t *testing.T) {
 }
 
 // TestDoctor: doctor against the demo server in text and --json (exit 0),
-// against one that is gone (exit 3, one line), and without a server
-// (usage).
+// with --call (the task's hints), against one that is gone (exit 3, one
+// line), and without a server or with --args alone (usage).
 func TestDoctor(t *testing.T) {
 	t.Parallel()
 	srv := startDemo(t, "127.0.0.1:0")
@@ -195,6 +209,17 @@ func TestDoctor(t *testing.T) {
 	if len(d.ls()) != 0 {
 		t.Fatalf("doctor started a task")
 	}
+	// Allowed a call, doctor reads the hints of the task it starts, then
+	// cancels it (the demo's defaults: 500 ms and 10 min); it keeps no record.
+	r = d.run("doctor", "demo", "--call", "sleep", "--args", `{"seconds":600}`).Must(t, 0)
+	clitest.MustContain(t, r, r.Stdout, "hints         pollIntervalMs 500ms, ttlMs 10m0s (task ", " of sleep, cancelled)", "problems      none")
+	if len(d.ls()) != 0 {
+		t.Fatalf("doctor --call kept a record")
+	}
+	r = d.run("doctor", "demo", "--args", `{}`).Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, "--args goes with --call TOOL")
+	r = d.run("doctor", "demo", "--call", "sleep", "--args", `[1]`).Must(t, exitUsage)
+	clitest.OneErrorLine(t, r, "--args: arguments must be a JSON object")
 	srv.p.kill()
 	r = d.run("doctor", "demo").Must(t, exitUnreachable)
 	clitest.OneErrorLine(t, r, "server demo: cannot connect")

@@ -54,3 +54,19 @@ func TestWatchNotifyTerminal(t *testing.T) {
 	want := "Approve deploy?\a\x1b]9;taskdeck: approve input needed\a"
 	clitest.WaitFor(t, "the bell and OSC 9 after the line", func() bool { return strings.Contains(tm.rawOutput(), want) })
 }
+
+// TestDashboardNotifyMeTerminal: W on a row of the dashboard, then the
+// task completes: the bytes the terminal receives (tmux's pipe-pane) hold
+// the bell and the OSC 9 desktop notification of that change.
+func TestDashboardNotifyMeTerminal(t *testing.T) {
+	t.Parallel()
+	d, _ := tuiDeck(t)
+	id := d.call("sleep", `{"seconds":15}`) // W is pressed well before it ends
+	tm := d.dashboard(160, 20)
+	tm.waitText("working")
+	tm.keys("W")
+	tm.waitText("when its status changes")
+	d.waitStatus(id, "completed")
+	want := "\a\x1b]9;taskdeck: sleep working → completed\a"
+	clitest.WaitFor(t, "the bell and OSC 9 of the change", func() bool { return strings.Contains(tm.rawOutput(), want) })
+}

@@ -157,6 +157,7 @@ func Open(opts Options) (*Engine, error) {
 	}
 	tr := newTracker(st, pool, trackerOptions{Policy: opts.Policy, Now: opts.Now, Logger: opts.Logger, RequestTimeout: opts.RequestTimeout, Context: e.ctx,
 		owner: e.own, actor: model.EngineActor(e.host), Observer: opts.Observer, Tracer: opts.Tracer})
+	tr.servers = newServerPolls(notifier, e.engineName(), opts.Logger)
 	var orphans []*model.Task
 	if e.own.alone() {
 		if orphans, err = tr.OrphanStale(); err != nil {

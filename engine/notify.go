@@ -29,6 +29,10 @@ type notifier struct {
 	// every write: the store is given it once, through one that loads it.
 	events atomic.Pointer[store.EventFunc]
 
+	// failures counts this engine's failed attempts by endpoint (an
+	// endpoint name is a configured one's: bounded).
+	failures sync.Map // string → *atomic.Int64
+
 	mu      sync.Mutex
 	cfg     mcpconfig.Notify
 	d       *notify.Deliverer
@@ -43,6 +47,7 @@ type notifier struct {
 func openNotify(st store.Backend, opts Options) (*notifier, error) {
 	n := &notifier{deliver: opts.Store == "" || opts.Claim,
 		opts: notify.Options{Lookup: os.LookupEnv, Logger: opts.Logger.With("component", "notify")}}
+	n.opts.Failed = n.failed
 	n.ob, _ = st.(store.Outbox)
 	if n.ob == nil {
 		return n, nil
@@ -212,6 +217,48 @@ func (e *Engine) NotifyStatus(ctx context.Context) ([]deck.NotifyEndpoint, error
 	}
 	for _, ep := range slices.Sorted(maps.Keys(stats)) {
 		add(ep, "", "(no longer configured)", nil)
+	}
+	return out, nil
+}
+
+func (n *notifier) failed(endpoint string) {
+	c, _ := n.failures.LoadOrStore(endpoint, new(atomic.Int64))
+	c.(*atomic.Int64).Add(1)
+}
+
+// OutboxStats is the outbox as of a scrape.
+type OutboxStats struct {
+	// Endpoints is each endpoint's counts in the store (its backlog and
+	// oldest undelivered entry among them).
+	Endpoints map[string]store.EndpointStats
+	// Failures is, by endpoint, the attempts this engine made that failed.
+	Failures map[string]int64
+}
+
+// outboxStats reads the outbox for Stats; nil when the store has none or
+// no endpoint was ever configured or counted.
+func (n *notifier) outboxStats() (*OutboxStats, error) {
+	if n == nil || n.ob == nil {
+		return nil, nil
+	}
+	eps, err := n.ob.OutboxStats()
+	if err != nil {
+		return nil, err
+	}
+	out := &OutboxStats{Endpoints: eps, Failures: map[string]int64{}}
+	cfg := n.config()
+	for _, w := range cfg.Webhooks {
+		out.Failures[w.Endpoint()] = 0
+	}
+	for _, c := range cfg.Commands {
+		out.Failures[c.Endpoint()] = 0
+	}
+	n.failures.Range(func(k, v any) bool {
+		out.Failures[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	if len(eps) == 0 && len(out.Failures) == 0 {
+		return nil, nil
 	}
 	return out, nil
 }

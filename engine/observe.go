@@ -92,6 +92,8 @@ type Stats struct {
 	Revision uint64
 	// Fleet is nil on Badger.
 	Fleet *FleetStats
+	// Outbox is nil with no "notify" endpoint, configured or counted.
+	Outbox *OutboxStats
 }
 
 // FleetStats is an engine's part in a fleet.
@@ -111,6 +113,9 @@ func (e *Engine) Stats() (Stats, error) {
 		return Stats{}, classify(err, "")
 	}
 	s := Stats{Counts: counts, Revision: rev, Push: map[string]string{}}
+	if s.Outbox, err = e.notifier.outboxStats(); err != nil {
+		return Stats{}, classify(err, "")
+	}
 	s.Open, s.OldestInput = e.tracker.openStats()
 	e.pushes.mu.Lock()
 	for name, srv := range e.pushes.servers {

@@ -45,6 +45,8 @@ type tracker struct {
 	engine model.Actor
 	obs    Observer        // nil: nobody
 	spans  *tracing.Tracer // nil: tracing off
+	// servers hears each poll's outcome for polls_failing; nil: no outbox.
+	servers *serverPolls
 
 	mu    sync.Mutex
 	polls map[string]*pollState
@@ -552,15 +554,18 @@ func (t *tracker) poll(ctx context.Context, id string) (pollResult, error) {
 		t.forgetPoll(id)
 		return pollResult{Task: rec}, nil
 	}
-	if t.obs == nil && t.spans == nil {
+	if t.obs == nil && t.spans == nil && t.servers == nil {
 		return t.ask(ctx, id, rec)
 	}
 	start := time.Now()
 	sctx, op := t.spans.Start(ctx, tracing.OpPoll, rec, ServerLabel(rec.Server))
 	res, err := t.ask(sctx, id, rec)
 	op.End(res.Task, cmp.Or(err, res.Err))
-	if err == nil && t.obs != nil {
-		t.obs.Polled(ServerLabel(rec.Server), time.Since(start), causeOf(ctx, res.Err))
+	if err == nil {
+		t.servers.polled(ctx, rec.Server, res.Err)
+		if t.obs != nil {
+			t.obs.Polled(ServerLabel(rec.Server), time.Since(start), causeOf(ctx, res.Err))
+		}
 	}
 	return res, err
 }

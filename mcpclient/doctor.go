@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -39,8 +40,33 @@ type Diagnosis struct {
 	// 2025-11-25: execution.taskSupport optional or required).
 	Tools     int      `json:"tools"`
 	TaskTools []string `json:"taskTools,omitempty"`
+	// Sample is what one task said, when the probe was allowed to start
+	// one (DiagnoseCall); nil otherwise.
+	Sample *TaskSample `json:"sample,omitempty"`
 	// Problems is what would break, each with its remedy.
 	Problems []Problem `json:"problems,omitempty"`
+}
+
+// TaskSample is what a real call of a tool answered: the hints a task
+// carries (a server advertises none before it makes one), and the kinds
+// of input it asked for.
+type TaskSample struct {
+	Tool string `json:"tool"`
+	// Answer: "task", "result" (at once, no task) or "input" (asked
+	// before any task: input_required with no task yet).
+	Answer string `json:"answer"`
+	TaskID string `json:"taskId,omitempty"`
+	Status string `json:"status,omitempty"`
+	// PollIntervalMs is the interval the server asks for (nil: none
+	// given); TTLMs its lifetime from creation (nil: unlimited or none).
+	PollIntervalMs *int64 `json:"pollIntervalMs,omitempty"`
+	TTLMs          *int64 `json:"ttlMs,omitempty"`
+	// InputKinds are the methods of the input requests it sent.
+	InputKinds []string `json:"inputKinds,omitempty"`
+	// Cancelled: the task was cancelled after it was read, so that the
+	// probe leaves nothing running; CancelErr says why not.
+	Cancelled bool   `json:"cancelled"`
+	CancelErr string `json:"cancelError,omitempty"`
 }
 
 // Problem is one thing that would break, and what to do about it.
@@ -57,6 +83,23 @@ const probeTaskID = "taskdeck-doctor-probe-0000"
 // tools/list, tasks/get of a task that cannot exist, and a listen for it.
 // It starts no task and answers nothing.
 func (p *Pool) Diagnose(ctx context.Context, ref model.ServerRef) *Diagnosis {
+	return p.diagnose(ctx, ref, nil)
+}
+
+// ProbeCall is a call the user allows the probe to make.
+type ProbeCall struct {
+	Tool string
+	Args json.RawMessage // a JSON object; empty: {}
+}
+
+// DiagnoseCall is Diagnose, then call (the user's tool and arguments) is
+// made once, for the hints of the task it starts, which is then
+// cancelled: a server advertises no poll interval or TTL before a task.
+func (p *Pool) DiagnoseCall(ctx context.Context, ref model.ServerRef, call ProbeCall) *Diagnosis {
+	return p.diagnose(ctx, ref, &call)
+}
+
+func (p *Pool) diagnose(ctx context.Context, ref model.ServerRef, call *ProbeCall) *Diagnosis {
 	d := &Diagnosis{Server: RedactedLine(ref.String())}
 	sess, err := p.Session(ctx, ref)
 	if err != nil {
@@ -119,7 +162,55 @@ func (p *Pool) Diagnose(ctx context.Context, ref model.ServerRef) *Diagnosis {
 			d.Problems = append(d.Problems, Problem{What: "subscriptions/listen failed: " + d.PushWhy, Remedy: "taskdeck polls instead, and tries the listen again with backoff"})
 		}
 	}
+	if call != nil {
+		d.sample(ctx, sess, *call)
+	}
 	return d
+}
+
+// sample makes call once and reads what came back; a task it started is
+// cancelled.
+func (d *Diagnosis) sample(ctx context.Context, sess *Session, call ProbeCall) {
+	s := &TaskSample{Tool: RedactedLine(call.Tool)}
+	cctx, cancel := context.WithTimeout(ctx, sess.timeout)
+	out, err := sess.CallTool(cctx, call.Tool, call.Args, nil, "")
+	cancel()
+	if err != nil {
+		d.Problems = append(d.Problems, Problem{What: "the call of " + s.Tool + " failed: " + RedactedLine(err.Error()),
+			Remedy: "check the tool's name and --args (taskdeck tools " + d.Server + " lists them); the hints come with a task"})
+		return
+	}
+	d.Sample = s
+	inputs := out.InputRequests
+	switch {
+	case out.Task != nil:
+		s.Answer, s.TaskID, s.Status = "task", RedactedLine(out.Task.TaskID), string(out.Task.Status)
+		s.PollIntervalMs, s.TTLMs = out.Task.PollIntervalMs, out.Task.TTLMs
+		inputs = out.Task.InputRequests
+		if !out.Task.Status.Terminal() {
+			cctx, cancel := context.WithTimeout(ctx, sess.timeout)
+			if err := sess.CancelTask(cctx, out.Task.TaskID); err != nil {
+				s.CancelErr = RedactedLine(err.Error())
+			} else {
+				s.Cancelled = true
+			}
+			cancel()
+		}
+	case len(inputs) > 0:
+		s.Answer = "input"
+	default:
+		s.Answer = "result"
+	}
+	for _, r := range inputs {
+		if !slices.Contains(s.InputKinds, r.Method) {
+			s.InputKinds = append(s.InputKinds, RedactedLine(r.Method))
+		}
+	}
+	slices.Sort(s.InputKinds)
+	if s.CancelErr != "" {
+		d.Problems = append(d.Problems, Problem{What: "the task the probe started (" + s.TaskID + ") could not be cancelled: " + s.CancelErr,
+			Remedy: "it runs on at the server until it ends or its TTL does; cancel it there"})
+	}
 }
 
 // connectRemedy is what to do about a failed connect.

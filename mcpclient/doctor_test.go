@@ -135,3 +135,46 @@ func TestDiagnoseLies(t *testing.T) {
 		t.Fatalf("problems of a server that lies: %+v", got.Problems)
 	}
 }
+
+// TestDiagnoseCallDemo: allowed to call a tool, the probe reads the poll
+// interval and TTL the demo gives its task, then cancels it; a tool that
+// asks for input before any task says which kind, and one that answers
+// at once says there are no hints.
+func TestDiagnoseCallDemo(t *testing.T) {
+	d := demo.New(demo.Options{PollInterval: 700 * time.Millisecond, TTL: 3 * time.Minute})
+	t.Cleanup(d.Close)
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(srv.Close)
+	pool := mcpclient.NewPool(mcpclient.PoolOptions{RequestTimeout: waitfor.Scale(5 * time.Second)})
+	t.Cleanup(pool.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(30*time.Second))
+	defer cancel()
+	ref := model.ServerRef{URL: srv.URL + "/mcp"}
+
+	got := pool.DiagnoseCall(ctx, ref, mcpclient.ProbeCall{Tool: "sleep", Args: []byte(`{"seconds":600}`)})
+	s := got.Sample
+	if s == nil || s.Answer != "task" || s.PollIntervalMs == nil || *s.PollIntervalMs != 700 || s.TTLMs == nil || *s.TTLMs != 180000 || !s.Cancelled || len(got.Problems) != 0 {
+		t.Fatalf("diagnosis with a sleep call: %+v, sample %+v", got, s)
+	}
+	sess, err := pool.Session(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := sess.GetTask(ctx, s.TaskID)
+	if err != nil || snap.Status != model.StatusCancelled {
+		t.Fatalf("the probe's task after the probe: %+v (%v), want cancelled", snap, err)
+	}
+
+	got = pool.DiagnoseCall(ctx, ref, mcpclient.ProbeCall{Tool: "confirm_first"})
+	if s := got.Sample; s == nil || s.Answer != "input" || !slices.Equal(s.InputKinds, []string{"elicitation/create"}) || s.TaskID != "" {
+		t.Errorf("diagnosis with confirm_first: sample %+v", s)
+	}
+	got = pool.DiagnoseCall(ctx, ref, mcpclient.ProbeCall{Tool: "echo", Args: []byte(`{"text":"x"}`)})
+	if s := got.Sample; s == nil || s.Answer != "result" || s.PollIntervalMs != nil {
+		t.Errorf("diagnosis with echo: sample %+v", s)
+	}
+	got = pool.DiagnoseCall(ctx, ref, mcpclient.ProbeCall{Tool: "no_such_tool"})
+	if got.Sample != nil || len(got.Problems) != 1 || !strings.Contains(got.Problems[0].What, "the call of no_such_tool failed") {
+		t.Errorf("diagnosis with an unknown tool: %+v", got)
+	}
+}

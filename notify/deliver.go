@@ -42,6 +42,8 @@ type Options struct {
 	FirstRetry  time.Duration // the first retry's delay, doubled on each
 	MaxRetry    time.Duration // the longest delay between two attempts
 	HTTPTimeout time.Duration // one POST, DefaultHTTPTimeout when 0
+	// Failed, when set, hears each failed attempt, by endpoint (metrics).
+	Failed func(endpoint string)
 }
 
 // sender delivers one event to one endpoint.
@@ -198,6 +200,9 @@ func (d *Deliverer) deliver(s sender, e store.OutboxEntry) {
 		d.done(e, store.Delivered, "", time.Time{})
 	} else {
 		d.log.Info("notify: delivery failed", "endpoint", e.Endpoint, "id", e.ID, "attempt", e.Attempts+1, "err", err)
+		if d.opts.Failed != nil {
+			d.opts.Failed(e.Endpoint)
+		}
 		d.done(e, store.Failed, err.Error(), time.Now().Add(d.retryDelay(e.Attempts+1)))
 	}
 	d.release(e)

@@ -25,11 +25,13 @@ type Payload struct {
 	Data      Data      `json:"data"`
 }
 
-// Data is what happened to which task, and what a person can do.
+// Data is what happened to which task (or server), and what a person can
+// do.
 type Data struct {
-	Event     string     `json:"event"`
-	Task      TaskInfo   `json:"task"`
-	Questions []Question `json:"questions,omitempty"`
+	Event     string      `json:"event"`
+	Task      *TaskInfo   `json:"task,omitempty"`
+	Server    *ServerInfo `json:"server,omitempty"` // an event of a server (server.go)
+	Questions []Question  `json:"questions,omitempty"`
 	// Answer is the command that answers a question (KEY and the
 	// response JSON filled in by the person); Show prints the task.
 	Answer string `json:"answer,omitempty"`
@@ -90,18 +92,8 @@ func Events(n mcpconfig.Notify) store.EventFunc {
 		if kind == "" {
 			return nil
 		}
-		var eps []string
 		server := next.Server.String()
-		for _, w := range n.Webhooks {
-			if w.Wants(kind, server, next.Tool) {
-				eps = append(eps, w.Endpoint())
-			}
-		}
-		for _, c := range n.Commands {
-			if c.Wants(kind, server, next.Tool) {
-				eps = append(eps, c.Endpoint())
-			}
-		}
+		eps := endpoints(n, func(f mcpconfig.Filter) bool { return f.Wants(kind, server, next.Tool) })
 		if len(eps) == 0 {
 			return nil
 		}
@@ -113,11 +105,27 @@ func Events(n mcpconfig.Notify) store.EventFunc {
 	}
 }
 
+// endpoints names n's endpoints whose filter wants an event.
+func endpoints(n mcpconfig.Notify, wants func(mcpconfig.Filter) bool) []string {
+	var eps []string
+	for _, w := range n.Webhooks {
+		if wants(w.Filter) {
+			eps = append(eps, w.Endpoint())
+		}
+	}
+	for _, c := range n.Commands {
+		if wants(c.Filter) {
+			eps = append(eps, c.Endpoint())
+		}
+	}
+	return eps
+}
+
 // NewPayload is the payload of the event kind of task t, made at now.
 func NewPayload(kind string, t *model.Task, now time.Time) Payload {
 	p := Payload{Type: "task." + kind, Timestamp: now.UTC().Truncate(time.Millisecond), Data: Data{
 		Event: kind,
-		Task: TaskInfo{ID: t.ID, Server: t.Server.String(), Tool: t.Tool, Status: t.Status,
+		Task: &TaskInfo{ID: t.ID, Server: t.Server.String(), Tool: t.Tool, Status: t.Status,
 			StatusMessage: t.StatusMessage, Agent: t.Agent, Error: errorText(t), CreatedAt: t.CreatedAt.UTC()},
 		Show: "taskdeck get " + t.ID,
 	}}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/taskdeck/taskdeck/model"
@@ -51,9 +52,10 @@ type EndpointStats struct {
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
 	// Failing: the last attempt failed.
 	Failing bool `json:"failing"`
-	// Pending counts the entries still to deliver (not stored: counted
-	// when read).
-	Pending int64 `json:"pending"`
+	// Pending counts the entries still to deliver, and Oldest is when the
+	// oldest of them was committed (not stored: found when read).
+	Pending int64     `json:"pending"`
+	Oldest  time.Time `json:"oldest,omitzero"`
 }
 
 // Outbox is what a backend with an outbox offers the notifier.
@@ -69,4 +71,27 @@ type Outbox interface {
 	OutboxDone(e OutboxEntry, o Outcome, errText string, retryAt time.Time) error
 	// OutboxStats returns each endpoint's stats, with its pending count.
 	OutboxStats() (map[string]EndpointStats, error)
+	// OutboxAdd commits ev on its own: an event no task change makes (a
+	// server's polls failing). Its entries' Rev is a SoloRev.
+	OutboxAdd(ev *Event) error
 }
+
+// soloBit marks the Rev of an event committed on its own (OutboxAdd): no
+// revision of a change has it, so the two never share a key.
+const soloBit = 1 << 63
+
+// SoloRev names an event committed on its own at now: the time in ns
+// with soloBit set, unique in this process (strictly increasing), and on
+// a fleet unless two engines add one in the same nanosecond (the second
+// is then refused and logged).
+func SoloRev(now time.Time) uint64 {
+	for {
+		last := lastSolo.Load()
+		next := max(uint64(now.UnixNano())|soloBit, last+1)
+		if lastSolo.CompareAndSwap(last, next) {
+			return next
+		}
+	}
+}
+
+var lastSolo atomic.Uint64

@@ -49,7 +49,8 @@ func TestDashboardNamesExistingMetrics(t *testing.T) {
 	// What a fleet engine exposes, with every observation made once so
 	// that each vector has a series.
 	srv := hostile.Start(t, demo.Options{NoPush: true})
-	m := join(t, srv, pgtest.DB(t), 0, 2*time.Second, 200*time.Millisecond)
+	// A notify endpoint, so that the outbox's series are there.
+	m := joinWith(t, srv, pgtest.DB(t), 0, 2*time.Second, 200*time.Millisecond, `,"notify":{"commands":[{"argv":["false"]}]}`)
 	m.m.Polled("demo", time.Millisecond, engine.CauseTimeout)
 	m.m.Called("demo", time.Millisecond, "")
 	m.m.Answered("demo", time.Second)

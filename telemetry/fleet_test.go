@@ -38,8 +38,14 @@ type member struct {
 
 func join(t *testing.T, srv *hostile.Server, db string, i int, lease, renew time.Duration) member {
 	t.Helper()
+	return joinWith(t, srv, db, i, lease, renew, "")
+}
+
+// joinWith is join with more of the config's top-level keys (",..." JSON).
+func joinWith(t *testing.T, srv *hostile.Server, db string, i int, lease, renew time.Duration, more string) member {
+	t.Helper()
 	// The URL names the engine, so that the server tells them apart.
-	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, fmt.Sprintf("%s?engine=%d", srv.URL, i)))
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}%s}`, fmt.Sprintf("%s?engine=%d", srv.URL, i), more))
 	if err != nil {
 		t.Fatal(err)
 	}

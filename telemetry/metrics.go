@@ -177,10 +177,23 @@ var (
 		"Writes the database refused because the task's claim had moved to another engine.", []string{"engine"}, nil)
 	descBeat = prometheus.NewDesc(ns+"_fleet_heartbeat_age_seconds",
 		"Time since this engine last recorded itself alive.", []string{"engine"}, nil)
+	// The outbox (issue 27), by endpoint: the name `notify status --json`
+	// gives a configured webhook or command (a hash of where it sends).
+	descOutboxPending = prometheus.NewDesc(ns+"_outbox_pending",
+		"Events committed to the outbox and not yet delivered, by endpoint (the store's count).", []string{"endpoint"}, nil)
+	descOutboxOldest = prometheus.NewDesc(ns+"_outbox_oldest_pending_age_seconds",
+		"Age of the oldest event not yet delivered, by endpoint (0: none pending).", []string{"endpoint"}, nil)
+	descOutboxDelivered = prometheus.NewDesc(ns+"_outbox_delivered_total",
+		"Events delivered, by endpoint (the store's count: on a fleet, every engine's).", []string{"endpoint"}, nil)
+	descOutboxExpired = prometheus.NewDesc(ns+"_outbox_expired_total",
+		"Events dropped undelivered at the end of their retry window, by endpoint (the store's count).", []string{"endpoint"}, nil)
+	descOutboxFailures = prometheus.NewDesc(ns+"_outbox_delivery_failures_total",
+		"Delivery attempts of this engine that failed (retried until the window ends), by endpoint.", []string{"endpoint"}, nil)
 )
 
 func (s *stats) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTasks, descOpen, descOldest, descPushUp, descRevision, descClaims, descTakenOver, descFenced, descBeat} {
+	for _, d := range []*prometheus.Desc{descTasks, descOpen, descOldest, descPushUp, descRevision, descClaims, descTakenOver, descFenced, descBeat,
+		descOutboxPending, descOutboxOldest, descOutboxDelivered, descOutboxExpired, descOutboxFailures} {
 		ch <- d
 	}
 }
@@ -213,6 +226,7 @@ func (s *stats) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descPushUp, prometheus.GaugeValue, up, server)
 	}
 	ch <- prometheus.MustNewConstMetric(descRevision, prometheus.GaugeValue, float64(st.Revision))
+	collectOutbox(ch, st.Outbox, now)
 	if f := st.Fleet; f != nil {
 		ch <- prometheus.MustNewConstMetric(descClaims, prometheus.GaugeValue, float64(f.Claims), f.Engine)
 		ch <- prometheus.MustNewConstMetric(descTakenOver, prometheus.CounterValue, float64(f.TakenOver), f.Engine)
@@ -220,5 +234,32 @@ func (s *stats) Collect(ch chan<- prometheus.Metric) {
 		if !f.Beat.IsZero() {
 			ch <- prometheus.MustNewConstMetric(descBeat, prometheus.GaugeValue, max(now.Sub(f.Beat).Seconds(), 0), f.Engine)
 		}
+	}
+}
+
+// collectOutbox sends the outbox's series: every endpoint the store
+// counts or this engine tried, each series there from the start.
+func collectOutbox(ch chan<- prometheus.Metric, o *engine.OutboxStats, now time.Time) {
+	if o == nil {
+		return
+	}
+	for ep, st := range o.Endpoints {
+		age := 0.0
+		if !st.Oldest.IsZero() {
+			age = max(now.Sub(st.Oldest).Seconds(), 0)
+		}
+		ch <- prometheus.MustNewConstMetric(descOutboxPending, prometheus.GaugeValue, float64(st.Pending), ep)
+		ch <- prometheus.MustNewConstMetric(descOutboxOldest, prometheus.GaugeValue, age, ep)
+		ch <- prometheus.MustNewConstMetric(descOutboxDelivered, prometheus.CounterValue, float64(st.Delivered), ep)
+		ch <- prometheus.MustNewConstMetric(descOutboxExpired, prometheus.CounterValue, float64(st.Expired), ep)
+	}
+	for ep, n := range o.Failures {
+		if _, counted := o.Endpoints[ep]; !counted { // configured, nothing committed yet
+			ch <- prometheus.MustNewConstMetric(descOutboxPending, prometheus.GaugeValue, 0, ep)
+			ch <- prometheus.MustNewConstMetric(descOutboxOldest, prometheus.GaugeValue, 0, ep)
+			ch <- prometheus.MustNewConstMetric(descOutboxDelivered, prometheus.CounterValue, 0, ep)
+			ch <- prometheus.MustNewConstMetric(descOutboxExpired, prometheus.CounterValue, 0, ep)
+		}
+		ch <- prometheus.MustNewConstMetric(descOutboxFailures, prometheus.CounterValue, float64(n), ep)
 	}
 }

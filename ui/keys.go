@@ -14,7 +14,9 @@ type KeyMap struct {
 	Answer, NextInput                  key.Binding
 	Cancel, Forget, Prune              key.Binding
 	PollNow, NewCall, Mark, Copy       key.Binding
-	Help, Quit, Back                   key.Binding
+	// NotifyMe toggles a row's desktop notification of its changes.
+	NotifyMe         key.Binding
+	Help, Quit, Back key.Binding
 
 	// Bulk work, re-run, the command palette and suspend (ops-b).
 	MarkAll, MarkRange, ClearMarks key.Binding
@@ -69,7 +71,9 @@ func DefaultKeyMap() KeyMap {
 		PollNow: b("r", "poll now", "r"),
 		NewCall: b("n", "new call", "n"),
 		Mark:    b("space", "mark", "space"),
-		Copy:    b("y", "copy result", "y"),
+		// W: watch this one.
+		NotifyMe: b("W", "notify me", "W"),
+		Copy:     b("y", "copy result", "y"),
 
 		Help: b("?", "help", "?"),
 		Quit: b("q", "quit", "q", "ctrl+c"),
@@ -181,6 +185,7 @@ func (k KeyMap) tableActions() [][]action {
 		},
 		{
 			{k.Mark, do((*Model).toggleMark)},
+			{k.NotifyMe, do((*Model).toggleNotifyMe)},
 			{k.MarkRange, do((*Model).markRange)},
 			{k.MarkAll, do((*Model).markAll)},
 			{k.ClearMarks, do((*Model).clearMarks)},

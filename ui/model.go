@@ -32,6 +32,10 @@ type Options struct {
 	// Notify sends the desktop-notification escape (OSC 9) besides the
 	// bell when a task starts waiting for input.
 	Notify bool
+	// Desktop makes the escape of a desktop notification of a text
+	// (termtext.DesktopNotification), sent with the bell for a task whose
+	// row asks to be told of its changes (notifyme.go); nil: the bell only.
+	Desktop func(text string) string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	// Greeting is shown in the status line at start.
@@ -119,9 +123,12 @@ type Model struct {
 	cursor int
 	top    int
 	marked map[string]bool
-	anchor string   // where a range mark starts: the last task marked with space
-	bulk   *bulkJob // the bulk action running, for its progress line
-	marks  marksCount
+	// notifyMe are the tasks whose next change of status rings the bell
+	// with a desktop notification (notifyme.go).
+	notifyMe map[string]bool
+	anchor   string   // where a range mark starts: the last task marked with space
+	bulk     *bulkJob // the bulk action running, for its progress line
+	marks    marksCount
 	// selectNext is a task just made (a re-run) that the cursor goes to
 	// once its row is shown.
 	selectNext string
@@ -213,7 +220,7 @@ func New(ctx context.Context, opts Options) *Model {
 		ctx: ctx, deck: opts.Deck, feed: newWatcher(ctx, opts.Deck, deck.Window{Finished: min(opts.Recent, pageSize)}), opts: opts,
 		keys: opts.Config.keys, styles: opts.Config.styles, mouse: opts.Config.mouse, help: help.New(),
 		width: 80, height: 24,
-		list: newTaskList(), marked: map[string]bool{}, polls: map[string]deck.PollState{}, behind: map[string]int{}, pushed: map[string]int{},
+		list: newTaskList(), marked: map[string]bool{}, notifyMe: map[string]bool{}, polls: map[string]deck.PollState{}, behind: map[string]int{}, pushed: map[string]int{},
 		noEngine: map[string]int{}, watchers: map[string]map[string]int{},
 		filter: fi, now: opts.Now(),
 	}
@@ -384,6 +391,9 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 	if len(b.alerts) > 0 {
 		cmd = m.alert(b.alerts[len(b.alerts)-1])
 	}
+	if len(b.moved) > 0 {
+		cmd = tea.Batch(cmd, m.notifyMoved(b.moved))
+	}
 	if e := msg.ended; e != nil {
 		m.fail(fmt.Errorf("the feed of changes ended (%v): watching again in %v", e.err, e.retry))
 	}
@@ -396,6 +406,7 @@ type batch struct {
 	deleted map[string]bool
 	fresh   map[string]bool // records this batch brought, deleted or not
 	alerts  []*model.Task
+	moved   []movedTask // tasks of notifyMe whose status changed
 }
 
 func (b *batch) clear() {
@@ -413,12 +424,16 @@ func (m *Model) applyBatch(b *batch) {
 		if (!known || old.Status != model.StatusInputRequired) && t.WaitsForInput() {
 			b.alerts = append(b.alerts, t)
 		}
+		if known && m.notifyMe[t.ID] && old.Status != t.Status {
+			b.moved = append(b.moved, movedTask{t, old.Status})
+		}
 		upserts = append(upserts, t)
 	}
 	var gone []string
 	for id := range b.deleted {
 		gone = append(gone, id)
 		delete(m.marked, id)
+		delete(m.notifyMe, id)
 		delete(m.polls, id)
 	}
 	m.list.Apply(upserts, gone)
@@ -503,11 +518,8 @@ func (m *Model) alert(t *model.Task) tea.Cmd {
 	}
 	m.say(hint + " · task " + m.list.shortID(t.ID))
 	out := "\a"
-	if m.opts.Notify {
-		// Sanitized text has no ESC or BEL to end the sequence early; a
-		// ';' would start a new OSC 9 parameter in some terminals.
-		text := strings.ReplaceAll("taskdeck: "+termtext.Line(t.Tool)+" waits for input", ";", " ")
-		out += "\x1b]9;" + text + "\a"
+	if m.opts.Notify && m.opts.Desktop != nil {
+		out += m.opts.Desktop("taskdeck: " + t.Tool + " waits for input")
 	}
 	return tea.Raw(out) // one write: the bell, then the notification
 }

@@ -26,6 +26,7 @@ import (
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store/badger"
+	"github.com/taskdeck/taskdeck/termtext"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -756,6 +757,7 @@ func TestWaitingForInputRingsAndNotifies(t *testing.T) {
 	for _, notify := range []bool{false, true} {
 		m := loaded(t, tasks, 120, 30)
 		m.opts.Notify = notify
+		m.opts.Desktop = termtext.DesktopNotification(func(k string) string { return map[string]string{"TERM": "xterm-256color"}[k] })
 		h := &harness{t: t, m: m, msgs: make(chan tea.Msg, 16)}
 		asks := tasks[1].Clone() // deploy, waiting for input
 		asks.Tool = "deploy;\x1b]0;evil\x07"

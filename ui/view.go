@@ -176,8 +176,11 @@ func (m *Model) viewRow(r *row, c columns, selected bool) string {
 		return s
 	}
 	mark := " "
-	if marked {
+	switch {
+	case marked:
 		mark = "*"
+	case m.notifyMe[t.ID]:
+		mark = notifyMeMark
 	}
 	symbol := lookOf(t).Symbol
 	msg := fit(r.msg, c.msg)

@@ -8,6 +8,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/termtext"
 	"github.com/taskdeck/taskdeck/ui"
 	"golang.org/x/term"
 )
@@ -46,7 +47,7 @@ func (f *Factory) dashboardAfter(ctx context.Context, greeting string, first fun
 		ctx = deck.WithActor(ctx, model.Actor{Name: deck.LocalUser().Name, Role: model.RoleViewer})
 		greeting = "read-only · " + greeting
 	}
-	return ui.Run(ctx, ui.Options{Deck: dk, Notify: notificationsSupported(), Greeting: greeting,
+	return ui.Run(ctx, ui.Options{Deck: dk, Notify: notificationsSupported(), Desktop: termtext.DesktopNotification(os.Getenv), Greeting: greeting,
 		Config: look, SearchHistory: filepath.Join(f.dataDir, "search-history"), ReadOnly: f.readOnly, Notices: notices})
 }
 

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/termtext"
@@ -19,20 +21,27 @@ type DoctorOptions struct {
 	ctx    context.Context
 	Server model.ServerRef
 	JSON   bool
+	// Call, when set, is a call the user allows the probe to make, for
+	// the hints of the task it starts (then cancelled).
+	Call *mcpclient.ProbeCall
 }
 
 func newCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
 	opts := &DoctorOptions{f: f}
-	var url string
+	var url, call, args string
 	cmd := &cobra.Command{
-		Use:   "doctor (SERVER | --url URL) [--json]",
+		Use:   "doctor (SERVER | --url URL) [--call TOOL [--args JSON]] [--json]",
 		Short: "Probe what a server supports: revision, tasks, push, tools, and what would break",
 		Long: `doctor connects to one server and says which MCP revision it speaks, whether
 it offers the tasks extension and push (and whether a listen is
 acknowledged), how it answers tasks/get of a task it never made (the task id
 in Mcp-Name), and which of its tools can answer with a task; then what would
-break, each with its remedy. It starts no task. Every request is bounded by
-the request timeout, the whole probe by four of them.
+break, each with its remedy. It starts no task, unless --call names a tool
+(with --args, a JSON object): that call is made once, for what the task it
+starts says (pollIntervalMs, ttlMs, the input it asks for: a server
+advertises none of them before a task), and the task is then cancelled.
+Every request is bounded by the request timeout, the whole probe by four of
+them (six with --call).
 
 Exit 0: nothing would break; 1: something would (listed); 3: the server could
 not be reached or did not answer in time.`,
@@ -52,6 +61,16 @@ not be reached or did not answer in time.`,
 			if opts.Server, err = serverRef(name, url); err != nil {
 				return err
 			}
+			switch {
+			case call != "":
+				raw, err := engine.NormalizeArgs(json.RawMessage(args))
+				if err != nil {
+					return usageErr("--args: %v", err)
+				}
+				opts.Call = &mcpclient.ProbeCall{Tool: call, Args: raw}
+			case args != "":
+				return usageErr("--args goes with --call TOOL")
+			}
 			opts.ctx = cmd.Context()
 			if runF != nil {
 				return runF(opts)
@@ -61,6 +80,8 @@ not be reached or did not answer in time.`,
 	}
 	cmd.Flags().StringVar(&url, "url", "", "ad-hoc server URL")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the diagnosis as one JSON object")
+	cmd.Flags().StringVar(&call, "call", "", "call this tool once for the hints of the task it starts (then cancelled)")
+	cmd.Flags().StringVar(&args, "args", "", "the --call's arguments, a JSON object (default {})")
 	return cmd
 }
 
@@ -80,9 +101,16 @@ func doctorRun(opts *DoctorOptions) error {
 		fmt.Fprintf(f.stderr, "taskdeck: warning: %s\n", msg)
 	}})
 	defer pool.Close()
-	ctx, cancel := context.WithTimeout(opts.ctx, 4*f.requestTimeout)
-	defer cancel()
-	d := pool.Diagnose(ctx, opts.Server)
+	var d *mcpclient.Diagnosis
+	if opts.Call != nil {
+		ctx, cancel := context.WithTimeout(opts.ctx, 6*f.requestTimeout)
+		defer cancel()
+		d = pool.DiagnoseCall(ctx, opts.Server, *opts.Call)
+	} else {
+		ctx, cancel := context.WithTimeout(opts.ctx, 4*f.requestTimeout)
+		defer cancel()
+		d = pool.Diagnose(ctx, opts.Server)
+	}
 	if opts.JSON {
 		b, err := json.Marshal(d)
 		if err != nil {
@@ -133,8 +161,11 @@ func printDiagnosis(f *Factory, d *mcpclient.Diagnosis) {
 			tools += ": " + strings.Join(d.TaskTools, ", ")
 		}
 		line("tools", tools)
-		if d.Tasks {
-			line("hints", "pollIntervalMs and ttlMs come with each task (doctor starts none): taskdeck polls at the first, or every 1 s, up to 30 s")
+		switch {
+		case d.Sample != nil:
+			printSample(line, d.Sample)
+		case d.Tasks:
+			line("hints", "pollIntervalMs and ttlMs come with each task (doctor starts none; --call TOOL starts one and cancels it): taskdeck polls at the first, or every 1 s, up to 30 s")
 			line("input", "taskdeck asks for form and url elicitation; what the server asks comes with each task")
 		}
 	}
@@ -145,5 +176,34 @@ func printDiagnosis(f *Factory, d *mcpclient.Diagnosis) {
 	for _, p := range d.Problems {
 		line("problem", p.What)
 		line("  remedy", p.Remedy)
+	}
+}
+
+// printSample says what the task of doctor --call told.
+func printSample(line func(k, v string), s *mcpclient.TaskSample) {
+	ms := func(p *int64, none string) string {
+		if p == nil {
+			return none
+		}
+		return (time.Duration(*p) * time.Millisecond).String()
+	}
+	switch s.Answer {
+	case "task":
+		end := "cancelled"
+		if !s.Cancelled {
+			end = "left as it was (" + s.Status + ")"
+			if s.CancelErr != "" {
+				end = "not cancelled: " + s.CancelErr
+			}
+		}
+		line("hints", fmt.Sprintf("pollIntervalMs %s, ttlMs %s (task %s of %s, %s)", ms(s.PollIntervalMs, "not given (taskdeck polls every 1 s, up to 30 s)"),
+			ms(s.TTLMs, "unlimited"), s.TaskID, s.Tool, end))
+	case "input":
+		line("hints", s.Tool+" asked for input before starting a task: no task, no hints")
+	default:
+		line("hints", s.Tool+" answered at once with its result: no task, no hints")
+	}
+	if len(s.InputKinds) > 0 {
+		line("input", s.Tool+" asked for "+strings.Join(s.InputKinds, ", "))
 	}
 }

@@ -34,7 +34,7 @@ func notifyRun(opts *WatchOptions) error {
 	}
 	n := &notifier{out: f.stdout, seen: map[string]string{}}
 	if out, ok := f.stdout.(*os.File); ok && term.IsTerminal(int(out.Fd())) {
-		n.osc = desktopNotification(os.Getenv)
+		n.osc = termtext.DesktopNotification(os.Getenv)
 	}
 	feed, err := dk.Watch(ctx, 0)
 	if err == nil {
@@ -129,30 +129,4 @@ func (n *notifier) tell(t *model.Task) {
 		line += "\a" + n.osc("taskdeck: "+tool+" "+what)
 	}
 	fmt.Fprintln(n.out, line)
-}
-
-// desktopNotification makes the escape sequence of a desktop notification
-// for the terminal env describes: OSC 777 where the terminal says it is
-// one that uses it (VTE's, foot, rxvt), else OSC 9; inside tmux, wrapped
-// for tmux to pass on (it needs `set -g allow-passthrough on`).
-func desktopNotification(env func(string) string) func(string) string {
-	termName := env("TERM")
-	if env("TMUX") != "" {
-		termName = "" // tmux's TERM says nothing of the terminal outside
-	}
-	uses777 := env("VTE_VERSION") != "" || strings.HasPrefix(termName, "foot") || strings.HasPrefix(termName, "rxvt")
-	tmux := env("TMUX") != ""
-	return func(text string) string {
-		// Sanitized text has no ESC or BEL to end the sequence early; a
-		// ';' would start a new parameter.
-		text = strings.ReplaceAll(termtext.Line(text), ";", " ")
-		seq := "\x1b]9;" + text + "\a"
-		if uses777 {
-			seq = "\x1b]777;notify;taskdeck;" + text + "\a"
-		}
-		if tmux {
-			seq = "\x1bPtmux;" + strings.ReplaceAll(seq, "\x1b", "\x1b\x1b") + "\x1b\\"
-		}
-		return seq
-	}
 }

@@ -20,10 +20,13 @@ const (
 	EventCancelled     = "cancelled"
 	EventUnknown       = "unknown"
 	EventOrphaned      = "orphaned"
+	// EventPollsFailing is of a server, not a task: every poll of it
+	// failed for a while (PollsFailing), and again once one succeeds.
+	EventPollsFailing = "polls_failing"
 )
 
 // EventKinds are the events taskdeck emits, in the order it names them.
-var EventKinds = []string{EventInputRequired, EventCompleted, EventFailed, EventCancelled, EventUnknown, EventOrphaned}
+var EventKinds = []string{EventInputRequired, EventCompleted, EventFailed, EventCancelled, EventUnknown, EventOrphaned, EventPollsFailing}
 
 // DefaultEvents are what an endpoint that names none is told of: what
 // needs a person.
@@ -35,10 +38,37 @@ const (
 	MaxHookTimeout     = 5 * time.Minute
 )
 
+// The polls_failing rule's defaults: a server's polls count as failing
+// once at least DefaultFailingPolls in a row failed over at least
+// DefaultFailingAfter, with none answered between.
+const (
+	DefaultFailingPolls = 3
+	DefaultFailingAfter = 2 * time.Minute
+	// MaxFailingAfter bounds the wait: past a day nobody is told in time.
+	MaxFailingAfter = 24 * time.Hour
+	MaxFailingPolls = 10000
+)
+
 // Notify is the config's "notify": where events go.
 type Notify struct {
 	Webhooks []Webhook
 	Commands []CommandHook
+	// PollsFailing is when a server's polls count as failing
+	// ("pollsFailing": {"polls": 3, "after": "2m"}).
+	PollsFailing PollsFailing
+}
+
+// PollsFailing is the polls_failing rule: Polls failed polls in a row,
+// the first at least After before the last.
+type PollsFailing struct {
+	Polls int
+	After time.Duration
+}
+
+// WantsServer is Wants for an event of a server: the tools filter does
+// not apply (every tool of the server is concerned).
+func (f Filter) WantsServer(kind, server string) bool {
+	return slices.Contains(f.Events, kind) && (len(f.Servers) == 0 || slices.Contains(f.Servers, server))
 }
 
 // Filter says which events an endpoint wants: by kind, and, when set, by
@@ -137,15 +167,21 @@ func parseNotify(cfg *Config, raw json.RawMessage, fail func(string, string, ...
 		return nil
 	}
 	var top struct {
-		Webhooks []json.RawMessage `json:"webhooks"`
-		Commands []json.RawMessage `json:"commands"`
+		Webhooks     []json.RawMessage `json:"webhooks"`
+		Commands     []json.RawMessage `json:"commands"`
+		PollsFailing json.RawMessage   `json:"pollsFailing"`
 	}
 	if err := json.Unmarshal(raw, &top); err != nil {
 		return fail("notify", `want {"webhooks": [{"url": ..., "secret": "${VAR}"}], "commands": [{"argv": [...]}]}, got %s`, jsonKind(raw))
 	}
-	if err := knownKeys(raw, "notify", []string{"webhooks", "commands"}, fail); err != nil {
+	if err := knownKeys(raw, "notify", []string{"webhooks", "commands", "pollsFailing"}, fail); err != nil {
 		return err
 	}
+	rule, err := parsePollsFailing(top.PollsFailing, fail)
+	if err != nil {
+		return err
+	}
+	cfg.Notify.PollsFailing = rule
 	for i, r := range top.Webhooks {
 		where := fmt.Sprintf("notify.webhooks[%d]", i)
 		var w struct {
@@ -205,6 +241,38 @@ func parseNotify(cfg *Config, raw json.RawMessage, fail func(string, string, ...
 		cfg.Notify.Commands = append(cfg.Notify.Commands, CommandHook{Argv: c.Argv, Timeout: timeout, Filter: f})
 	}
 	return nil
+}
+
+func parsePollsFailing(raw json.RawMessage, fail func(string, string, ...any) error) (PollsFailing, error) {
+	rule := PollsFailing{Polls: DefaultFailingPolls, After: DefaultFailingAfter}
+	if raw == nil || isJSONNull(raw) {
+		return rule, nil
+	}
+	const where = "notify.pollsFailing"
+	var r struct {
+		Polls *int   `json:"polls"`
+		After string `json:"after"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return rule, fail(where, `want {"polls": 3, "after": "2m"}, got %s`, jsonKind(raw))
+	}
+	if err := knownKeys(raw, where, []string{"polls", "after"}, fail); err != nil {
+		return rule, err
+	}
+	if r.Polls != nil {
+		if *r.Polls < 1 || *r.Polls > MaxFailingPolls {
+			return rule, fail(where+".polls", "want a number of failed polls in a row from 1 to %d, got %d", MaxFailingPolls, *r.Polls)
+		}
+		rule.Polls = *r.Polls
+	}
+	if r.After != "" {
+		d, err := time.ParseDuration(r.After)
+		if err != nil || d < 0 || d > MaxFailingAfter {
+			return rule, fail(where+".after", "want a duration from 0s to %s such as \"2m\", got %q", MaxFailingAfter, r.After)
+		}
+		rule.After = d
+	}
+	return rule, nil
 }
 
 func checkFilter(f Filter, where string, fail func(string, string, ...any) error) (Filter, error) {

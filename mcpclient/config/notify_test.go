@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -54,6 +55,10 @@ func TestNotifyConfigRefusals(t *testing.T) {
 		{`{"commands": [{"argv": []}]}`, "notify.commands[0].argv: want the program"},
 		{`{"commands": [{"argv": ["x"], "timeout": "1h"}]}`, "notify.commands[0].timeout"},
 		{`{"hooks": []}`, `unknown key "hooks"`},
+		{`{"pollsFailing": {"polls": 0}}`, "notify.pollsFailing.polls: want a number of failed polls in a row from 1 to 10000, got 0"},
+		{`{"pollsFailing": {"after": "forever"}}`, `notify.pollsFailing.after: want a duration from 0s to 24h0m0s such as "2m", got "forever"`},
+		{`{"pollsFailing": {"for": "2m"}}`, `unknown key "for"`},
+		{`{"pollsFailing": 3}`, `notify.pollsFailing: want {"polls": 3, "after": "2m"}`},
 	} {
 		_, err := ParseConfig("c.json", []byte(`{"notify": `+tc.conf+`}`))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
@@ -61,6 +66,21 @@ func TestNotifyConfigRefusals(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "sekrit") {
 			t.Errorf("the error quotes the secret: %v", err)
+		}
+	}
+}
+
+// TestPollsFailingRule: the rule as written, else the defaults.
+func TestPollsFailingRule(t *testing.T) {
+	for conf, want := range map[string]PollsFailing{
+		`{"commands": [{"argv": ["x"], "events": ["polls_failing"]}]}`:     {DefaultFailingPolls, DefaultFailingAfter},
+		`{"pollsFailing": {"polls": 5}}`:                                   {5, DefaultFailingAfter},
+		`{"pollsFailing": {"polls": 1, "after": "30s"}, "webhooks": []}`:   {1, 30 * time.Second},
+		`{"pollsFailing": {"after": "0s"}, "commands": [{"argv": ["x"]}]}`: {DefaultFailingPolls, 0},
+	} {
+		cfg, err := ParseConfig("c.json", []byte(`{"notify": `+conf+`}`))
+		if err != nil || cfg.Notify.PollsFailing != want {
+			t.Errorf("%s: got %+v (%v), want %+v", conf, cfg.Notify.PollsFailing, err, want)
 		}
 	}
 }

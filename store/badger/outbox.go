@@ -80,15 +80,38 @@ func (r *revisions) outbox(txn *badger.Txn, ev *store.Event, val []byte) error {
 	if ev == nil {
 		return nil
 	}
-	if err := txn.Set(revKey(eventPrefix, r.meta.rev), val); err != nil {
+	return setEvent(txn, r.meta.rev, ev, val)
+}
+
+// setEvent writes ev (val, its stored form) at rev, with an entry due at
+// once for each of its endpoints.
+func setEvent(txn *badger.Txn, rev uint64, ev *store.Event, val []byte) error {
+	if err := txn.Set(revKey(eventPrefix, rev), val); err != nil {
 		return err
 	}
 	for _, ep := range ev.Endpoints {
-		if err := txn.Set(append(revKey(pendingPrefix, r.meta.rev), ep...), nil); err != nil {
+		if err := txn.Set(append(revKey(pendingPrefix, rev), ep...), nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// OutboxAdd implements store.Outbox, in a txn of its own.
+func (s *Store) OutboxAdd(ev *store.Event) error {
+	if ev == nil || len(ev.Endpoints) == 0 {
+		return nil
+	}
+	now := time.Now()
+	val, err := eventValue(ev.ID, now, ev.Body)
+	if err != nil {
+		return err
+	}
+	rev := store.SoloRev(now)
+	// Keyed apart from every record's id, as OutboxDone's.
+	return s.commit("\x00outbox\x00"+ev.ID, func(txn *badger.Txn, _ *revisions) error {
+		return setEvent(txn, rev, ev, val)
+	})
 }
 
 // Outbox implements Outbox: the sole owner needs no claim, so lease is
@@ -239,19 +262,49 @@ func (s *Store) OutboxStats() (map[string]store.EndpointStats, error) {
 			out[ep] = st
 		}
 		it.Close()
-		pend := txn.NewIterator(badger.IteratorOptions{Prefix: pendingPrefix})
+		pend := txn.NewIterator(badger.IteratorOptions{Prefix: pendingPrefix, PrefetchValues: false})
 		defer pend.Close()
+		// Each event's commit time is read once: its entries are adjacent.
+		var lastRev uint64
+		var at time.Time
 		for pend.Rewind(); pend.Valid(); pend.Next() {
 			k := pend.Item().Key()
 			if len(k) <= len(pendingPrefix)+8 {
 				continue
 			}
+			if rev := binary.BigEndian.Uint64(k[len(pendingPrefix):]); rev != lastRev {
+				var err error
+				if at, err = eventAt(txn, rev); err != nil {
+					return err
+				}
+				lastRev = rev
+			}
 			ep := string(k[len(pendingPrefix)+8:])
 			st := out[ep]
 			st.Pending++
+			if st.Oldest.IsZero() || at.Before(st.Oldest) {
+				st.Oldest = at
+			}
 			out[ep] = st
 		}
 		return nil
 	})
 	return out, s.damaged(err)
+}
+
+// eventAt is when the event at rev was committed.
+func eventAt(txn *badger.Txn, rev uint64) (time.Time, error) {
+	item, err := txn.Get(revKey(eventPrefix, rev))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("outbox entry %d: %w", rev, err)
+	}
+	var at time.Time
+	err = item.Value(func(v []byte) error {
+		if len(v) < 8 {
+			return &store.DecodeError{Err: fmt.Errorf("outbox event %d is %d bytes, cut short", rev, len(v))}
+		}
+		at = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC()
+		return nil
+	})
+	return at, err
 }

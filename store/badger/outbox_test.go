@@ -96,3 +96,38 @@ func TestNoEndpointNoOutbox(t *testing.T) {
 		}
 	}
 }
+
+// TestOutboxAddOnItsOwn: an event no change makes (a server's polls
+// failing) is committed on its own, under a Rev no change has, delivered
+// like any, and leaves no key once delivered.
+func TestOutboxAddOnItsOwn(t *testing.T) {
+	s := newStore(t)
+	s.SetEvents(failedEvents)
+	must(t, s.OutboxAdd(&store.Event{ID: "msg_solo", Body: []byte(`{"type":"server.polls_failing"}`), Endpoints: []string{"w1"}}))
+	rec := create(t, s, "k", model.StatusWorking, t0)
+	moved, err := s.Update(rec.ID, moveTo(model.StatusFailed, t0.Add(time.Minute)))
+	must(t, err)
+	entries, err := s.Outbox(10, 0)
+	must(t, err)
+	var solo []store.OutboxEntry
+	for _, e := range entries {
+		if e.ID == "msg_solo" {
+			solo = append(solo, e)
+		} else if e.Rev != moved.Revision {
+			t.Errorf("the change's entry %+v is not at its revision %d", e, moved.Revision)
+		}
+	}
+	if len(entries) != 3 || len(solo) != 1 || solo[0].Rev == moved.Revision || solo[0].Endpoint != "w1" || string(solo[0].Body) != `{"type":"server.polls_failing"}` {
+		t.Fatalf("outbox: %+v; want the change's two entries and the one added on its own", entries)
+	}
+	for _, e := range entries {
+		must(t, s.OutboxDone(e, store.Delivered, "", time.Time{}))
+	}
+	keys, err := badger.Keys(s)
+	must(t, err)
+	for _, k := range keys {
+		if strings.HasPrefix(k, "e\x00") || strings.HasPrefix(k, "o\x00") {
+			t.Errorf("key %q left after every entry went", k)
+		}
+	}
+}

@@ -99,8 +99,8 @@ func (s *Store) OutboxStats() (map[string]store.EndpointStats, error) {
 	}
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT coalesce(n.endpoint, p.endpoint), coalesce(n.delivered, 0), coalesce(n.expired, 0),
-			n.last_ok, coalesce(n.last_error, ''), n.last_error_at, coalesce(n.failing, false), coalesce(p.pending, 0)
-		FROM taskdeck_notify n FULL JOIN (SELECT endpoint, count(*) AS pending FROM taskdeck_outbox GROUP BY endpoint) p
+			n.last_ok, coalesce(n.last_error, ''), n.last_error_at, coalesce(n.failing, false), coalesce(p.pending, 0), p.oldest
+		FROM taskdeck_notify n FULL JOIN (SELECT endpoint, count(*) AS pending, min(at) AS oldest FROM taskdeck_outbox GROUP BY endpoint) p
 		ON n.endpoint = p.endpoint`)
 	if err != nil {
 		return nil, dbError("read the outbox", err)
@@ -108,9 +108,9 @@ func (s *Store) OutboxStats() (map[string]store.EndpointStats, error) {
 	out := map[string]store.EndpointStats{}
 	var ep string
 	var st store.EndpointStats
-	var lastOK, lastErrAt *time.Time
-	_, err = pgx.ForEachRow(rows, []any{&ep, &st.Delivered, &st.Expired, &lastOK, &st.LastError, &lastErrAt, &st.Failing, &st.Pending}, func() error {
-		st.LastOK, st.LastErrorAt = deref(lastOK), deref(lastErrAt)
+	var lastOK, lastErrAt, oldest *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&ep, &st.Delivered, &st.Expired, &lastOK, &st.LastError, &lastErrAt, &st.Failing, &st.Pending, &oldest}, func() error {
+		st.LastOK, st.LastErrorAt, st.Oldest = deref(lastOK), deref(lastErrAt), deref(oldest)
 		out[ep] = st
 		return nil
 	})
@@ -125,4 +125,22 @@ func deref(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return t.UTC()
+}
+
+// OutboxAdd implements store.Outbox: its rows, in one statement.
+func (s *Store) OutboxAdd(ev *store.Event) error {
+	if ev == nil || len(ev.Endpoints) == 0 {
+		return nil
+	}
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if _, err := s.pool.Exec(ctx, `INSERT INTO taskdeck_outbox (rev, endpoint, event_id, at, body)
+		SELECT $1, ep, $2, now(), $3 FROM unnest($4::text[]) AS ep`,
+		int64(store.SoloRev(time.Now())), ev.ID, ev.Body, ev.Endpoints); err != nil {
+		return dbError("add an outbox event", err)
+	}
+	return nil
 }

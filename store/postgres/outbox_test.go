@@ -108,3 +108,33 @@ func TestOutboxOneEngineDeliversEach(t *testing.T) {
 		t.Errorf("after a lone update: %+v, %v", e, err)
 	}
 }
+
+// TestOutboxAddOnItsOwn: an event no change makes is claimed by one
+// engine of two, under a Rev no change has, and goes once delivered.
+func TestOutboxAddOnItsOwn(t *testing.T) {
+	conn := pgtest.DB(t)
+	a, b := open(t, conn), open(t, conn)
+	if err := a.OutboxAdd(&store.Event{ID: "msg_solo", Body: []byte(`{}`), Endpoints: []string{"w1", "c1"}}); err != nil {
+		t.Fatal(err)
+	}
+	rev, _, err := a.CountsAt()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Outbox(10, time.Minute)
+	if err != nil || len(got) != 2 || got[0].ID != "msg_solo" || got[0].Rev != got[1].Rev || got[0].Rev <= rev {
+		t.Fatalf("claimed %+v (%v); want the event's two entries, at a Rev no change has (the last is %d)", got, err, rev)
+	}
+	if again, err := b.Outbox(10, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("the other engine claimed %+v (%v) while they were held", again, err)
+	}
+	for _, e := range got {
+		if err := a.OutboxDone(e, store.Delivered, "", time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := b.OutboxStats()
+	if err != nil || st["w1"].Pending != 0 || st["w1"].Delivered != 1 || st["c1"].Delivered != 1 {
+		t.Fatalf("stats %+v (%v)", st, err)
+	}
+}

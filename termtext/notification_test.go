@@ -1,4 +1,4 @@
-package cli
+package termtext
 
 import "testing"
 
@@ -15,7 +15,7 @@ func TestDesktopNotification(t *testing.T) {
 		{map[string]string{"TERM": "foot"}, "\x1b]777;notify;taskdeck;taskdeck: a b\a"},
 		{map[string]string{"TERM": "tmux-256color", "TMUX": "/tmp/tmux-0/default,1,0"}, "\x1bPtmux;\x1b\x1b]9;taskdeck: a b\a\x1b\\"},
 	} {
-		got := desktopNotification(func(k string) string { return c.env[k] })("taskdeck: a;b\x1b]9;\a")
+		got := DesktopNotification(func(k string) string { return c.env[k] })("taskdeck: a;b\x1b]9;\a")
 		if got != c.want {
 			t.Errorf("%v: %q, want %q", c.env, got, c.want)
 		}
