@@ -123,6 +123,10 @@ type CallResult struct {
 type Entry struct {
 	Task *model.Task `json:"task"`
 	Poll PollState   `json:"poll,omitzero"`
+	// AnswerBy is the deadline of the wait for input the task is in: the
+	// one set on it, else its server's or tool's configured "deadline"
+	// from the wait's start; nil when it waits for no answer or has none.
+	AnswerBy *model.WaitDeadline `json:"answerBy,omitempty"`
 }
 
 // PollState is the engine's poll state of one open task. It lives in the

@@ -12,6 +12,11 @@ const (
 	ActPrune  = "prune"  // an ended record deleted by age
 	ActOrphan = "orphan" // an intent whose process died, marked orphaned
 	ActUpdate = "update" // the engine's own change: a poll's news, a push, a retry
+	// ActDeadline: a deadline set on a wait for input; ActEscalate: the
+	// engine's act at a wait's deadline (the event, and a decline or a
+	// cancel where the config asks).
+	ActDeadline = "deadline"
+	ActEscalate = "escalate"
 )
 
 // Act names one change to a record: what was done, by whom, and for an
