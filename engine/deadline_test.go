@@ -120,8 +120,8 @@ func TestDeadlineEscalatesOnceThroughOutbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if en.AnswerBy == nil || en.AnswerBy.Escalated.IsZero() || en.Task.Status != model.StatusInputRequired {
-		t.Fatalf("after the deadline: entry deadline %+v, status %s; want it escalated, the task still waiting", en.AnswerBy, en.Task.Status)
+	if en.Poll.AnswerBy == nil || en.Poll.AnswerBy.Escalated.IsZero() || en.Task.Status != model.StatusInputRequired {
+		t.Fatalf("after the deadline: entry deadline %+v, status %s; want it escalated, the task still waiting", en.Poll.AnswerBy, en.Task.Status)
 	}
 	log, err := e.Audit(ctx, model.AuditFilter{Task: rec.ID})
 	if err != nil {
@@ -168,8 +168,8 @@ func TestSetDeadline(t *testing.T) {
 	}
 	rec := waiting(t, e)
 	en, err := e.Get(ctx, rec.ID)
-	if err != nil || en.AnswerBy == nil || !en.AnswerBy.At.Equal(rec.WaitingSince().Add(2*time.Hour)) || !en.AnswerBy.By.IsZero() {
-		t.Fatalf("entry deadline %+v (%v), want the config's: the wait's start + 2h", en.AnswerBy, err)
+	if err != nil || en.Poll.AnswerBy == nil || !en.Poll.AnswerBy.At.Equal(rec.WaitingSince().Add(2*time.Hour)) || !en.Poll.AnswerBy.By.IsZero() {
+		t.Fatalf("entry deadline %+v (%v), want the config's: the wait's start + 2h", en.Poll.AnswerBy, err)
 	}
 
 	_, err = e.SetDeadline(ctx, rec.ID, time.Now().Add(-time.Minute))

@@ -441,7 +441,8 @@ func (e *Engine) entry(rec *model.Task) deck.Entry {
 		p.LastError = ps.LastError.Error()
 	}
 	p.Watcher, p.NoEngine = e.own.watch(rec)
-	return deck.Entry{Task: rec, Poll: p, AnswerBy: e.answerDeadline(rec)}
+	p.AnswerBy = e.answerDeadline(rec)
+	return deck.Entry{Task: rec, Poll: p}
 }
 
 // List implements deck.Deck.
