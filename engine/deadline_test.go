@@ -19,14 +19,19 @@ import (
 )
 
 // deadlineHook configures srv as "demo" with the server entry's extra
-// keys, and a command hook that appends each event it is told of (one
-// JSON line) to the file it returns.
+// keys, and a command hook that writes each event it is told of to a
+// file named by the event's id in the directory it returns (a receiver
+// de-duplicating by id: delivery is at least once).
 func deadlineHook(t *testing.T, srv *hostile.Server, entry string) (*mcpconfig.Config, string) {
 	t.Helper()
 	dir := t.TempDir()
 	got := filepath.Join(dir, "events")
 	hook := filepath.Join(dir, "hook.sh")
-	if err := os.WriteFile(hook, []byte("#!/bin/sh\ncat >> \"$1\"\necho >> \"$1\"\n"), 0o700); err != nil {
+	script := "#!/bin/sh\nf=\"$1/$TASKDECK_EVENT_ID\"\ncat > \"$f.$$\" && mv \"$f.$$\" \"$f.json\"\n"
+	if err := os.Mkdir(got, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hook, []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil,
@@ -38,18 +43,22 @@ func deadlineHook(t *testing.T, srv *hostile.Server, entry string) (*mcpconfig.C
 	return cfg, got
 }
 
-// told is what the hook was told, in the order it was.
-func told(t *testing.T, path string) []notify.Payload {
+// told is what the hook was told, one payload per event id.
+func told(t *testing.T, dir string) []notify.Payload {
 	t.Helper()
-	b, _ := os.ReadFile(path)
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []notify.Payload
-	for line := range strings.Lines(string(b)) {
-		if strings.TrimSpace(line) == "" {
-			continue
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
 		}
 		var p notify.Payload
-		if err := json.Unmarshal([]byte(line), &p); err != nil {
-			t.Fatalf("the hook was given %q: %v", line, err)
+		if err := json.Unmarshal(b, &p); err != nil {
+			t.Fatalf("the hook was given %q: %v", b, err)
 		}
 		out = append(out, p)
 	}
