@@ -16,3 +16,14 @@ func (m *Model) answerByText(t *model.Task) string {
 	}
 	return s
 }
+
+// tickDetail renders the detail pane again on the clock's tick, so that
+// its countdowns (the deadline's, the TTL's, the wait's) move.
+func (m *Model) tickDetail() {
+	if m.detail == nil {
+		return
+	}
+	if t, ok := m.list.Get(m.detail.id); ok {
+		m.detail.vp.SetContent(m.detailText(t))
+	}
+}
