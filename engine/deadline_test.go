@@ -12,6 +12,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -268,5 +269,68 @@ func TestOnDeadline(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// On a PostgreSQL fleet (issue 27) each wait is escalated by one engine,
+// the one watching it: two engines with the same deadline and the same
+// hook, six waits spread over them, and each wait's deadline event is
+// committed once (one event id) and its escalation audited once.
+func TestFleetDeadlineEscalatedOnce(t *testing.T) {
+	srv := startDemo(t, demo.Options{})
+	db := pgtest.DB(t)
+	limit := waitfor.Scale(500 * time.Millisecond)
+	_, got := deadlineHook(t, srv, "")
+	hook := filepath.Join(filepath.Dir(got), "hook.sh")
+	var es []*Engine
+	for i := range 2 {
+		cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil,
+			`{"mcpServers":{"demo":{"url":%q,"deadline":%q}},"notify":{"commands":[{"argv":[%q,%q],"events":["deadline"]}]}}`,
+			fmt.Sprintf("%s?engine=%d", srv.URL, i), limit, hook, got))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := open(t, t.TempDir(), srv, Options{Store: db, Claim: true, Config: cfg, ClaimLease: testLease, ClaimRenew: testRenew})
+		if err := e.PollNow(ctxT(t), nil); err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	ctx := ctxT(t)
+	var ids []string
+	for i := range 6 {
+		res, err := es[i%2].Call(ctx, deck.CallRequest{Server: demoRef, Tool: "approve", Args: fmt.Appendf(nil, `{"action":"a%d"}`, i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.Task.ID)
+	}
+	waitFor(t, 30*time.Second, "a deadline event of each wait", func() bool {
+		ps := told(t, got)
+		for _, id := range ids {
+			if countOf(ps, "task.deadline", id) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	ps := told(t, got)
+	for _, id := range ids {
+		if n := countOf(ps, "task.deadline", id); n != 1 {
+			t.Errorf("task %s: %d deadline events, want one", id, n)
+		}
+		log, err := es[0].Audit(ctx, model.AuditFilter{Task: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, a := range log.Entries {
+			if a.Act == model.ActEscalate {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("task %s: %d escalations audited, want one", id, n)
+		}
 	}
 }
