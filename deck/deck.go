@@ -161,6 +161,11 @@ type PollState struct {
 	// (its server is in none's config, or it is an ad-hoc URL no live
 	// engine called): nobody watches it until one that can starts.
 	NoEngine bool `json:"noEngine,omitempty"`
+	// AnswerBy is the deadline of the wait for input the task is in, as
+	// the engine reads it under its config: the one set on the wait, else
+	// its server's or tool's "deadline" from the wait's start; nil when
+	// it waits for no answer or has none.
+	AnswerBy *model.WaitDeadline `json:"answerBy,omitempty"`
 }
 
 // Filter selects records for List. Zero fields admit everything.

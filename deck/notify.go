@@ -3,6 +3,8 @@ package deck
 import (
 	"context"
 	"time"
+
+	"github.com/taskdeck/taskdeck/model"
 )
 
 // Notifier is a Deck that reports its event endpoints (issue 27): the
@@ -26,4 +28,14 @@ type NotifyEndpoint struct {
 	LastError   string    `json:"lastError,omitempty"`
 	LastErrorAt time.Time `json:"lastErrorAt,omitzero"`
 	LastOK      time.Time `json:"lastOk,omitzero"`
+}
+
+// Deadliner is a Deck that sets deadlines on waits for input (issue 27):
+// the engine and the owner's socket.
+type Deadliner interface {
+	// SetDeadline sets the deadline of the wait for input task id is in,
+	// as an operator's act; a zero at removes the one an operator set.
+	// A time not in the future is refused (KindUsage), and so is a task
+	// that waits for no answer (KindState).
+	SetDeadline(ctx context.Context, id string, at time.Time) (*model.Task, error)
 }

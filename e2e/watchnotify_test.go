@@ -70,3 +70,27 @@ func TestDashboardNotifyMeTerminal(t *testing.T) {
 	want := "\a\x1b]9;taskdeck: sleep working → completed\a"
 	clitest.WaitFor(t, "the bell and OSC 9 of the change", func() bool { return strings.Contains(tm.rawOutput(), want) })
 }
+
+// TestWatchNotifyDeadline (issue 27): a wait that runs past its
+// configured deadline is a second line of `watch --notify`, once: the
+// owner (serve) escalates it, and the feed carries the escalation.
+func TestWatchNotifyDeadline(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q,"toolDeadlines":{"approve":"2s"}}}}`, srv.url))
+	d.start("serve")
+	w := d.start("watch", "--notify")
+
+	id := clitest.OnlyID(t, d.run("call", "--server", "build", "approve", "--args", `{"action":"deploy"}`).Must(t, exitOK))
+	clitest.WaitFor(t, "the deadline's line", func() bool {
+		return strings.Contains(w.Stdout.String(), "deadline passed  "+id) || w.exited()
+	})
+	out := w.Stdout.String()
+	if !strings.Contains(out, "input needed  "+id+"  build approve: Approve deploy?") || !strings.Contains(out, "deadline passed  "+id+"  build approve: Approve deploy?") {
+		t.Fatalf("watch --notify printed (exit %d):\n%s\n%s", w.Code, out, w.Stderr)
+	}
+	if n := strings.Count(out, "\n"); n != 2 {
+		t.Fatalf("watch --notify printed %d lines, want 2 (input needed, deadline passed):\n%s", n, out)
+	}
+}

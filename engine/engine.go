@@ -89,6 +89,8 @@ type Engine struct {
 	cfg       *followedConfig // the config in use
 	retention retainer
 	notifier  *notifier // the "notify" endpoints (notify.go)
+	// deadlineWake wakes the deadline watch (deadline.go).
+	deadlineWake chan struct{}
 	// orphans is what Open found orphaned, for the reconcile report.
 	orphans int
 	// host names this host in the acts of a fleet ("" on Badger).
@@ -132,7 +134,8 @@ func Open(opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, classify(errors.Join(deck.Errorf(deck.KindUsage, "%v", err), st.Close()), "")
 	}
-	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config), notifier: notifier}
+	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config), notifier: notifier,
+		deadlineWake: make(chan struct{}, 1)}
 	e.auditTail, _ = st.(store.AuditTail) // before watchHealth wraps it
 	e.feeds = newHub(e)
 	if claims != nil {
@@ -446,6 +449,7 @@ func (e *Engine) entry(rec *model.Task) deck.Entry {
 		p.LastError = ps.LastError.Error()
 	}
 	p.Watcher, p.NoEngine = e.own.watch(rec)
+	p.AnswerBy = e.answerDeadline(rec)
 	return deck.Entry{Task: rec, Poll: p}
 }
 

@@ -59,6 +59,8 @@ func (e *Engine) start() *loop {
 		e.ops.Add(1)
 		go e.loop.run()
 		e.own.run(e.loop)
+		e.ops.Add(1)
+		go e.watchDeadlines()
 		if e.opts.Retention {
 			e.ops.Add(1)
 			go e.runRetention()

@@ -94,6 +94,7 @@ func (e *Engine) refreshConfig() error {
 	before, after := f.cfg.Names(), cfg.Names()
 	f.cfg = cfg
 	e.pool.SetConfig(cfg)
+	e.wakeDeadlines() // its deadlines may differ
 	e.log.Info("config reloaded", "config", f.path, "servers", after, "added", missing(after, before), "removed", missing(before, after))
 	// The servers' edit stands even where the endpoints' is refused: the
 	// log says so, and notify status shows the endpoints still in use.

@@ -16,6 +16,7 @@ func (e *Engine) watchStore() {
 		e.feeds.committed(changes)
 		e.own.committed(changes)
 		e.notifier.wake()
+		e.deadlinesHeard(changes)
 	})
 }
 

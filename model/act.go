@@ -15,6 +15,11 @@ const (
 	ActFound  = "found"  // a task a server lists that no record held, recorded
 	ActAdopt  = "adopt"  // a found task taken to be watched
 	ActLeave  = "leave"  // a found task left to its server
+	// ActDeadline: a deadline set on a wait for input; ActEscalate: the
+	// engine's act at a wait's deadline (the event, and a decline or a
+	// cancel where the config asks).
+	ActDeadline = "deadline"
+	ActEscalate = "escalate"
 )
 
 // Act names one change to a record: what was done, by whom, and for an

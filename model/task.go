@@ -162,6 +162,9 @@ type Task struct {
 	Answers []AnsweredInput `json:"answers,omitempty"`
 	// Act is the record's last change and who made it (model.Attribute).
 	Act *Act `json:"act,omitempty"`
+	// WaitDeadline is a deadline of a wait for input set by an operator,
+	// or escalated by the engine (deadline.go); nil: none written.
+	WaitDeadline *WaitDeadline `json:"waitDeadline,omitempty"`
 
 	// Revision is the store-wide revision of the record's last committed
 	// change; the store sets it on every write, callers never do. It stays
@@ -337,6 +340,10 @@ func (t *Task) Clone() *Task {
 	c.History = slices.Clone(t.History)
 	c.Answers = slices.Clone(t.Answers)
 	c.Act = t.Act.clone()
+	if t.WaitDeadline != nil {
+		d := *t.WaitDeadline
+		c.WaitDeadline = &d
+	}
 	for i := range c.Answers {
 		c.Answers[i].Response = slices.Clone(t.Answers[i].Response)
 	}

@@ -36,6 +36,17 @@ type Data struct {
 	// response JSON filled in by the person); Show prints the task.
 	Answer string `json:"answer,omitempty"`
 	Show   string `json:"show"`
+	// Deadline is the wait's deadline, on a deadline event.
+	Deadline *Deadline `json:"deadline,omitempty"`
+}
+
+// Deadline is a wait's deadline as a deadline event tells it: when it
+// was, who set it ("" for the config), and what the engine did besides
+// telling ("" for nothing).
+type Deadline struct {
+	At      time.Time `json:"at"`
+	SetBy   string    `json:"setBy,omitempty"`
+	Outcome string    `json:"outcome,omitempty"`
 }
 
 // TaskInfo is the part of the record an endpoint needs.
@@ -59,8 +70,12 @@ type Question struct {
 
 // Kind is the event the change of prev (nil: new) into next is, or "".
 // A task that asks again while it waits (a new question key) is a new
-// input_required event.
+// input_required event; the engine's escalation of a wait at its
+// deadline is the deadline event.
 func Kind(prev, next *model.Task) string {
+	if next.Escalates(prev) {
+		return mcpconfig.EventDeadline
+	}
 	switch next.Status {
 	case model.StatusInputRequired:
 		if prev == nil || prev.Status != next.Status {
@@ -129,7 +144,10 @@ func NewPayload(kind string, t *model.Task, now time.Time) Payload {
 			StatusMessage: t.StatusMessage, Agent: t.Agent, Error: errorText(t), CreatedAt: t.CreatedAt.UTC()},
 		Show: "taskdeck get " + t.ID,
 	}}
-	if kind == mcpconfig.EventInputRequired {
+	if d := t.WaitDeadline; kind == mcpconfig.EventDeadline && d != nil {
+		p.Data.Deadline = &Deadline{At: d.At.UTC(), SetBy: d.By.Name, Outcome: d.Outcome}
+	}
+	if kind == mcpconfig.EventInputRequired || kind == mcpconfig.EventDeadline {
 		for _, k := range slices.Sorted(maps.Keys(t.InputRequests)) {
 			r := t.InputRequests[k]
 			p.Data.Questions = append(p.Data.Questions, Question{Key: k, Method: r.Method, Params: r.Params})

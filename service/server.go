@@ -448,6 +448,7 @@ func (s *Server) routes(d deck.Deck, opts []ServeOption) http.Handler {
 			return nd.NotifyStatus(ctx)
 		})
 	}
+	handleDeadline(s, mux, d)
 	return mux
 }
 

@@ -78,6 +78,7 @@ func (m *Model) detailText(t *model.Task) string {
 	line("changed", m.ago(t.UpdatedAt))
 	line("expires", m.expiryText(t))
 	line("waiting", m.waitedText(t))
+	line("answer by", m.answerByText(t))
 	if t.StatusMessage != "" {
 		b.WriteString("\n" + m.styles.Title.Render("Status message") + "\n" + termtext.Sanitize(t.StatusMessage, true) + "\n")
 	}

@@ -275,6 +275,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tickMsg:
 		m.now = time.Time(msg)
+		m.tickDetail()
 		views := m.onTickViews()
 		// A tools listing in flight keeps its line until it ends.
 		if m.flash != "" && m.listing == nil && m.now.Sub(m.flashAt) >= flashFor {

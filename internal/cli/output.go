@@ -309,6 +309,10 @@ func printDetail(w io.Writer, e deck.Entry, configured []deck.Server, pollErr st
 	line("last change", present.Act(t.Act))
 	line("poll error", termtext.Line(pollErr))
 	line("watched by", present.Watch(e.Poll))
+	line("answer by", present.AnswerBy(t, e.Poll.AnswerBy, time.Now()))
+	if warn := present.TTLBeforeDeadline(t, e.Poll.AnswerBy); warn != "" {
+		line("warning", warn)
+	}
 	if t.Status == model.StatusInputRequired {
 		fmt.Fprintln(w, "waiting for input:")
 		printInputs(w, t, "  ")

@@ -179,6 +179,7 @@ crashes, restarts and servers that ask for input.
 		newCmdLs(f, nil),
 		newCmdGet(f, nil),
 		newCmdAnswer(f, nil),
+		newCmdDeadline(f, nil),
 		newCmdCancel(f, nil),
 		newCmdRerun(f, nil),
 		newCmdForget(f, nil),

@@ -66,12 +66,20 @@ type notifier struct {
 // news (a second round of questions is a new need).
 func need(t *model.Task) string {
 	switch {
+	case t.WaitsForInput() && escalated(t):
+		return "deadline input " + strings.Join(t.PendingInputs(), ",")
 	case t.WaitsForInput():
 		return "input " + strings.Join(t.PendingInputs(), ",")
 	case t.Status == model.StatusFailed, t.Status == model.StatusOrphaned:
 		return string(t.Status)
 	}
 	return ""
+}
+
+// escalated tells a wait the engine escalated at its deadline (issue 27).
+func escalated(t *model.Task) bool {
+	d := t.AnswerDeadline(0) // the record's own, of this wait
+	return d != nil && !d.Escalated.IsZero()
 }
 
 func (n *notifier) event(ev deck.Event) {
@@ -101,6 +109,9 @@ func (n *notifier) tell(t *model.Task) {
 	switch {
 	case t.WaitsForInput():
 		what = "input needed"
+		if escalated(t) {
+			what = "deadline passed"
+		}
 		var qs []string
 		for _, k := range t.PendingInputs() {
 			q := k

@@ -15,6 +15,7 @@ import (
 // Event kinds a "notify" endpoint may ask for (issue 27).
 const (
 	EventInputRequired = "input_required"
+	EventDeadline      = "deadline" // a wait for input ran past its deadline (deadline.go)
 	EventCompleted     = "completed"
 	EventFailed        = "failed"
 	EventCancelled     = "cancelled"
@@ -26,11 +27,11 @@ const (
 )
 
 // EventKinds are the events taskdeck emits, in the order it names them.
-var EventKinds = []string{EventInputRequired, EventCompleted, EventFailed, EventCancelled, EventUnknown, EventOrphaned, EventPollsFailing}
+var EventKinds = []string{EventInputRequired, EventDeadline, EventCompleted, EventFailed, EventCancelled, EventUnknown, EventOrphaned, EventPollsFailing}
 
 // DefaultEvents are what an endpoint that names none is told of: what
 // needs a person.
-var DefaultEvents = []string{EventInputRequired, EventFailed, EventOrphaned}
+var DefaultEvents = []string{EventInputRequired, EventDeadline, EventFailed, EventOrphaned}
 
 // Bounds of a command hook's run.
 const (

@@ -47,7 +47,7 @@ func TestNotifyConfig(t *testing.T) {
 func TestNotifyConfigRefusals(t *testing.T) {
 	for _, tc := range []struct{ conf, want string }{
 		{`{"webhooks": [{"url": "https://h.example/", "secret": "${S}", "events": ["input_needed"]}]}`,
-			`notify.webhooks[0].events[0]: unknown event "input_needed"; the events are input_required, completed, failed, cancelled, unknown, orphaned`},
+			`notify.webhooks[0].events[0]: unknown event "input_needed"; the events are input_required, deadline, completed, failed, cancelled, unknown, orphaned`},
 		{`{"webhooks": [{"url": "http://hooks.example/td", "secret": "${S}"}]}`, "plain http off loopback: use https"},
 		{`{"webhooks": [{"url": "https://h.example/", "secret": "sekrit-value"}]}`, "whsec_"},
 		{`{"webhooks": [{"url": "https://u:p@h.example/", "secret": "${S}"}]}`, "may not carry a user or password"},

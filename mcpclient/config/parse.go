@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -43,6 +44,9 @@ type ServerConfig struct {
 	// instead of launching another: "reattach": true for every tool, or a
 	// list of tool names. See ServerConfig.Reattaches.
 	Reattach Reattach `json:"reattach,omitzero"`
+	// Deadlines bound its waits for input: "deadline", "toolDeadlines",
+	// "onDeadline" (deadline.go). The engine's alone: not marshalled.
+	Deadlines Deadlines `json:"-"`
 
 	path string // the file it came from, for messages; "" for --url
 }
@@ -177,7 +181,7 @@ var (
 // serverKeys are the keys of an mcpServers entry taskdeck reads, and
 // foreignServerKeys those other clients write there, which it ignores.
 var (
-	serverKeys        = []string{"command", "args", "env", "url", "headers", "forwardAgentCredentials", "protocol", "reattach"}
+	serverKeys        = []string{"command", "args", "env", "url", "headers", "forwardAgentCredentials", "protocol", "reattach", "deadline", "toolDeadlines", "onDeadline"}
 	foreignServerKeys = []string{"type", "disabled", "cwd", "timeout", "envFile", "description", "alwaysAllow", "autoApprove"}
 )
 
@@ -340,6 +344,10 @@ func parseServer(path, name string, raw json.RawMessage) (ServerConfig, error) {
 			return s, err
 		}
 	}
+	var err error
+	if s.Deadlines, err = parseDeadlines(fields, fail); err != nil {
+		return s, err
+	}
 	if s.Protocol != "" && !slices.Contains(Protocols, s.Protocol) {
 		return s, fail(".protocol", "taskdeck speaks %s, not %q; leave the key out to negotiate", quoteAll(Protocols), s.Protocol)
 	}
@@ -350,7 +358,6 @@ func parseServer(path, name string, raw json.RawMessage) (ServerConfig, error) {
 		}
 		s.Args = append(s.Args, v)
 	}
-	var err error
 	if s.Env, err = stringMap(rawEnv, func(k string) string { return ".env" + fieldKey(k) }, fail); err != nil {
 		return s, err
 	}
@@ -502,6 +509,7 @@ func (s ServerConfig) clone() ServerConfig {
 	c.Env = cloneStrings(s.Env)
 	c.Headers = cloneStrings(s.Headers)
 	c.Reattach.Tools = slices.Clone(s.Reattach.Tools)
+	c.Deadlines.Tools = maps.Clone(s.Deadlines.Tools)
 	return c
 }
 
