@@ -1,10 +1,13 @@
 package store
 
 import (
+	"encoding/json"
 	"log/slog"
 	"testing"
 
 	badger "github.com/dgraph-io/badger/v4"
+
+	"github.com/taskdeck/taskdeck/model"
 )
 
 // Writes is the number of write txns the store has committed.
@@ -98,6 +101,26 @@ func Rewrite(dir, key string, edit func([]byte) []byte) error {
 		}
 		return txn.Set([]byte(key), edit(v))
 	})
+}
+
+// UnpackAudit is the canonical bytes of a stored audit entry (after its
+// hash), as the store reads it.
+func UnpackAudit(v []byte) []byte {
+	body, err := unpackAudit(v)
+	if err != nil {
+		panic(err)
+	}
+	return body
+}
+
+// PackAudit is the stored form of an entry's canonical bytes, as the store
+// writes it: whoever knows the format can rewrite an entry.
+func PackAudit(canon []byte) []byte {
+	var b model.AuditBody
+	if err := json.Unmarshal(canon, &b); err != nil {
+		panic(err)
+	}
+	return packAudit(b, canon)
 }
 
 // DeleteClosed deletes key as Rewrite changes one.
