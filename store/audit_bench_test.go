@@ -86,9 +86,11 @@ func BenchmarkAuditedCreate(b *testing.B) {
 				return out
 			}
 			base, mine, canon := records(false), records(true), records(true)
-			// Many short rounds, each timing all three; the median of the
-			// rounds' ratios, since one slow fsync would sway a total.
-			rounds := max(1, b.N/(4*writers))
+			// Rounds of 16 creates a writer, each timing all three; the
+			// median of the rounds' ratios, since one slow fsync would
+			// sway a total (at 4 a writer, a round was a few group
+			// commits, and its ratios ranged 0.5–3.6 on a loaded machine).
+			rounds := max(1, b.N/(16*writers))
 			var toPacked, toJSON []float64
 			var bare time.Duration
 			b.ResetTimer()
