@@ -50,13 +50,38 @@ func TestHistoryBounded(t *testing.T) {
 	move(StatusCompleted, "done")
 
 	h := rec.History
-	if !slices.Equal(h[:historyHead], full[:historyHead]) {
+	same := func(a, b Transition) bool {
+		return a.At.Equal(b.At) && a.From == b.From && a.To == b.To && a.Folded == 0
+	}
+	if !slices.EqualFunc(h[:historyHead], full[:historyHead], same) {
 		t.Fatalf("the first transitions changed:\n%+v\nwant\n%+v", h[:historyHead], full[:historyHead])
 	}
-	if !slices.EqualFunc(h[len(h)-historyTail:], full[len(full)-historyTail:], func(a, b Transition) bool {
-		return a.At.Equal(b.At) && a.From == b.From && a.To == b.To && a.Message == b.Message && a.Folded == 0
-	}) {
+	if !slices.EqualFunc(h[len(h)-historyTail:], full[len(full)-historyTail:], same) {
 		t.Fatal("the last transitions are not kept as they were")
+	}
+	// Messages: the first and last transitions' and the operator acts'
+	// kept, the others' within historyMessageBytes, the newest first.
+	if h[0].Message != full[0].Message || h[len(h)-1].Message != "done" {
+		t.Fatalf("the first or last message is gone: %q, %q", h[0].Message, h[len(h)-1].Message)
+	}
+	middle, dropped := 0, false
+	for i := len(h) - 2; i > 0; i-- {
+		tr := h[i]
+		switch {
+		case tr.operatorAct():
+			if tr.Message != "answers sent with the call" {
+				t.Fatalf("an operator act lost its message: %+v", tr)
+			}
+		case tr.Message == "" && tr.Folded == 0:
+			dropped = true
+		case tr.Message != "" && dropped:
+			t.Fatalf("entry %d keeps its message while a newer one lost its", i)
+		default:
+			middle += len(tr.Message)
+		}
+	}
+	if middle > historyMessageBytes || middle == 0 {
+		t.Fatalf("the middle transitions keep %d bytes of messages, want 1..%d", middle, historyMessageBytes)
 	}
 	count, acts, folds := 0, 0, 0
 	for _, tr := range h {
@@ -81,8 +106,8 @@ func TestHistoryBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) > 64<<10 {
-		t.Fatalf("the record is %d bytes, more than 64 KiB", len(b))
+	if len(b) > 16<<10 {
+		t.Fatalf("the record is %d bytes, more than 16 KiB", len(b))
 	}
 	t.Logf("%d transitions: %d history entries (%d folded), record %d bytes", len(full), len(h), folds, len(b))
 }
@@ -119,5 +144,28 @@ func TestHistoryBoundKeepsOperatorActsInTheMiddle(t *testing.T) {
 	}
 	if acts != 10 || len(rec.History) > MaxHistory {
 		t.Fatalf("%d operator acts kept of 10, %d entries (at most %d)", acts, len(rec.History), MaxHistory)
+	}
+}
+
+// TestShortHistoryKeepsItsMessages: a task with a few transitions and
+// ordinary messages keeps every one of them.
+func TestShortHistoryKeepsItsMessages(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rec := NewIntent(ServerRef{Name: "s"}, "deploy", nil, "", at)
+	var want []string
+	for i, st := range []Status{StatusWorking, StatusInputRequired, StatusWorking, StatusInputRequired, StatusWorking, StatusCompleted} {
+		at = at.Add(time.Second)
+		msg := fmt.Sprintf("step %d: %s", i, strings.Repeat("·", 100))
+		if err := rec.MoveTo(st, msg, at); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, msg)
+	}
+	var got []string
+	for _, tr := range rec.History[len(rec.History)-len(want):] {
+		got = append(got, tr.Message)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("messages kept: %q\nwant %q", got, want)
 	}
 }

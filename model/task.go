@@ -80,6 +80,13 @@ const (
 	// record's current StatusMessage keeps up to MaxStatusMessage, and 64
 	// entries of 512 bytes keep a record's history under 40 KB.
 	MaxHistoryMessage = 512
+	// historyMessageBytes bounds the bytes of the messages a history keeps
+	// besides those of its first and last transitions and of operator
+	// acts: the newest keep theirs, and from the first that does not fit
+	// on, older ones lose theirs. A flipping server's 4 KB messages kept
+	// in 40 entries made a 31 KB record, which Badger's table builders
+	// copy through doubling buffers on every write (issue 20: owner RSS).
+	historyMessageBytes = 2 << 10
 )
 
 // operatorAct tells a transition the operator made: answers sent with the
@@ -373,6 +380,7 @@ func (t *Task) MoveTo(to Status, msg string, now time.Time) error {
 		return &TransitionError{From: t.Status, To: to}
 	}
 	t.History = boundHistory(append(t.History, Transition{At: now, From: t.Status, To: to, Message: clip(msg, MaxHistoryMessage)}))
+	thinMessages(t.History)
 	t.Status = to
 	t.UpdatedAt = now
 	return nil
@@ -401,6 +409,24 @@ func boundHistory(h []Transition) []Transition {
 		out = append(out, Transition{At: tr.At, From: tr.From, To: tr.To, Folded: n})
 	}
 	return append(out, h[len(h)-historyTail:]...)
+}
+
+// thinMessages drops the messages of h's middle transitions past
+// historyMessageBytes, newest kept first (see historyMessageBytes).
+func thinMessages(h []Transition) {
+	budget := historyMessageBytes
+	for i := len(h) - 2; i > 0; i-- {
+		tr := &h[i]
+		if tr.Message == "" || tr.operatorAct() {
+			continue
+		}
+		if len(tr.Message) > budget {
+			budget = 0
+			tr.Message = ""
+			continue
+		}
+		budget -= len(tr.Message)
+	}
 }
 
 // Deadline is createdAt + ttlMs on the server's clock, or zero when the

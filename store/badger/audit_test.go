@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -94,12 +95,12 @@ func TestAuditVerifyNamesARewrittenEntry(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir, _ := auditedStore(t)
 			must(t, badger.Rewrite(dir, auditKey(1), func(v []byte) []byte {
-				body := bytes.ReplaceAll(v[32:], []byte(`"name":"alice"`), []byte(`"name":"mallory"`))
+				body := bytes.ReplaceAll(badger.UnpackAudit(v[32:]), []byte(`"name":"alice"`), []byte(`"name":"mallory"`))
 				hash := v[:32]
 				if c.rehash {
 					hash = model.ChainHash(nil, 1, body)
 				}
-				return append(append([]byte(nil), hash...), body...)
+				return append(append([]byte(nil), hash...), badger.PackAudit(body)...)
 			}))
 			code, out, errOut := verify(t, dir)
 			if code != 6 || !strings.Contains(errOut, c.at) {
@@ -147,7 +148,7 @@ func rechain(txn *dgraph.Txn, rev uint64) error {
 		if err != nil {
 			return err
 		}
-		prev = model.ChainHash(prev, rev, v[32:])
+		prev = model.ChainHash(prev, rev, badger.UnpackAudit(v[32:]))
 		if err := txn.Set([]byte(auditKey(rev)), append(slices.Clone(prev), v[32:]...)); err != nil {
 			return err
 		}
@@ -194,12 +195,13 @@ func TestAuditVerifyNamesARewriteWithItsChain(t *testing.T) {
 			if err != nil {
 				return err
 			}
+			canon := badger.UnpackAudit(e[32:])
 			var body model.AuditBody
-			if err := json.Unmarshal(e[32:], &body); err != nil {
+			if err := json.Unmarshal(canon, &body); err != nil {
 				return err
 			}
-			e = bytes.Replace(e, []byte(body.Record), []byte(sum), 1)
-			if err := txn.Set([]byte(auditKey(3)), e); err != nil {
+			canon = bytes.Replace(canon, []byte(body.Record), []byte(sum), 1)
+			if err := txn.Set([]byte(auditKey(3)), append(e[:32:32], badger.PackAudit(canon)...)); err != nil {
 				return err
 			}
 			return rechain(txn, 3)
@@ -221,7 +223,8 @@ func TestAuditVerifyNamesARewriteWithItsChain(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if err := txn.Set([]byte(auditKey(1)), bytes.ReplaceAll(v, []byte(`"name":"alice"`), []byte(`"name":"mallory"`))); err != nil {
+			canon := bytes.ReplaceAll(badger.UnpackAudit(v[32:]), []byte(`"name":"alice"`), []byte(`"name":"mallory"`))
+			if err := txn.Set([]byte(auditKey(1)), append(v[:32:32], badger.PackAudit(canon)...)); err != nil {
 				return err
 			}
 			return rechain(txn, 1)
@@ -232,4 +235,98 @@ func TestAuditVerifyNamesARewriteWithItsChain(t *testing.T) {
 			t.Fatalf("exit %d, want 6 and %q\n%s%s", code, want, out, errOut)
 		}
 	})
+}
+
+// TestAuditEntriesPacked: every entry of a keyed log (calls by a user and
+// by an agent on a fleet host with a label, an answer with its keys, the
+// engine's moves, a deletion) is stored packed, in at most half its
+// canonical bytes, and reads back as exactly those bytes; an entry left
+// canonical, as a taskdeck before the packing wrote it, still verifies.
+func TestAuditEntriesPacked(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	key, err := store.LoadAuditKey(dir) // the key audit verify reads
+	must(t, err)
+	s.SetAuditKey(key)
+	agent := model.Actor{Name: "builder", Role: model.RoleAgent, Host: "host-b", Label: "claude-code 2.1"}
+	rec := intent("", t0)
+	rec.Act = &model.Act{Kind: model.ActCall, Actor: agent}
+	must(t, s.Create(rec))
+	_, err = s.Update(rec.ID, func(r *model.Task) (bool, error) {
+		r.Act = &model.Act{Kind: model.ActAnswer, Actor: model.Actor{Name: "alice", Role: model.RoleUser}, Keys: []string{"q1", "q2"}}
+		return true, r.MoveTo(model.StatusWorking, "answered", t0)
+	})
+	must(t, err)
+	gone := intent("", t0)
+	must(t, s.Create(gone))
+	must(t, s.Delete(gone.ID, model.Actor{Name: "alice", Role: model.RoleUser}))
+	var canon [][]byte
+	_, err = s.AuditLog(func(_ model.AuditCheckpoint, _ uint64, body, _ []byte) error {
+		canon = append(canon, slices.Clone(body))
+		return nil
+	})
+	must(t, err)
+	must(t, s.Close())
+	if len(canon) != 4 || !bytes.Contains(canon[0], []byte(`"label":"claude-code 2.1"`)) || !bytes.Contains(canon[1], []byte(`"keys":["q1","q2"]`)) {
+		t.Fatalf("the log reads:\n%s", bytes.Join(canon, []byte("\n")))
+	}
+	for i := range canon {
+		must(t, badger.Rewrite(dir, auditKey(uint64(i+1)), func(v []byte) []byte {
+			if v[32] != 1 || len(v)-32 > len(canon[i])/2 || !bytes.Equal(badger.UnpackAudit(v[32:]), canon[i]) {
+				t.Fatalf("entry %d is stored in %d bytes (first %d) for %d canonical:\n%s", i+1, len(v)-32, v[32], len(canon[i]), canon[i])
+			}
+			if i == 1 {
+				return append(v[:32:32], canon[i]...) // as written before the packing
+			}
+			return v
+		}))
+	}
+	if code, out, errOut := verify(t, dir); code != 0 || !strings.Contains(out, "audit log verified: 4 audit entries") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestAuditVerifyNamesAGarbledPackedEntry: a packed entry whose bytes no
+// longer unpack is named by `audit verify`, not a failure to read.
+func TestAuditVerifyNamesAGarbledPackedEntry(t *testing.T) {
+	dir, rec := auditedStore(t)
+	must(t, badger.Rewrite(dir, auditKey(2), func(v []byte) []byte { return v[:len(v)-3] }))
+	code, out, errOut := verify(t, dir)
+	if want := "audit entry 2"; code != 6 || !strings.Contains(errOut, want) {
+		t.Fatalf("exit %d, want 6 naming %q (task %s)\n%s%s", code, want, rec.ID, out, errOut)
+	}
+}
+
+// TestAuditPackingKnowsEveryField: an entry with every field of
+// model.AuditBody and model.Actor set packs and unpacks to its canonical
+// bytes; a field added to either, which the packing would drop, fails here.
+func TestAuditPackingKnowsEveryField(t *testing.T) {
+	var fill func(v reflect.Value, name string)
+	fill = func(v reflect.Value, name string) {
+		switch {
+		case v.Type() == reflect.TypeFor[time.Time]():
+			v.Set(reflect.ValueOf(time.Date(2026, 12, 2, 8, 0, 0, 123456789, time.UTC)))
+		case name == "Record" || name == "Seal":
+			v.SetString(strings.Repeat("0f", 32))
+		case v.Kind() == reflect.String:
+			v.SetString("value of " + name)
+		case v.Kind() == reflect.Uint64:
+			v.SetUint(1<<40 + 7)
+		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.String:
+			v.Set(reflect.ValueOf([]string{"q1", "q2"}))
+		case v.Kind() == reflect.Struct:
+			for i := range v.NumField() {
+				fill(v.Field(i), v.Type().Field(i).Name)
+			}
+		default:
+			t.Fatalf("field %s (%s) is new to the audit packing: pack it (store/audit.go)", name, v.Type())
+		}
+	}
+	var b model.AuditBody
+	fill(reflect.ValueOf(&b).Elem(), "AuditBody")
+	canon := b.Marshal()
+	packed := badger.PackAudit(canon)
+	if packed[0] != 1 || !bytes.Equal(badger.UnpackAudit(packed), canon) {
+		t.Fatalf("packed (first byte %d) unpacks to\n%s\nwant\n%s", packed[0], badger.UnpackAudit(packed), canon)
+	}
 }

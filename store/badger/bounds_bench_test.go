@@ -60,11 +60,19 @@ func polledLargeTasks(b *testing.B) {
 	}
 	var maxDisk, maxLive, maxRecs int64
 	var worst, worstRecs float64
+	var worstKinds string
 	sample := func() {
 		recs := liveBytes(b, s)
-		live, disk := recs+auditBytes(b, s), diskUsage(b, dir)
+		kinds := diskByKind(b, dir)
+		var disk int64
+		for _, n := range kinds {
+			disk += n
+		}
+		live := recs + auditBytes(b, s)
 		if r := float64(disk) / float64(live); r > worst {
 			worst, maxDisk, maxLive, maxRecs = r, disk, live, recs
+			worstKinds = fmt.Sprintf("tables %.2f MiB, memtable WALs %.2f MiB, value log %.2f MiB, other %.2f MiB",
+				mib(kinds["sst"]), mib(kinds["mem"]), mib(kinds["vlog"]), mib(disk-kinds["sst"]-kinds["mem"]-kinds["vlog"]))
 		}
 		worstRecs = max(worstRecs, float64(disk)/float64(recs))
 	}
@@ -90,8 +98,8 @@ func polledLargeTasks(b *testing.B) {
 	_, err = s.PruneAudit(time.Now())
 	must(b, err)
 	live, disk := liveBytes(b, s), diskUsage(b, dir)
-	b.Logf("%d rounds (%s of polls at 250 ms): largest sample %.1f MiB for %.2f MiB of live data (%.2f MiB of records; %.1fx, %.1fx the records at most); after pruning %d and the audit log: %.2f MiB for %.2f MiB (%.2fx)",
-		b.N, time.Duration(b.N)*250*time.Millisecond, mib(maxDisk), mib(maxLive), mib(maxRecs), worst, worstRecs, n, mib(disk), mib(live), float64(disk)/float64(live))
+	b.Logf("%d rounds (%s of polls at 250 ms): largest sample %.1f MiB (%s) for %.2f MiB of live data (%.2f MiB of records; %.1fx, %.1fx the records at most); after pruning %d and the audit log: %.2f MiB for %.2f MiB (%.2fx)",
+		b.N, time.Duration(b.N)*250*time.Millisecond, mib(maxDisk), worstKinds, mib(maxLive), mib(maxRecs), worst, worstRecs, n, mib(disk), mib(live), float64(disk)/float64(live))
 	b.ReportMetric(worst, "disk/live-max")
 	b.ReportMetric(worstRecs, "disk/records-max")
 	b.ReportMetric(float64(disk)/float64(live), "disk/live-pruned")
@@ -124,13 +132,13 @@ func flippingTask(b *testing.B) {
 	defer s.Close()
 	rec := largeRecord(b, s, 1<<10)
 	msg := strings.Repeat("m", 4<<10)
-	heap0, rss0 := heapAndRSS()
+	heap0, rss0, file0 := heapAndRSS()
 	heapW, rssW := heap0, rss0
 	b.ResetTimer()
 	for i := range b.N {
 		if i == b.N/10 {
 			b.StopTimer()
-			heapW, rssW = heapAndRSS()
+			heapW, rssW, _ = heapAndRSS()
 			b.StartTimer()
 		}
 		st := model.StatusInputRequired
@@ -143,7 +151,7 @@ func flippingTask(b *testing.B) {
 		must(b, err)
 	}
 	b.StopTimer()
-	heap1, rss1 := heapAndRSS()
+	heap1, rss1, file1 := heapAndRSS()
 	got, err := s.Get(rec.ID)
 	must(b, err)
 	size, err := json.Marshal(got)
@@ -157,22 +165,31 @@ func flippingTask(b *testing.B) {
 	b.ReportMetric(mb(rssW-rss0), "rss-warmup-MB")
 	b.ReportMetric(mb(rss1-rssW), "rss-growth-MB")
 	b.ReportMetric(mb(rss1-rss0), "rss-all-MB")
+	b.ReportMetric(mb(file1-file0), "rss-file-all-MB")
 }
 
-// heapAndRSS is the live heap after a collection, and the resident set
-// (VmRSS; 0 where /proc is absent).
-func heapAndRSS() (heap, rss int64) {
+// heapAndRSS is the live heap after a collection, the resident set
+// (VmRSS; 0 where /proc is absent) and its part that maps files (RssFile:
+// Badger's tables, WAL and value log).
+func heapAndRSS() (heap, rss, file int64) {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	b, _ := os.ReadFile("/proc/self/status")
 	for line := range strings.Lines(string(b)) {
-		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
 			rss = kb << 10
+		case "RssFile:":
+			file = kb << 10
 		}
 	}
-	return int64(m.HeapAlloc), rss
+	return int64(m.HeapAlloc), rss, file
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }

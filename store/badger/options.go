@@ -24,12 +24,14 @@ type sizing struct {
 	// record's old copy. Badger wants it <= 15% of memTable.
 	threshold int64
 	// block: the size of a table's block. A table builder takes this much
-	// for each block and doubles it for an entry that does not fit, and
-	// Badger keeps up to 8 builders' buffers pooled: with 4 KiB blocks a
-	// record of 30 KB takes four doublings and the pooled buffers 15 MB
-	// under a flipping task, 6.8 MB with 64 KiB blocks (BenchmarkFlippingTask,
-	// sizing=blocks64K); but those failed TestRewritesOfLargeRecordsStayBounded
-	// in 2 of 5 runs on a loaded machine (9 MiB on disk for 1 MiB of records).
+	// for each block and doubles it for an entry that does not fit (then
+	// again for the block's offsets), and Badger keeps up to 8 builders'
+	// buffers pooled: with 4 KiB blocks a flipping task's 12.5 KB record
+	// took a flush's builder to 15 MiB (BenchmarkFlippingTask, heap
+	// profile). 16 KiB blocks hold such a record whole: the heap's warm-up
+	// 3.3 MB against 7.5. 64 KiB blocks failed
+	// TestRewritesOfLargeRecordsStayBounded in 2 of 5 runs on a loaded
+	// machine (9 MiB on disk for 1 MiB of records); 16 KiB passed 3 of 3.
 	block int
 }
 
@@ -38,7 +40,7 @@ type sizing struct {
 // 30 MiB on disk for 1 MiB of records, and a flipping task 63 MB of heap,
 // most of it Badger's pooled table builders. A bigger store only flushes
 // and compacts more often (store/bench_test.go, BenchmarkCreate).
-var small = sizing{memTable: 1 << 20, memtables: 1, level0: 1, table: 512 << 10, threshold: 128 << 10, block: 4 << 10}
+var small = sizing{memTable: 1 << 20, memtables: 1, level0: 1, table: 512 << 10, threshold: 128 << 10, block: 16 << 10}
 
 // sized is small, or what a WAL left by an earlier, bigger sizing needs.
 // The benchmarks set it to compare with that sizing.

@@ -105,6 +105,7 @@ func floorValue(floor uint64) []byte { return binary.BigEndian.AppendUint64(nil,
 type revisions struct {
 	meta    revMeta // as it will be once the txn commits
 	key     []byte  // the audit key (nil: entries unsealed)
+	canon   bool    // entries stored canonical (Store.canonAudit)
 	deleted bool    // the txn wrote a tombstone
 	changes []store.Change
 }
@@ -113,7 +114,7 @@ type revisions struct {
 // status index entry and its audit entry (entry, see auditEntry) as the
 // next change; prev is the record it replaces (nil for a new one). t must
 // be the caller's private copy: the hook receives it.
-func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task, entry []byte) error {
+func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task, e entry) error {
 	r.meta.rev++
 	t.Revision = r.meta.rev
 	prevStatus := model.Status("")
@@ -129,7 +130,7 @@ func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model
 	if err := txn.Set(revKey(revPrefix, t.Revision), []byte(t.ID)); err != nil {
 		return err
 	}
-	if err := r.audit(txn, entry); err != nil {
+	if err := r.audit(txn, e); err != nil {
 		return err
 	}
 	r.meta.counts.move(prevStatus, t.Status)
@@ -150,7 +151,7 @@ func (r *revisions) remove(txn *badger.Txn, t *model.Task, act *model.Act) error
 	if err := txn.Set(revKey(tombPrefix, r.meta.rev), []byte(t.ID)); err != nil {
 		return err
 	}
-	if err := r.audit(txn, model.SealAudit(r.key, model.RemovalAudit(t.ID, act, time.Now()).Marshal())); err != nil {
+	if err := r.audit(txn, sealEntry(r.key, model.RemovalAudit(t.ID, act, time.Now()), r.canon)); err != nil {
 		return err
 	}
 	r.deleted = true

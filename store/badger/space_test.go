@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -150,9 +151,20 @@ func liveBytes(t testing.TB, s *badger.Store) int64 {
 // their sizes (Badger's files are sparse).
 func diskUsage(t testing.TB, dir string) int64 {
 	t.Helper()
+	var n int64
+	for _, b := range diskByKind(t, dir) {
+		n += b
+	}
+	return n
+}
+
+// diskByKind is diskUsage by the files' extension (sst, mem, vlog, and ""
+// for the MANIFEST and the rest).
+func diskByKind(t testing.TB, dir string) map[string]int64 {
+	t.Helper()
 	entries, err := os.ReadDir(dir)
 	must(t, err)
-	var n int64
+	n := map[string]int64{}
 	for _, e := range entries {
 		fi, err := os.Lstat(filepath.Join(dir, e.Name()))
 		if os.IsNotExist(err) {
@@ -160,7 +172,7 @@ func diskUsage(t testing.TB, dir string) int64 {
 		}
 		must(t, err)
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() {
-			n += st.Blocks * 512
+			n[strings.TrimPrefix(filepath.Ext(e.Name()), ".")] += st.Blocks * 512
 		}
 	}
 	return n

@@ -31,6 +31,9 @@ type Store struct {
 	dir string
 	// auditKey seals the audit entries (SetAuditKey); nil: unsealed.
 	auditKey []byte
+	// canonAudit: entries are stored canonical, not packed, as before
+	// the packing (BenchmarkAuditedCreate's baseline).
+	canonAudit bool
 	// writes counts committed writes (one per commit call, however they
 	// were grouped), so tests can prove that a call which changed nothing
 	// cost no write.
