@@ -1,0 +1,190 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"iter"
+	"os"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/pb"
+	"github.com/dgraph-io/ristretto/v2/z"
+
+	"github.com/taskdeck/taskdeck/model"
+)
+
+// Load builds benchmark stores of millions of records in minutes, where
+// one synced Create after another takes hours. Each chunk of records is
+// created by Create itself in a scratch in-memory Badger, so the keys,
+// index entries, revisions, counts and audit chain are Create's; the
+// chunk's keys are then streamed into the new store's bottom level
+// (Badger's StreamWriter: sorted tables, no compaction), synced once.
+
+// loadChunk is how many records one scratch store holds before its keys
+// are streamed out: about 40 MB of keys and values at ~2 KB a record.
+const loadChunk = 20_000
+
+
+// Load fills dir, which must not exist or be empty, with records as
+// Create would have written them one after another, and closes it;
+// Open reads it as any store. The ids must come in increasing order (the
+// stream needs each index's keys sorted; NewID's ids of increasing times
+// are) and no record may carry an idempotency key. It returns how many
+// records it wrote.
+func Load(dir string, records iter.Seq[*model.Task]) (n int, err error) {
+	if err := PrepareDir(dir); err != nil {
+		return 0, err
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) > 0 {
+		return 0, fmt.Errorf("store %s: Load needs a new, empty directory", dir)
+	}
+	disk, err := badger.Open(options(dir, nil))
+	if err != nil {
+		return 0, openError(dir, err)
+	}
+	sw := disk.NewStreamWriter()
+	defer func() {
+		if err != nil {
+			sw.Cancel()
+		}
+		if cerr := disk.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err == nil {
+			err = restrictFiles(dir)
+		}
+		if err == nil {
+			err = recordSums(dir)
+		}
+	}()
+	if err := sw.Prepare(); err != nil {
+		return 0, err
+	}
+	mem, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil).WithMemTableSize(64 << 20))
+	if err != nil {
+		return 0, err
+	}
+	defer mem.Close()
+	// scratch keeps the revision state from chunk to chunk; its writes
+	// go to mem, which is emptied after each chunk.
+	scratch := &Store{db: mem, dir: dir}
+	if err := scratch.checkSchema(false); err != nil {
+		return 0, err
+	}
+	st := &streams{ids: map[string]uint32{}, last: map[uint32][]byte{}, single: map[string][]byte{}}
+	chunk := make([]*model.Task, 0, loadChunk)
+	lastID := ""
+	flush := func() error {
+		if err := createAll(scratch, chunk); err != nil {
+			return err
+		}
+		n += len(chunk)
+		chunk = chunk[:0]
+		if err := st.send(sw, mem); err != nil {
+			return err
+		}
+		return mem.DropAll()
+	}
+	for rec := range records {
+		switch {
+		case rec.ID <= lastID:
+			return n, fmt.Errorf("store %s: Load needs ids in increasing order (%s after %s)", dir, rec.ID, lastID)
+		case rec.IdempotencyKey != "":
+			return n, fmt.Errorf("store %s: Load takes no idempotency key (task %s)", dir, rec.ID)
+		}
+		lastID = rec.ID
+		if chunk = append(chunk, rec); len(chunk) == loadChunk {
+			if err := flush(); err != nil {
+				return n, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return n, err
+	}
+	if err := st.sendSingles(sw); err != nil {
+		return n, err
+	}
+	return n, sw.Flush()
+}
+
+// createAll creates recs in s one after another: their revisions follow
+// their ids, so a store loaded twice from the same records is the same.
+func createAll(s *Store, recs []*model.Task) error {
+	for _, r := range recs {
+		if err := s.Create(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// streams routes keys to the StreamWriter's streams, one per key range
+// whose keys later chunks only append to: each index (per status for the
+// status index), the revision index, the audit log. A key that is its
+// prefix alone (the schema, the floor, the counts) is rewritten by later
+// chunks, so only its last value is sent, at the end.
+type streams struct {
+	ids    map[string]uint32
+	last   map[uint32][]byte
+	single map[string][]byte
+}
+
+func (st *streams) id(key []byte) uint32 {
+	name := key[:min(len(key), 2)]
+	if bytes.HasPrefix(key, statusRoot) {
+		if s, _, ok := splitStatusKey(key); ok {
+			name = statusPrefix(s)
+		}
+	}
+	id, ok := st.ids[string(name)]
+	if !ok {
+		id = uint32(len(st.ids) + 1)
+		st.ids[string(name)] = id
+	}
+	return id
+}
+
+// send streams every key mem holds, but the singles, which it keeps.
+func (st *streams) send(sw *badger.StreamWriter, mem *badger.DB) error {
+	buf := z.NewBuffer(4<<20, "store.Load")
+	defer func() { _ = buf.Release() }()
+	err := mem.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			key := item.KeyCopy(nil)
+			val, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if len(key) <= 2 {
+				st.single[string(key)] = val
+				continue
+			}
+			id := st.id(key)
+			if last := st.last[id]; last != nil && bytes.Compare(key, last) <= 0 {
+				return fmt.Errorf("key %q comes after %q: the records are not in order", key, last)
+			}
+			st.last[id] = key
+			badger.KVToBuffer(&pb.KV{Key: key, Value: val, Version: 1, StreamId: id}, buf)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return sw.Write(buf)
+}
+
+// sendSingles streams the last value of each single key, each a stream
+// of its own: their ranges must not overlap the others'.
+func (st *streams) sendSingles(sw *badger.StreamWriter) error {
+	buf := z.NewBuffer(1<<10, "store.Load")
+	defer func() { _ = buf.Release() }()
+	for key, val := range st.single {
+		badger.KVToBuffer(&pb.KV{Key: []byte(key), Value: val, Version: 1, StreamId: st.id([]byte(key))}, buf)
+	}
+	return sw.Write(buf)
+}
