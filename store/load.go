@@ -24,7 +24,6 @@ import (
 // are streamed out: about 40 MB of keys and values at ~2 KB a record.
 const loadChunk = 20_000
 
-
 // Load fills dir, which must not exist or be empty, with records as
 // Create would have written them one after another, and closes it;
 // Open reads it as any store. The ids must come in increasing order (the
