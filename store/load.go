@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"os"
+	"sync"
+	"sync/atomic"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/pb"
@@ -25,8 +27,7 @@ import (
 const loadChunk = 20_000
 
 // Load fills dir, which must not exist or be empty, with records as
-// Create would have written them one after another, and closes it;
-// Open reads it as any store. The ids must come in increasing order (the
+// Create writes them, and closes it; Open reads it as any store. The ids must come in increasing order (the
 // stream needs each index's keys sorted; NewID's ids of increasing times
 // are) and no record may carry an idempotency key. It returns how many
 // records it wrote.
@@ -59,18 +60,47 @@ func Load(dir string, records iter.Seq[*model.Task]) (n int, err error) {
 	if err := sw.Prepare(); err != nil {
 		return 0, err
 	}
-	mem, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil).WithMemTableSize(64 << 20))
-	if err != nil {
-		return 0, err
+	// Two scratch stores take turns: one takes a chunk's Creates while
+	// the other's keys are streamed out, so both cores work.
+	free, full := make(chan *badger.DB, 2), make(chan *badger.DB, 1)
+	for range 2 {
+		mem, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil).WithMemTableSize(64 << 20))
+		if err != nil {
+			return 0, err
+		}
+		defer mem.Close()
+		free <- mem
 	}
-	defer mem.Close()
-	// scratch keeps the revision state from chunk to chunk; its writes
-	// go to mem, which is emptied after each chunk.
-	scratch := &Store{db: mem, dir: dir}
+	st := &streams{ids: map[string]uint32{}, last: map[uint32][]byte{}, single: map[string][]byte{}}
+	var sendErr error
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for mem := range full {
+			if sendErr == nil {
+				sendErr = st.send(sw, mem)
+			}
+			if sendErr == nil {
+				sendErr = mem.DropAll()
+			}
+			free <- mem
+		}
+	}()
+	stopSending := sync.OnceValue(func() error {
+		close(full)
+		<-sent
+		return sendErr
+	})
+	defer func() {
+		if serr := stopSending(); err == nil {
+			err = serr
+		}
+	}()
+	// scratch keeps the revision state from chunk to chunk.
+	scratch := &Store{db: <-free, dir: dir}
 	if err := scratch.checkSchema(false); err != nil {
 		return 0, err
 	}
-	st := &streams{ids: map[string]uint32{}, last: map[uint32][]byte{}, single: map[string][]byte{}}
 	chunk := make([]*model.Task, 0, loadChunk)
 	lastID := ""
 	flush := func() error {
@@ -79,10 +109,9 @@ func Load(dir string, records iter.Seq[*model.Task]) (n int, err error) {
 		}
 		n += len(chunk)
 		chunk = chunk[:0]
-		if err := st.send(sw, mem); err != nil {
-			return err
-		}
-		return mem.DropAll()
+		full <- scratch.db
+		scratch.db = <-free
+		return nil
 	}
 	for rec := range records {
 		switch {
@@ -101,21 +130,35 @@ func Load(dir string, records iter.Seq[*model.Task]) (n int, err error) {
 	if err := flush(); err != nil {
 		return n, err
 	}
+	if err := stopSending(); err != nil {
+		return n, err
+	}
 	if err := st.sendSingles(sw); err != nil {
 		return n, err
 	}
 	return n, sw.Flush()
 }
 
-// createAll creates recs in s one after another: their revisions follow
-// their ids, so a store loaded twice from the same records is the same.
+// loadWriters is how many Creates run at once in a scratch store: their
+// marshalling runs on every core, and they share group commits as an
+// engine's concurrent writes do (so, as there, revisions follow the
+// order of the commits, not of the ids).
+const loadWriters = 4
+
+// createAll creates recs in s from loadWriters goroutines.
 func createAll(s *Store, recs []*model.Task) error {
-	for _, r := range recs {
-		if err := s.Create(r); err != nil {
-			return err
-		}
+	var next atomic.Int64
+	errs := make([]error, loadWriters)
+	var wg sync.WaitGroup
+	for w := range loadWriters {
+		wg.Go(func() {
+			for k := int(next.Add(1) - 1); k < len(recs) && errs[w] == nil; k = int(next.Add(1) - 1) {
+				errs[w] = s.Create(recs[k])
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return firstOf(errs)
 }
 
 // streams routes keys to the StreamWriter's streams, one per key range
@@ -154,12 +197,12 @@ func (st *streams) send(sw *badger.StreamWriter, mem *badger.DB) error {
 		for it.Rewind(); it.Valid(); it.Next() {
 			item := it.Item()
 			key := item.KeyCopy(nil)
-			val, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
 			if len(key) <= 2 {
+				val, err := item.ValueCopy(nil)
 				st.single[string(key)] = val
+				if err != nil {
+					return err
+				}
 				continue
 			}
 			id := st.id(key)
@@ -167,7 +210,13 @@ func (st *streams) send(sw *badger.StreamWriter, mem *badger.DB) error {
 				return fmt.Errorf("key %q comes after %q: the records are not in order", key, last)
 			}
 			st.last[id] = key
-			badger.KVToBuffer(&pb.KV{Key: key, Value: val, Version: 1, StreamId: id}, buf)
+			err := item.Value(func(val []byte) error {
+				badger.KVToBuffer(&pb.KV{Key: key, Value: val, Version: 1, StreamId: id}, buf)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 		}
 		return nil
 	})
