@@ -71,7 +71,9 @@ func Load(dir string, records iter.Seq[*model.Task]) (n int, err error) {
 		defer mem.Close()
 		free <- mem
 	}
-	st := &streams{ids: map[string]uint32{}, last: map[uint32][]byte{}, single: map[string][]byte{}}
+	st := &streams{ids: map[string]uint32{}, last: map[uint32][]byte{}, single: map[string][]byte{},
+		buf: z.NewBuffer(64<<20, "store.Load")}
+	defer func() { _ = st.buf.Release() }()
 	var sendErr error
 	sent := make(chan struct{})
 	go func() {
@@ -170,6 +172,10 @@ type streams struct {
 	ids    map[string]uint32
 	last   map[uint32][]byte
 	single map[string][]byte
+	// buf holds a chunk's keys for the StreamWriter, which copies them:
+	// one buffer serves every chunk (a new one costs a clear and its
+	// growth a copy of every key and value).
+	buf *z.Buffer
 }
 
 func (st *streams) id(key []byte) uint32 {
@@ -189,8 +195,8 @@ func (st *streams) id(key []byte) uint32 {
 
 // send streams every key mem holds, but the singles, which it keeps.
 func (st *streams) send(sw *badger.StreamWriter, mem *badger.DB) error {
-	buf := z.NewBuffer(4<<20, "store.Load")
-	defer func() { _ = buf.Release() }()
+	buf := st.buf
+	buf.Reset()
 	err := mem.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
@@ -229,8 +235,8 @@ func (st *streams) send(sw *badger.StreamWriter, mem *badger.DB) error {
 // sendSingles streams the last value of each single key, each a stream
 // of its own: their ranges must not overlap the others'.
 func (st *streams) sendSingles(sw *badger.StreamWriter) error {
-	buf := z.NewBuffer(1<<10, "store.Load")
-	defer func() { _ = buf.Release() }()
+	buf := st.buf
+	buf.Reset()
 	for key, val := range st.single {
 		badger.KVToBuffer(&pb.KV{Key: []byte(key), Value: val, Version: 1, StreamId: st.id([]byte(key))}, buf)
 	}
