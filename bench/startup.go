@@ -34,7 +34,7 @@ func benchStartup(cfg config) (string, []finding) {
 	if err != nil {
 		return fail(err)
 	}
-	logf("startup: %d records written in %v (%.0f records/s, 64 writers)", cfg.records, el.Round(time.Millisecond), float64(cfg.records)/el.Seconds())
+	logf("startup: %d records written in %v (%.0f records/s, badger.Load)", cfg.records, el.Round(time.Millisecond), float64(cfg.records)/el.Seconds())
 	bin, err := buildTaskdeck(cfg.tmp)
 	if err != nil {
 		return fail(err)
@@ -120,7 +120,7 @@ func benchStartup(cfg config) (string, []finding) {
 			ratio(median(p.total), median(probes[0].total)), ratio(median(p.total), median(probes[2].total)))
 	}
 	out += fmt.Sprintf("\nStart-up, each run a fresh process (exec included), page cache warm, %d runs (scan: ≤2), "+
-		"the store filled by 64 concurrent writers in %v:\n\n%s", rounds, el.Round(time.Second), t)
+		"the store filled by badger.Load (Create in a scratch store, streamed into the new one) in %v:\n\n%s", rounds, el.Round(time.Second), t)
 	tf := &table{head: []string{"design", "process start → first frame with the task list (median)", "min–max", "vs open-only store", "vs list ready, same store"}}
 	for i, p := range frames {
 		lo, hi := minMax(p.total)
