@@ -7,7 +7,6 @@
 package jaegertest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,10 +18,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/testproc"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
@@ -31,7 +30,6 @@ type Jaeger struct {
 	OTLPHTTP string // http://127.0.0.1:PORT, for OTEL_EXPORTER_OTLP_ENDPOINT
 	OTLPGRPC string // http://127.0.0.1:PORT, for OTEL_EXPORTER_OTLP_ENDPOINT with grpc
 	Query    string // http://127.0.0.1:PORT, the query API
-	log      *bytes.Buffer
 }
 
 // Bin finds the jaeger program: $TASKDECK_JAEGER, jaeger on PATH, or in
@@ -106,7 +104,7 @@ func Start(t testing.TB) *Jaeger {
 	dir := t.TempDir()
 	addrs := make([]string, 4) // query http, query grpc, otlp grpc, otlp http
 	for i := range addrs {
-		port, err := freePort()
+		port, err := testproc.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,41 +115,8 @@ func Start(t testing.TB) *Jaeger {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--config", "file:"+confPath)
-	// Pdeathsig: a test binary that dies without its cleanup takes its
-	// Jaeger with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	j := &Jaeger{Query: "http://" + addrs[0], OTLPGRPC: "http://" + addrs[2], OTLPHTTP: "http://" + addrs[3], log: &bytes.Buffer{}}
-	cmd.Stdout, cmd.Stderr = j.log, j.log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start jaeger: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(waitfor.Scale(10 * time.Second)):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("jaeger log:\n%s", tail(j.log.String()))
-		}
-	})
-	waitfor.Within(t, 30*time.Second, "Jaeger's query API to answer", func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("jaeger exited: %s", tail(j.log.String()))
-		default:
-		}
-		resp, err := http.Get(j.Query + "/api/services")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	j := &Jaeger{Query: "http://" + addrs[0], OTLPGRPC: "http://" + addrs[2], OTLPHTTP: "http://" + addrs[3]}
+	testproc.Serve(t, cmd, "jaeger", j.Query+"/api/services")
 	return j
 }
 
@@ -256,20 +221,4 @@ func (j *Jaeger) Trace(id string) (*Trace, error) {
 		return nil, nil
 	}
 	return &body.Data[0], nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func tail(s string) string {
-	if len(s) > 3000 {
-		return s[len(s)-3000:]
-	}
-	return s
 }

@@ -6,7 +6,6 @@
 package promtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,7 +29,6 @@ import (
 // Prometheus is a running Prometheus.
 type Prometheus struct {
 	URL string // http://127.0.0.1:PORT
-	log *bytes.Buffer
 }
 
 // Bin finds a program of the prometheus package ("prometheus",
@@ -93,36 +91,9 @@ func Start(t testing.TB, bearer string, targets ...string) *Prometheus {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(bin, "--config.file="+confPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr)
-	// A test binary that dies without its cleanup takes its Prometheus
-	// with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	testproc.Group(cmd)
-	p := &Prometheus{URL: "http://" + addr, log: &bytes.Buffer{}}
-	cmd.Stdout, cmd.Stderr = p.log, p.log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prometheus: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		testproc.Stop(cmd, syscall.SIGTERM, waitfor.Scale(10*time.Second), exited)
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", tail(p.log.String()))
-		}
-	})
-	waitfor.Within(t, 30*time.Second, "Prometheus to be ready", func() bool {
-		select {
-		case <-exited:
-			t.Fatalf("prometheus exited: %s", tail(p.log.String()))
-		default:
-		}
-		resp, err := http.Get(p.URL + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	p := &Prometheus{URL: "http://" + addr}
+	testproc.Serve(t, cmd, "prometheus", p.URL+"/-/ready")
 	return p
 }
 
@@ -181,11 +152,4 @@ func (p *Prometheus) Query(query string) ([]Sample, error) {
 func (p *Prometheus) Scraped() bool {
 	s, err := p.Query(`min(up{job="taskdeck"})`)
 	return err == nil && len(s) == 1 && s[0].Value == 1
-}
-
-func tail(s string) string {
-	if len(s) > 3000 {
-		return s[len(s)-3000:]
-	}
-	return s
 }
