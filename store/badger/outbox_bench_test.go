@@ -23,25 +23,7 @@ import (
 // seqWrites creates in a row, each waiting for its own sync.
 func BenchmarkOutboxWriteCost(b *testing.B) {
 	const writers, batch, seqWrites = 64, 512, 32
-	body := []byte(`{"type":"task.failed","data":{"task":{` + strings.Repeat(`"k":"v",`, 70) + `"id":"x"}}}`)
-	events := map[string]store.EventFunc{
-		"none": nil,
-		"every": func(_, next *model.Task) *store.Event {
-			return &store.Event{ID: "msg_" + next.ID, Body: body, Endpoints: []string{"w1", "c1"}}
-		},
-		"unwanted": func(_, _ *model.Task) *store.Event { return nil },
-	}
-	names := []string{"none", "every", "unwanted"}
-	stores := make([]*Store, len(names))
-	for j, name := range names {
-		s, err := Open(filepath.Join(b.TempDir(), name), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = s.Close() })
-		s.SetEvents(events[name])
-		stores[j] = s
-	}
+	names, stores := outboxStores(b)
 	total := make([]time.Duration, len(names))
 	ratios, seqRatios := make([][]float64, len(names)), make([][]float64, len(names))
 	b.ResetTimer()
@@ -83,4 +65,31 @@ func BenchmarkOutboxWriteCost(b *testing.B) {
 		b.ReportMetric(r[len(r)-1], "max-x-"+name)
 		b.ReportMetric(sr[len(sr)/2], "x-seq-"+name)
 	}
+}
+
+// outboxStores opens the three stores the outbox's cost benchmarks
+// compare: "none" (no event function), "every" (an event of a failed
+// task's size, for two endpoints, on every write) and "unwanted" (an event
+// function that wants none).
+func outboxStores(b *testing.B) (names []string, stores []*Store) {
+	body := []byte(`{"type":"task.failed","data":{"task":{` + strings.Repeat(`"k":"v",`, 70) + `"id":"x"}}}`)
+	events := map[string]store.EventFunc{
+		"none": nil,
+		"every": func(_, next *model.Task) *store.Event {
+			return &store.Event{ID: "msg_" + next.ID, Body: body, Endpoints: []string{"w1", "c1"}}
+		},
+		"unwanted": func(_, _ *model.Task) *store.Event { return nil },
+	}
+	names = []string{"none", "every", "unwanted"}
+	stores = make([]*Store, len(names))
+	for j, name := range names {
+		s, err := Open(filepath.Join(b.TempDir(), name), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = s.Close() })
+		s.SetEvents(events[name])
+		stores[j] = s
+	}
+	return names, stores
 }

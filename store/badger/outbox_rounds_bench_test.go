@@ -4,16 +4,11 @@ package badger
 
 import (
 	"fmt"
-	"path/filepath"
 	"runtime/metrics"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
 )
 
 // BenchmarkOutboxWriteRounds: the outbox's cost on a durable write (one
@@ -33,25 +28,7 @@ import (
 // percentile range (p10-/p90-x-...). Run with -benchtime 400x or more.
 func BenchmarkOutboxWriteRounds(b *testing.B) {
 	const perRound = 8
-	body := []byte(`{"type":"task.failed","data":{"task":{` + strings.Repeat(`"k":"v",`, 70) + `"id":"x"}}}`)
-	events := map[string]store.EventFunc{
-		"none": nil,
-		"every": func(_, next *model.Task) *store.Event {
-			return &store.Event{ID: "msg_" + next.ID, Body: body, Endpoints: []string{"w1", "c1"}}
-		},
-		"unwanted": func(_, _ *model.Task) *store.Event { return nil },
-	}
-	names := []string{"none", "every", "unwanted"}
-	stores := make([]*Store, len(names))
-	for j, name := range names {
-		s, err := Open(filepath.Join(b.TempDir(), name), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = s.Close() })
-		s.SetEvents(events[name])
-		stores[j] = s
-	}
+	names, stores := outboxStores(b)
 	type cost struct{ wall, cpu, alloc float64 }
 	per := make([][]cost, len(names)) // per store, per round
 	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
