@@ -22,16 +22,7 @@ func TestCrashWhilePolling(t *testing.T) {
 	t.Parallel()
 	srv := startDemo(t, "127.0.0.1:0")
 	d := newDeck(t)
-	p := d.start("call", "--url", srv.url, "sleep", "--args", `{"seconds":60}`, "--wait")
-	clitest.WaitFor(t, "call --wait to print the working status", func() bool {
-		return strings.Contains(p.Stdout.String(), " working ") || p.exited()
-	})
-	if p.exited() {
-		t.Fatalf("call --wait ended early: exit %d\nstdout:\n%s\nstderr:\n%s", p.Code, p.Stdout, p.Stderr)
-	}
-	p.kill()
-
-	tasks := d.ls()
+	tasks := d.callKilledWhileWorking("--url", srv.url, "sleep", "--args", `{"seconds":60}`)
 	st := srv.stats(t)
 	if len(tasks) != 1 || tasks[0].TaskID == "" || tasks[0].Status != "working" {
 		t.Fatalf("after SIGKILL, ls --json: %+v", tasks)
@@ -194,4 +185,19 @@ func TestConnectionLostDuringCall(t *testing.T) {
 	if st := srv.stats(t); st.ToolCalls["sleep"] != 1 {
 		t.Fatalf("a call that may be running was sent again: %+v", st)
 	}
+}
+
+// callKilledWhileWorking runs `call ARGS --wait`, SIGKILLs it by its pid
+// once it printed the task working, and returns what ls then lists.
+func (d *deck) callKilledWhileWorking(args ...string) []task {
+	d.t.Helper()
+	p := d.start(append(append([]string{"call"}, args...), "--wait")...)
+	clitest.WaitFor(d.t, "call --wait to print the working status", func() bool {
+		return strings.Contains(p.Stdout.String(), " working ") || p.exited()
+	})
+	if p.exited() {
+		d.t.Fatalf("call --wait ended early: exit %d\nstdout:\n%s\nstderr:\n%s", p.Code, p.Stdout, p.Stderr)
+	}
+	p.kill()
+	return d.ls()
 }

@@ -19,15 +19,7 @@ func TestLegacyKilledMidTaskReattached(t *testing.T) {
 	t.Parallel()
 	url, _ := nodetest.LegacyServers(t).ServeSDK(t, "0")
 	d := newDeck(t)
-	p := d.start("call", "--url", url, "wait", "--args", `{"ms":4000}`, "--wait")
-	clitest.WaitFor(t, "call --wait to print the working status", func() bool {
-		return strings.Contains(p.Stdout.String(), " working ") || p.exited()
-	})
-	if p.exited() {
-		t.Fatalf("call --wait ended early: exit %d\nstdout:\n%s\nstderr:\n%s", p.Code, p.Stdout, p.Stderr)
-	}
-	p.kill()
-	tasks := d.ls()
+	tasks := d.callKilledWhileWorking("--url", url, "wait", "--args", `{"ms":4000}`)
 	if len(tasks) != 1 || tasks[0].TaskID == "" || tasks[0].Status != "working" || string(tasks[0].raw["protocol"]) != `"2025-11-25"` {
 		t.Fatalf("after SIGKILL, ls --json: %+v", tasks)
 	}
