@@ -60,12 +60,22 @@ func damageBase(t *testing.T) string {
 			// opens (a write): the sweep compares reads, so there is none.
 			st = model.StatusOrphaned
 		}
-		if st != model.StatusOrphaned {
+		switch st {
+		case model.StatusFound, model.StatusLeft:
+			// A record of a task a server listed: made found, then left.
+			rec = model.NewFound(rec.Server, model.Snapshot{TaskID: rec.TaskID, Status: model.StatusWorking, StatusMessage: fmt.Sprintf("listed, record %d", i)}, now)
+			if st == model.StatusLeft {
+				if err := rec.LeaveFound(now); err != nil {
+					t.Fatal(err)
+				}
+			}
+		case model.StatusOrphaned:
+		default:
 			if err := rec.MoveTo(model.StatusWorking, fmt.Sprintf("step %d of %d", i, sweepRecords), now); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if st != model.StatusWorking {
+		if st != model.StatusWorking && st != model.StatusFound && st != model.StatusLeft {
 			if err := rec.MoveTo(st, fmt.Sprintf("ended as %s, record %d", st, i), now); err != nil {
 				t.Fatal(err)
 			}

@@ -295,8 +295,8 @@ func crashStorm(t *testing.T, conn string) {
 		}
 		p := d.start(args...)
 
-		// When to kill: three kinds of random moment, so that every phase
-		// is hit whatever this machine's speed.
+		// When to kill: four kinds of moment, so that every phase is hit
+		// whatever this machine's speed.
 		var timer <-chan time.Time
 		switch mode := rand.N(20); {
 		case mode < 5: // early: mostly before the request
@@ -310,6 +310,14 @@ func crashStorm(t *testing.T, conn string) {
 			case <-p.done:
 			case <-time.After(clitest.WaitTimeout):
 				t.Fatalf("attempt %d: no tools/call and no exit", i)
+			}
+		case mode < 15 && a.wait && !a.reused: // keyed to its first follow: while following
+			if !waitfor.Until(clitest.WaitTimeout, 5*time.Millisecond, func() bool {
+				a.mu.Lock()
+				defer a.mu.Unlock()
+				return a.follows > 0 || p.exited()
+			}) {
+				t.Fatalf("attempt %d: call --wait neither followed its task nor exited", i)
 			}
 		default: // anywhere in the first 700 ms, following included
 			timer = time.After(rand.N(700 * time.Millisecond))
