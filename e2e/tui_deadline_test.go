@@ -89,7 +89,7 @@ func TestTUISetDeadlineWithD(t *testing.T) {
 	tm.waitText("deadline of ")
 	tm.typeText("90m")
 	tm.keys("Enter")
-	s := tm.waitText("set by "+me.Username+") · server TTL in 9m")
+	s := tm.waitText("set by " + me.Username + ") · server TTL in 9m")
 	if !regexp.MustCompile(`answer by\s+in 1h \(`).MatchString(s) {
 		t.Fatalf("the detail pane should count the 90m deadline down (in 1h); screen:\n%s", s)
 	}
