@@ -1,6 +1,8 @@
 package ui
 
 import (
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -50,6 +52,26 @@ func TestSetDeadlineRefused(t *testing.T) {
 		press(m, "D")
 		if m.mode() != modeTable || !m.flashErr || !strings.Contains(m.flash, tc.want) {
 			t.Errorf("D on %s: mode %d, status %q; want refused with %q", tc.id, m.mode(), m.flash, tc.want)
+		}
+	}
+}
+
+// A task answered elsewhere while the prompt is open: enter says the
+// deck's one-line refusal, and nothing is set.
+func TestSetDeadlineOnATaskAnsweredMeanwhile(t *testing.T) {
+	h, approve := waitingHarness(t)
+	h.key("D", "2", "h")
+	if _, err := h.eng.Answer(context.Background(), approve.ID, map[string]json.RawMessage{"approve-1": json.RawMessage(`{"action":"accept","content":{"approve":true,"reason":"ok"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	h.key("enter")
+	h.until("the deck's refusal", func(m *Model) bool { return m.flashErr })
+	if !strings.Contains(h.m.flash, "waits for no answer, and a deadline bounds a wait for input") || strings.Contains(h.m.flash, "\n") {
+		t.Fatalf("status line %q; want the deck's one line", h.m.flash)
+	}
+	for _, e := range h.records() {
+		if e.Task.WaitDeadline != nil {
+			t.Fatalf("a deadline was set on %s: %+v", e.Task.ID, e.Task.WaitDeadline)
 		}
 	}
 }
