@@ -54,7 +54,7 @@ func newCmdAnswer(f *Factory, runF func(*AnswerOptions) error) *cobra.Command {
 			return answerRun(opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Deadline, "deadline", "", "instead of answering, set by when the request must be answered: a duration (2h), a time (RFC 3339 or \"2026-12-02 17:00\" local), or none (as `taskdeck deadline`)")
+	cmd.Flags().StringVar(&opts.Deadline, "deadline", "", "instead of answering, set by when the request must be answered, as taskdeck deadline does: a `DEADLINE` that is a duration (2h), a time (RFC 3339 or \"2026-12-02 17:00\" local), or none")
 	return cmd
 }
 
