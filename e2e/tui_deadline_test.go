@@ -62,7 +62,9 @@ func TestTUIDeadlineCountdownAndTTLWarning(t *testing.T) {
 	tm.waitScreenFor(tuiTimeout+5*time.Second, "the wait escalated at its deadline", func(s string) bool {
 		return regexp.MustCompile(`answer by\s+passed \d+s ago`).MatchString(s) && strings.Contains(s, "· escalated ")
 	})
+	// q only once the table is back: sent with the ESC unread, it is alt+q.
 	tm.keys("Escape")
+	tm.waitScreen("the table again", func(s string) bool { return !strings.Contains(s, "answer by") })
 	tm.quit()
 }
 

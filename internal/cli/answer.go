@@ -26,7 +26,7 @@ func newCmdAnswer(f *Factory, runF func(*AnswerOptions) error) *cobra.Command {
 	opts := &AnswerOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "answer (ID KEY RESPONSE_JSON | --deadline DEADLINE ID)",
-		Short: `Answer a task's input request, e.g. '{"action":"accept","content":{...}}', or set by when it must be`,
+		Short: `Answer a task's input request, e.g. '{"action":"accept","content":{...}}', or (--deadline) set by when it must be answered`,
 		Example: `  taskdeck answer 06h36fetr0athexq approve-1 '{"action":"accept","content":{"approve":true}}'
   taskdeck answer --deadline 2h 06h36fetr0athexq`,
 		Args: func(cmd *cobra.Command, pos []string) error {
