@@ -62,6 +62,40 @@ func TestTUIDeadlineCountdownAndTTLWarning(t *testing.T) {
 	tm.waitScreenFor(tuiTimeout+5*time.Second, "the wait escalated at its deadline", func(s string) bool {
 		return regexp.MustCompile(`answer by\s+passed \d+s ago`).MatchString(s) && strings.Contains(s, "· escalated ")
 	})
+	// q only once the table is back: sent with the ESC unread, it is alt+q.
 	tm.keys("Escape")
+	tm.waitScreen("the table again", func(s string) bool { return !strings.Contains(s, "answer by") })
+	tm.quit()
+}
+
+// TestTUISetDeadlineWithD (issue 27): D in the detail pane of a task
+// waiting for input opens the deadline prompt on the status line; 90m and
+// enter set the deadline, and the pane counts it down, set by this user.
+func TestTUISetDeadlineWithD(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, srv.url))
+	id := d.call("approve", `{"action":"deploy"}`)
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	tm := d.dashboard(150, 40)
+	tm.waitScreen("the approve task waiting for input", func(s string) bool { return oneRow(s, "approve") == "input_required" })
+	tm.selectRow("approve")
+	tm.keys("Enter")
+	tm.waitText("task", id)
+	tm.keys("D")
+	tm.waitText("deadline of ")
+	tm.typeText("90m")
+	tm.keys("Enter")
+	s := tm.waitText("set by " + me.Username + ") · server TTL in 9m")
+	if !regexp.MustCompile(`answer by\s+in 1h \(`).MatchString(s) {
+		t.Fatalf("the detail pane should count the 90m deadline down (in 1h); screen:\n%s", s)
+	}
+	tm.keys("Escape")
+	tm.waitScreen("the table again", func(s string) bool { return !strings.Contains(s, "answer by") })
 	tm.quit()
 }

@@ -15,7 +15,9 @@ type KeyMap struct {
 	Cancel, Forget, Prune              key.Binding
 	PollNow, NewCall, Mark, Copy       key.Binding
 	// NotifyMe toggles a row's desktop notification of its changes.
-	NotifyMe         key.Binding
+	NotifyMe key.Binding
+	// SetDeadline asks by when a waiting task must be answered.
+	SetDeadline      key.Binding
 	Help, Quit, Back key.Binding
 
 	// Bulk work, re-run, the command palette and suspend (ops-b).
@@ -72,8 +74,9 @@ func DefaultKeyMap() KeyMap {
 		NewCall: b("n", "new call", "n"),
 		Mark:    b("space", "mark", "space"),
 		// W: watch this one.
-		NotifyMe: b("W", "notify me", "W"),
-		Copy:     b("y", "copy result", "y"),
+		NotifyMe:    b("W", "notify me", "W"),
+		SetDeadline: b("D", "deadline", "D"),
+		Copy:        b("y", "copy result", "y"),
 
 		Help: b("?", "help", "?"),
 		Quit: b("q", "quit", "q", "ctrl+c"),
@@ -190,6 +193,7 @@ func (k KeyMap) tableActions() [][]action {
 			{k.MarkAll, do((*Model).markAll)},
 			{k.ClearMarks, do((*Model).clearMarks)},
 			{k.Answer, (*Model).answerSelected},
+			{k.SetDeadline, (*Model).askDeadline},
 			{k.NextInput, do((*Model).jumpToInput)},
 			{k.Back, do((*Model).back)},
 		},
@@ -219,7 +223,7 @@ type change struct {
 func (k KeyMap) changes() []change {
 	return []change{
 		{k.Answer, "answer"}, {k.Cancel, "cancel"}, {k.Forget, "forget"}, {k.Prune, "prune"},
-		{k.NewCall, "make a call"}, {k.Rerun, "re-run"},
+		{k.NewCall, "make a call"}, {k.Rerun, "re-run"}, {k.SetDeadline, "set a deadline"},
 	}
 }
 
@@ -231,14 +235,15 @@ func (k KeyMap) modeKeys() map[mode][]key.Binding {
 		table = append(table, col...)
 	}
 	return map[mode][]key.Binding{
-		modeTable:   table,
-		modeDetail:  {k.Close, k.Up, k.Down, k.PageUp, k.PageDown, k.Answer, k.Cancel, k.Forget, k.PollNow, k.Copy, k.Rerun, k.Help, k.Quit},
-		modeFilter:  {k.Keep, k.Clear, k.Older, k.Newer},
-		modePalette: {k.Move, k.Pick, k.PickBack},
-		modeConfirm: {k.Choose, k.Pick, k.Confirm, k.Deny},
-		modeForm:    {k.FormBack, k.Refuse},
-		modePick:    {k.Up, k.Down, k.Pick, k.PickBack},
-		modeServers: {k.Up, k.Down, k.Top, k.Bottom, k.Pick, k.PickBack, k.ServersView, k.Quit, k.Help},
+		modeTable:    table,
+		modeDetail:   {k.Close, k.Up, k.Down, k.PageUp, k.PageDown, k.Answer, k.SetDeadline, k.Cancel, k.Forget, k.PollNow, k.Copy, k.Rerun, k.Help, k.Quit},
+		modeFilter:   {k.Keep, k.Clear, k.Older, k.Newer},
+		modePalette:  {k.Move, k.Pick, k.PickBack},
+		modeConfirm:  {k.Choose, k.Pick, k.Confirm, k.Deny},
+		modeForm:     {k.FormBack, k.Refuse},
+		modePick:     {k.Up, k.Down, k.Pick, k.PickBack},
+		modeDeadline: {k.Pick, k.PickBack},
+		modeServers:  {k.Up, k.Down, k.Top, k.Bottom, k.Pick, k.PickBack, k.ServersView, k.Quit, k.Help},
 	}
 }
 
@@ -249,6 +254,8 @@ func (k KeyMap) shortHelp(m mode) []key.Binding {
 		return k.ShortHelp()
 	case modeDetail:
 		return []key.Binding{k.Close, k.Quit, k.Scroll, k.Answer, k.Cancel, k.Copy}
+	case modeDeadline:
+		return []key.Binding{key.NewBinding(key.WithKeys(k.Pick.Keys()...), key.WithHelp(k.Pick.Help().Key, "set the deadline")), k.PickBack}
 	case modeServers:
 		return []key.Binding{k.Move, key.NewBinding(key.WithKeys(k.Pick.Keys()...), key.WithHelp(k.Pick.Help().Key, "its tasks")), k.PickBack, k.Help, k.Quit}
 	}

@@ -105,6 +105,7 @@ const (
 	modePick
 	modePalette
 	modeServers
+	modeDeadline
 )
 
 // Model is the dashboard's root model.
@@ -180,6 +181,7 @@ type Model struct {
 	form       *formPane
 	question   *question
 	palette    *palette
+	deadline   *deadlineAsk // D's prompt, over the table or the detail pane
 	listing    *listing
 	servers    *serversPane
 	// backToServers: the server shown alone was chosen in the servers
@@ -303,6 +305,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case reconciledMsg:
 		return m, m.onReconciled(msg)
+	case deadlineSetMsg:
+		return m, m.onDeadlineSet(msg)
 	case toolsMsg:
 		return m, m.onTools(msg)
 	case tea.KeyPressMsg:
@@ -311,6 +315,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	// What the open form's and the filter prompt's own commands return.
 	if m.mode() == modeForm {
 		return m, m.updateForm(msg)
+	}
+	if m.mode() == modeDeadline {
+		var cmd tea.Cmd
+		m.deadline.input, cmd = m.deadline.input.Update(msg)
+		return m, cmd
 	}
 	if m.mode() == modeFilter {
 		var cmd tea.Cmd
@@ -597,6 +606,8 @@ func (m *Model) mode() mode {
 		return modePick
 	case m.palette != nil:
 		return modePalette
+	case m.deadline != nil:
+		return modeDeadline
 	case m.helpOpen:
 		return modeHelp
 	case m.servers != nil:
@@ -627,6 +638,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.keyPalette(msg)
 	case modeServers:
 		return m.keyServers(msg)
+	case modeDeadline:
+		return m.keyDeadline(msg)
 	case modeDetail:
 		out, cmd := m.detail.Update(msg, m.keys)
 		switch out {
@@ -634,8 +647,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			m.detail = nil
 		case detailPass:
 			cmd = m.keyTable(msg)
-			if m.mode() != modeDetail {
-				m.detail = nil // what the key opened takes the screen
+			if m.mode() != modeDetail && m.mode() != modeDeadline {
+				m.detail = nil // what the key opened takes the screen (D's prompt is on the status line)
 			}
 		}
 		return cmd

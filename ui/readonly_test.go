@@ -11,7 +11,7 @@ import (
 func TestReadOnlyRefusesActionsAndSaysWhy(t *testing.T) {
 	tasks := sampleTasks()
 	m := loadedOn(t, decktest.New(nil), tasks, 100, 30, Options{ReadOnly: true})
-	for k, verb := range map[string]string{"c": "cancel", "a": "answer", "n": "make a call", "R": "re-run"} {
+	for k, verb := range map[string]string{"c": "cancel", "a": "answer", "n": "make a call", "R": "re-run", "D": "set a deadline"} {
 		press(m, k)
 		if m.mode() != modeTable || !strings.Contains(m.flash, "a viewer cannot "+verb) {
 			t.Fatalf("%s on a read-only dashboard: mode %d, status %q; want it refused, saying why", k, m.mode(), m.flash)

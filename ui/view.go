@@ -277,13 +277,18 @@ func (m *Model) viewFooter() string {
 	if m.filtering || m.filter.Value() != "" {
 		info += " · " + m.filter.View()
 	}
+
 	if len(m.marked) > 0 {
 		info += fmt.Sprintf(" · %d marked", len(m.marked))
 		if hidden := m.hiddenMarks(); hidden > 0 {
 			info += fmt.Sprintf(" (%d hidden, not acted on)", hidden)
 		}
 	}
-	status := ansi.Truncate(m.styles.Dim.Render(info)+"  "+style.Render(flash), m.width, "…")
+	status := m.styles.Dim.Render(info) + "  " + style.Render(flash)
+	if m.deadline != nil {
+		status = m.deadline.input.View() + "  " + style.Render(flash) // the prompt first: nothing cuts it
+	}
+	status = ansi.Truncate(status, m.width, "…")
 	keys := m.keys.shortHelp(m.mode())
 	if m.question != nil && len(m.question.choices) > 1 {
 		keys = slices.DeleteFunc(slices.Clone(keys), func(b key.Binding) bool { return b.Help() == m.keys.Confirm.Help() }) // y picks only a lone yes

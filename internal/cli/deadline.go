@@ -19,10 +19,6 @@ type DeadlineOptions struct {
 	At time.Time // zero: remove the deadline an operator set
 }
 
-// deadlineLayouts are the times `deadline` reads besides RFC 3339: a
-// local date and time.
-var deadlineLayouts = []string{"2006-01-02T15:04", "2006-01-02 15:04"}
-
 func newCmdDeadline(f *Factory, runF func(*DeadlineOptions) error) *cobra.Command {
 	opts := &DeadlineOptions{f: f}
 	return &cobra.Command{
@@ -40,45 +36,23 @@ configured "deadline" for this wait; "none" removes a deadline you set.`,
 		ValidArgsFunction: f.completeIDs,
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			opts.ctx, opts.ID = cmd.Context(), pos[0]
-			at, err := parseDeadline(pos[1], time.Now())
-			if err != nil {
-				return err
-			}
-			opts.At = at
-			if runF != nil {
-				return runF(opts)
-			}
-			return deadlineRun(opts)
+			return runDeadline(opts, pos[1], runF)
 		},
 	}
 }
 
-// parseDeadline reads a duration from now, a time, or "none" (zero); a
-// time not after now is refused.
-func parseDeadline(s string, now time.Time) (time.Time, error) {
-	if s == "none" {
-		return time.Time{}, nil
+// runDeadline parses the deadline given and sets it: `deadline` and
+// `answer --deadline`.
+func runDeadline(opts *DeadlineOptions, deadline string, runF func(*DeadlineOptions) error) error {
+	at, err := deck.ParseDeadline(deadline, time.Now())
+	if err != nil {
+		return err
 	}
-	at, ok := time.Time{}, false
-	if d, err := time.ParseDuration(s); err == nil {
-		at, ok = now.Add(d), true
-	} else if t, err := time.Parse(time.RFC3339, s); err == nil {
-		at, ok = t, true
-	} else {
-		for _, layout := range deadlineLayouts {
-			if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-				at, ok = t, true
-				break
-			}
-		}
+	opts.At = at
+	if runF != nil {
+		return runF(opts)
 	}
-	if !ok {
-		return at, usageErr("deadline %q: want a duration such as 2h or 30m, a time such as 2026-12-02T17:00:00Z or \"2026-12-02 17:00\" (local), or none", s)
-	}
-	if !at.After(now) {
-		return at, usageErr("deadline %s is in the past; give a later time or a positive duration such as 2h", at.Format(time.RFC3339))
-	}
-	return at, nil
+	return deadlineRun(opts)
 }
 
 func deadlineRun(opts *DeadlineOptions) error {

@@ -75,3 +75,55 @@ func TestDeadlineCommand(t *testing.T) {
 		clitest.OneErrorLine(t, r, tc.want)
 	}
 }
+
+// `taskdeck answer --deadline DEADLINE ID` (issue 27) is `taskdeck
+// deadline ID DEADLINE`: it sets the wait's deadline, the operator's;
+// "none" removes it. With a KEY and RESPONSE_JSON, or a deadline that
+// does not parse, it is refused with one line, exit 2, and sets nothing.
+func TestAnswerDeadline(t *testing.T) {
+	t.Parallel()
+	c := newInproc(t)
+	c.writeConfig(fmt.Sprintf(`{"mcpServers":{"demo":{"url":%q}}}`, demoURL(t)))
+	f := strings.Fields(c.run("call", "--server", "demo", "approve", "--args", `{"action":"deploy"}`, "--wait").Must(t, exitWaiting).Stdout)
+	if len(f) < 2 {
+		t.Fatal("call --wait printed no task id")
+	}
+	id := f[1]
+	answerBy := func() string {
+		for l := range strings.Lines(c.run("get", id).Must(t, exitOK).Stdout) {
+			if v, ok := strings.CutPrefix(l, "answer by:"); ok {
+				return strings.TrimSpace(v)
+			}
+		}
+		return ""
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--deadline", "1h", id, "approve-1", `{"action":"accept","content":{"approve":true}}`}, "answer --deadline takes the task's ID alone (no KEY or RESPONSE_JSON)"},
+		{[]string{"--deadline", "1h"}, "answer --deadline takes the task's ID alone"},
+		{[]string{"--deadline", "soon", id}, `deadline "soon": want a duration such as 2h or 30m`},
+		{[]string{"--deadline=-5m", id}, "is in the past; give a later time"},
+		{[]string{id, "approve-1"}, "accepts 3 arg(s)"},
+	} {
+		r := c.run(append([]string{"answer"}, tc.args...)...).Must(t, exitUsage)
+		clitest.OneErrorLine(t, r, tc.want)
+	}
+	if by := answerBy(); by != "" {
+		t.Fatalf("refused answer --deadline left answer by %q", by)
+	}
+
+	set := c.run("answer", "--deadline", "90m", id[:10]).Must(t, exitOK).Stdout
+	if !strings.Contains(set, "task "+id+" must be answered by ") || !strings.Contains(set, "(in 1h)") {
+		t.Errorf("answer --deadline 90m said %q", set)
+	}
+	if by := answerBy(); !strings.HasPrefix(by, "in 1h (") || !strings.Contains(by, ", set by "+deck.LocalUser().Name+")") {
+		t.Errorf("after answer --deadline 90m: answer by %q, want in 1h (…, set by %s)", by, deck.LocalUser().Name)
+	}
+	c.run("answer", "--deadline", "none", id).Must(t, exitOK)
+	if by := answerBy(); by != "" {
+		t.Errorf("after answer --deadline none: answer by %q, want none (no deadline configured)", by)
+	}
+}
