@@ -61,7 +61,9 @@ func TestWatchNotifyTerminal(t *testing.T) {
 func TestDashboardNotifyMeTerminal(t *testing.T) {
 	t.Parallel()
 	d, _ := tuiDeck(t)
-	id := d.call("sleep", `{"seconds":15}`) // W is pressed well before it ends
+	// 400 demo seconds are 20 s here: W is pressed well before it ends
+	// (15 ended before a busy CI's dashboard had started).
+	id := d.call("sleep", `{"seconds":400}`)
 	tm := d.dashboard(160, 20)
 	tm.waitText("working")
 	tm.keys("W")
