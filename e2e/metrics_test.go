@@ -14,8 +14,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/internal/promtest"
 )
 
@@ -125,6 +127,19 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 	want(`max(taskdeck_outbox_oldest_pending_age_seconds) > bool 0`, 1)
 	want(`sum(taskdeck_outbox_delivered_total)`, 0)
 
+	// The audit chain's length: every revision's entry until a prune; then
+	// what `audit --json` lists, the checkpoint at the last entry pruned.
+	want(`taskdeck_audit_entries == bool taskdeck_store_revision`, 1)
+	d.run("audit", "prune", "--before", time.Now().UTC().Format(time.RFC3339Nano)).Must(t, 0)
+	want(`taskdeck_audit_entries < bool taskdeck_store_revision`, 1)
+	var listed int
+	var got []promtest.Sample
+	clitest.WaitFor(t, "taskdeck_audit_entries to be the entries `audit --json` lists", func() bool {
+		listed = strings.Count(d.run("audit", "--json").Must(t, 0).Stdout, "\n")
+		got, err = prom.Query(`taskdeck_audit_entries`)
+		return err == nil && len(got) == 1 && got[0].Value == float64(listed)
+	})
+
 	_, body := scrape(t, addr, token)
 	check := exec.CommandContext(context.Background(), promtool, "check", "metrics")
 	check.Stdin = strings.NewReader(body)
@@ -137,6 +152,61 @@ func TestMetricsScrapedByPrometheus(t *testing.T) {
 		if strings.Contains(body, id) {
 			t.Fatalf("task id %s is in the exposition", id)
 		}
+	}
+}
+
+// TestMetricsFleetTakeover: two `serve --metrics` engines of one
+// PostgreSQL fleet, both scraped by a real Prometheus; the engine holding
+// a task's claim is SIGKILLed, and PromQL shows the other take the lease
+// over and hold the claim, with its heartbeat fresh.
+func TestMetricsFleetTakeover(t *testing.T) {
+	t.Parallel()
+	promtest.Bin(t, "prometheus")
+	db := pgtest.DB(t)
+	demo := startDemo(t, "127.0.0.1:0", "--no-push")
+	config := fmt.Sprintf(`{"store":%q,"mcpServers":{"demo":{"url":%q}}}`, db, demo.url)
+	engines := map[string]*proc{} // by metrics address: Prometheus's instance label
+	var addrs []string
+	for range 2 {
+		d := newDeck(t)
+		d.writeConfig(config)
+		p, addr := d.serveMetrics()
+		engines[addr] = p
+		addrs = append(addrs, addr)
+	}
+	prom := promtest.Start(t, "", addrs...)
+	caller := newDeck(t)
+	caller.writeConfig(config)
+	id := clitest.OnlyID(t, caller.run("call", "--server", "demo", "sleep", "--args", `{"seconds":3600}`).Must(t, 0))
+
+	// one waits until query has one series, with a value cond accepts.
+	one := func(query string, cond func(float64) bool) promtest.Sample {
+		t.Helper()
+		var got []promtest.Sample
+		var err error
+		clitest.WaitFor(t, query+" in Prometheus", func() bool {
+			got, err = prom.Query(query)
+			return err == nil && len(got) == 1 && cond(got[0].Value)
+		})
+		return got[0]
+	}
+	holder := one(`taskdeck_fleet_claims_held == 1`, func(float64) bool { return true })
+	victim := holder.Labels["instance"]
+	engines[victim].kill()
+	survivor := addrs[0]
+	if survivor == victim {
+		survivor = addrs[1]
+	}
+	// The victim's series go stale at its first failed scrape; the
+	// survivor takes the lease over once it runs out (7 s).
+	sel := fmt.Sprintf(`{instance=%q}`, survivor)
+	one(`taskdeck_fleet_leases_taken_over_total`+sel, func(v float64) bool { return v >= 1 })
+	one(`taskdeck_fleet_claims_held`+sel, func(v float64) bool { return v == 1 })
+	one(`sum(taskdeck_fleet_claims_held)`, func(v float64) bool { return v == 1 })
+	one(`taskdeck_fleet_heartbeat_age_seconds`+sel, func(v float64) bool { return v < 10 })
+	one(`sum(taskdeck_fleet_fenced_writes_total) or vector(0)`, func(v float64) bool { return v == 0 })
+	if st := caller.getJSON(id).Status; st != "working" {
+		t.Fatalf("the task is %s after the takeover, want working", st)
 	}
 }
 

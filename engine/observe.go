@@ -90,6 +90,9 @@ type Stats struct {
 	// Revision is the store's last revision: the audit chain's head (one
 	// entry per committed change).
 	Revision uint64
+	// AuditEntries is the length of the audit chain kept: the entries
+	// since the last audit prune's checkpoint, which `audit verify` reads.
+	AuditEntries uint64
 	// Fleet is nil on Badger.
 	Fleet *FleetStats
 	// Outbox is nil with no "notify" endpoint, configured or counted.
@@ -113,6 +116,15 @@ func (e *Engine) Stats() (Stats, error) {
 		return Stats{}, classify(err, "")
 	}
 	s := Stats{Counts: counts, Revision: rev, Push: map[string]string{}}
+	if e.auditTail != nil {
+		cp, err := e.auditTail.AuditCheckpoint()
+		if err != nil {
+			return Stats{}, classify(err, "")
+		}
+		if rev > cp.Rev { // a prune after CountsAt may pass rev
+			s.AuditEntries = rev - cp.Rev
+		}
+	}
 	if s.Outbox, err = e.notifier.outboxStats(); err != nil {
 		return Stats{}, classify(err, "")
 	}

@@ -24,11 +24,14 @@ import (
 // other processes' commits. It may then skip a revision whose record was
 // written again before the hook heard it (as ChangesSince does): what it
 // hears is strictly increasing, and replaying it gives the store's records.
-// AuditTail is a Backend that reads its audit log's last entry alone:
-// the canonical bytes of the entry at the highest revision kept; found is
-// false when the log is empty.
+// AuditTail is a Backend that reads its audit log's ends alone. LastAudit
+// gives the canonical bytes of the entry at the highest revision kept;
+// found is false when the log is empty. AuditCheckpoint gives where the
+// kept log starts (zero before any prune): with one entry per revision,
+// the log holds Revision() minus its Rev entries.
 type AuditTail interface {
 	LastAudit() (rev uint64, body []byte, found bool, err error)
+	AuditCheckpoint() (model.AuditCheckpoint, error)
 }
 
 type Backend interface {

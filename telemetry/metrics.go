@@ -169,6 +169,8 @@ var (
 		"1 while the server's push stream is up, 0 while it is down or not offered (servers asked only).", []string{"server"}, nil)
 	descRevision = prometheus.NewDesc(ns+"_store_revision",
 		"The store's last revision: the audit chain's head, one entry per committed change.", nil, nil)
+	descAuditEntries = prometheus.NewDesc(ns+"_audit_entries",
+		"Entries in the audit chain kept since the last `taskdeck audit prune`: what `audit verify` reads; it grows with every change until pruned.", nil, nil)
 	descClaims = prometheus.NewDesc(ns+"_fleet_claims_held",
 		"Claims this engine holds on a fleet's tasks.", []string{"engine"}, nil)
 	descTakenOver = prometheus.NewDesc(ns+"_fleet_leases_taken_over_total",
@@ -192,7 +194,7 @@ var (
 )
 
 func (s *stats) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTasks, descOpen, descOldest, descPushUp, descRevision, descClaims, descTakenOver, descFenced, descBeat,
+	for _, d := range []*prometheus.Desc{descTasks, descOpen, descOldest, descPushUp, descRevision, descAuditEntries, descClaims, descTakenOver, descFenced, descBeat,
 		descOutboxPending, descOutboxOldest, descOutboxDelivered, descOutboxExpired, descOutboxFailures} {
 		ch <- d
 	}
@@ -226,6 +228,7 @@ func (s *stats) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descPushUp, prometheus.GaugeValue, up, server)
 	}
 	ch <- prometheus.MustNewConstMetric(descRevision, prometheus.GaugeValue, float64(st.Revision))
+	ch <- prometheus.MustNewConstMetric(descAuditEntries, prometheus.GaugeValue, float64(st.AuditEntries))
 	collectOutbox(ch, st.Outbox, now)
 	if f := st.Fleet; f != nil {
 		ch <- prometheus.MustNewConstMetric(descClaims, prometheus.GaugeValue, float64(f.Claims), f.Engine)

@@ -227,6 +227,15 @@ func (s *Store) LastAudit() (rev uint64, body []byte, found bool, err error) {
 	return rev, body, found, s.damaged(err)
 }
 
+// AuditCheckpoint reads where the kept log starts (AuditTail).
+func (s *Store) AuditCheckpoint() (cp model.AuditCheckpoint, err error) {
+	err = s.view(func(txn *badger.Txn) error {
+		cp, _, err = readCheckpoint(txn)
+		return err
+	})
+	return cp, s.damaged(err)
+}
+
 func readCheckpoint(txn *badger.Txn) (cp model.AuditCheckpoint, found bool, err error) {
 	item, err := txn.Get(checkpointKey)
 	if errors.Is(err, badger.ErrKeyNotFound) {

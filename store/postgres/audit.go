@@ -22,18 +22,17 @@ func (s *Store) SetAuditKey(key []byte) { s.auditKey = key }
 func (s *Store) AuditLog(fn store.AuditFunc) (model.AuditCheckpoint, error) {
 	var cp model.AuditCheckpoint
 	err := s.readTx("read the audit log", func(ctx context.Context, tx pgx.Tx) error {
-		var rev int64
-		var hash []byte
-		if err := tx.QueryRow(ctx, `SELECT audit_cp_rev, audit_cp_hash FROM taskdeck_meta`).Scan(&rev, &hash); err != nil {
+		var err error
+		if cp, err = readCheckpoint(ctx, tx); err != nil {
 			return err
 		}
-		cp = model.AuditCheckpoint{Rev: uint64(rev), Hash: hex.EncodeToString(hash)}
 		rows, err := tx.Query(ctx, `SELECT rev, body, hash FROM taskdeck_audit WHERE rev > $1 ORDER BY rev`, int64(cp.Rev))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		var body []byte
+		var rev int64
+		var body, hash []byte
 		for rows.Next() {
 			if err := rows.Scan(&rev, &body, &hash); err != nil {
 				return err
@@ -59,6 +58,23 @@ func (s *Store) LastAudit() (rev uint64, body []byte, found bool, err error) {
 		return err
 	})
 	return rev, body, found, err
+}
+
+// AuditCheckpoint reads where the kept log starts (store.AuditTail).
+func (s *Store) AuditCheckpoint() (model.AuditCheckpoint, error) {
+	var cp model.AuditCheckpoint
+	err := s.readTx("read the audit log", func(ctx context.Context, tx pgx.Tx) (err error) {
+		cp, err = readCheckpoint(ctx, tx)
+		return err
+	})
+	return cp, err
+}
+
+func readCheckpoint(ctx context.Context, tx pgx.Tx) (model.AuditCheckpoint, error) {
+	var rev int64
+	var hash []byte
+	err := tx.QueryRow(ctx, `SELECT audit_cp_rev, audit_cp_hash FROM taskdeck_meta`).Scan(&rev, &hash)
+	return model.AuditCheckpoint{Rev: uint64(rev), Hash: hex.EncodeToString(hash)}, err
 }
 
 // PruneAudit deletes the audit entries made before cutoff, oldest first

@@ -120,6 +120,10 @@ func testAuditPruneKeepsAVerifiableChain(t *testing.T, s store.Backend) {
 	cut := time.Now()
 	Create(t, s, "", model.StatusWorking, T0)
 	newest := Create(t, s, "", model.StatusFailed, T0)
+	tail := s.(store.AuditTail)
+	if cp, err := tail.AuditCheckpoint(); err != nil || cp != (model.AuditCheckpoint{}) {
+		t.Fatalf("AuditCheckpoint before any prune = %+v, %v; want none", cp, err)
+	}
 	if n, err := s.PruneAudit(cut); err != nil || n != 3 {
 		t.Fatalf("PruneAudit = %d, %v; want the 3 entries made before the cut", n, err)
 	}
@@ -127,6 +131,11 @@ func testAuditPruneKeepsAVerifiableChain(t *testing.T, s store.Backend) {
 	Must(t, err)
 	if cp.Rev != 3 || cp.Hash == "" || len(entries) != 2 || entries[0].Rev != 4 {
 		t.Fatalf("after PruneAudit: checkpoint %+v, %d entries", cp, len(entries))
+	}
+	// The chain's length (telemetry's taskdeck_audit_entries) is the
+	// revision less the checkpoint's, read without the log.
+	if got, err := tail.AuditCheckpoint(); err != nil || got != cp || s.Revision()-got.Rev != uint64(len(entries)) {
+		t.Fatalf("AuditCheckpoint after PruneAudit = %+v, %v (revision %d); want %+v, %d entries after it", got, err, s.Revision(), cp, len(entries))
 	}
 	if since, _, err := store.ReadAudit(s, model.AuditFilter{Since: entries[1].At}); err != nil || len(since) != 1 || since[0].Task != newest.ID {
 		t.Fatalf("entries since the last: %+v, %v", since, err)
