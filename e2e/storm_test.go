@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,8 +22,12 @@ import (
 
 	"github.com/taskdeck/taskdeck/engine"
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/nodetest"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
+	"github.com/taskdeck/taskdeck/mcpclient"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/badger"
 	"github.com/taskdeck/taskdeck/store/postgres"
@@ -32,8 +37,8 @@ import (
 // another on ONE shared store, each killed with SIGKILL at a random moment
 // (before its request, while tools/call is in flight, right after the
 // handle arrived, while --wait polls). Then a new process reconciles
-// (`watch`) and the store is compared with the demo server's own list of
-// what it created. RELIABILITY.md reports the numbers this test logs.
+// (`watch`) and the store is compared with the server's own list of what
+// it created. RELIABILITY.md reports the numbers this test logs.
 
 // stormAttempt is what the proxy and the test saw of one killed process.
 type stormAttempt struct {
@@ -79,22 +84,24 @@ func (a *stormAttempt) phase() string {
 	}
 }
 
-// stormProxy sits between the killed processes and the demo server. Every
+// stormProxy sits between the killed processes and the server. Every
 // tools/call is delivered whole to the server (whatever happens to the
 // client), and its answer is held back for a random 0–200 ms, so kills
 // land while the request is in flight.
 type stormProxy struct {
 	srv      *httptest.Server
 	upstream string
+	tagOf    func(r *http.Request, body []byte) string // the tag of a tools/call (stormTarget.tagOf)
 
 	mu sync.Mutex
-	// byURL finds the attempt a request belongs to from its URL, tagged
-	// per key: a killed process's request may still sit in the listen
+	// byTag finds the attempt a tools/call belongs to from its tag (one
+	// per key): a killed process's request may still sit in the listen
 	// backlog when the next process starts, so "the current attempt" is
 	// not a safe guess.
-	byURL  map[string]*stormAttempt
+	byTag  map[string]*stormAttempt
 	byTask map[string]*stormAttempt
 	open   int // client connections not yet closed
+	calls  int // tools/call delivered to the server
 }
 
 // settle waits until every connection of the killed process is closed, so
@@ -118,13 +125,13 @@ func (sp *stormProxy) settle(t *testing.T) {
 
 var taskIDPattern = regexp.MustCompile(`"taskId"\s*:\s*"([^"]+)"`)
 
-func newStormProxy(t *testing.T, upstream string) *stormProxy {
+func newStormProxy(t *testing.T, upstream string, tagOf func(*http.Request, []byte) string) *stormProxy {
 	t.Helper()
 	target, err := url.Parse(upstream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp := &stormProxy{upstream: upstream, byURL: map[string]*stormAttempt{}, byTask: map[string]*stormAttempt{}}
+	sp := &stormProxy{upstream: upstream, tagOf: tagOf, byTag: map[string]*stormAttempt{}, byTask: map[string]*stormAttempt{}}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
 	rp.ErrorLog = nil
 	rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
@@ -138,6 +145,16 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 		switch r.Header.Get("Mcp-Method") {
 		case "tasks/get":
 			followed = []string{r.Header.Get("Mcp-Name")}
+		case "": // the 2025-11-25 wire names the method in the body only
+			var get struct {
+				Method string `json:"method"`
+				Params struct {
+					TaskID string `json:"taskId"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(body, &get) == nil && get.Method == "tasks/get" {
+				followed = []string{get.Params.TaskID}
+			}
 		case "subscriptions/listen":
 			var listen struct {
 				Params struct {
@@ -167,10 +184,11 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 			return
 		}
 		sp.mu.Lock()
-		a := sp.byURL[r.URL.Path]
+		a := sp.byTag[sp.tagOf(r, body)]
+		sp.calls++
 		sp.mu.Unlock()
 		if a == nil {
-			panic("tools/call from no attempt: " + r.URL.String())
+			panic("tools/call from no attempt: " + r.URL.String() + " " + string(body))
 		}
 		a.mu.Lock()
 		a.reqAt = max(time.Since(a.start), time.Nanosecond)
@@ -231,7 +249,7 @@ func newStormProxy(t *testing.T, upstream string) *stormProxy {
 
 func TestCrashStorm(t *testing.T) {
 	t.Parallel()
-	crashStorm(t, "")
+	crashStorm(t, "", demoStorm(t))
 }
 
 // TestCrashStormPostgres is the same storm on a shared PostgreSQL
@@ -240,29 +258,148 @@ func TestCrashStorm(t *testing.T) {
 // intent becomes orphaned once it is older than a call can take.
 func TestCrashStormPostgres(t *testing.T) {
 	t.Parallel()
-	crashStorm(t, pgtest.DB(t))
+	crashStorm(t, pgtest.DB(t), demoStorm(t))
 }
 
-// crashStorm runs the storm on the store conn names: "" for Badger in the
-// deck's data directory, else a postgres:// connection string.
-func crashStorm(t *testing.T, conn string) {
+// TestCrashStormLegacy is the storm against a 2025-11-25 server: ONE
+// process of the TypeScript SDK 1.x server (sessionless streamable HTTP,
+// one task store, so its tasks outlive the processes that made them and
+// tasks/list lists them all) for the whole storm, configured as one
+// server, so that every reconcile compares the records with the one list
+// that holds all the storm's tasks (a server per attempt, as the demo
+// storm has, would list every other attempt's tasks as found). After the
+// start-up `watch`, `taskdeck reconcile` compares the records with the
+// list (watch does not list), and a second watch polls the orphans it
+// resolved to their end. The proxy tells attempts apart by an "attempt"
+// argument the tool ignores. The truth is the server's own tasks/list,
+// read by the harness directly (not through the proxy) and checked
+// against the tools/call the proxy delivered: each listed task has exactly one record holding it (its
+// handle, an orphan that reconcile resolved by it, or a found row beside
+// the orphaned intent of the call that lost it), and no key launched two.
+func TestCrashStormLegacy(t *testing.T) {
+	t.Parallel()
+	crashStorm(t, "", legacyStorm(t))
+}
+
+// stormTarget is the server a storm calls and how the harness reads it.
+type stormTarget struct {
+	upstream string
+	// servers is the config's mcpServers at the proxy's URL; server the
+	// one attempt i's fresh key calls.
+	servers func(proxyURL string, calls int) map[string]any
+	server  func(i int) string
+	tool    string
+	args    func(i int) string // a fresh key's arguments
+	// tag is attempt i's tag, and tagOf a tools/call's, by which the
+	// proxy tells which attempt sent it.
+	tag   func(i int) string
+	tagOf func(r *http.Request, body []byte) string
+	truth func(t *testing.T, proxy *stormProxy) stormTruth
+	// finds: reconcile lists the server's tasks, and records each it
+	// cannot give to an orphan as found.
+	finds bool
+}
+
+// stormTruth is what the server says it did.
+type stormTruth struct {
+	calls, created int
+	taskIDs        []string
+}
+
+// demoStorm is the demo server (2026-07-28), one configured server per
+// fresh key, each a URL of its own at the proxy, so that a request names
+// the attempt it came from. Configured, not --url: the engines of a
+// shared database claim only the tasks of servers in their config.
+func demoStorm(t *testing.T) stormTarget {
+	srv := startDemo(t, "127.0.0.1:0")
+	return stormTarget{
+		upstream: srv.url,
+		servers: func(proxyURL string, calls int) map[string]any {
+			servers := map[string]any{}
+			for i := range calls {
+				servers[fmt.Sprintf("a%d", i)] = map[string]string{"url": fmt.Sprintf("%s/attempt-%d", proxyURL, i)}
+			}
+			return servers
+		},
+		server: func(i int) string { return fmt.Sprintf("a%d", i) },
+		tool:   "sleep",
+		// 10–29 demo seconds: 0.5–1.5 s at --speed 0.05.
+		args:  func(int) string { return fmt.Sprintf(`{"seconds":%d}`, 10+rand.N(20)) },
+		tag:   func(i int) string { return fmt.Sprintf("/mcp/attempt-%d", i) },
+		tagOf: func(r *http.Request, _ []byte) string { return r.URL.Path },
+		truth: func(t *testing.T, _ *stormProxy) stormTruth {
+			st := srv.stats(t)
+			return stormTruth{calls: st.ToolCalls["sleep"], created: st.TasksCreated, taskIDs: st.TaskIDs}
+		},
+	}
+}
+
+// legacyStorm is the TypeScript SDK 1.x server (see TestCrashStormLegacy).
+func legacyStorm(t *testing.T) stormTarget {
+	url, _ := nodetest.LegacyServers(t).ServeSDK(t, "0")
+	return stormTarget{
+		upstream: url,
+		servers: func(proxyURL string, _ int) map[string]any {
+			return map[string]any{"legacy": map[string]string{"url": proxyURL}}
+		},
+		server: func(int) string { return "legacy" },
+		tool:   "wait",
+		args:   func(i int) string { return fmt.Sprintf(`{"ms":%d,"attempt":%d}`, 500+rand.N(1000), i) },
+		tag:    strconv.Itoa,
+		tagOf: func(_ *http.Request, body []byte) string {
+			var call struct {
+				Params struct {
+					Arguments struct {
+						Attempt json.Number `json:"attempt"`
+					} `json:"arguments"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(body, &call) // no tag: the proxy says so
+			return call.Params.Arguments.Attempt.String()
+		},
+		truth: func(t *testing.T, proxy *stormProxy) stormTruth {
+			cfg, err := mcpconfig.ParseConfig("truth.json", fmt.Appendf(nil, `{"mcpServers":{"sdk":{"url":%q}}}`, url))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := mcpclient.NewPool(mcpclient.PoolOptions{Config: cfg})
+			defer pool.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), clitest.WaitTimeout)
+			defer cancel()
+			s, err := pool.Session(ctx, model.ServerRef{Name: "sdk"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			listed, err := s.ListTasks(ctx)
+			if err != nil {
+				t.Fatalf("the server's tasks/list: %v", err)
+			}
+			tr := stormTruth{created: len(listed)}
+			for _, l := range listed {
+				tr.taskIDs = append(tr.taskIDs, l.TaskID)
+			}
+			// The server counts no calls: the proxy's count stands in.
+			proxy.mu.Lock()
+			tr.calls = proxy.calls
+			proxy.mu.Unlock()
+			return tr
+		},
+		finds: true,
+	}
+}
+
+// crashStorm runs the storm against target on the store conn names: ""
+// for Badger in the deck's data directory, else a postgres:// connection
+// string.
+func crashStorm(t *testing.T, conn string, target stormTarget) {
 	calls := 200
 	if testing.Short() {
 		calls = 40
 	}
-	srv := startDemo(t, "127.0.0.1:0")
-	proxy := newStormProxy(t, srv.url)
+	proxy := newStormProxy(t, target.upstream, target.tagOf)
 	proxyURL := proxy.srv.URL + "/mcp"
 	d := newDeck(t)
-	// One configured server per fresh key, each a URL of its own at the
-	// proxy, so that a request names the attempt it came from. Configured,
-	// not --url: the engines of a shared database claim only the tasks of
-	// servers in their config.
-	servers := map[string]any{}
-	for i := range calls {
-		servers[fmt.Sprintf("a%d", i)] = map[string]string{"url": fmt.Sprintf("%s/attempt-%d", proxyURL, i)}
-	}
-	cfg, err := json.Marshal(map[string]any{"store": conn, "mcpServers": servers})
+	cfg, err := json.Marshal(map[string]any{"store": conn, "mcpServers": target.servers(proxyURL, calls)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,18 +416,17 @@ func crashStorm(t *testing.T, conn string) {
 			a.key, a.args, a.server, a.reused = prev.key, prev.args, prev.server, true
 		} else {
 			a.key = fmt.Sprintf("K_%d", i)
-			// 10–29 demo seconds: 0.5–1.5 s at --speed 0.05.
-			a.args = fmt.Sprintf(`{"seconds":%d}`, 10+rand.N(20))
-			a.server = fmt.Sprintf("a%d", i)
+			a.args = target.args(i)
+			a.server = target.server(i)
 		}
-		args := []string{"call", "--server", a.server, "sleep", "--args", a.args, "--key", a.key}
+		args := []string{"call", "--server", a.server, target.tool, "--args", a.args, "--key", a.key}
 		if a.wait {
 			args = append(args, "--wait")
 		}
 		a.start = time.Now() // before the proxy can see a
 		if !a.reused {
 			proxy.mu.Lock()
-			proxy.byURL[fmt.Sprintf("/mcp/attempt-%d", i)] = a
+			proxy.byTag[target.tag(i)] = a
 			proxy.mu.Unlock()
 		}
 		p := d.start(args...)
@@ -359,7 +495,7 @@ func crashStorm(t *testing.T, conn string) {
 	}
 
 	// The server's own truth.
-	st := srv.stats(t)
+	st := target.truth(t, proxy)
 	reached := 0
 	serverTask := map[string]*stormAttempt{}
 	perKey := map[string][]string{}
@@ -373,10 +509,10 @@ func crashStorm(t *testing.T, conn string) {
 			perKey[a.key] = append(perKey[a.key], a.taskID)
 		}
 	}
-	if st.TasksCreated != reached || st.ToolCalls["sleep"] != reached || len(st.TaskIDs) != reached {
-		t.Fatalf("the server created %d tasks from %d tools/call; the proxy delivered %d", st.TasksCreated, st.ToolCalls["sleep"], reached)
+	if st.created != reached || st.calls != reached || len(st.taskIDs) != reached {
+		t.Fatalf("the server created %d tasks from %d tools/call; the proxy delivered %d", st.created, st.calls, reached)
 	}
-	for _, id := range st.TaskIDs {
+	for _, id := range st.taskIDs {
 		if serverTask[id] == nil {
 			t.Fatalf("the server created task %s that no proxied call asked for", id)
 		}
@@ -408,6 +544,14 @@ func crashStorm(t *testing.T, conn string) {
 	if conn != "" {
 		orphanIntents(t, d)
 	}
+	listed := ""
+	if target.finds {
+		// The comparison with the server's tasks/list (`watch` does not
+		// list), then a watch of the orphans it resolved to their end.
+		r := d.run("reconcile").Must(t, 0)
+		listed = fmt.Sprintf("reconcile: %d orphans resolved, %d tasks found\n", countLines(r.Stdout, "orphan "), countLines(r.Stdout, "found "))
+		d.run("watch").Must(t, 0)
+	}
 
 	after := d.ls()
 	byKey := map[string]task{}
@@ -421,21 +565,39 @@ func crashStorm(t *testing.T, conn string) {
 		}
 		byKey[tk.Key] = tk
 		if tk.TaskID != "" {
+			if _, dup := byTaskID[tk.TaskID]; dup {
+				t.Errorf("server task %s is held by two records", tk.TaskID)
+			}
 			byTaskID[tk.TaskID] = tk
 		}
 		switch tk.Status {
 		case "completed", "orphaned":
+		case "found":
+			if !target.finds {
+				t.Errorf("record %s is found, but this server lists nothing", tk.ID)
+			}
 		default:
 			t.Errorf("after watch, record %s (key %s) is %s: want completed or orphaned\n%+v", tk.ID, tk.Key, tk.Status, tk)
 		}
 	}
 
 	// Invariant 2: every task the server created has a local record: its
-	// handle, or an orphaned intent under the same key.
-	handles, lostHandles := 0, 0
-	for _, id := range st.TaskIDs {
+	// handle, or (where reconcile cannot list it) an orphaned intent under
+	// the same key. Where it can, a task whose handle was lost and that no
+	// orphan took is a found row beside its call's orphaned intent.
+	handles, lostHandles, foundRows := 0, 0, 0
+	for _, id := range st.taskIDs {
 		a := serverTask[id]
-		if tk, ok := byTaskID[id]; ok {
+		if tk, ok := byTaskID[id]; ok && tk.Status == "found" {
+			foundRows++
+			if o := byKey[a.key]; o.Status != "orphaned" || o.TaskID != "" {
+				t.Errorf("server task %s (attempt %d) is found; its key's record is %+v, want an orphaned intent", id, a.n, o)
+			}
+			if ph := a.phase(); ph != "request in flight" && ph != "handle on the wire, nothing printed" {
+				t.Errorf("attempt %d lost its handle (its task found) although it was killed %s", a.n, ph)
+			}
+			continue
+		} else if ok {
 			handles++
 			if tk.Key != a.key || tk.Status != "completed" {
 				t.Errorf("server task %s: record %+v, want key %s completed", id, tk, a.key)
@@ -448,6 +610,8 @@ func crashStorm(t *testing.T, conn string) {
 			t.Errorf("server task %s (attempt %d, %s) has no local record at all", id, a.n, a.phase())
 		case tk.Status != "orphaned" || tk.TaskID != "":
 			t.Errorf("server task %s (attempt %d) is missing; its key's record is %+v", id, a.n, tk)
+		case target.finds:
+			t.Errorf("server task %s (attempt %d, %s) has neither a record nor a found row", id, a.n, a.phase())
 		default:
 			lostHandles++
 			// Invariant 1: a process that printed anything had the handle
@@ -470,8 +634,8 @@ func crashStorm(t *testing.T, conn string) {
 			orphansNeverSent++
 		}
 	}
-	if orphans != lostHandles+orphansNeverSent {
-		t.Errorf("%d orphans, but %d lost handles and %d calls that never left", orphans, lostHandles, orphansNeverSent)
+	if orphans != lostHandles+foundRows+orphansNeverSent {
+		t.Errorf("%d orphans, but %d lost handles (%d of their tasks found) and %d calls that never left", orphans, lostHandles+foundRows, foundRows, orphansNeverSent)
 	}
 	// Kills in flight must have left an orphan (or, if the handle was read
 	// just before the kill, the handle).
@@ -527,12 +691,12 @@ func crashStorm(t *testing.T, conn string) {
 	for _, n := range names {
 		fmt.Fprintf(&sb, "  killed %-36s %4d\n", n+":", phases[n])
 	}
-	fmt.Fprintf(&sb, "server: %d tools/call received, %d tasks created\n", st.ToolCalls["sleep"], st.TasksCreated)
+	fmt.Fprintf(&sb, "server: %d tools/call received, %d tasks created\n", st.calls, st.created)
 	fmt.Fprintf(&sb, "store before reconciliation: %d records, %d still `calling`\n", len(before), calling)
-	fmt.Fprintf(&sb, "watch: %s\n", reconcileLine)
-	fmt.Fprintf(&sb, "server tasks with their handle on disk: %d; with an orphaned intent instead: %d; missing: %d\n",
-		handles, lostHandles, len(st.TaskIDs)-handles-lostHandles)
-	fmt.Fprintf(&sb, "orphans: %d (%d whose call reached the server, %d whose call never left)\n", orphans, lostHandles, orphansNeverSent)
+	fmt.Fprintf(&sb, "watch: %s\n%s", reconcileLine, listed)
+	fmt.Fprintf(&sb, "server tasks with their handle on disk: %d; with an orphaned intent instead: %d; found rows beside one: %d; missing: %d\n",
+		handles, lostHandles, foundRows, len(st.taskIDs)-handles-lostHandles-foundRows)
+	fmt.Fprintf(&sb, "orphans: %d (%d whose call reached the server, %d whose call never left)\n", orphans, lostHandles+foundRows, orphansNeverSent)
 	fmt.Fprintf(&sb, "keys that launched more than one server task: %d\n", countMulti(perKey))
 	t.Log("\n" + sb.String())
 
@@ -550,6 +714,17 @@ func countWait(as []*stormAttempt) int {
 	n := 0
 	for _, a := range as {
 		if a.wait {
+			n++
+		}
+	}
+	return n
+}
+
+// countLines counts the lines of s that begin with prefix.
+func countLines(s, prefix string) int {
+	n := 0
+	for l := range strings.Lines(s) {
+		if strings.HasPrefix(l, prefix) {
 			n++
 		}
 	}

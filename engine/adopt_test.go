@@ -14,6 +14,7 @@ import (
 	"github.com/taskdeck/taskdeck/internal/nodetest"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/notify"
 )
 
 // sdkServer is the TypeScript SDK 1.x server of testdata (its own task
@@ -202,5 +203,71 @@ func TestLegacyReconcileSkipsCallsInFlightAndFindsOnce(t *testing.T) {
 	// each once.
 	if got.Status != model.StatusOrphaned || len(found) != 2 || !slices.ContainsFunc(found, func(f *model.Task) bool { return f.TaskID == taskID }) {
 		t.Fatalf("orphan %s %q, found %d; want it orphaned and the two tasks found once each", got.Status, got.TaskID, len(found))
+	}
+}
+
+// A task reconcile finds is an event (issue 26), committed through the
+// outbox with the found row, to an endpoint that names no events (found
+// is a default: it waits for a person): the hook is told once, with the
+// commands that adopt or leave it; a later reconcile that refreshes the
+// row tells nothing again.
+func TestLegacyFoundIsAnEvent(t *testing.T) {
+	hook, got := eventHook(t)
+	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil, `{"mcpServers":{"sdk":{"command":"node","args":[%q]}},"notify":{"commands":[{"argv":[%q,%q]}]}}`,
+		nodetest.LegacyServers(t).SDKServer(), hook, got))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := model.ServerRef{Name: "sdk"}
+	e := open(t, t.TempDir(), nil, Options{Config: cfg, RequestTimeout: nodeStart})
+	ctx := ctxT(t)
+	if _, err := e.Call(ctx, deck.CallRequest{Server: ref, Tool: "wait", Args: json.RawMessage(`{"ms":60000}`)}); err != nil {
+		t.Fatal(err) // an open record: the server is in use
+	}
+	sess, err := e.pool.Session(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sess.CallTool(ctx, "wait", json.RawMessage(`{"ms":60000}`), nil, "") // another client's task
+	if err != nil || other.Task == nil {
+		t.Fatalf("another client's call: %v %+v", err, other)
+	}
+	done, err := e.tracker.Reconcile(ctx)
+	if err != nil || len(done.Found) != 1 {
+		t.Fatalf("reconcile: %+v, %v; want the other client's task found", done, err)
+	}
+	id := done.Found[0]
+	waitFor(t, 10*time.Second, "the found event to reach the hook", func() bool {
+		return countOf(told(t, got), "task.found", id) > 0
+	})
+	if _, err := e.tracker.Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ev notify.Payload
+	for _, p := range told(t, got) {
+		if p.Type == "task.found" {
+			ev = p
+		}
+	}
+	if ev.Data.Task.Status != model.StatusFound || !strings.Contains(ev.Data.Task.StatusMessage, "lists this task working") ||
+		ev.Data.Settle != "taskdeck adopt "+id+" (or: taskdeck leave "+id+")" {
+		t.Fatalf("found event %+v, task %+v; want the row's status and message, and how to adopt or leave it", ev.Data, ev.Data.Task)
+	}
+	// Told once: a refresh of the row is no new event. The outbox is
+	// empty once the hook has it, so a second event would be pending or told.
+	waitFor(t, 10*time.Second, "the outbox to be empty", func() bool {
+		st, err := e.notifier.ob.OutboxStats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range st {
+			if s.Pending > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := countOf(told(t, got), "task.found", id); n != 1 {
+		t.Fatalf("the hook was told of the found task %d times, want once", n)
 	}
 }

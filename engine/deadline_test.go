@@ -25,16 +25,7 @@ import (
 // de-duplicating by id: delivery is at least once).
 func deadlineHook(t *testing.T, srv *hostile.Server, entry string) (*mcpconfig.Config, string) {
 	t.Helper()
-	dir := t.TempDir()
-	got := filepath.Join(dir, "events")
-	hook := filepath.Join(dir, "hook.sh")
-	script := "#!/bin/sh\nf=\"$1/$TASKDECK_EVENT_ID\"\ncat > \"$f.$$\" && mv \"$f.$$\" \"$f.json\"\n"
-	if err := os.Mkdir(got, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(hook, []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	hook, got := eventHook(t)
 	cfg, err := mcpconfig.ParseConfig("test.json", fmt.Appendf(nil,
 		`{"mcpServers":{"demo":{"url":%q%s}},"notify":{"commands":[{"argv":[%q,%q],"events":["deadline","completed","cancelled"]}]}}`,
 		srv.URL, entry, hook, got))
@@ -42,6 +33,23 @@ func deadlineHook(t *testing.T, srv *hostile.Server, entry string) (*mcpconfig.C
 		t.Fatal(err)
 	}
 	return cfg, got
+}
+
+// eventHook is a command hook that writes each event it is told of to a
+// file named by the event's id in the directory it returns (its argument).
+func eventHook(t *testing.T) (hook, got string) {
+	t.Helper()
+	dir := t.TempDir()
+	got = filepath.Join(dir, "events")
+	hook = filepath.Join(dir, "hook.sh")
+	script := "#!/bin/sh\nf=\"$1/$TASKDECK_EVENT_ID\"\ncat > \"$f.$$\" && mv \"$f.$$\" \"$f.json\"\n"
+	if err := os.Mkdir(got, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hook, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return hook, got
 }
 
 // told is what the hook was told, one payload per event id.

@@ -35,6 +35,9 @@ type Data struct {
 	// Answer is the command that answers a question (KEY and the
 	// response JSON filled in by the person); Show prints the task.
 	Answer string `json:"answer,omitempty"`
+	// Settle, on a found event, is the commands that adopt the task
+	// (watch it) or leave it to its server.
+	Settle string `json:"settle,omitempty"`
 	Show   string `json:"show"`
 	// Deadline is the wait's deadline, on a deadline event.
 	Deadline *Deadline `json:"deadline,omitempty"`
@@ -87,7 +90,7 @@ func Kind(prev, next *model.Task) string {
 			}
 		}
 		return ""
-	case model.StatusCompleted, model.StatusFailed, model.StatusCancelled, model.StatusUnknown, model.StatusOrphaned:
+	case model.StatusCompleted, model.StatusFailed, model.StatusCancelled, model.StatusUnknown, model.StatusOrphaned, model.StatusFound:
 		if prev != nil && prev.Status == next.Status {
 			return ""
 		}
@@ -146,6 +149,9 @@ func NewPayload(kind string, t *model.Task, now time.Time) Payload {
 	}}
 	if d := t.WaitDeadline; kind == mcpconfig.EventDeadline && d != nil {
 		p.Data.Deadline = &Deadline{At: d.At.UTC(), SetBy: d.By.Name, Outcome: d.Outcome}
+	}
+	if kind == mcpconfig.EventFound {
+		p.Data.Settle = "taskdeck adopt " + t.ID + " (or: taskdeck leave " + t.ID + ")"
 	}
 	if kind == mcpconfig.EventInputRequired || kind == mcpconfig.EventDeadline {
 		for _, k := range slices.Sorted(maps.Keys(t.InputRequests)) {

@@ -21,17 +21,20 @@ const (
 	EventCancelled     = "cancelled"
 	EventUnknown       = "unknown"
 	EventOrphaned      = "orphaned"
+	// EventFound: reconcile recorded a task a server lists and no record
+	// held (a 2025-11-25 server's tasks/list), for a person to adopt or leave.
+	EventFound = "found"
 	// EventPollsFailing is of a server, not a task: every poll of it
 	// failed for a while (PollsFailing), and again once one succeeds.
 	EventPollsFailing = "polls_failing"
 )
 
 // EventKinds are the events taskdeck emits, in the order it names them.
-var EventKinds = []string{EventInputRequired, EventDeadline, EventCompleted, EventFailed, EventCancelled, EventUnknown, EventOrphaned, EventPollsFailing}
+var EventKinds = []string{EventInputRequired, EventDeadline, EventCompleted, EventFailed, EventCancelled, EventUnknown, EventOrphaned, EventFound, EventPollsFailing}
 
 // DefaultEvents are what an endpoint that names none is told of: what
-// needs a person.
-var DefaultEvents = []string{EventInputRequired, EventDeadline, EventFailed, EventOrphaned}
+// needs a person (a found task waits for someone to adopt or leave it).
+var DefaultEvents = []string{EventInputRequired, EventDeadline, EventFailed, EventOrphaned, EventFound}
 
 // Bounds of a command hook's run.
 const (

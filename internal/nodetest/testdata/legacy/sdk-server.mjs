@@ -4,8 +4,9 @@
 // per request, PORT from the environment, one task store for all: its
 // tasks outlive a client, as on a server that binds tasks to credentials
 // rather than sessions). "square" supports tasks optionally and fails
-// when asked to; "wait" stays working for ms (the poll benchmark's task);
-// "hello" forbids them. TASKDECK_TEST_LIST makes tasks/list a listing
+// when asked to; "wait" stays working for ms (the poll benchmark's task),
+// kept for the ttl asked (the crash storm's tasks outlive its run), else
+// a minute past its end; "hello" forbids them. TASKDECK_TEST_LIST makes tasks/list a listing
 // that never ends: "endless", empty pages; "flood", 500 tasks a page.
 import http from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -60,7 +61,7 @@ server.experimental.tasks.registerToolTask("wait", {
   execution: { taskSupport: "required" },
 }, {
   createTask: async (args, extra) => {
-    const task = await extra.taskStore.createTask({ ttl: args.ms + 60000, pollInterval: 100 });
+    const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl ?? args.ms + 60000, pollInterval: 100 });
     setTimeout(() => {
       extra.taskStore.storeTaskResult(task.taskId, "completed", { content: [{ type: "text", text: "waited" }] }).catch(() => {});
     }, args.ms);
