@@ -120,18 +120,22 @@ func Events(n mcpconfig.Notify) store.EventFunc {
 	}
 }
 
-// endpoints names n's endpoints whose filter wants an event.
+// endpoints names n's endpoints whose filter wants an event, each once:
+// a URL or argv listed twice is one endpoint (one outbox entry, which
+// PostgreSQL's key on event and endpoint would otherwise refuse with the
+// task's write).
 func endpoints(n mcpconfig.Notify, wants func(mcpconfig.Filter) bool) []string {
 	var eps []string
-	for _, w := range n.Webhooks {
-		if wants(w.Filter) {
-			eps = append(eps, w.Endpoint())
+	add := func(f mcpconfig.Filter, ep string) {
+		if wants(f) && !slices.Contains(eps, ep) {
+			eps = append(eps, ep)
 		}
 	}
+	for _, w := range n.Webhooks {
+		add(w.Filter, w.Endpoint())
+	}
 	for _, c := range n.Commands {
-		if wants(c.Filter) {
-			eps = append(eps, c.Endpoint())
-		}
+		add(c.Filter, c.Endpoint())
 	}
 	return eps
 }
