@@ -3,7 +3,9 @@ package badger
 import (
 	"github.com/taskdeck/taskdeck/store"
 
+	"context"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"testing"
@@ -83,7 +85,14 @@ func outboxStores(b *testing.B) (names []string, stores []*Store) {
 	names = []string{"none", "every", "unwanted"}
 	stores = make([]*Store, len(names))
 	for j, name := range names {
-		s, err := Open(filepath.Join(b.TempDir(), name), nil)
+		var s *Store
+		var err error
+		// Badger's goroutines (its writer, flushes, compactions) inherit
+		// the label: a CPU profile tells each store's cost apart
+		// (go tool pprof -tagfocus store=every).
+		pprof.Do(context.Background(), pprof.Labels("store", name), func(context.Context) {
+			s, err = Open(filepath.Join(b.TempDir(), name), nil)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}
