@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +33,11 @@ import (
 // instead. Background work (a compaction of one store running in another
 // store's round) is process-wide and spread over all three by the
 // turning order, which biases the CPU ratio towards 1 by its share.
-// Run with -benchtime 1000x or more.
+// "unwanted" writes what "none" does, so its ratio is a control: where it
+// strays from 1 beyond its interval, the stores differ by more than the
+// rounds show (a store's flushes and compactions falling unevenly), and
+// the intervals are too narrow by as much. Run with -benchtime 1000x or
+// more.
 func BenchmarkOutboxWriteRounds(b *testing.B) {
 	const perRound = 4
 	names, stores := outboxStores(b)
@@ -78,6 +83,15 @@ func BenchmarkOutboxWriteRounds(b *testing.B) {
 			b.ReportMetric(hi, fmt.Sprintf("hi95-x-%s-%s", m.unit, name))
 		}
 	}
+	// What "every" adds to each write: the event's body, and the bytes
+	// the store keeps of it.
+	body := benchEventBody(b)
+	stored, err := eventValue("msg_"+strings.Repeat("X", 26), time.Now(), body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(body)), "event-body-B")
+	b.ReportMetric(float64(len(stored)), "event-stored-B")
 	for j, name := range names {
 		var w, c float64
 		for _, x := range per[j] {
