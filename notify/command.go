@@ -48,6 +48,13 @@ func (c *command) send(ctx context.Context, e store.OutboxEntry) error {
 	}
 	var exit *exec.ExitError
 	switch {
+	case errors.Is(err, exec.ErrWaitDelay):
+		// The hook exited 0 and left a child holding its output: it has
+		// delivered, and failing it would run it again a second later.
+		// What it left goes with its group: nothing of a hook outlives
+		// its delivery.
+		killGroup(cmd)
+		return nil
 	case errors.As(err, &exit):
 		msg := fmt.Sprintf("%s: %v", c.hook.Argv[0], exit)
 		if out.Len() > 0 {

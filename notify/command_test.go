@@ -124,3 +124,26 @@ func TestCommandHookFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandHookThatLeavesAChildRunsOnce: a hook that does its work,
+// exits 0 and leaves a child holding its stdout (a script that starts a
+// sound player or a notifier in the background) has delivered: it runs
+// once, and the event is counted delivered, not failed and run again a
+// second later (the same payload twice at nearly the same moment).
+func TestCommandHookThatLeavesAChildRunsOnce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "ids")
+	hook := script(t, `cat >/dev/null; printf '%s\n' "$TASKDECK_EVENT_ID" >> "$1"; sleep 30 &`)
+	s, n, _ := hookStore(t, fmt.Sprintf(`{"notify":{"commands":[{"argv":[%q,%q],"events":["failed"]}]}}`, hook, out))
+	fail(t, s, "build")
+	ep := n.Commands[0].Endpoint()
+	var st store.EndpointStats
+	waitfor.Within(t, 30*time.Second, "the delivery's outcome", func() bool {
+		all, err := s.OutboxStats()
+		st = all[ep]
+		return err == nil && (st.Delivered > 0 || st.Failing)
+	})
+	ids, _ := os.ReadFile(out)
+	if st.Delivered != 1 || st.Failing || st.Pending != 0 || strings.Count(string(ids), "\n") != 1 {
+		t.Errorf("stats %+v, hook ran with ids %q; want one run, delivered", st, ids)
+	}
+}

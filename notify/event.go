@@ -105,13 +105,14 @@ func Events(n mcpconfig.Notify) store.EventFunc {
 	if n.Empty() {
 		return nil
 	}
+	ts := targets(n)
 	return func(prev, next *model.Task) *store.Event {
 		kind := Kind(prev, next)
 		if kind == "" {
 			return nil
 		}
 		server := next.Server.String()
-		eps := endpoints(n, func(f mcpconfig.Filter) bool { return f.Wants(kind, server, next.Tool) })
+		eps := endpoints(ts, func(f mcpconfig.Filter) bool { return f.Wants(kind, server, next.Tool) })
 		if len(eps) == 0 {
 			return nil
 		}
@@ -123,17 +124,34 @@ func Events(n mcpconfig.Notify) store.EventFunc {
 	}
 }
 
-// endpoints names n's endpoints whose filter wants an event.
-func endpoints(n mcpconfig.Notify, wants func(mcpconfig.Filter) bool) []string {
-	var eps []string
+// target is a configured endpoint's name (a hash, made once rather than
+// on every write) and filter.
+type target struct {
+	name   string
+	filter mcpconfig.Filter
+}
+
+// targets are n's webhooks, then its command hooks.
+func targets(n mcpconfig.Notify) []target {
+	var ts []target
 	for _, w := range n.Webhooks {
-		if wants(w.Filter) {
-			eps = append(eps, w.Endpoint())
-		}
+		ts = append(ts, target{w.Endpoint(), w.Filter})
 	}
 	for _, c := range n.Commands {
-		if wants(c.Filter) {
-			eps = append(eps, c.Endpoint())
+		ts = append(ts, target{c.Endpoint(), c.Filter})
+	}
+	return ts
+}
+
+// endpoints names the targets whose filter wants an event, each once: a
+// URL or argv listed twice is one endpoint (one outbox entry, which
+// PostgreSQL's key on event and endpoint would otherwise refuse with the
+// task's write).
+func endpoints(ts []target, wants func(mcpconfig.Filter) bool) []string {
+	var eps []string
+	for _, t := range ts {
+		if wants(t.filter) && !slices.Contains(eps, t.name) {
+			eps = append(eps, t.name)
 		}
 	}
 	return eps

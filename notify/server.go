@@ -27,7 +27,7 @@ type ServerInfo struct {
 // that probes the server.
 func ServerEvent(n mcpconfig.Notify, info ServerInfo, show string, now time.Time) *store.Event {
 	kind := mcpconfig.EventPollsFailing
-	eps := endpoints(n, func(f mcpconfig.Filter) bool { return f.WantsServer(kind, info.Name) })
+	eps := endpoints(targets(n), func(f mcpconfig.Filter) bool { return f.WantsServer(kind, info.Name) })
 	if len(eps) == 0 {
 		return nil
 	}

@@ -3,13 +3,16 @@ package badger
 import (
 	"github.com/taskdeck/taskdeck/store"
 
+	"context"
+	"encoding/json"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/notify"
 )
 
 // BenchmarkOutboxWriteCost: the outbox's cost on a durable write, against
@@ -68,11 +71,11 @@ func BenchmarkOutboxWriteCost(b *testing.B) {
 }
 
 // outboxStores opens the three stores the outbox's cost benchmarks
-// compare: "none" (no event function), "every" (an event of a failed
-// task's size, for two endpoints, on every write) and "unwanted" (an event
-// function that wants none).
+// compare: "none" (no event function), "every" (the event of a task that
+// waits for an answer, for two endpoints, on every write) and "unwanted"
+// (an event function that wants none).
 func outboxStores(b *testing.B) (names []string, stores []*Store) {
-	body := []byte(`{"type":"task.failed","data":{"task":{` + strings.Repeat(`"k":"v",`, 70) + `"id":"x"}}}`)
+	body := benchEventBody(b)
 	events := map[string]store.EventFunc{
 		"none": nil,
 		"every": func(_, next *model.Task) *store.Event {
@@ -83,7 +86,14 @@ func outboxStores(b *testing.B) (names []string, stores []*Store) {
 	names = []string{"none", "every", "unwanted"}
 	stores = make([]*Store, len(names))
 	for j, name := range names {
-		s, err := Open(filepath.Join(b.TempDir(), name), nil)
+		var s *Store
+		var err error
+		// Badger's goroutines (its writer, flushes, compactions) inherit
+		// the label: a CPU profile tells each store's cost apart
+		// (go tool pprof -tagfocus store=every).
+		pprof.Do(context.Background(), pprof.Labels("store", name), func(context.Context) {
+			s, err = Open(filepath.Join(b.TempDir(), name), nil)
+		})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -92,4 +102,20 @@ func outboxStores(b *testing.B) (names []string, stores []*Store) {
 		stores[j] = s
 	}
 	return names, stores
+}
+
+// benchEventBody is the payload notify makes for a task that starts
+// waiting for an answer to one question: what a receiver is sent, and
+// what the outbox stores with the write.
+func benchEventBody(b *testing.B) []byte {
+	t := benchRecord(0, true)
+	now := time.Now()
+	_ = t.MoveTo(model.StatusInputRequired, "", now)
+	t.InputRequests = map[string]model.InputRequest{"approve": {Method: "elicitation/create",
+		Params: json.RawMessage(`{"message":"Deploy build 4411 of checkout-service to prod-eu-2?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean","title":"Deploy now"}},"required":["ok"]}}`)}}
+	body, err := json.Marshal(notify.NewPayload("input_required", t, now))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
 }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/notify"
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/postgres"
 )
@@ -136,5 +138,28 @@ func TestOutboxAddOnItsOwn(t *testing.T) {
 	st, err := b.OutboxStats()
 	if err != nil || st["w1"].Pending != 0 || st["w1"].Delivered != 1 || st["c1"].Delivered != 1 {
 		t.Fatalf("stats %+v (%v)", st, err)
+	}
+}
+
+// TestOutboxSameHookListedTwice: a config that lists one command twice
+// (once for failed, once for failed and input_required) tells it once of
+// a failure, and the failing write commits: the outbox's row per event
+// and endpoint is unique, so a duplicate endpoint must not reach it.
+func TestOutboxSameHookListedTwice(t *testing.T) {
+	c, err := mcpconfig.ParseConfig("c.json", []byte(`{"notify":{"commands":[
+		{"argv":["notify-send","taskdeck"],"events":["failed"]},
+		{"argv":["notify-send","taskdeck"],"events":["failed","input_required"]}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, pgtest.DB(t))
+	s.SetEvents(notify.Events(c.Notify))
+	rec := model.NewIntent(model.ServerRef{Name: "s"}, "tool", nil, "", time.Now())
+	rec.Status = model.StatusFailed
+	if err := s.Create(rec); err != nil {
+		t.Fatalf("the failed task's write: %v", err)
+	}
+	if e, err := s.Outbox(10, time.Minute); err != nil || len(e) != 1 || e[0].Endpoint != c.Notify.Commands[0].Endpoint() {
+		t.Errorf("outbox %+v, %v; want the hook's one entry", e, err)
 	}
 }
