@@ -163,6 +163,12 @@ func (d *Deliverer) round() {
 		return
 	}
 	now := time.Now()
+	var unsent []store.OutboxEntry // claimed, with no free slot: any engine's again at once
+	defer func() {
+		if err := d.ob.OutboxRelease(unsent); err != nil {
+			d.log.Warn("notify: giving back outbox events", "err", err)
+		}
+	}()
 	for _, e := range entries {
 		k := entryKey{e.Rev, e.Endpoint}
 		if d.inflight[k] {
@@ -180,6 +186,7 @@ func (d *Deliverer) round() {
 		select {
 		case d.slots[e.Endpoint] <- struct{}{}:
 		default:
+			unsent = append(unsent, e)
 			continue
 		}
 		d.inflight[k] = true
@@ -192,7 +199,11 @@ func (d *Deliverer) deliver(s sender, e store.OutboxEntry) {
 	defer d.wg.Done()
 	err := s.send(d.ctx, e)
 	if d.ctx.Err() != nil && err != nil {
-		// Cut off by Close: not the endpoint's failure.
+		// Cut off by Close: not the endpoint's failure, and the next
+		// owner may send it at once.
+		if err := d.ob.OutboxRelease([]store.OutboxEntry{e}); err != nil {
+			d.log.Warn("notify: giving back outbox events", "err", err)
+		}
 		d.release(e)
 		return
 	}

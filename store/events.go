@@ -69,6 +69,10 @@ type Outbox interface {
 	// OutboxDone records the outcome of delivering e; a Failed one is
 	// due again at retryAt.
 	OutboxDone(e OutboxEntry, o Outcome, errText string, retryAt time.Time) error
+	// OutboxRelease gives back entries Outbox claimed that this engine
+	// does not send now (no free slot, or it is closing): they are due
+	// again at once, to any engine, not after their lease.
+	OutboxRelease(entries []OutboxEntry) error
 	// OutboxStats returns each endpoint's stats, with its pending count.
 	OutboxStats() (map[string]EndpointStats, error)
 	// OutboxAdd commits ev on its own: an event no task change makes (a

@@ -165,6 +165,11 @@ func (s *Store) Outbox(limit int, _ time.Duration) ([]store.OutboxEntry, error) 
 	return out, s.damaged(err)
 }
 
+// OutboxRelease implements store.Outbox: one process delivers a Badger
+// store's events, so Outbox claims nothing and there is nothing to give
+// back.
+func (s *Store) OutboxRelease([]store.OutboxEntry) error { return nil }
+
 // OutboxDone implements Outbox.
 func (s *Store) OutboxDone(e store.OutboxEntry, o store.Outcome, errText string, retryAt time.Time) error {
 	key := append(revKey(pendingPrefix, e.Rev), e.Endpoint...)

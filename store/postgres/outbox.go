@@ -55,6 +55,29 @@ func (s *Store) Outbox(limit int, lease time.Duration) ([]store.OutboxEntry, err
 	return out, nil
 }
 
+// OutboxRelease implements store.Outbox: the entries' leases end now.
+func (s *Store) OutboxRelease(entries []store.OutboxEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	revs, endpoints := make([]int64, len(entries)), make([]string, len(entries))
+	for i, e := range entries {
+		revs[i], endpoints[i] = int64(e.Rev), e.Endpoint
+	}
+	_, err = s.pool.Exec(ctx, `UPDATE taskdeck_outbox o SET lease_until = '-infinity'
+		FROM unnest($1::bigint[], $2::text[]) AS r(rev, endpoint)
+		WHERE o.rev = r.rev AND o.endpoint = r.endpoint`, revs, endpoints)
+	if err != nil {
+		return dbError("give back outbox events", err)
+	}
+	return nil
+}
+
 // OutboxDone implements store.Outbox, in one txn with the endpoint's
 // counts.
 func (s *Store) OutboxDone(e store.OutboxEntry, o store.Outcome, errText string, retryAt time.Time) error {

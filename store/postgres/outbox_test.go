@@ -1,11 +1,16 @@
 package postgres_test
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/notify"
@@ -162,4 +167,55 @@ func TestOutboxSameHookListedTwice(t *testing.T) {
 	if e, err := s.Outbox(10, time.Minute); err != nil || len(e) != 1 || e[0].Endpoint != c.Notify.Commands[0].Endpoint() {
 		t.Errorf("outbox %+v, %v; want the hook's one entry", e, err)
 	}
+}
+
+// TestOutboxBurstNotHeldForTheLease: a burst of events to one endpoint
+// on a fleet. The engine delivering sends four at a time (its slots) and
+// gives the rest back at once, so the other engine claims them while the
+// four are in flight, rather than after the first engine's lease.
+func TestOutboxBurstNotHeldForTheLease(t *testing.T) {
+	release := make(chan struct{})
+	var inFlight atomic.Int64
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		<-release
+	}))
+	defer receiver.Close()
+	defer close(release) // before the receiver's Close, which waits for its handlers
+	c, err := mcpconfig.ParseConfig("c.json", fmt.Appendf(nil, `{"notify":{"webhooks":[
+		{"url":%q,"secret":"${TD_TEST_SECRET}","events":["failed"]}]}}`, receiver.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := pgtest.DB(t)
+	a, b := open(t, conn), open(t, conn)
+	a.SetEvents(notify.Events(c.Notify))
+	const burst = 10
+	for range burst {
+		rec := model.NewIntent(model.ServerRef{Name: "s"}, "tool", nil, "", time.Now())
+		rec.Status = model.StatusFailed
+		if err := a.Create(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An attempt may take 5 minutes: the lease is longer than the test.
+	d, err := notify.New(a, notify.Options{Notify: c.Notify, HTTPTimeout: 5 * time.Minute,
+		Lookup: func(string) (string, bool) { return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Start()
+	defer d.Close()
+	waitfor.Within(t, 10*time.Second, "four deliveries in flight", func() bool { return inFlight.Load() == 4 })
+	claimed := map[string]bool{}
+	waitfor.Within(t, 10*time.Second, "the other engine to claim the six not in flight", func() bool {
+		got, err := b.Outbox(burst, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range got {
+			claimed[e.ID] = true
+		}
+		return len(claimed) == burst-4
+	})
 }
