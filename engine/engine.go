@@ -137,10 +137,10 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config), notifier: notifier,
 		deadlineWake: make(chan struct{}, 1)}
-	e.auditTail, _ = st.(store.AuditTail) // before watchHealth wraps it
+	e.auditTail, _ = st.(store.AuditTail)
 	e.feeds = newHub(e)
 	if claims != nil {
-		st = e.watchHealth(st, claims.Shared())
+		e.watchHealth(claims.Shared())
 	}
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{
 		Config:         opts.Config,
