@@ -106,7 +106,8 @@
 //     not stop it; the rounds keep their pace while it lasts:
 //     engine TestStoreLostPausesPolling, TestCallHandleLostWithTheDatabase,
 //     TestFleetOneLostRequestDoesNotStopPolling, TestFleetRoundsKeepTheirPaceWhileDown,
-//     TestFleetDatabaseRestart; e2e TestDBLostWatchAndCall, TestDBLostDashboard.
+//     TestFleetDatabaseRestart; store/postgres TestHealthHookHearsRequests;
+//     e2e TestDBLostWatchAndCall, TestDBLostDashboard.
 //
 // # Bounds
 //
