@@ -146,7 +146,7 @@ func (e *Engine) watchDeadlines() {
 // escalateDue escalates the waits this engine watches whose deadline has
 // come, and returns when the next one comes (ok false: none).
 func (e *Engine) escalateDue() (next time.Time, ok bool) {
-	if e.health.lost() {
+	if e.health.Lost() {
 		return e.tracker.now().Add(deadlineRetry), true
 	}
 	recs, err := e.store.ByStatus(model.StatusInputRequired)

@@ -22,30 +22,11 @@
 // Ownership (owner.go): the loop and the tracker ask an owner which tasks
 // they hold and how to write what a server says. On Badger the store's
 // lock makes this process the sole owner of every task. On PostgreSQL
-// (fleet.go) each member of the fleet (an engine opened with
-// Options.Claim: `serve`) holds the tasks it has claimed, and a task's
-// claim goes through these states:
-//
-//	            claim round: expired ones first, then its share
-//	unclaimed ─────────────────────────────────────────────► held
-//	    ▲                                                (fence n, lease 7 s)
-//	    │ the lease runs out                                 │   ▲
-//	    │ (its engine died, stalled                          │   │ renewed every 2 s
-//	    │  or closed)                                        ├───┘ (one write per 500)
-//	    │                                                    │
-//	    └──────────── lost ◄── renewal refused: taken over ──┤
-//	                  (another holds fence n+1; this         │
-//	                   engine's writes fail store.ErrFenced) │ an intent whose maker
-//	                                                         │ is not alive
-//	                               released ◄── orphaned ◄───┘ (written under fence n)
-//
-// Every write of a server's word carries the writer's fence: a member
-// that lost the claim cannot overwrite the one that took it. The rounds
-// wake when another's lease runs out, so a dead member's tasks are polled
-// again within the lease. An engine opened without Claim (the dashboard,
-// a command, a Go program) watches: it reads the records and who holds
-// each, counts in no member's share, and claims only the tasks of servers
-// no live member reaches, so that closing it moves no claim.
+// (package fleet, whose doc draws a claim's states) each member of the
+// fleet (an engine opened with Options.Claim: `serve`) holds the tasks it
+// has claimed, and every write of a server's word carries its fence; an
+// engine opened without Claim watches. fleet.go is the fleet's owner and
+// the loop's side of the claim rounds.
 //
 // Push (push.go): the loop keeps one subscriptions/listen stream per HTTP
 // server for the open tasks it watches there. A pushed state goes through

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/engine/fleet"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -79,9 +80,9 @@ type Engine struct {
 	auditTail store.AuditTail // the store's, for CheckAuditKey
 	log       *slog.Logger
 	store     store.Backend
-	own       owner        // which tasks this engine holds, and how it writes them
-	claims    *claimer     // nil on Badger: the sole owner polls every task
-	health    *storeHealth // nil on Badger
+	own       owner          // which tasks this engine holds, and how it writes them
+	claims    *fleet.Claimer // nil on Badger: the sole owner polls every task
+	health    *fleet.Health  // nil on Badger
 	pool      *mcpclient.Pool
 	tracker   *tracker
 	feeds     *hub
@@ -128,7 +129,7 @@ func Open(opts Options) (*Engine, error) {
 	}
 	if claims != nil {
 		// Every line names the engine, as its metrics do.
-		opts.Logger = opts.Logger.With("engine", claims.name)
+		opts.Logger = opts.Logger.With("engine", claims.Name())
 	}
 	notifier, err := openNotify(st, opts)
 	if err != nil {
@@ -136,10 +137,10 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e := &Engine{opts: opts, log: opts.Logger, claims: claims, host: fleetHost(claims != nil), auditKey: key, cfg: newFollowedConfig(opts.Config), notifier: notifier,
 		deadlineWake: make(chan struct{}, 1)}
-	e.auditTail, _ = st.(store.AuditTail) // before watchHealth wraps it
+	e.auditTail, _ = st.(store.AuditTail)
 	e.feeds = newHub(e)
 	if claims != nil {
-		st = e.watchHealth(st, claims.pg)
+		e.watchHealth(claims.Shared())
 	}
 	pool := mcpclient.NewPool(mcpclient.PoolOptions{
 		Config:         opts.Config,

@@ -236,7 +236,7 @@ func (e *Engine) watch(ctx context.Context, from uint64, w *deck.Window) (deck.F
 	f.window = w
 	first, covered, err := e.replay(from, w)
 	switch {
-	case err != nil && e.health.lost():
+	case err != nil && e.health.Lost():
 		// The feed says so now, and replays once the store is back.
 		f.last = from
 		e.start()
@@ -285,7 +285,7 @@ func (f *feed) runLater(ctx context.Context, from uint64) {
 			}
 			first, covered, err := f.h.e.replay(from, f.window)
 			switch {
-			case err != nil && f.h.e.health.lost():
+			case err != nil && f.h.e.health.Lost():
 				continue // lost again: its return replays
 			case err != nil:
 				f.err = classify(err, "")

@@ -21,7 +21,7 @@ func TestFleetAnswerElsewhereSentOnce(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	// Each tasks/update takes 1.5 s to answer: the watcher polls meanwhile.
 	updates := srv.RecordPolls("tasks/update", 1500*time.Millisecond)
-	_, es := fleet(t, srv, 2, testLease, testRenew)
+	_, es := openFleet(t, srv, 2, testLease, testRenew)
 	res, err := es[0].Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "approve", Args: json.RawMessage(`{"action":"deploy"}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +30,7 @@ func TestFleetAnswerElsewhereSentOnce(t *testing.T) {
 	var other *Engine
 	waitFor(t, 10*time.Second, "an engine to claim the task", func() bool {
 		for i, e := range es {
-			if e.claims.holds(id) {
+			if e.claims.Holds(id) {
 				other = es[1-i]
 				return true
 			}
@@ -58,7 +58,7 @@ func TestFleetAnswerElsewhereSentOnce(t *testing.T) {
 func TestFleetRacingAnswersOneReachesServer(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	updates := srv.RecordPolls("tasks/update", 0)
-	_, es := fleet(t, srv, 2, DefaultClaimLease, DefaultClaimRenew)
+	_, es := openFleet(t, srv, 2, DefaultClaimLease, DefaultClaimRenew)
 	const n = 50
 	var recs []*model.Task
 	for i := range n {

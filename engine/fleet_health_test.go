@@ -37,7 +37,7 @@ func TestFleetOneLostRequestDoesNotStopPolling(t *testing.T) {
 	if !store.Unreachable(lostErr) {
 		t.Fatalf("not a lost database: %v", lostErr)
 	}
-	e.health.note(lostErr)
+	e.health.Note(lostErr)
 	at := time.Now()
 	waitFor(t, 8*time.Second, "a poll after the one failed request", func() bool {
 		ps := polls.Of(res.Task.TaskID)
@@ -62,28 +62,23 @@ func TestFleetRoundsKeepTheirPaceWhileDown(t *testing.T) {
 		}
 	}
 	waitFor(t, 10*time.Second, "b claims its tasks", func() bool {
-		b.claims.mu.Lock()
-		defer b.claims.mu.Unlock()
-		return len(b.claims.held) == 4
+		return len(b.claims.View().Held) == 4
 	})
 	if err := a.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "a sees b's leases", func() bool {
-		a.claims.mu.Lock()
-		defer a.claims.mu.Unlock()
-		return !a.claims.fleet.NextExpiry.IsZero()
+		return !a.claims.View().NextExpiry.IsZero()
 	})
 	pgtest.Stop(t)
 	t.Cleanup(func() { pgtest.Start(t) })
 	stopped := time.Now()
 	waitFor(t, 10*time.Second, "a claim round of a's to fail", func() bool {
-		a.claims.mu.Lock()
-		defer a.claims.mu.Unlock()
-		return a.claims.triedAt.After(stopped) && a.claims.readAt.Before(stopped)
+		v := a.claims.View()
+		return v.TriedAt.After(stopped) && v.ReadAt.Before(stopped)
 	})
 	// Past every lease a saw: the next round is a renewal away, not at once.
-	if d := a.claims.next(time.Now().Add(testLease + time.Second)); d < testRenew {
+	if d := a.claims.Next(time.Now().Add(testLease + time.Second)); d < testRenew {
 		t.Errorf("with the database down the next claim round is %v away, want the renewal's %v", d, testRenew)
 	}
 }

@@ -59,9 +59,7 @@ func TestFleetSkewedClockCallNotOrphaned(t *testing.T) {
 			return
 		}
 		waitfor.Until(30*time.Second, 5*time.Millisecond, func() bool {
-			watcher.claims.mu.Lock()
-			waiting := watcher.claims.waiting[rec.ID]
-			watcher.claims.mu.Unlock()
+			waiting := watcher.claims.View().Waiting[rec.ID]
 			cur, err := slow.store.Get(rec.ID)
 			if err == nil && (waiting || cur.Status == model.StatusOrphaned) {
 				judged = cur

@@ -31,9 +31,9 @@ const (
 	testRenew = 500 * time.Millisecond
 )
 
-// fleet opens n engines on one fresh database, each with its own data
+// openFleet opens n engines on one fresh database, each with its own data
 // dir, the loop running, with claims of lease renewed every renew.
-func fleet(t *testing.T, srv *hostile.Server, n int, lease, renew time.Duration) (string, []*Engine) {
+func openFleet(t *testing.T, srv *hostile.Server, n int, lease, renew time.Duration) (string, []*Engine) {
 	t.Helper()
 	db := pgtest.DB(t)
 	var out []*Engine
@@ -85,7 +85,7 @@ func TestFleetThreeEnginesShareTheTasks(t *testing.T) {
 	polls := srv.RecordPolls("tasks/get", 2*time.Millisecond)
 	// The default lease: a short one could run out under -race on a busy
 	// machine, and hand a task over while no engine died.
-	_, es := fleet(t, srv, 3, DefaultClaimLease, DefaultClaimRenew)
+	_, es := openFleet(t, srv, 3, DefaultClaimLease, DefaultClaimRenew)
 	const n = 300
 	tasks := launchAll(t, es[:1], n, 2)
 	waitFor(t, 120*time.Second, fmt.Sprintf("all %d tasks completed", n), func() bool { return completed(t, es[0]) == n })
@@ -115,21 +115,17 @@ func TestFleetThreeEnginesShareTheTasks(t *testing.T) {
 func TestFleetDeadEngineTasksTakenOver(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	polls := srv.RecordPolls("tasks/get", 0)
-	_, es := fleet(t, srv, 3, testLease, testRenew)
+	_, es := openFleet(t, srv, 3, testLease, testRenew)
 	const n = 60
 	tasks := launchAll(t, es, n, 6)
 	dead := es[0]
 	waitFor(t, 10*time.Second, "the first engine claims some tasks", func() bool {
-		dead.claims.mu.Lock()
-		defer dead.claims.mu.Unlock()
-		return len(dead.claims.held) > 0
+		return len(dead.claims.View().Held) > 0
 	})
-	dead.claims.mu.Lock()
 	orphaned := map[string]bool{}
-	for id := range dead.claims.held {
+	for _, id := range dead.claims.View().Held {
 		orphaned[id] = true
 	}
-	dead.claims.mu.Unlock()
 	// Close leaves the leases in the database as a SIGKILL would: the
 	// claims are not released, only no longer renewed.
 	died := time.Now()
@@ -178,7 +174,7 @@ func TestFleetDeadEngineTasksTakenOver(t *testing.T) {
 // in another engine's feed within a second.
 func TestFleetFeedsSeeEachOther(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
-	_, es := fleet(t, srv, 2, testLease, testRenew)
+	_, es := openFleet(t, srv, 2, testLease, testRenew)
 	feed, err := es[1].Watch(ctxT(t), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +205,7 @@ func TestFleetFeedsSeeEachOther(t *testing.T) {
 // no record is lost and the engines poll every task to the end.
 func TestFleetDatabaseRestart(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
-	_, es := fleet(t, srv, 2, testLease, testRenew)
+	_, es := openFleet(t, srv, 2, testLease, testRenew)
 	const n = 40
 	tasks := launchAll(t, es, n, 3)
 	waitFor(t, 10*time.Second, "a first poll", func() bool { return gets(srv) > 0 })
@@ -294,7 +290,7 @@ func TestFleetLostClaimStopsPolling(t *testing.T) {
 // never re-sent, and then left unclaimed.
 func TestFleetCrashedIntentBecomesOrphaned(t *testing.T) {
 	srv := startDemo(t, demo.Options{})
-	db, es := fleet(t, srv, 1, testLease, testRenew)
+	db, es := openFleet(t, srv, 1, testLease, testRenew)
 	st, err := postgres.Open(ctxT(t), db, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -364,7 +360,7 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 	if err := other.PollNow(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the other engine takes the task over", func() bool { return other.claims.holds(id) })
+	waitFor(t, 10*time.Second, "the other engine takes the task over", func() bool { return other.claims.Holds(id) })
 
 	// A pushed state, as the slow engine's stream would apply it.
 	const stale = "a stale word pushed to the engine that lost the claim"
@@ -426,7 +422,7 @@ func TestFleetLostClaimCannotOverwrite(t *testing.T) {
 // engine dies and another takes the task.
 func TestFleetShowsWhichEngineWatches(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
-	db, es := fleet(t, srv, 2, testLease, testRenew)
+	db, es := openFleet(t, srv, 2, testLease, testRenew)
 	oneShot := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 9), ClaimLease: testLease, ClaimRenew: testRenew})
 	res, err := es[0].Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":30}`)})
 	if err != nil {
@@ -446,14 +442,14 @@ func TestFleetShowsWhichEngineWatches(t *testing.T) {
 	var watching, surviving *Engine
 	waitFor(t, 10*time.Second, "an engine claims the task", func() bool {
 		for i, e := range es {
-			if e.claims.holds(id) {
+			if e.claims.Holds(id) {
 				watching, surviving = e, es[1-i]
 				return true
 			}
 		}
 		return false
 	})
-	name := watching.claims.name
+	name := watching.claims.Name()
 	waitFor(t, 5*time.Second, "every engine names the watching one", func() bool {
 		return watcherIn(es[0]) == name && watcherIn(es[1]) == name && watcherIn(oneShot) == name
 	})
@@ -467,14 +463,14 @@ func TestFleetShowsWhichEngineWatches(t *testing.T) {
 	}
 	next(t, feed, testLease+3*time.Second, "the feed naming the engine that took the task over", func(ev deck.Event) bool {
 		for _, en := range ev.Entries {
-			if en.Task.ID == id && en.Poll.Watcher == surviving.claims.name {
+			if en.Task.ID == id && en.Poll.Watcher == surviving.claims.Name() {
 				return true
 			}
 		}
 		return false
 	})
 	t.Logf("the watcher moved in the feed %v after the first engine died", time.Since(died).Round(time.Millisecond))
-	waitFor(t, 5*time.Second, "the one-shot engine names the new watcher", func() bool { return watcherIn(oneShot) == surviving.claims.name })
+	waitFor(t, 5*time.Second, "the one-shot engine names the new watcher", func() bool { return watcherIn(oneShot) == surviving.claims.Name() })
 }
 
 // TestFleetTaskNoEngineCanReach: a task whose server is in no live
@@ -483,7 +479,7 @@ func TestFleetShowsWhichEngineWatches(t *testing.T) {
 // and shown as watched by the engine that made it, and by no other.
 func TestFleetTaskNoEngineCanReach(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
-	db, es := fleet(t, srv, 2, testLease, testRenew)
+	db, es := openFleet(t, srv, 2, testLease, testRenew)
 	e := es[0]
 	st, err := postgres.Open(ctxT(t), db, nil)
 	if err != nil {
@@ -513,13 +509,13 @@ func TestFleetTaskNoEngineCanReach(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "the ad-hoc call watched by the engine that made it", func() bool {
 		en, err := e.Get(ctxT(t), call.Task.ID)
-		return err == nil && en.Poll.Watcher == e.claims.name && !en.Poll.NoEngine
+		return err == nil && en.Poll.Watcher == e.claims.Name() && !en.Poll.NoEngine
 	})
 	waitFor(t, 15*time.Second, "the ad-hoc call polled to its end", func() bool {
 		en, err := e.Get(ctxT(t), call.Task.ID)
 		return err == nil && en.Task.Status == model.StatusCompleted
 	})
-	if slices.Contains(es[1].claims.claimable(), srv.URL) {
+	if slices.Contains(es[1].claims.Claimable(), srv.URL) {
 		t.Errorf("the other engine, which never called %s, claims its tasks", srv.URL)
 	}
 	if en, err := e.Get(ctxT(t), elsewhere.ID); err != nil || !en.Poll.NoEngine || en.Poll.Watcher != "" {
@@ -534,7 +530,7 @@ func TestFleetTaskNoEngineCanReach(t *testing.T) {
 // database's feed and polls at once.
 func TestFleetActsElsewhereShowAtOnce(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 5 * time.Second, NoPush: true})
-	_, es := fleet(t, srv, 2, testLease, testRenew)
+	_, es := openFleet(t, srv, 2, testLease, testRenew)
 	launch := func(tool, args string) (string, *Engine) {
 		res, err := es[0].Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: tool, Args: json.RawMessage(args)})
 		if err != nil {
@@ -543,7 +539,7 @@ func TestFleetActsElsewhereShowAtOnce(t *testing.T) {
 		var elsewhere *Engine
 		waitFor(t, 10*time.Second, "an engine claims the task", func() bool {
 			for i, e := range es {
-				if e.claims.holds(res.Task.ID) {
+				if e.claims.Holds(res.Task.ID) {
 					elsewhere = es[1-i]
 					return true
 				}
@@ -654,7 +650,7 @@ func TestFleetDeadEnginesIntentOrphanedAtOnce(t *testing.T) {
 		intent = es[0].Task
 		return true
 	})
-	if intent.Status != model.StatusCalling || intent.Engine == "" || intent.Engine == survivor.claims.name {
+	if intent.Status != model.StatusCalling || intent.Engine == "" || intent.Engine == survivor.claims.Name() {
 		t.Fatalf("the dying engine's intent is %s, made by %q: want calling, made by the dying engine\n%s", intent.Status, intent.Engine, out.String())
 	}
 	kill()
@@ -693,7 +689,7 @@ func TestFleetLiveEnginesSlowCallNotOrphaned(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "the other engine to claim the slow call's intent", func() bool {
 		es, err := other.List(ctxT(t), deck.Filter{})
-		return err == nil && len(es) == 1 && es[0].Task.Status == model.StatusCalling && es[0].Poll.Watcher == other.claims.name
+		return err == nil && len(es) == 1 && es[0].Task.Status == model.StatusCalling && es[0].Poll.Watcher == other.claims.Name()
 	})
 	res := <-done
 	if res.Task == nil || res.Task.TaskID == "" {
@@ -756,7 +752,7 @@ func TestFleetContinuedCallAgesFromItsLastCall(t *testing.T) {
 	}()
 	waitFor(t, 10*time.Second, "the other engine to claim the continued call", func() bool {
 		en, err := other.Get(ctxT(t), id)
-		return err == nil && en.Task.Status == model.StatusCalling && en.Poll.Watcher == other.claims.name
+		return err == nil && en.Task.Status == model.StatusCalling && en.Poll.Watcher == other.claims.Name()
 	})
 	if err := <-done; err != nil {
 		t.Fatalf("the continued call: %v", err)

@@ -38,13 +38,9 @@ func claimsIn(t *testing.T, db string) map[string]string {
 // viewRound waits for the next time e reads the fleet: its rounds run.
 func viewRound(t *testing.T, e *Engine) {
 	t.Helper()
-	e.claims.mu.Lock()
-	from := e.claims.readAt
-	e.claims.mu.Unlock()
+	from := e.claims.View().ReadAt
 	waitFor(t, 10*time.Second, "the watcher's next view of the fleet", func() bool {
-		e.claims.mu.Lock()
-		defer e.claims.mu.Unlock()
-		return e.claims.readAt.After(from)
+		return e.claims.View().ReadAt.After(from)
 	})
 }
 
@@ -56,7 +52,7 @@ func TestFleetWatcherClaimsNothing(t *testing.T) {
 	srv := startDemo(t, demo.Options{Speed: 1, PollInterval: 50 * time.Millisecond, NoPush: true})
 	// The default lease: a short one could run out under -race on a busy
 	// machine, and move a claim while no engine closed.
-	db, es := fleet(t, srv, 3, DefaultClaimLease, DefaultClaimRenew)
+	db, es := openFleet(t, srv, 3, DefaultClaimLease, DefaultClaimRenew)
 	w := open(t, t.TempDir(), srv, Options{Store: db, Config: fleetCfg(t, srv, 9)})
 	if _, err := w.Watch(ctxT(t), 0); err != nil {
 		t.Fatal(err)
@@ -69,14 +65,14 @@ func TestFleetWatcherClaimsNothing(t *testing.T) {
 	// The watcher names the member that watches each.
 	waitFor(t, 20*time.Second, "the watcher names a member watching its call", func() bool {
 		en, err := w.Get(ctxT(t), tasks[0].ID)
-		return err == nil && en.Poll.Watcher != "" && en.Poll.Watcher != w.claims.name
+		return err == nil && en.Poll.Watcher != "" && en.Poll.Watcher != w.claims.Name()
 	})
 	for range 3 { // rounds in which a member would have claimed its share
 		viewRound(t, w)
 	}
 	before := claimsIn(t, db)
 	for id, owner := range before {
-		if owner == w.claims.name {
+		if owner == w.claims.Name() {
 			t.Errorf("the watcher claimed task %s", id)
 		}
 	}

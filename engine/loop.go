@@ -217,16 +217,13 @@ func (l *loop) run() {
 	l.begin()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	var health <-chan struct{} // the store lost or back
-	if l.e.health != nil {
-		health = l.e.health.wake
-	}
+	health := l.e.health.Wake() // the store lost or back
 	for {
 		now := time.Now()
 		wait := time.Hour
 		// While the store is lost the schedule waits: a poll's result
 		// could not be written.
-		if !l.e.health.lost() {
+		if !l.e.health.Lost() {
 			for _, id := range l.sched.Take(now) {
 				l.polls.Add(1)
 				go l.poll(ctx, id)
@@ -272,7 +269,7 @@ func (l *loop) done(p polled) {
 	switch {
 	case errors.Is(p.err, store.ErrNotFound), errors.Is(p.err, store.ErrFenced):
 		l.drop(p.id) // forgotten meanwhile, or another engine polls it now
-	case p.err != nil && l.e.health.lost():
+	case p.err != nil && l.e.health.Lost():
 		l.sched.Done(p.id, now) // polled again as soon as the store is back
 	case p.err != nil:
 		// The store failed, not the server: try again later.

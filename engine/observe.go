@@ -8,7 +8,6 @@ import (
 	"github.com/taskdeck/taskdeck/mcpclient"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
-	"github.com/taskdeck/taskdeck/store"
 )
 
 // Observer hears what the engine does as it does it: the metrics of
@@ -135,13 +134,8 @@ func (e *Engine) Stats() (Stats, error) {
 	}
 	e.pushes.mu.Unlock()
 	if c := e.claims; c != nil {
-		c.mu.Lock()
-		held := len(c.held)
-		c.mu.Unlock()
-		s.Fleet = &FleetStats{Engine: c.name, Claims: held, TakenOver: c.tookOverN.Load(), Fenced: c.fencedN.Load()}
-		if at := c.beatAt.Load(); at != 0 {
-			s.Fleet.Beat = time.Unix(0, at)
-		}
+		v := c.View()
+		s.Fleet = &FleetStats{Engine: c.Name(), Claims: len(v.Held), TakenOver: v.TakenOver, Fenced: v.Fenced, Beat: v.Beat}
 	}
 	return s, nil
 }
@@ -168,11 +162,4 @@ func (t *tracker) openStats() (map[string]map[model.Status]int, time.Time) {
 		}
 	}
 	return open, oldest
-}
-
-// fencedWrite counts a write refused by the fence.
-func (c *claimer) fencedWrite(err error) {
-	if errors.Is(err, store.ErrFenced) {
-		c.fencedN.Add(1)
-	}
 }

@@ -104,5 +104,5 @@ func (e *Engine) engineName() string {
 	if e.claims == nil {
 		return ""
 	}
-	return e.claims.name
+	return e.claims.Name()
 }

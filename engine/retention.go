@@ -2,7 +2,6 @@ package engine
 
 import (
 	"cmp"
-	"slices"
 	"sync"
 	"time"
 
@@ -59,11 +58,11 @@ func (e *Engine) retain() bool {
 	}
 	runner := "this engine"
 	if e.claims != nil {
-		first, known := e.claims.firstAlive()
+		first, known := e.claims.FirstAlive()
 		if !known {
 			return false
 		}
-		if first != e.claims.name {
+		if first != e.claims.Name() {
 			e.retention.mu.Lock()
 			e.retention.runner = first
 			e.retention.mu.Unlock()
@@ -101,24 +100,4 @@ func (e *Engine) retentionState() *deck.Retention {
 		r.Runner = e.retention.runner
 	}
 	return &r
-}
-
-// firstAlive is the name that sorts first among the engines alive on the
-// database as last read; false before the first read.
-func (c *claimer) firstAlive() (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.readAt.IsZero() || len(c.fleet.Alive) == 0 {
-		return "", false
-	}
-	names := make([]string, 0, len(c.fleet.Alive))
-	for n, alive := range c.fleet.Alive {
-		if alive {
-			names = append(names, n)
-		}
-	}
-	if len(names) == 0 {
-		return "", false
-	}
-	return slices.Min(names), true
 }

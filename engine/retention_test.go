@@ -109,9 +109,9 @@ func TestRetentionOnFleetOneRunner(t *testing.T) {
 	runner := func() int {
 		a, b := retention(es[0]).Runner, retention(es[1]).Runner
 		switch {
-		case a == "this engine" && b == es[0].claims.name:
+		case a == "this engine" && b == es[0].claims.Name():
 			return 0
-		case b == "this engine" && a == es[1].claims.name:
+		case b == "this engine" && a == es[1].claims.Name():
 			return 1
 		}
 		return -1

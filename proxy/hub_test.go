@@ -1,61 +1,22 @@
 package proxy
 
 import (
-	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/deck"
-	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/deck/decktest"
+	"github.com/taskdeck/taskdeck/model"
 )
-
-// watchDeck is the real engine, with its WatchWindow calls seen: where
-// each starts from, held at gate (if set), and endable by the test.
-type watchDeck struct {
-	deck.Deck
-	gate chan struct{}
-
-	mu    sync.Mutex
-	froms []uint64
-	end   context.CancelFunc
-}
-
-func (d *watchDeck) WatchWindow(ctx context.Context, from uint64, w deck.Window) (deck.Feed, error) {
-	d.mu.Lock()
-	d.froms = append(d.froms, from)
-	d.mu.Unlock()
-	if d.gate != nil {
-		select {
-		case <-d.gate:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	ctx, end := context.WithCancel(ctx)
-	d.mu.Lock()
-	d.end = end
-	d.mu.Unlock()
-	return d.Deck.WatchWindow(ctx, from, w)
-}
-
-func (d *watchDeck) watches() []uint64 {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]uint64(nil), d.froms...)
-}
 
 // A slow Watch (a remote Deck) does not hold the hub: a second waiter
 // registers while the first one's Watch is under way.
 func TestHubWatchOutsideLock(t *testing.T) {
-	r := startRig(t, demo.Options{}, Options{})
-	d := &watchDeck{Deck: r.eng, gate: make(chan struct{})}
+	d := decktest.New(nil)
 	h := newHub(d, slog.Default())
 	t.Cleanup(h.close)
-	var open sync.Once
-	release := func() { open.Do(func() { close(d.gate) }) }
+	release := d.Hold()
 	t.Cleanup(release) // before h.close: a failed run does not hang
 	first := make(chan error, 1)
 	go func() {
@@ -65,7 +26,7 @@ func TestHubWatchOutsideLock(t *testing.T) {
 		}
 		first <- err
 	}()
-	until(t, "the first Watch", func() bool { return len(d.watches()) == 1 })
+	until(t, "the first Watch", func() bool { return len(d.Watches()) == 1 })
 	second := make(chan error, 1)
 	go func() {
 		_, stop, err := h.wait("b")
@@ -86,7 +47,7 @@ func TestHubWatchOutsideLock(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatalf("the first waiter: %v", err)
 	}
-	if n := len(d.watches()); n != 1 {
+	if n := len(d.Watches()); n != 1 {
 		t.Fatalf("%d Watch calls; want one for both waiters", n)
 	}
 }
@@ -94,8 +55,7 @@ func TestHubWatchOutsideLock(t *testing.T) {
 // When the feed ends the hub watches again from the last revision it saw,
 // not from 0 (a snapshot of the whole store).
 func TestHubResumesFromLastRevision(t *testing.T) {
-	r := startRig(t, demo.Options{}, Options{})
-	d := &watchDeck{Deck: r.eng}
+	d := decktest.New(nil)
 	h := newHub(d, slog.Default())
 	t.Cleanup(h.close)
 	woken, stop, err := h.wait("x")
@@ -103,20 +63,15 @@ func TestHubResumesFromLastRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	cs := goClient(t, r.url, "go-agent")
-	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "sleep", Arguments: map[string]any{"seconds": 1}}); err != nil {
-		t.Fatal(err)
-	}
+	d.Put(&model.Task{ID: "x", Status: model.StatusWorking})
 	var seen uint64
-	until(t, "the hub to see the call's changes", func() bool {
+	until(t, "the hub to see the change", func() bool {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		seen = h.from()
 		return seen > 0
 	})
-	d.mu.Lock()
-	d.end()
-	d.mu.Unlock()
+	d.Cut(deck.Errorf(deck.KindFailed, "the owner went away"))
 	select {
 	case <-woken:
 	case <-time.After(5 * time.Second):
@@ -126,9 +81,9 @@ func TestHubResumesFromLastRevision(t *testing.T) {
 		if err := h.ensure(); err != nil {
 			t.Fatal(err)
 		}
-		return len(d.watches()) == 2
+		return len(d.Watches()) == 2
 	})
-	if w := d.watches(); w[0] != 0 || w[1] < seen {
+	if w := d.Watches(); w[0] != 0 || w[1] < seen {
 		t.Fatalf("Watch calls from %v; want 0, then at least %d", w, seen)
 	}
 }

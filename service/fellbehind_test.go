@@ -2,67 +2,29 @@ package service
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/deck/decktest"
 )
-
-// cutOnce is the real engine whose first feed is cut off after its
-// first event with the error the engine ends a slow watcher's feed with
-// (the engine's own cut-off needs thousands of unread events).
-type cutOnce struct {
-	deck.Deck
-	watches atomic.Int32
-}
-
-func (c *cutOnce) Watch(ctx context.Context, from uint64) (deck.Feed, error) {
-	inner, err := c.Deck.Watch(ctx, from)
-	if err != nil || c.watches.Add(1) > 1 {
-		return inner, err
-	}
-	out := &cutFeed{ch: make(chan deck.Event)}
-	go func() {
-		defer close(out.ch)
-		ev, ok := <-inner.Events()
-		if ok {
-			out.ch <- ev
-		}
-		out.err = deck.Errorf(deck.KindFellBehind, "the watcher read the feed too slowly and was cut off; watch again from the last revision it received to resume")
-	}()
-	return out, nil
-}
-
-type cutFeed struct {
-	ch  chan deck.Event
-	err error
-}
-
-func (f *cutFeed) Events() <-chan deck.Event { return f.ch }
-func (f *cutFeed) Err() error                { return f.err }
 
 // TestFeedResumesAfterFallingBehind: a feed the owner cuts off because
 // its watcher read too slowly reaches the client as KindFellBehind, and
 // the client's feed resumes from its last revision on the same owner,
 // instead of ending: the next change still arrives, and nothing twice.
+// The owner serves an in-memory Deck, cut off after the snapshot with the
+// error the engine ends a slow watcher's feed with (the engine's own
+// cut-off needs thousands of unread events).
 func TestFeedResumesAfterFallingBehind(t *testing.T) {
 	ctx := t.Context()
-	dir, mcp := t.TempDir(), startDemo(t)
-	e, err := openEngine(t, dir, mcp.URL)
+	dir, d := t.TempDir(), decktest.New(nil)
+	srv, err := Serve(ctx, dir, d, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cut := &cutOnce{Deck: e}
-	srv, err := Serve(ctx, dir, cut, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Shutdown(context.Background())
-		e.Close()
-	})
-	first, err := e.Call(ctx, sleepCall(""))
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	first, err := d.Call(ctx, sleepCall(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +37,8 @@ func TestFeedResumesAfterFallingBehind(t *testing.T) {
 	if len(snap.Entries) != 1 || snap.Entries[0].Task.ID != first.Task.ID {
 		t.Fatalf("the snapshot: %+v, want task %s", snap, first.Task.ID)
 	}
-	// The owner has cut that first feed off by now; the client watches
-	// again from the snapshot's revision.
-	waitFor(t, "the client to watch again", 5*time.Second, func() bool { return cut.watches.Load() >= 2 })
+	d.Cut(deck.Errorf(deck.KindFellBehind, "the watcher read the feed too slowly and was cut off; watch again from the last revision it received to resume"))
+	waitFor(t, "the client to watch again", 5*time.Second, func() bool { return len(d.Watches()) >= 2 })
 	second, err := c.Call(ctx, sleepCall(""))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +52,7 @@ func TestFeedResumesAfterFallingBehind(t *testing.T) {
 			break
 		}
 	}
-	if cut.watches.Load() != 2 {
-		t.Fatalf("%d watches on the owner, want the first and one resume", cut.watches.Load())
+	if w := d.Watches(); len(w) != 2 || w[1] != snap.Rev {
+		t.Fatalf("watches on the owner from %v, want the first and one resume from rev %d", w, snap.Rev)
 	}
 }

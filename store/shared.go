@@ -43,8 +43,9 @@ type Fleet struct {
 type Shared interface {
 	Backend
 	SetAuditKey(key []byte)
-	// SetHealthHook has fn told of the listener's connection: dropped
-	// (an error) or connected again (nil).
+	// SetHealthHook has fn told of the listener's connection, dropped
+	// (an error) or connected again (nil), and of each Backend request's
+	// outcome: the database lost (a connection error) or answered (nil).
 	SetHealthHook(fn func(err error))
 	ClaimTasks(engine string, servers []string, limit int, lease time.Duration) ([]Claim, error)
 	ClaimExpired(engine string, servers []string, limit int, lease time.Duration) ([]Claim, error)

@@ -56,6 +56,7 @@ type Deck struct {
 	calls   []deck.CallRequest
 	lists   []deck.Filter
 	watches []uint64
+	hold    chan struct{} // while open, a watch waits (Hold)
 }
 
 var (
@@ -122,6 +123,25 @@ func (d *Deck) Publish(ev deck.Event) {
 	}
 	ev.Rev = d.rev
 	d.publish(ev)
+}
+
+// Hold has every Watch and WatchWindow from now on wait, once counted in
+// Watches, until release is called or its context ends: a slow remote
+// Deck. release may be called more than once.
+func (d *Deck) Hold() (release func()) {
+	hold := make(chan struct{})
+	d.mu.Lock()
+	d.hold = hold
+	d.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			d.mu.Lock()
+			d.hold = nil
+			d.mu.Unlock()
+			close(hold)
+		})
+	}
 }
 
 // Cut ends every feed now with err, as an owner that goes away does.
@@ -578,11 +598,20 @@ func (d *Deck) WatchWindow(ctx context.Context, from uint64, w deck.Window) (dec
 // watch queues what the feed starts with and subscribes it under one
 // hold of mu: no change is missed or comes twice.
 func (d *Deck) watch(ctx context.Context, from uint64, w *deck.Window) (deck.Feed, error) {
+	d.mu.Lock()
+	d.watches = append(d.watches, from)
+	hold := d.hold
+	d.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+		}
+	}
 	if err := d.begin(ctx); err != nil {
 		return nil, err
 	}
 	defer d.mu.Unlock()
-	d.watches = append(d.watches, from)
 	f := &feed{out: make(chan deck.Event), wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	if from > 0 && from <= d.rev {
 		for _, ev := range d.changes {

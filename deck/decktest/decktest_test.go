@@ -10,6 +10,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/deck/decktest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -118,5 +119,40 @@ func TestScriptedCallsAndRefusals(t *testing.T) {
 	}
 	if n := len(d.Calls()); n != 3 {
 		t.Fatalf("%d calls noted, want 3", n)
+	}
+}
+
+// A held watch is counted at once and returns only once released, with
+// the changes made meanwhile; one whose context ends first returns its
+// error.
+func TestHoldHoldsWatches(t *testing.T) {
+	d := decktest.New(nil)
+	release := d.Hold()
+	done := make(chan deck.Feed, 1)
+	go func() {
+		f, err := d.Watch(t.Context(), 0)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- f
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := d.Watch(ctx, 0); err == nil {
+		t.Fatal("a held watch whose context ended returned no error")
+	}
+	waitfor.Within(t, 10*time.Second, "the held watch counted", func() bool { return len(d.Watches()) == 2 })
+	a := task("sleep", model.StatusWorking)
+	d.Put(a)
+	select {
+	case <-done:
+		t.Fatal("a held watch returned before its release")
+	default:
+	}
+	release()
+	release() // a second release is no error
+	f := <-done
+	if ev := next(t, f); ev.Kind != deck.EventSnapshot || len(ev.Entries) != 1 || ev.Entries[0].Task.ID != a.ID {
+		t.Fatalf("the released watch's first event: %+v, want a snapshot of the record put while it was held", ev)
 	}
 }

@@ -7,17 +7,34 @@ import (
 	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/taskdeck/taskdeck/store"
 )
 
 // SetHealthHook registers fn, told whenever the listener's connection to
-// the database drops (err: why) or is made again (err nil): the engine's
-// sign that the database is lost and back. nil removes it.
+// the database drops (err: why) or is made again (err nil), and after
+// each Create, Update, ReleaseKey, Delete, Prune, Get, ByKey, ByStatus,
+// All, Newest, Counts, Snapshot and ChangesSince whether the database
+// was lost (err: a connection error) or answered (nil, even with a
+// refusal): the engine's sign that the database is lost and back. nil
+// removes it.
 func (s *Store) SetHealthHook(fn func(err error)) {
 	if fn == nil {
 		s.healthHook.Store(nil)
 		return
 	}
 	s.healthHook.Store(&fn)
+}
+
+// answered tells the hook of a request's outcome (*err, once it
+// returns): lost, or answered.
+func (s *Store) answered(err *error) {
+	if fn := s.healthHook.Load(); fn != nil {
+		if store.Unreachable(*err) {
+			(*fn)(*err)
+		} else {
+			(*fn)(nil)
+		}
+	}
 }
 
 func (s *Store) health(err error) {

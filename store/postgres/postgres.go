@@ -616,13 +616,14 @@ func body(t *model.Task) ([]byte, error) {
 // Create writes a new record in one committed txn. When rec.IdempotencyKey
 // already names a record it writes nothing and returns a
 // *store.DuplicateKeyError holding that record.
-func (s *Store) Create(rec *model.Task) error {
+func (s *Store) Create(rec *model.Task) (err error) {
+	defer s.answered(&err)
 	if err := store.CheckRecord(rec); err != nil {
 		return err
 	}
 	rec.Attribute(nil, s.engine)
 	own := rec.Clone()
-	err := s.put("create task "+rec.ID, own, nil, 0, nil)
+	err = s.put("create task "+rec.ID, own, nil, 0, nil)
 	switch {
 	case errors.Is(err, errDupID):
 		return fmt.Errorf("task %s already exists", rec.ID)
@@ -645,13 +646,15 @@ func (s *Store) Create(rec *model.Task) error {
 // error, nothing is written. Otherwise the copy is written in one
 // committed txn, unless the record changed in between: then fn runs again
 // on the new record. Update returns the record as it now stands.
-func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err error)) (*model.Task, error) {
+func (s *Store) Update(id string, fn func(t *model.Task) (changed bool, err error)) (rec *model.Task, err error) {
+	defer s.answered(&err)
 	return s.update(id, fn, false, nil)
 }
 
 // ReleaseKey takes record id's idempotency key off it, in one committed
 // txn, if release says so of the record as stored (see badger.Store).
-func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (*model.Task, error) {
+func (s *Store) ReleaseKey(id string, release func(t *model.Task) bool) (rec *model.Task, err error) {
+	defer s.answered(&err)
 	return s.update(id, func(t *model.Task) (bool, error) {
 		if t.IdempotencyKey == "" || !release(t) {
 			return false, nil
@@ -698,10 +701,11 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 
 // Delete removes record id, leaving its tombstone and its audit entry (a
 // forget by by), in one committed txn.
-func (s *Store) Delete(id string, by model.Actor) error {
+func (s *Store) Delete(id string, by model.Actor) (err error) {
+	defer s.answered(&err)
 	now := time.Now()
 	entry := model.SealAudit(s.auditKey, model.RemovalAudit(id, &model.Act{Kind: model.ActForget, Actor: by}, now).Marshal())
-	_, err := s.write("delete task "+id, func(b *pgx.Batch) func() error {
+	_, err = s.write("delete task "+id, func(b *pgx.Batch) func() error {
 		var n int64
 		b.Queue(`DELETE FROM taskdeck_tasks WHERE id = $1`, id).
 			Exec(func(ct pgconn.CommandTag) error { n = ct.RowsAffected(); return nil })
@@ -723,7 +727,8 @@ func (s *Store) Delete(id string, by model.Actor) error {
 // Prune deletes terminal records last updated before cutoff (every
 // terminal record when cutoff is zero) and returns how many it deleted,
 // pruneChunk records per txn.
-func (s *Store) Prune(cutoff time.Time, by model.Actor) (int, error) {
+func (s *Store) Prune(cutoff time.Time, by model.Actor) (pruned int, err error) {
+	defer s.answered(&err)
 	var before *time.Time
 	if !cutoff.IsZero() {
 		before = &cutoff
@@ -882,7 +887,8 @@ func (s *Store) reread(fn func() error) error {
 }
 
 // Get returns record id, or an error wrapping store.ErrNotFound.
-func (s *Store) Get(id string) (*model.Task, error) {
+func (s *Store) Get(id string) (rec *model.Task, err error) {
+	defer s.answered(&err)
 	ts, err := s.read(byID, id)
 	if err != nil {
 		return nil, err
@@ -895,7 +901,8 @@ func (s *Store) Get(id string) (*model.Task, error) {
 
 // ByKey returns the record named by an idempotency key, or an error
 // wrapping store.ErrNotFound.
-func (s *Store) ByKey(key string) (*model.Task, error) {
+func (s *Store) ByKey(key string) (rec *model.Task, err error) {
+	defer s.answered(&err)
 	ts, err := s.read(`WHERE idem_key = $1`, key)
 	if err != nil {
 		return nil, err
@@ -908,7 +915,8 @@ func (s *Store) ByKey(key string) (*model.Task, error) {
 
 // ByStatus returns the records with any of the given statuses, sorted by
 // ID.
-func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
+func (s *Store) ByStatus(st ...model.Status) (recs []*model.Task, err error) {
+	defer s.answered(&err)
 	return s.read(`WHERE status = ANY($1) ORDER BY id`, statusNames(st))
 }
 
@@ -916,10 +924,14 @@ func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
 func (s *Store) OpenTasks() ([]*model.Task, error) { return s.ByStatus(open()...) }
 
 // All returns every record, sorted by ID (IDs sort by creation time).
-func (s *Store) All() ([]*model.Task, error) { return s.read(`ORDER BY id`) }
+func (s *Store) All() (recs []*model.Task, err error) {
+	defer s.answered(&err)
+	return s.read(`ORDER BY id`)
+}
 
 // Newest returns up to limit records, newest first.
-func (s *Store) Newest(limit int) ([]*model.Task, error) {
+func (s *Store) Newest(limit int) (recs []*model.Task, err error) {
+	defer s.answered(&err)
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -928,8 +940,9 @@ func (s *Store) Newest(limit int) ([]*model.Task, error) {
 
 // Counts returns how many records have each status (statuses with none
 // are absent).
-func (s *Store) Counts() (map[model.Status]int, error) {
-	_, counts, err := s.CountsAt()
+func (s *Store) Counts() (counts map[model.Status]int, err error) {
+	defer s.answered(&err)
+	_, counts, err = s.CountsAt()
 	return counts, err
 }
 
@@ -1061,6 +1074,7 @@ func (s *Store) readTx(what string, fn func(ctx context.Context, tx pgx.Tx) erro
 // Snapshot returns every record and the revision they are as of, read in
 // one snapshot.
 func (s *Store) Snapshot() (rev uint64, tasks []*model.Task, err error) {
+	defer s.answered(&err)
 	err = s.readTx("snapshot", func(ctx context.Context, tx pgx.Tx) error {
 		var r int64
 		if err := tx.QueryRow(ctx, `SELECT rev FROM taskdeck_meta`).Scan(&r); err != nil {
@@ -1082,6 +1096,7 @@ func (s *Store) Snapshot() (rev uint64, tasks []*model.Task, err error) {
 // to. ok is false when rev is below the floor or above the store's
 // revision: the caller takes a Snapshot instead.
 func (s *Store) ChangesSince(rev uint64) (changes []store.Change, upTo uint64, ok bool, err error) {
+	defer s.answered(&err)
 	changes, upTo, floor, err := s.changesSince(rev)
 	if err != nil || rev < floor || rev > upTo {
 		return nil, upTo, false, err
