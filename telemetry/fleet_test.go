@@ -116,13 +116,13 @@ func TestFleetMetrics(t *testing.T) {
 		t.Fatalf("the slow engine's takeovers before any: %v (present %v), want 0", v, ok)
 	}
 	other := join(t, srv, db, 1, 2*time.Second, 200*time.Millisecond)
-	waitfor.Within(t, 10*time.Second, "the other engine counts the task it took over", func() bool {
+	// At least one: on a loaded machine the other engine may itself renew
+	// late, lose the task and take it over again.
+	waitfor.Within(t, 10*time.Second, "the other engine counts the task it took over, and holds it", func() bool {
 		v, _ := other.value(t, "taskdeck_fleet_leases_taken_over_total")
-		return v == 1
+		held, _ := other.value(t, "taskdeck_fleet_claims_held")
+		return v >= 1 && held == 1
 	})
-	if v, ok := other.value(t, "taskdeck_fleet_claims_held"); !ok || v != 1 {
-		t.Errorf("the other engine's claims held: %v (present %v), want 1", v, ok)
-	}
 	if v, ok := other.value(t, "taskdeck_fleet_heartbeat_age_seconds"); !ok || v < 0 || v > waitfor.Scale(10*time.Second).Seconds() {
 		t.Errorf("the other engine's heartbeat age: %v s (present %v), want a recent beat", v, ok)
 	}
