@@ -152,9 +152,13 @@ func (m *Model) storedAll() int {
 
 // unheld accounts for a task of the store's older pages that a change
 // brings into the list or deletes: its status, where the feed says it
-// (else the first status with tasks left out), holds one fewer.
+// (else the first status with tasks left out), holds one fewer. An open
+// one (a task the snapshot's parts had not reached yet) is not in them.
 func (m *Model) unheld(prev model.Status) {
-	if !prev.Terminal() {
+	if prev != "" && !prev.Terminal() {
+		return
+	}
+	if prev == "" {
 		prev = ""
 		for _, st := range model.AllStatuses {
 			if m.list.extra[st] > 0 {
