@@ -83,8 +83,9 @@ type Deck interface {
 	// its snapshot holds every open record, the newest w.Finished
 	// finished ones and the store's counts per status (Event.Counts),
 	// read from the store's indexes however many records it keeps, in
-	// parts of a few hundred records (EventSnapshot, then
-	// EventSnapshotMore until one has More false); the changes that
+	// parts of a few hundred records (EventSnapshot with the counts and
+	// the newest open records, then EventSnapshotMore, read as the
+	// watcher takes them, until one has More false); the changes that
 	// follow are every change, each with the status it had (Event.Prev). It reads older records with List (Filter.Before), a
 	// page at a time. A resume (from > 0) replays the changes after from
 	// and the counts as of the end of the replay, with EventCaughtUp.

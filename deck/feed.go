@@ -35,7 +35,11 @@ const (
 	EventReconcile EventKind = "reconcile"
 	// EventSnapshotMore is more records of the snapshot before it (a
 	// WatchWindow snapshot comes in parts, so that its first event is
-	// small); the last part has More false.
+	// small and costs the same however many records are open); the last
+	// part has More false. The first part is as of Rev; the open records
+	// of the later parts are read as they are sent, so a part may hold a
+	// record as changed after Rev: that change follows the last part, as
+	// every change after Rev does.
 	EventSnapshotMore EventKind = "snapshotMore"
 	// EventCaughtUp means the replay after Watch(from) is over; what follows
 	// is live.

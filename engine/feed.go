@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/taskdeck/taskdeck/deck"
@@ -234,7 +235,7 @@ func (e *Engine) watch(ctx context.Context, from uint64, w *deck.Window) (deck.F
 		return nil, err
 	}
 	f.window = w
-	first, covered, err := e.replay(from, w)
+	first, rest, covered, err := e.replay(from, w)
 	switch {
 	case err != nil && e.health.Lost():
 		// The feed says so now, and replays once the store is back.
@@ -246,14 +247,19 @@ func (e *Engine) watch(ctx context.Context, from uint64, w *deck.Window) (deck.F
 		e.feeds.unsubscribe(f)
 		return nil, classify(err, "")
 	}
+	// What the hub said before the feed subscribed follows the replay.
+	then := &first
+	if rest != nil {
+		then = &rest.then
+	}
 	if down != nil {
-		first = append(first, deck.Event{Kind: deck.EventStore, Rev: covered, Store: down})
+		*then = append(*then, deck.Event{Kind: deck.EventStore, Rev: covered, Store: down})
 	}
 	if recon != nil {
-		first = append(first, deck.Event{Kind: deck.EventReconcile, Rev: covered, Reconcile: recon})
+		*then = append(*then, deck.Event{Kind: deck.EventReconcile, Rev: covered, Reconcile: recon})
 	}
 	e.start()
-	go f.run(ctx, first, covered)
+	go f.run(ctx, first, rest, covered)
 	return f, nil
 }
 
@@ -283,7 +289,7 @@ func (f *feed) runLater(ctx context.Context, from uint64) {
 			if !ev.Store.Up {
 				continue
 			}
-			first, covered, err := f.h.e.replay(from, f.window)
+			first, rest, covered, err := f.h.e.replay(from, f.window)
 			switch {
 			case err != nil && f.h.e.health.Lost():
 				continue // lost again: its return replays
@@ -291,7 +297,7 @@ func (f *feed) runLater(ctx context.Context, from uint64) {
 				f.err = classify(err, "")
 				return
 			}
-			f.stream(ctx, first, covered)
+			f.stream(ctx, first, rest, covered)
 			return
 		case <-f.stop:
 			f.ended()
@@ -304,9 +310,10 @@ func (f *feed) runLater(ctx context.Context, from uint64) {
 
 // replay reads what a feed starts with: the changes after from, or a
 // snapshot when from is 0 or older than what the store keeps. A snapshot
-// is every record, or with a window the open ones, the newest finished
-// and the counts; a windowed replay ends with the counts as of its end.
-func (e *Engine) replay(from uint64, w *deck.Window) ([]deck.Event, uint64, error) {
+// is every record, or with a window its first part, the rest of it read
+// as the watcher takes it (rest); a windowed replay ends with the counts
+// as of its end.
+func (e *Engine) replay(from uint64, w *deck.Window) ([]deck.Event, *snapshotRest, uint64, error) {
 	e.own.refresh()
 	if from > 0 {
 		// The counts and the changes are two reads: a commit between them
@@ -317,12 +324,12 @@ func (e *Engine) replay(from uint64, w *deck.Window) ([]deck.Event, uint64, erro
 			var err error
 			if w != nil {
 				if countedAt, counts, err = e.store.CountsAt(); err != nil {
-					return nil, 0, err
+					return nil, nil, 0, err
 				}
 			}
 			changes, upTo, ok, err := e.changesSince(from)
 			if err != nil {
-				return nil, 0, err
+				return nil, nil, 0, err
 			}
 			if !ok {
 				break
@@ -340,38 +347,28 @@ func (e *Engine) replay(from uint64, w *deck.Window) ([]deck.Event, uint64, erro
 				}
 				first = append(first, ev)
 			}
-			return append(first, deck.Event{Kind: deck.EventCaughtUp, Rev: upTo, Counts: counts}), upTo, nil
+			return append(first, deck.Event{Kind: deck.EventCaughtUp, Rev: upTo, Counts: counts}), nil, upTo, nil
 		}
 	}
-	snap, err := e.snapshot(w)
-	if err != nil {
-		return nil, 0, err
-	}
-	first := []deck.Event{snap}
-	if w != nil {
-		first = inParts(snap)
-	}
-	if from > 0 {
-		first = append(first, deck.Event{Kind: deck.EventCaughtUp, Rev: snap.Rev})
-	}
-	return first, snap.Rev, nil
-}
-
-// snapshot reads every record, or the window's.
-func (e *Engine) snapshot(w *deck.Window) (deck.Event, error) {
 	if w == nil {
 		rev, tasks, err := e.store.Snapshot()
 		if err != nil {
-			return deck.Event{}, err
+			return nil, nil, 0, err
 		}
-		return deck.Event{Kind: deck.EventSnapshot, Rev: rev, Entries: e.entries(tasks)}, nil
+		first := []deck.Event{{Kind: deck.EventSnapshot, Rev: rev, Entries: e.entries(tasks)}}
+		if from > 0 {
+			first = append(first, deck.Event{Kind: deck.EventCaughtUp, Rev: rev})
+		}
+		return first, nil, rev, nil
 	}
-	win, err := e.store.Window(w.Finished)
+	snap, rest, err := e.windowStart(w.Finished)
 	if err != nil {
-		return deck.Event{}, err
+		return nil, nil, 0, err
 	}
-	entries := e.entries(append(win.Open, win.Finished...))
-	return deck.Event{Kind: deck.EventSnapshot, Rev: win.Rev, Entries: entries, Counts: win.Counts}, nil
+	if from > 0 {
+		rest.then = append(rest.then, deck.Event{Kind: deck.EventCaughtUp, Rev: snap.Rev})
+	}
+	return []deck.Event{snap}, rest, snap.Rev, nil
 }
 
 // snapshotPart is how many records one part of a windowed snapshot
@@ -380,20 +377,93 @@ func (e *Engine) snapshot(w *deck.Window) (deck.Event, error) {
 // and decode.
 const snapshotPart = 256
 
-// inParts splits a snapshot into its parts.
-func inParts(snap deck.Event) []deck.Event {
-	all := snap.Entries
-	n := min(len(all), snapshotPart)
-	snap.Entries = all[:n:n] // a watcher may append to its part
-	parts := []deck.Event{snap}
-	for i := snapshotPart; i < len(all); i += snapshotPart {
-		end := min(len(all), i+snapshotPart)
-		parts = append(parts, deck.Event{Kind: deck.EventSnapshotMore, Rev: snap.Rev, Entries: all[i:end:end]})
+// The open and the finished statuses, for the store's pages.
+var (
+	openStatuses     = slices.DeleteFunc(slices.Clone(model.AllStatuses), model.Status.Terminal)
+	finishedStatuses = slices.DeleteFunc(slices.Clone(model.AllStatuses), func(st model.Status) bool { return !st.Terminal() })
+)
+
+// snapshotRest is what a windowed snapshot sends after its first part:
+// the open records older than those sent, read from the open statuses'
+// index a part at a time as the watcher takes them (so that the first
+// part costs the same however many records are open), then the window's
+// finished records, then the events that follow the snapshot in the
+// replay. It holds at most two parts of open records and the window.
+type snapshotRest struct {
+	rev      uint64
+	ready    []deck.Entry // read, not yet sent
+	before   string       // the oldest open record read; "" once every one is
+	finished []deck.Entry // the window's, sent after the open records
+	then     []deck.Event
+}
+
+// windowStart reads a windowed snapshot's first part: the store's counts,
+// the newest open records and the window's newest finished ones, as of
+// one revision (Rev). Counts, then pages, then the counts again: a commit
+// between them reads again, and should commits keep coming, every open
+// record is read in one transaction instead. The open records of the
+// later parts are read after Rev: a part may hold a record as changed
+// after it, and the change follows the snapshot as every change does.
+func (e *Engine) windowStart(finished int) (deck.Event, *snapshotRest, error) {
+	for range 3 {
+		rev, counts, err := e.store.CountsAt()
+		if err != nil {
+			return deck.Event{}, nil, err
+		}
+		open, err := e.store.Page("", snapshotPart, openStatuses...)
+		if err != nil {
+			return deck.Event{}, nil, err
+		}
+		done, err := e.store.Page("", finished, finishedStatuses...)
+		if err != nil {
+			return deck.Event{}, nil, err
+		}
+		again, _, err := e.store.CountsAt()
+		if err != nil {
+			return deck.Event{}, nil, err
+		}
+		if again != rev {
+			continue
+		}
+		rest := &snapshotRest{rev: rev, ready: e.entries(open), finished: e.entries(done)}
+		if len(open) == snapshotPart {
+			rest.before = open[len(open)-1].ID
+		}
+		return e.firstPart(rest, counts)
 	}
-	for i := range parts {
-		parts[i].More = i < len(parts)-1
+	win, err := e.store.Window(finished)
+	if err != nil {
+		return deck.Event{}, nil, err
 	}
-	return parts
+	return e.firstPart(&snapshotRest{rev: win.Rev, ready: e.entries(win.Open), finished: e.entries(win.Finished)}, win.Counts)
+}
+
+func (e *Engine) firstPart(rest *snapshotRest, counts map[model.Status]int) (deck.Event, *snapshotRest, error) {
+	ev, err := rest.next(e)
+	ev.Kind, ev.Counts = deck.EventSnapshot, counts
+	return ev, rest, err
+}
+
+// next reads the next part; More says whether one follows it.
+func (r *snapshotRest) next(e *Engine) (deck.Event, error) {
+	for r.before != "" && len(r.ready) <= snapshotPart {
+		open, err := e.store.Page(r.before, snapshotPart, openStatuses...)
+		if err != nil {
+			return deck.Event{}, err
+		}
+		r.ready = append(r.ready, e.entries(open)...)
+		r.before = ""
+		if len(open) == snapshotPart {
+			r.before = open[len(open)-1].ID
+		}
+	}
+	if r.before == "" && r.finished != nil {
+		r.ready, r.finished = append(r.ready, r.finished...), nil
+	}
+	n := min(len(r.ready), snapshotPart)
+	part := r.ready[:n:n] // a watcher may append to its part
+	r.ready = r.ready[n:]
+	return deck.Event{Kind: deck.EventSnapshotMore, Rev: r.rev, Entries: part, More: len(r.ready) > 0 || r.before != ""}, nil
 }
 
 func (e *Engine) entries(tasks []*model.Task) []deck.Entry {
@@ -404,17 +474,43 @@ func (e *Engine) entries(tasks []*model.Task) []deck.Entry {
 	return out
 }
 
-func (f *feed) run(ctx context.Context, first []deck.Event, covered uint64) {
+func (f *feed) run(ctx context.Context, first []deck.Event, rest *snapshotRest, covered uint64) {
 	defer close(f.out)
 	defer f.h.unsubscribe(f)
-	f.stream(ctx, first, covered)
+	f.stream(ctx, first, rest, covered)
 }
 
-// stream delivers the replay, then what is live, until the feed ends.
-func (f *feed) stream(ctx context.Context, first []deck.Event, covered uint64) {
+// stream delivers the replay (the rest of its snapshot read as it goes),
+// then what is live, until the feed ends. The live events wait in the
+// inbox meanwhile, and those the replay covered are dropped.
+func (f *feed) stream(ctx context.Context, first []deck.Event, rest *snapshotRest, covered uint64) {
 	for _, ev := range first {
 		if !f.deliver(ctx, ev) {
 			return
+		}
+	}
+	for more := rest != nil && first[0].More; more; {
+		select {
+		case <-f.stop:
+			f.ended()
+			return
+		default:
+		}
+		ev, err := rest.next(f.h.e)
+		if err != nil {
+			f.err = classify(err, "")
+			return
+		}
+		if !f.deliver(ctx, ev) {
+			return
+		}
+		more = ev.More
+	}
+	if rest != nil {
+		for _, ev := range rest.then {
+			if !f.deliver(ctx, ev) {
+				return
+			}
 		}
 	}
 	for {

@@ -126,7 +126,7 @@ func (m *Model) viewGroups() string {
 		}
 		return " " + s + " "
 	}
-	parts := []string{tab("0", "all", m.list.Len()+m.hidden, m.list.group == nil)}
+	parts := []string{tab("0", "all", m.storedAll(), m.list.group == nil)}
 	for i, g := range deck.Groups {
 		// The tab says the group's name, as `ls --status` takes it.
 		s := tab(fmt.Sprint(i+1), g.Name, m.list.groupCount(g), m.list.group != nil && m.list.group.Name == g.Name)

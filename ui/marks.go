@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/taskdeck/taskdeck/model"
@@ -48,6 +49,10 @@ func (m *Model) markRange() {
 // markAll marks every task shown: with a filter or a status filter set,
 // it marks by filter.
 func (m *Model) markAll() {
+	if m.filling != nil { // the tasks shown are not all in yet
+		m.fail(errors.New("the open tasks are still loading: mark all once the count line no longer says so"))
+		return
+	}
 	for _, r := range m.list.visible {
 		m.marked[r.task.ID] = true
 	}

@@ -146,7 +146,7 @@ type Model struct {
 	loaded    bool            // the feed's snapshot is in
 	hidden    int             // finished records of the store not held (window.go)
 	pages     pager           // reads them a page at a time
-	snapshot  deck.Event      // the parts of a snapshot so far
+	filling   *filling        // the snapshot's parts still coming (window.go)
 	reconcile *deck.Reconcile // the start-up reconcile while it runs
 	storeDown *deck.Store     // the database's loss while it lasts
 	frames    int             // batches of the feed applied
@@ -340,17 +340,11 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 	selected, line := m.selectedID(), m.cursor-m.top
 	for _, ev := range msg.events {
 		switch ev.Kind {
-		case deck.EventSnapshot, deck.EventSnapshotMore:
-			if ev.Kind == deck.EventSnapshot {
-				m.snapshot = ev
-			} else {
-				m.snapshot.Entries = append(slices.Clip(m.snapshot.Entries), ev.Entries...)
-			}
-			if !ev.More {
-				m.loadSnapshot(m.snapshot)
-				m.snapshot = deck.Event{}
-				b.clear()
-			}
+		case deck.EventSnapshot:
+			m.loadSnapshot(ev)
+			b.clear()
+		case deck.EventSnapshotMore:
+			m.loadPart(ev)
 		case deck.EventChange:
 			for _, e := range ev.Entries {
 				if _, known := m.list.Get(e.Task.ID); !known && !b.fresh[e.Task.ID] && ev.Prev.Terminal() {
@@ -453,9 +447,14 @@ func (m *Model) applyBatch(b *batch) {
 
 // loadSnapshot replaces the rows with a snapshot's records: every open
 // one, and the newest finished ones up to Options.Recent. A windowed
-// snapshot brings the store's counts, and the finished records beyond it
-// are read a page at a time (window.go).
+// snapshot brings the store's counts, its first part is drawn at once and
+// its other parts fill the table in (loadPart), and the finished records
+// beyond it are read a page at a time (window.go).
 func (m *Model) loadSnapshot(ev deck.Event) {
+	m.filling = nil
+	if ev.More {
+		m.filling = &filling{counts: ev.Counts}
+	}
 	var keep, done []*model.Task
 	m.clearPolls()
 	for _, e := range ev.Entries {
@@ -486,13 +485,21 @@ func (m *Model) loadSnapshot(ev deck.Event) {
 	}
 	m.resetWindow(oldest)
 	m.keepSelected(selected)
+	m.loaded = true
+	if m.filling == nil {
+		m.snapshotIn()
+	}
+	m.refreshHealth()
+}
+
+// snapshotIn is the snapshot whole: the marks of tasks it no longer
+// holds go.
+func (m *Model) snapshotIn() {
 	for id := range m.marked {
 		if _, ok := m.list.Get(id); !ok {
 			delete(m.marked, id)
 		}
 	}
-	m.loaded = true
-	m.refreshHealth()
 }
 
 // onReconcile shows the start-up reconcile's progress while it runs, and

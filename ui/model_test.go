@@ -105,7 +105,7 @@ func (h *harness) start(d deck.Deck) {
 	h.m = New(ctx, dash)
 	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
 	h.run(h.m.Init())
-	h.until("the feed's snapshot is in", func(m *Model) bool { return m.loaded && m.configured != nil })
+	h.until("the feed's snapshot is in", func(m *Model) bool { return m.loaded && m.filling == nil && m.configured != nil })
 }
 
 func (h *harness) open() {

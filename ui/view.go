@@ -78,6 +78,9 @@ func (m *Model) viewCounts() string {
 	if !m.loaded {
 		parts = append(parts, m.styles.Dim.Render("loading…"))
 	}
+	if m.filling != nil {
+		parts = append(parts, m.styles.Dim.Render("loading the open tasks…"))
+	}
 	if r := m.reconcile; r != nil && r.Total > 0 {
 		parts = append(parts, m.styles.Dim.Render(fmt.Sprintf("reconciling %d/%d …", r.Done, r.Total)))
 	}

@@ -81,12 +81,50 @@ func (m *Model) resetWindow(oldest string) {
 	m.sumHidden()
 }
 
+// filling is a windowed snapshot whose first part is in and whose other
+// parts (the older open tasks, then the window's finished ones) still
+// come: the count line shows the store's counts meanwhile, and what reads
+// beyond the window (the pager) or acts on every task shown (mark all)
+// waits for the last part.
+type filling struct {
+	counts map[model.Status]int // the snapshot's, of the whole store
+	parts  int                  // the parts in so far, the first one included
+}
+
+// loadPart puts a snapshot's next part in the table; the last one ends
+// the filling.
+func (m *Model) loadPart(ev deck.Event) {
+	fill := m.filling
+	if fill == nil {
+		return // a part of a snapshot whose first part was not seen
+	}
+	tasks := make([]*model.Task, 0, len(ev.Entries))
+	for _, e := range ev.Entries {
+		t := e.Task
+		tasks = append(tasks, t)
+		if t.Status.Terminal() {
+			m.pages.before = olderID(m.pages.before, t.ID)
+		} else {
+			m.setPoll(t, e.Poll)
+		}
+	}
+	m.list.Apply(tasks, nil)
+	fill.parts++
+	if !ev.More {
+		m.filling = nil
+		m.snapshotIn()
+	}
+	m.setCounts(fill.counts)
+	m.refreshHealth()
+}
+
 // setCounts takes the store's counts per status: what the list does not
-// hold of each is in the store's older pages.
+// hold of each is in the store's older pages, or while the snapshot
+// fills, of the open ones in its parts to come.
 func (m *Model) setCounts(counts map[model.Status]int) {
 	clear(m.list.extra)
 	for st, n := range counts {
-		if st.Terminal() {
+		if st.Terminal() || m.filling != nil {
 			m.list.extra[st] = max(n-m.list.counts[st], 0)
 		}
 	}
@@ -95,16 +133,32 @@ func (m *Model) setCounts(counts map[model.Status]int) {
 // sumHidden is the finished tasks the store holds beyond the window.
 func (m *Model) sumHidden() {
 	m.hidden = 0
-	for _, n := range m.list.extra {
-		m.hidden += n
+	for st, n := range m.list.extra {
+		if st.Terminal() {
+			m.hidden += n
+		}
 	}
+}
+
+// storedAll is every task of the store: those held, the finished ones
+// beyond the window and, while the snapshot fills, the open ones to come.
+func (m *Model) storedAll() int {
+	n := m.list.Len()
+	for _, extra := range m.list.extra {
+		n += extra
+	}
+	return n
 }
 
 // unheld accounts for a task of the store's older pages that a change
 // brings into the list or deletes: its status, where the feed says it
-// (else the first status with tasks left out), holds one fewer.
+// (else the first status with tasks left out), holds one fewer. An open
+// one (a task the snapshot's parts had not reached yet) is not in them.
 func (m *Model) unheld(prev model.Status) {
-	if !prev.Terminal() {
+	if prev != "" && !prev.Terminal() {
+		return
+	}
+	if prev == "" {
 		prev = ""
 		for _, st := range model.AllStatuses {
 			if m.list.extra[st] > 0 {
@@ -126,7 +180,7 @@ func (m *Model) unheld(prev model.Status) {
 // the store holds none of them beyond what is held).
 func (m *Model) nextPage() tea.Cmd {
 	p := &m.pages
-	if !m.loaded || m.hidden == 0 || p.busy || m.deck == nil {
+	if !m.loaded || m.filling != nil || m.hidden == 0 || p.busy || m.deck == nil {
 		return nil
 	}
 	held := 0

@@ -1,11 +1,14 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	tea "charm.land/bubbletea/v2"
+	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/deck/decktest"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store/badger"
@@ -96,5 +99,81 @@ func TestWindowOpenGroupReadsNoFinishedPage(t *testing.T) {
 		if h.m.pages.busy {
 			t.Fatalf("after %s in the open group the dashboard reads a page of finished tasks", k)
 		}
+	}
+}
+
+// The first part of the engine's snapshot is drawn at once: the count
+// line counts the whole store and the table shows the newest open tasks,
+// the older ones filling it in as their parts come; mark all waits for
+// the last part, which leaves every task in the table.
+func TestWindowFirstPartIsDrawnAtOnce(t *testing.T) {
+	open := records(3*256+10, model.StatusWorking, func(i int) string { return fmt.Sprintf("t%d", i) })
+	for _, r := range open {
+		r.Server = model.ServerRef{Name: "elsewhere"} // not configured: nothing polls them
+	}
+	done := records(50, model.StatusCompleted, nil)
+	h := newHarness(t, func(h *harness) {
+		h.offline(func(st *badger.Store) { seed(t, st, append(open, done...)) })
+	})
+	// A dashboard that is handed the engine's events one part at a time.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h.m = New(ctx, Options{Deck: h.eng})
+	h.send(tea.WindowSizeMsg{Width: 120, Height: 30})
+	f, err := h.eng.WatchWindow(ctx, 0, deck.Window{Finished: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := func() deck.Event {
+		for ev := range f.Events() {
+			if ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore {
+				return ev
+			}
+		}
+		t.Fatalf("the feed ended: %v", f.Err())
+		return deck.Event{}
+	}
+	first := part()
+	h.send(feedMsg{events: []deck.Event{first}})
+	s := h.screen()
+	if !strings.Contains(s, "778 working") || !strings.Contains(s, "50 completed") || !strings.Contains(s, "0 all 828") ||
+		!strings.Contains(s, "loading the open tasks") || h.m.list.visible[0].task.ID != open[len(open)-1].ID {
+		t.Fatalf("after the first part, want the store's counts, the newest open task first and that the rest is loading:\n%s", s)
+	}
+	if n := h.m.list.Len(); n != len(first.Entries) {
+		t.Fatalf("after the first part the table holds %d rows, want its %d", n, len(first.Entries))
+	}
+	h.key("ctrl+a")
+	if len(h.m.marked) != 0 || !strings.Contains(h.screen(), "still loading") {
+		t.Fatalf("mark all while the open tasks load marked %d tasks:\n%s", len(h.m.marked), h.screen())
+	}
+	// The oldest open task, in the last part, is forgotten before that
+	// part is read: its deletion, after the parts, leaves the finished
+	// tasks beyond the window as they were.
+	if err := h.eng.Forget(ctx, open[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	for ev := first; ev.More; {
+		ev = part()
+		h.send(feedMsg{events: []deck.Event{ev}})
+	}
+	if n := h.m.list.Len(); n != len(open)-1+10 {
+		t.Fatalf("after the last part the table holds %d rows, want every open task left and the window's 10 finished: %d", n, len(open)-1+10)
+	}
+	if s := h.screen(); strings.Contains(s, "loading the open tasks") {
+		t.Fatalf("after the last part:\n%s", s)
+	}
+	for ev := range f.Events() {
+		h.send(feedMsg{events: []deck.Event{ev}})
+		if slices.Contains(ev.Deleted, open[0].ID) {
+			break
+		}
+	}
+	if s := h.screen(); !strings.Contains(s, "777 working") || !strings.Contains(s, "50 completed") {
+		t.Fatalf("after the deletion of an open task the parts had not reached, want 777 working and 50 completed:\n%s", s)
+	}
+	h.key("ctrl+a")
+	if len(h.m.marked) != h.m.list.Len() {
+		t.Fatalf("mark all after the last part marked %d tasks, want the %d shown", len(h.m.marked), h.m.list.Len())
 	}
 }
