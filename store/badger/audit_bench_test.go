@@ -1,6 +1,7 @@
 package badger
 
 import (
+	"github.com/taskdeck/taskdeck/internal/cputime"
 	"github.com/taskdeck/taskdeck/store"
 
 	"encoding/json"
@@ -109,12 +110,12 @@ func BenchmarkAuditedCreate(b *testing.B) {
 				for k := range kinds {
 					k = (k + r) % len(kinds) // each goes first in a third of the rounds
 					var err error
-					cpu0 := cpuTime(b)
+					cpu0 := cputime.Used(b)
 					d[k], err = parallel(writers, hi-lo, func(i int) error { return kinds[k](lo + i) })
 					if err != nil {
 						b.Fatal(err)
 					}
-					c[k] = cpuTime(b) - cpu0
+					c[k] = cputime.Used(b) - cpu0
 				}
 				bare += d[0]
 				toPacked = append(toPacked, float64(d[1])/float64(d[0]))

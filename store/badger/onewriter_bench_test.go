@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/cputime"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -72,13 +73,13 @@ func BenchmarkOneWriterCost(b *testing.B) {
 		var d, c [4]time.Duration
 		for j := range kinds {
 			k := (j + r) % len(kinds) // each goes first in a quarter of the rounds
-			start, cpu0 := time.Now(), cpuTime(b)
+			start, cpu0 := time.Now(), cputime.Used(b)
 			for i := r * perRound; i < (r+1)*perRound; i++ {
 				if err := kinds[k](i); err != nil {
 					b.Fatal(err)
 				}
 			}
-			d[k], c[k] = time.Since(start), cpuTime(b)-cpu0
+			d[k], c[k] = time.Since(start), cputime.Used(b)-cpu0
 		}
 		for k := range names {
 			x[k] = append(x[k], float64(d[k])/float64(d[3]))
