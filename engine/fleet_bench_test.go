@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,21 +12,12 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/cputime"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
-
-// processCPU is the CPU time this process (engines and demo server; not
-// PostgreSQL) has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkFleetPolls measures the polls per second that 1, 2 and 3
 // engines on one PostgreSQL database sustain between them, against one
@@ -104,12 +94,12 @@ func BenchmarkFleetPolls(b *testing.B) {
 			// Past each engine's first round over its tasks.
 			warm := d.Stats().Gets + 2*tasks
 			waitfor.Within(b, 30*time.Second, "every task polled twice", func() bool { return d.Stats().Gets >= warm })
-			from, cpu0 := d.Stats().Gets, processCPU(b)
+			from, cpu0 := d.Stats().Gets, cputime.Used(b)
 			start := time.Now()
 			time.Sleep(window) // the window measured, not a wait for a condition
 			took := time.Since(start).Seconds()
 			rate[k] = append(rate[k], float64(d.Stats().Gets-from)/took)
-			cores[k] = append(cores[k], (processCPU(b)-cpu0).Seconds()/took)
+			cores[k] = append(cores[k], (cputime.Used(b)-cpu0).Seconds()/took)
 			for _, e := range es {
 				e.Close()
 			}

@@ -3,12 +3,12 @@ package ui
 import (
 	"fmt"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/internal/cputime"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -115,14 +115,14 @@ func benchAt(b *testing.B, sizes []int, load func(*testing.B, int) (*Model, []*m
 			m, tasks := load(b, n)
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := cpuTime(b)
+			cpu0 := cputime.Used(b)
 			for i := range b.N {
 				op(m, tasks, i)
 				_ = m.View()
 			}
 			// CPU time, GC's included: on a loaded machine the wall time
 			// also counts the waits for a core.
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64((cputime.Used(b)-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 			if n == sizes[0] {
 				perOp.Store(b.Name(), ns)
@@ -131,15 +131,6 @@ func benchAt(b *testing.B, sizes []int, load func(*testing.B, int) (*Model, []*m
 			}
 		})
 	}
-}
-
-// cpuTime is the CPU time the process has used.
-func cpuTime(b testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func parentName(name string) string {

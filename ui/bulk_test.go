@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/taskdeck/taskdeck/deck/decktest"
+	"github.com/taskdeck/taskdeck/internal/cputime"
 	"strings"
 	"sync"
 	"testing"
@@ -105,7 +106,7 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 	if !strings.Contains(s, fmt.Sprintf("Cancel %d tasks on the server?", n)) || !strings.Contains(s, fmt.Sprintf("… and %d more", n-maxTargets)) {
 		t.Fatalf("the question:\n%s", s)
 	}
-	start, cpu0 := time.Now(), cpuTime(t)
+	start, cpu0 := time.Now(), cputime.Used(t)
 	h.key("y")
 	var progress string
 	h.until("the progress line", func(m *Model) bool {
@@ -130,7 +131,7 @@ func TestCancelOf2000ShowsProgressAndFinishes(t *testing.T) {
 		}
 		return m.list.counts[model.StatusCancelled] == n && m.bulk == nil
 	})
-	took, cpu := time.Since(start), cpuTime(t)-cpu0
+	took, cpu := time.Since(start), cputime.Used(t)-cpu0
 	t.Logf("cancel of %d: %v (the last acknowledged at %v), CPU %v (the demo server's included); a progress line: %q", n, took, acked, cpu, strings.TrimSpace(progress))
 	if s := h.screen(); strings.Contains(s, "cancelling…") {
 		t.Fatalf("rows still say cancelling… after the cancel:\n%s", s)

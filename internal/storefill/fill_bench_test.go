@@ -4,10 +4,10 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/cputime"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store/badger"
 )
@@ -40,13 +40,6 @@ func createConcurrently(dir string, recs []*model.Task) error {
 	return nil
 }
 
-// cpuTime is the process's user and system time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
@@ -70,7 +63,7 @@ func BenchmarkFill(b *testing.B) {
 				recs = append(recs, r)
 			}
 			dir := b.TempDir()
-			start, c0 := time.Now(), cpuTime()
+			start, c0 := time.Now(), cputime.Used(b)
 			var err error
 			if i == 0 {
 				err = createConcurrently(dir, recs)
@@ -81,7 +74,7 @@ func BenchmarkFill(b *testing.B) {
 				b.Fatal(err)
 			}
 			wall[i] = append(wall[i], time.Since(start).Seconds())
-			cpu[i] = append(cpu[i], (cpuTime() - c0).Seconds())
+			cpu[i] = append(cpu[i], (cputime.Used(b) - c0).Seconds())
 		}
 	}
 	n := float64(open + finished)

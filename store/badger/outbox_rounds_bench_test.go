@@ -4,11 +4,11 @@ package badger
 
 import (
 	"fmt"
+	"github.com/taskdeck/taskdeck/internal/cputime"
 	"math/rand/v2"
 	"runtime/metrics"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -45,12 +45,8 @@ func BenchmarkOutboxWriteRounds(b *testing.B) {
 	per := make([][]cost, len(names)) // per store, per round
 	allocs := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	sample := func() (time.Time, time.Duration, uint64) {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			b.Fatal(err)
-		}
 		metrics.Read(allocs)
-		return time.Now(), time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), allocs[0].Value.Uint64()
+		return time.Now(), cputime.Used(b), allocs[0].Value.Uint64()
 	}
 	b.ResetTimer()
 	for round := range b.N {
