@@ -3,6 +3,7 @@ package badger
 import (
 	"encoding/json"
 	"log/slog"
+	"math"
 	"testing"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -20,6 +21,14 @@ func MaxVersion(s *Store) uint64 { return s.db.MaxVersion() }
 // PutRaw writes one key behind the store's back, to plant damage.
 func PutRaw(s *Store, key, val string) error {
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(key), []byte(val)) })
+}
+
+// WriteArgsInline makes the stores of this process write every record's
+// arguments inline, as schema 2 did, until the returned func is called.
+func WriteArgsInline() (restore func()) {
+	old := argsApartMin
+	argsApartMin = math.MaxInt
+	return func() { argsApartMin = old }
 }
 
 // Keys lists every key in the store, in order.

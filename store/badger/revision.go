@@ -110,11 +110,12 @@ type revisions struct {
 	changes []store.Change
 }
 
-// put writes t (its JSON, base, marshalled with Revision 0) with its
-// status index entry and its audit entry (entry, see auditEntry) as the
-// next change; prev is the record it replaces (nil for a new one). t must
-// be the caller's private copy: the hook receives it.
-func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task, e entry) error {
+// put writes t (its value, base, marshalled with Revision 0, and the
+// arguments it keeps apart, args: see encodeRecord) with its status index
+// entry and its audit entry (entry, see auditEntry) as the next change;
+// prev is the record it replaces (nil for a new one). t must be the
+// caller's private copy: the hook receives it.
+func (r *revisions) put(txn *badger.Txn, t *model.Task, base, args []byte, prev *model.Task, e entry) error {
 	r.meta.rev++
 	t.Revision = r.meta.rev
 	prevStatus := model.Status("")
@@ -125,6 +126,9 @@ func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model
 		}
 	}
 	if err := putRecord(txn, t, withRevision(base, t.Revision), prevStatus); err != nil {
+		return err
+	}
+	if err := putArgs(txn, t, prev, args); err != nil {
 		return err
 	}
 	if err := txn.Set(revKey(revPrefix, t.Revision), []byte(t.ID)); err != nil {
@@ -207,9 +211,10 @@ func (r *revisions) finish(txn *badger.Txn, from uint64) error {
 	return txn.Set(metaKey, floorValue(r.meta.floor))
 }
 
-// withRevision returns base, a record's JSON marshalled with Revision 0
+// withRevision returns base, a record's value marshalled with Revision 0
 // (so without the field), with revision rev: what json.Marshal gives for
-// it, since Revision is Task's last field. The leader of a group thus
+// it, since Revision is Task's last field (after argsApart, if base starts
+// with it). The leader of a group thus
 // marshals nothing.
 func withRevision(base []byte, rev uint64) []byte {
 	out := make([]byte, 0, len(base)+32)
