@@ -164,3 +164,29 @@ func argsKeys(t *testing.T, s *badger.Store) int {
 	}
 	return n
 }
+
+// TestLoadKeepsArgumentsApart: a store filled by Load stores big
+// arguments as Create does, and reads them back.
+func TestLoadKeepsArgumentsApart(t *testing.T) {
+	var recs []*model.Task
+	for i := range 300 {
+		args, err := json.Marshal(map[string]any{"n": i, "text": strings.Repeat("x", i%3*1500)})
+		must(t, err)
+		rec := model.NewIntent(model.ServerRef{Name: "s"}, "tool", args, "", t0.Add(time.Duration(i)*time.Second))
+		must(t, rec.MoveTo(model.StatusCalling, "", rec.CreatedAt))
+		recs = append(recs, rec)
+	}
+	dir := t.TempDir()
+	n, err := badger.Load(dir, slices.Values(recs))
+	must(t, err)
+	if n != len(recs) {
+		t.Fatalf("Load stored %d records, want %d", n, len(recs))
+	}
+	s := openStore(t, dir)
+	if got := argsKeys(t, s); got != 200 {
+		t.Errorf("%d argument keys for the 200 records with 1.5 KB or more of arguments", got)
+	}
+	for _, rec := range recs[len(recs)-3:] {
+		assertArgs(t, s, rec.ID, rec.Arguments)
+	}
+}
