@@ -59,9 +59,11 @@ var argsApartMin = 1 << 10
 const argsApart = 2
 
 // encodeRecord returns the value that stores t, whose JSON is full, and
-// the arguments to keep under argsKey (nil when they stay inline). The
+// the arguments to write under argsKey: nil when they stay inline, or
+// when prev, the record t replaces, has the same ones there already
+// (prevApart): polls rewrite the record, never its arguments. The
 // arguments are stored as full holds them: json.Marshal compacts them.
-func encodeRecord(t *model.Task, full []byte) (val, args []byte, err error) {
+func encodeRecord(t *model.Task, full []byte, prev *model.Task, prevApart bool) (val, args []byte, err error) {
 	if len(t.Arguments) < argsApartMin {
 		return full, nil, nil
 	}
@@ -73,6 +75,9 @@ func encodeRecord(t *model.Task, full []byte) (val, args []byte, err error) {
 	rest, err := json.Marshal(&c)
 	if err != nil {
 		return nil, nil, err
+	}
+	if prevApart && bytes.Equal(prev.Arguments, args) {
+		args = nil
 	}
 	return append([]byte{argsApart}, rest...), args, nil
 }
@@ -106,26 +111,24 @@ func joinArgs(rest, args []byte) []byte {
 	return append(out, rest[1:]...)
 }
 
-// putArgs writes t's arguments (args, nil when they are inline) under
-// their key, unless prev, the record t replaces, has the same ones there
-// already: polls rewrite the record, never its arguments. Arguments that
-// go inline again are deleted from there.
-func putArgs(txn *badger.Txn, t, prev *model.Task, args []byte) error {
-	if args == nil {
-		if prev != nil && len(prev.Arguments) >= argsApartMin {
-			return txn.Delete(argsKey(t.ID))
-		}
-		return nil
+// putArgs writes args (encodeRecord's) under id's key, or deletes the
+// arguments kept there (prevApart) once val, the record's new value,
+// holds them inline.
+func putArgs(txn *badger.Txn, id string, val, args []byte, prevApart bool) error {
+	switch {
+	case args != nil:
+		return txn.Set(argsKey(id), args)
+	case prevApart && val[0] != argsApart:
+		return txn.Delete(argsKey(id))
 	}
-	if prev != nil && bytes.Equal(prev.Arguments, args) {
-		// prev's value may hold them inline (schema 2): then the key is
-		// missing and written now.
-		switch _, err := txn.Get(argsKey(t.ID)); {
-		case err == nil:
-			return nil
-		case !errors.Is(err, badger.ErrKeyNotFound):
-			return err
-		}
+	return nil
+}
+
+// hasArgs tells whether record id keeps its arguments apart.
+func hasArgs(txn *badger.Txn, id string) (bool, error) {
+	_, err := txn.Get(argsKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
 	}
-	return txn.Set(argsKey(t.ID), args)
+	return err == nil, err
 }

@@ -46,7 +46,7 @@ func (s *Store) Create(rec *model.Task) error {
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
-	base, args, err := encodeRecord(stored, val)
+	base, args, err := encodeRecord(stored, val, nil, false)
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
@@ -77,7 +77,10 @@ func (s *Store) Create(rec *model.Task) error {
 				return err
 			}
 		}
-		if err := rv.put(txn, stored, base, args, nil, entry); err != nil {
+		if err := rv.put(txn, stored, base, nil, entry); err != nil {
+			return err
+		}
+		if err := putArgs(txn, rec.ID, base, args, false); err != nil {
 			return err
 		}
 		return rv.outbox(txn, ev, evVal)
@@ -119,9 +122,15 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 	for {
 		var cur *model.Task
 		var version uint64
+		var apart bool
 		err := s.view(func(txn *badger.Txn) error {
 			var err error
-			cur, version, err = getRecord(txn, id)
+			if cur, version, err = getRecord(txn, id); err != nil {
+				return err
+			}
+			// The version check below covers the arguments' key: it
+			// changes only with the record.
+			apart, err = hasArgs(txn, id)
 			return err
 		})
 		if err != nil {
@@ -140,7 +149,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
-		base, args, err := encodeRecord(stored, val)
+		base, args, err := encodeRecord(stored, val, cur, apart)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
@@ -165,7 +174,10 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 					return err
 				}
 			}
-			if err := rv.put(txn, stored, base, args, cur, entry); err != nil {
+			if err := rv.put(txn, stored, base, cur, entry); err != nil {
+				return err
+			}
+			if err := putArgs(txn, id, base, args, apart); err != nil {
 				return err
 			}
 			return rv.outbox(txn, ev, evVal)

@@ -110,12 +110,12 @@ type revisions struct {
 	changes []store.Change
 }
 
-// put writes t (its value, base, marshalled with Revision 0, and the
-// arguments it keeps apart, args: see encodeRecord) with its status index
-// entry and its audit entry (entry, see auditEntry) as the next change;
-// prev is the record it replaces (nil for a new one). t must be the
-// caller's private copy: the hook receives it.
-func (r *revisions) put(txn *badger.Txn, t *model.Task, base, args []byte, prev *model.Task, e entry) error {
+// put writes t (its value, base, marshalled with Revision 0: see
+// encodeRecord) with its status index entry and its audit entry (entry,
+// see auditEntry) as the next change; prev is the record it replaces (nil
+// for a new one). t must be the caller's private copy: the hook receives
+// it.
+func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task, e entry) error {
 	r.meta.rev++
 	t.Revision = r.meta.rev
 	prevStatus := model.Status("")
@@ -126,9 +126,6 @@ func (r *revisions) put(txn *badger.Txn, t *model.Task, base, args []byte, prev 
 		}
 	}
 	if err := putRecord(txn, t, withRevision(base, t.Revision), prevStatus); err != nil {
-		return err
-	}
-	if err := putArgs(txn, t, prev, args); err != nil {
 		return err
 	}
 	if err := txn.Set(revKey(revPrefix, t.Revision), []byte(t.ID)); err != nil {
