@@ -19,8 +19,13 @@ import (
 func TestArgumentsAreWrittenOnce(t *testing.T) {
 	s := newStore(t)
 	rec := largeRecord(t, s, 100<<10)
+	created, err := badger.KeyVersion(s, "A\x00"+rec.ID)
+	must(t, err)
 	for i := range 20 {
 		progress(t, s, rec.ID, i)
+	}
+	if v, err := badger.KeyVersion(s, "A\x00"+rec.ID); err != nil || v != created {
+		t.Errorf("the arguments' key was written at version %d, then again at %d (%v): polls rewrite them", created, v, err)
 	}
 	v, err := badger.Raw(s, "s\x00working\x00"+rec.ID)
 	must(t, err)

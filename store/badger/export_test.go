@@ -70,6 +70,19 @@ func Raw(s *Store, key string) (string, error) {
 	return string(v), err
 }
 
+// KeyVersion is the commit timestamp of key's last write.
+func KeyVersion(s *Store, key string) (uint64, error) {
+	var v uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err == nil {
+			v = item.Version()
+		}
+		return err
+	})
+	return v, err
+}
+
 // OnCompact makes s call fn before each step of a reclaim's compaction.
 func OnCompact(s *Store, fn func(step string)) { s.onCompact = fn }
 

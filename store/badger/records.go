@@ -128,9 +128,11 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 			if cur, version, err = getRecord(txn, id); err != nil {
 				return err
 			}
-			// The version check below covers the arguments' key: it
-			// changes only with the record.
-			apart, err = hasArgs(txn, id)
+			// Only arguments this big are kept apart. The version check
+			// below covers their key: it changes only with the record.
+			if len(cur.Arguments) >= argsApartMin {
+				apart, err = hasArgs(txn, id)
+			}
 			return err
 		})
 		if err != nil {
