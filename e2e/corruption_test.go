@@ -51,7 +51,13 @@ func damageBase(t *testing.T) string {
 				t.Fatal(err)
 			}
 		}
-		args, _ := json.Marshal(map[string]any{"n": i, "text": strings.Repeat("arg", i%7)})
+		// Every fifth record's arguments are big enough to be kept under
+		// a key of their own: damage there must be found too.
+		text := strings.Repeat("arg", i%7)
+		if i%5 == 0 {
+			text = strings.Repeat("big arguments ", 100)
+		}
+		args, _ := json.Marshal(map[string]any{"n": i, "text": text})
 		rec := model.NewIntent(model.ServerRef{Name: "demo", URL: "http://127.0.0.1:9/mcp"}, "sleep", args, fmt.Sprintf("key-%d", i), now)
 		rec.TaskID = fmt.Sprintf("srv-task-%03d", i)
 		st := model.AllStatuses[i%len(model.AllStatuses)]

@@ -3,6 +3,7 @@ package badger
 import (
 	"encoding/json"
 	"log/slog"
+	"math"
 	"testing"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -20,6 +21,14 @@ func MaxVersion(s *Store) uint64 { return s.db.MaxVersion() }
 // PutRaw writes one key behind the store's back, to plant damage.
 func PutRaw(s *Store, key, val string) error {
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(key), []byte(val)) })
+}
+
+// WriteArgsInline makes the stores of this process write every record's
+// arguments inline, as schema 2 did, until the returned func is called.
+func WriteArgsInline() (restore func()) {
+	old := argsApartMin
+	argsApartMin = math.MaxInt
+	return func() { argsApartMin = old }
 }
 
 // Keys lists every key in the store, in order.
@@ -59,6 +68,19 @@ func Raw(s *Store, key string) (string, error) {
 		return err
 	})
 	return string(v), err
+}
+
+// KeyVersion is the commit timestamp of key's last write.
+func KeyVersion(s *Store, key string) (uint64, error) {
+	var v uint64
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err == nil {
+			v = item.Version()
+		}
+		return err
+	})
+	return v, err
 }
 
 // OnCompact makes s call fn before each step of a reclaim's compaction.

@@ -10,10 +10,13 @@ import (
 // Key layout. Every prefix ends in a zero byte so that one prefix can
 // never match the start of another ("s\x00work" vs "s\x00working").
 //
-//	t\x00<id>               JSON of model.Task (the record) once it is
-//	                        terminal; while it is open, openRef(status)
-//	s\x00<status>\x00<id>   the record's JSON while it is open, else
+//	t\x00<id>               the record (a record value, codec.go) once
+//	                        it is terminal; while it is open,
+//	                        openRef(status)
+//	s\x00<status>\x00<id>   the record value while it is open, else
 //	                        statusMark         (status index)
+//	A\x00<id>               the record's arguments when its value keeps
+//	                        them apart (codec.go); written at create
 //	k\x00<key>              id                 (idempotency index)
 //	v\x00                   schemaVersion
 //	c\x00                   set by a prune: compact at the next open
@@ -35,6 +38,7 @@ var (
 	tombPrefix   = []byte("d\x00")
 	metaKey      = []byte("n\x00")
 	countsKey    = []byte("m\x00")
+	argsPrefix   = []byte("A\x00")
 )
 
 // statusMark is a terminal record's index value. One byte can never be a
@@ -54,8 +58,9 @@ func parseOpenRef(v []byte) (model.Status, bool) {
 
 // schemaVersion is bumped when the layout or the record encoding changes
 // in a way older code must not read. Version 1 kept every record under
-// its record key; this code reads it as it is (see checkSchema).
-const schemaVersion = "2"
+// its record key; version 2 kept every record's arguments in its value.
+// This code reads both as they are (see checkSchema).
+const schemaVersion = "3"
 
 func recordKey(id string) []byte { return append(bytes.Clone(recordPrefix), id...) }
 
@@ -65,6 +70,8 @@ func statusPrefix(st model.Status) []byte {
 }
 
 func statusKey(st model.Status, id string) []byte { return append(statusPrefix(st), id...) }
+
+func argsKey(id string) []byte { return append(bytes.Clone(argsPrefix), id...) }
 
 func idemKey(key string) []byte { return append(bytes.Clone(keyPrefix), key...) }
 

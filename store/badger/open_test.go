@@ -374,7 +374,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 }
 
 // A store written by the version 1 layout opens, reads its records and
-// is marked version 2.
+// is marked version 3.
 func TestVersion1StoreOpens(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir)
@@ -385,7 +385,7 @@ func TestVersion1StoreOpens(t *testing.T) {
 	if got, err := s.Get(rec.ID); err != nil || got.Status != model.StatusCompleted {
 		t.Fatalf("Get after opening a version 1 store = %+v, %v", got, err)
 	}
-	if v, err := badger.Raw(s, "v\x00"); err != nil || v != "2" {
+	if v, err := badger.Raw(s, "v\x00"); err != nil || v != "3" {
 		t.Fatalf("schema version after opening a version 1 store: %q, %v", v, err)
 	}
 }

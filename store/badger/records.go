@@ -19,10 +19,11 @@ import (
 
 // pruneChunk bounds one prune txn, which Badger limits to 15% of the
 // memtable and as many entries as 96-byte skiplist nodes fit there (1,638
-// at 1 MiB, options.go). Each record costs three or four deletes, its
-// revision entry, tombstone and audit entry (about 250 bytes), and the
-// oldest tombstone it drops: about 8 entries and 450 bytes, so 100 records
-// take half of either bound.
+// at 1 MiB, options.go). Each record costs three to five deletes (its
+// key, index entry, idempotency key, arguments kept apart), its revision
+// entry, tombstone and audit entry (about 250 bytes), and the oldest
+// tombstone it drops: at most 9 entries and 450 bytes, so 100 records take
+// at most 55% of either bound.
 const pruneChunk = 100
 
 // errStale tells Update that the record changed between its read and its
@@ -45,12 +46,16 @@ func (s *Store) Create(rec *model.Task) error {
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
+	base, args, err := encodeRecord(stored, val, nil, false)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", rec.ID, err)
+	}
 	entry := s.auditEntry(nil, stored, val)
 	ev, evVal, err := s.eventFor(nil, stored)
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
-	err = s.commitRecord(rec.ID, val, func(txn *badger.Txn, rv *revisions) error {
+	err = s.commitRecord(rec.ID, longer(base, args), func(txn *badger.Txn, rv *revisions) error {
 		switch _, err := txn.Get(recordKey(rec.ID)); {
 		case err == nil:
 			return fmt.Errorf("task %s already exists", rec.ID)
@@ -72,7 +77,10 @@ func (s *Store) Create(rec *model.Task) error {
 				return err
 			}
 		}
-		if err := rv.put(txn, stored, val, nil, entry); err != nil {
+		if err := rv.put(txn, stored, base, nil, entry); err != nil {
+			return err
+		}
+		if err := putArgs(txn, rec.ID, base, args, false); err != nil {
 			return err
 		}
 		return rv.outbox(txn, ev, evVal)
@@ -114,9 +122,17 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 	for {
 		var cur *model.Task
 		var version uint64
+		var apart bool
 		err := s.view(func(txn *badger.Txn) error {
 			var err error
-			cur, version, err = getRecord(txn, id)
+			if cur, version, err = getRecord(txn, id); err != nil {
+				return err
+			}
+			// Only arguments this big are kept apart. The version check
+			// below covers their key: it changes only with the record.
+			if len(cur.Arguments) >= argsApartMin {
+				apart, err = hasArgs(txn, id)
+			}
 			return err
 		})
 		if err != nil {
@@ -135,12 +151,16 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
+		base, args, err := encodeRecord(stored, val, cur, apart)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", id, err)
+		}
 		entry := s.auditEntry(cur, stored, val)
 		ev, evVal, err := s.eventFor(cur, stored)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
-		err = s.commitRecord(id, val, func(txn *badger.Txn, rv *revisions) error {
+		err = s.commitRecord(id, longer(base, args), func(txn *badger.Txn, rv *revisions) error {
 			item, err := txn.Get(recordKey(id))
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				return fmt.Errorf("task %s: %w", id, store.ErrNotFound)
@@ -156,7 +176,10 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 					return err
 				}
 			}
-			if err := rv.put(txn, stored, val, cur, entry); err != nil {
+			if err := rv.put(txn, stored, base, cur, entry); err != nil {
+				return err
+			}
+			if err := putArgs(txn, id, base, args, apart); err != nil {
 				return err
 			}
 			return rv.outbox(txn, ev, evVal)
@@ -238,16 +261,16 @@ func byStatus(txn *badger.Txn, st ...model.Status) ([]*model.Task, error) {
 }
 
 // indexedValue copies into buf the record JSON for a status index entry:
-// the entry itself when it holds the record (open tasks), else the
-// record's own value (terminal records, and open ones in the version 1
-// layout).
+// from the entry itself when it holds the record (open tasks), else from
+// the record's own value (terminal records, and open ones in the version
+// 1 layout).
 func indexedValue(txn *badger.Txn, entry *badger.Item, id string, buf *arena) ([]byte, error) {
 	var v []byte
 	err := entry.Value(func(val []byte) error {
-		if !bytes.Equal(val, statusMark) {
-			v = buf.copy(val)
+		if bytes.Equal(val, statusMark) {
+			return nil
 		}
-		return nil
+		return withRecordValue(txn, id, val, func(full []byte) error { v = buf.copy(full); return nil })
 	})
 	if err != nil || v != nil {
 		return v, err
@@ -565,7 +588,7 @@ func withRecordJSON(txn *badger.Txn, item *badger.Item, id string, fn func([]byt
 		if st, isRef = parseOpenRef(v); isRef {
 			return nil
 		}
-		return fn(v)
+		return withRecordValue(txn, id, v, fn)
 	})
 	if err != nil || !isRef {
 		return err
@@ -577,7 +600,7 @@ func withRecordJSON(txn *badger.Txn, item *badger.Item, id string, fn func([]byt
 	if err != nil {
 		return err
 	}
-	return entry.Value(fn)
+	return entry.Value(func(v []byte) error { return withRecordValue(txn, id, v, fn) })
 }
 
 func byKey(txn *badger.Txn, key string) (*model.Task, error) {
@@ -604,7 +627,8 @@ func byKey(txn *badger.Txn, key string) (*model.Task, error) {
 // entry, so that start-up lists the open tasks from one contiguous key
 // range, and its record key holds openRef, rewritten on every change
 // because Update's version check reads it. A terminal record lives under
-// its record key and its entry holds statusMark.
+// its record key and its entry holds statusMark. val is the record's
+// value (codec.go).
 func putRecord(txn *badger.Txn, t *model.Task, val []byte, prev model.Status) error {
 	if prev != "" && prev != t.Status {
 		if err := txn.Delete(statusKey(prev, t.ID)); err != nil {
@@ -638,7 +662,8 @@ func indexIDs(txn *badger.Txn, st model.Status) []string {
 	return ids
 }
 
-// deleteRecord removes a record and its index keys.
+// deleteRecord removes a record, its arguments kept apart and its index
+// keys.
 func deleteRecord(txn *badger.Txn, t *model.Task) error {
 	if err := txn.Delete(recordKey(t.ID)); err != nil {
 		return err
@@ -646,10 +671,24 @@ func deleteRecord(txn *badger.Txn, t *model.Task) error {
 	if err := txn.Delete(statusKey(t.Status, t.ID)); err != nil {
 		return err
 	}
+	if len(t.Arguments) >= argsApartMin {
+		if err := txn.Delete(argsKey(t.ID)); err != nil {
+			return err
+		}
+	}
 	if t.IdempotencyKey == "" {
 		return nil
 	}
 	return txn.Delete(idemKey(t.IdempotencyKey))
+}
+
+// longer is the longer of a and b: the value whose size decides whether
+// a commit writes to the value log.
+func longer(a, b []byte) []byte {
+	if len(b) > len(a) {
+		return b
+	}
+	return a
 }
 
 func dedupe(st []model.Status) []model.Status {

@@ -110,10 +110,11 @@ type revisions struct {
 	changes []store.Change
 }
 
-// put writes t (its JSON, base, marshalled with Revision 0) with its
-// status index entry and its audit entry (entry, see auditEntry) as the
-// next change; prev is the record it replaces (nil for a new one). t must
-// be the caller's private copy: the hook receives it.
+// put writes t (its value, base, marshalled with Revision 0: see
+// encodeRecord) with its status index entry and its audit entry (entry,
+// see auditEntry) as the next change; prev is the record it replaces (nil
+// for a new one). t must be the caller's private copy: the hook receives
+// it.
 func (r *revisions) put(txn *badger.Txn, t *model.Task, base []byte, prev *model.Task, e entry) error {
 	r.meta.rev++
 	t.Revision = r.meta.rev
@@ -207,9 +208,10 @@ func (r *revisions) finish(txn *badger.Txn, from uint64) error {
 	return txn.Set(metaKey, floorValue(r.meta.floor))
 }
 
-// withRevision returns base, a record's JSON marshalled with Revision 0
+// withRevision returns base, a record's value marshalled with Revision 0
 // (so without the field), with revision rev: what json.Marshal gives for
-// it, since Revision is Task's last field. The leader of a group thus
+// it, since Revision is Task's last field (after argsApart, if base starts
+// with it). The leader of a group thus
 // marshals nothing.
 func withRevision(base []byte, rev uint64) []byte {
 	out := make([]byte, 0, len(base)+32)

@@ -353,9 +353,10 @@ func (s *Store) checkSchema(floorFound bool) error {
 	case found == schemaVersion && floorFound:
 		return nil
 	case found == schemaVersion:
-	case found == "1":
-		// Version 1 kept open records under their record keys; reads
-		// follow either layout, and every write uses the new one.
+	case found == "1", found == "2":
+		// Version 1 kept open records under their record keys, version 2
+		// every record's arguments inline; reads follow each layout, and
+		// every write uses the new one.
 	case found != "":
 		return fmt.Errorf("store %s has schema version %q, this taskdeck reads %q; use a newer taskdeck or another --data-dir", s.dir, found, schemaVersion)
 	}

@@ -25,10 +25,12 @@ import (
 // helperGCEnv names the store dir of TestHelperRewritesLargeRecords.
 const helperGCEnv = "TASKDECK_STORE_HELPER_GC_DIR"
 
-// The helper's records of 200 KB, which live in the value log: the first
-// gcRewritten it rewrites every round, the others it never rewrites, so
-// that a value-log GC has their values to move out of a file of garbage.
-// gcArgs is record i's arguments, the same in every process.
+// The helper's records, each with 200 KB of arguments, which live in the
+// value log under a key of their own, written once: the first gcRewritten
+// also hold a 200 KB pending answer, so that every round's rewrite of them
+// goes to the value log too, and a value-log GC has the arguments to move
+// out of a file of garbage. gcArgs is record i's arguments (and, past
+// gcRecords, an answer), the same in every process.
 const gcRecords, gcRewritten = 6, 4
 
 func gcArgs(i int) json.RawMessage {
@@ -42,7 +44,7 @@ func gcArgs(i int) json.RawMessage {
 }
 
 // TestValueLogGCSurvivesKills: a child rewrites four records of 200 KB,
-// which live in the value log beside two it never rewrites, until the
+// which live in the value log beside the arguments of six, until the
 // store reclaims the value log; the child is
 // SIGKILLed (by its pid) as the reclaim flattens the tree or as it starts
 // a value-log GC, which moves the live values to a new file and deletes the
@@ -71,6 +73,9 @@ func TestValueLogGCSurvivesKills(t *testing.T) {
 			}
 			if i >= gcRewritten {
 				continue
+			}
+			if a := rec.PendingAnswers["form"]; string(a) != string(gcArgs(gcRecords+i)) {
+				t.Fatalf("kill %d (at %s): record %s: pending answer changed (%d bytes)", kill, step, rec.ID, len(a))
 			}
 			var gotPID, round int
 			if _, err := fmt.Sscanf(rec.StatusMessage, "child %d round %d", &gotPID, &round); err != nil || gotPID != pid || round < rounds-1 {
@@ -146,6 +151,9 @@ func TestHelperRewritesLargeRecords(t *testing.T) {
 		rec := model.NewIntent(model.ServerRef{Name: "s"}, "tool", gcArgs(i), strconv.Itoa(i), t0)
 		rec.TaskID = "srv-" + rec.ID
 		must(t, rec.MoveTo(model.StatusWorking, "", t0))
+		if i < gcRewritten {
+			rec.PendingAnswers = map[string]json.RawMessage{"form": gcArgs(gcRecords + i)}
+		}
 		must(t, s.Create(rec))
 		recs = append(recs, rec)
 	}
