@@ -66,6 +66,7 @@ func TestWebhooksSurviveAStormOfKills(t *testing.T) {
 		{"approve", "--args", `{"action":"deploy"}`},
 	}
 	const rounds = 5
+	launched := 0 // calls that exited 0; one the kill cut off may have made no task
 	for round := range rounds {
 		var procs []*proc
 		for i := range 6 {
@@ -77,6 +78,9 @@ func TestWebhooksSurviveAStormOfKills(t *testing.T) {
 		<-owner.done
 		for _, p := range procs {
 			<-p.done
+			if p.Code == exitOK {
+				launched++
+			}
 		}
 		owner = d.serve()
 	}
@@ -84,9 +88,9 @@ func TestWebhooksSurviveAStormOfKills(t *testing.T) {
 	// The last round's sleeps may still be working when serve is back:
 	// wait until every task is in a status that makes an event.
 	var want map[string]bool
-	clitest.WaitFor(t, fmt.Sprintf("each of the %d calls' tasks to reach a status that makes an event", rounds*6), func() bool {
+	clitest.WaitFor(t, fmt.Sprintf("every task (at least the %d launched) to reach a status that makes an event", launched), func() bool {
 		want = expectedEvents(t, d)
-		return len(want) >= rounds*6
+		return len(want) >= launched && len(want) == len(d.ls())
 	})
 	var log nodetest.ReceiverLog
 	missing := func() []string {

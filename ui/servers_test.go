@@ -64,10 +64,12 @@ func TestServersAtAGlance(t *testing.T) {
 		other := hostile.Start(t, demo.Options{Speed: 0.05, PollInterval: 20 * time.Millisecond})
 		u, _ := url.Parse(other.URL)
 		adHocHost = u.Host
-		h.call("sleep", `{"seconds":600}`)
-		viaURL = h.callOn(model.ServerRef{URL: h.cfg.Servers["demo"].URL}, "sleep", `{"seconds":600}`)
-		onFlaky = h.callOn(model.ServerRef{Name: "flaky"}, "sleep", `{"seconds":600}`)
-		adHoc = h.callOn(model.ServerRef{URL: other.URL}, "sleep", `{"seconds":600}`)
+		// 3,600 demo seconds are 3 minutes at the demo's speed: the tasks
+		// stay open through the test on a loaded machine.
+		h.call("sleep", `{"seconds":3600}`)
+		viaURL = h.callOn(model.ServerRef{URL: h.cfg.Servers["demo"].URL}, "sleep", `{"seconds":3600}`)
+		onFlaky = h.callOn(model.ServerRef{Name: "flaky"}, "sleep", `{"seconds":3600}`)
+		adHoc = h.callOn(model.ServerRef{URL: other.URL}, "sleep", `{"seconds":3600}`)
 	})
 	h.send(tea.WindowSizeMsg{Width: 200, Height: 30}) // room for every server in the header
 	h.until("every server is healthy", func(m *Model) bool {
