@@ -67,17 +67,21 @@ func encodeRecord(t *model.Task, full []byte, prev *model.Task, prevApart bool) 
 	if len(t.Arguments) < argsApartMin {
 		return full, nil, nil
 	}
-	if args, err = json.Marshal(t.Arguments); err != nil {
-		return nil, nil, err
+	// A poll leaves the arguments as read, the stored bytes: compare
+	// before compacting them again.
+	if !prevApart || !bytes.Equal(prev.Arguments, t.Arguments) {
+		if args, err = json.Marshal(t.Arguments); err != nil {
+			return nil, nil, err
+		}
+		if prevApart && bytes.Equal(prev.Arguments, args) {
+			args = nil
+		}
 	}
 	c := *t
 	c.Arguments = nil
 	rest, err := json.Marshal(&c)
 	if err != nil {
 		return nil, nil, err
-	}
-	if prevApart && bytes.Equal(prev.Arguments, args) {
-		args = nil
 	}
 	return append([]byte{argsApart}, rest...), args, nil
 }
