@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 )
 
@@ -43,7 +44,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		if err != nil {
 			t.Errorf("ServeStdio after Close: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitfor.Scale(5 * time.Second)):
 		t.Fatal("ServeStdio did not end on Close")
 	}
 	inW.Close()

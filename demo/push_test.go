@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // A listen stream read by hand: every JSON-RPC message it carries, in
@@ -96,7 +98,7 @@ func (s *stream) next() map[string]any {
 			s.t.Fatal("the stream ended")
 		}
 		return m
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitfor.Scale(10 * time.Second)):
 		s.t.Fatal("no message on the stream")
 	}
 	return nil
@@ -119,7 +121,7 @@ func (s *stream) ended() {
 		if ok {
 			s.t.Fatalf("want the end of the stream, got %s", js(m))
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitfor.Scale(10 * time.Second)):
 		s.t.Fatal("the stream did not end")
 	}
 }
@@ -505,7 +507,7 @@ func TestPushDropsAStalledSubscriber(t *testing.T) {
 		return len(e.srv.tasks.subs) == 0
 	}
 	until(t, "the subscription", func() bool { return !dropped() })
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitfor.Scale(10 * time.Second))
 	for i := 0; i < steps-1 && !dropped(); {
 		if e.srv.Step(id) == nil {
 			i++
@@ -525,7 +527,7 @@ func TestPushDropsAStalledSubscriber(t *testing.T) {
 		select {
 		case l := <-rt.lines:
 			got = append(got, decode(t, l))
-		case <-time.After(10 * time.Second):
+		case <-time.After(waitfor.Scale(10 * time.Second)):
 			t.Fatalf("after %d messages: nothing more", len(got))
 		}
 	}

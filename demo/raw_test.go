@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // A raw JSON-RPC client, written by hand so that the tests check the
@@ -147,7 +149,7 @@ func (c *client) get(id string) map[string]any {
 // every snapshot.
 func (c *client) waitFor(id string, seen func(map[string]any), want ...string) map[string]any {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitfor.Scale(10 * time.Second))
 	for time.Now().Before(deadline) {
 		res := c.get(id)
 		if seen != nil {
@@ -269,7 +271,7 @@ func (s *stdioRT) reply(t *testing.T) response {
 			t.Fatal("stdio server ended")
 		}
 		return parseReply(line)
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitfor.Scale(10 * time.Second)):
 		t.Fatal("no reply on stdio")
 	}
 	return response{}
@@ -337,7 +339,7 @@ func (e *env) stdio(t *testing.T) *stdioRT {
 // settleGoroutines waits for the goroutine count to drop to at most n.
 func settleGoroutines(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitfor.Scale(5 * time.Second))
 	for runtime.NumGoroutine() > n {
 		if time.Now().After(deadline) {
 			buf := make([]byte, 1<<20)

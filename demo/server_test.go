@@ -180,7 +180,7 @@ func TestApproveAsksAgainOnInvalidAnswer(t *testing.T) {
 			}
 		}
 	}, "input_required")
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(waitfor.Scale(5 * time.Second))
 	for key2 == key && time.Now().Before(deadline) { // the ack is eventually consistent
 		key2, req2 = approveInput(t, c, id)
 	}
@@ -225,7 +225,9 @@ func TestFail(t *testing.T) {
 }
 
 func TestPipelineChangesPollInterval(t *testing.T) {
-	e := newEnv(t, Options{PollInterval: 700 * time.Millisecond})
+	// Stages as long as the machine is slow: a poller that misses a stage
+	// sees fewer intervals.
+	e := newEnv(t, Options{PollInterval: 700 * time.Millisecond, Speed: waitfor.Slowdown})
 	c := e.client(t, true)
 	id := c.startTask("pipeline", map[string]any{"stages": 3})
 	polls, stages := map[float64]bool{}, map[string]bool{}
@@ -386,12 +388,14 @@ func TestMcpNameMustMatchTaskID(t *testing.T) {
 }
 
 func TestTTLExpiry(t *testing.T) {
-	e := newEnv(t, Options{TTL: 300 * time.Millisecond})
+	// Long enough for the first reads below on a busy machine.
+	ttl := waitfor.Scale(time.Second)
+	e := newEnv(t, Options{TTL: ttl})
 	c := e.client(t, true)
 	done := c.startTask("sleep", map[string]any{"seconds": 0})
 	running := c.startTask("sleep", map[string]any{"seconds": 1000})
-	if ttl := c.get(running)["ttlMs"]; ttl != 300.0 {
-		t.Fatalf("ttlMs %v", ttl)
+	if got := c.get(running)["ttlMs"]; got != float64(ttl.Milliseconds()) {
+		t.Fatalf("ttlMs %v, want %d", got, ttl.Milliseconds())
 	}
 	c.waitFor(done, nil, "completed")
 	// The later of the two expires last; the earlier must be gone by then.

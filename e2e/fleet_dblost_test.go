@@ -9,6 +9,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // These tests stop the package's PostgreSQL: none of them, and no test
@@ -63,7 +64,7 @@ func TestDBLostWatchAndCall(t *testing.T) {
 	})
 	select {
 	case <-watch.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(waitfor.Scale(30 * time.Second)):
 		t.Fatalf("watch did not follow the tasks to their end after the database came back:\n%s", watch.Stdout)
 	}
 	if watch.Code != 0 {
@@ -102,7 +103,7 @@ func TestDBLostDashboard(t *testing.T) {
 			tm := d.dashboard(size[0], size[1])
 			tm.waitText("sleep")
 			pgtest.Stop(t)
-			s := tm.waitScreenFor(15*time.Second, "the header's word that the database is unreachable", func(s string) bool {
+			s := tm.waitScreenFor(waitfor.Scale(15*time.Second), "the header's word that the database is unreachable", func(s string) bool {
 				return strings.Contains(strings.Split(s, "\n")[0], "database unreachable since")
 			})
 			head := strings.Split(s, "\n")[0]
@@ -111,7 +112,7 @@ func TestDBLostDashboard(t *testing.T) {
 			}
 			t.Logf("the header while the database is down: %s", strings.TrimSpace(head))
 			pgtest.Start(t)
-			s = tm.waitScreenFor(20*time.Second, "the header's line to go once the database is back", func(s string) bool {
+			s = tm.waitScreenFor(waitfor.Scale(20*time.Second), "the header's line to go once the database is back", func(s string) bool {
 				return !strings.Contains(s, "database unreachable")
 			})
 			if !strings.Contains(s, "sleep") {

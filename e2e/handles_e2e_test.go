@@ -8,6 +8,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // TestRefusedCallFreesItsKey: the README's promise, from the command line.
@@ -48,7 +49,7 @@ func TestWatchTimeout(t *testing.T) {
 	id := clitest.OnlyID(t, d.run("call", "--url", srv.url, "sleep", "--args", `{"seconds":600}`).Must(t, 0))
 	start := time.Now()
 	w := d.run("watch", "--timeout", "1s").Must(t, 7)
-	if took := time.Since(start); took > 10*time.Second {
+	if took := time.Since(start); took > waitfor.Scale(10*time.Second) {
 		t.Fatalf("watch --timeout 1s took %s", took)
 	}
 	last := strings.Split(strings.TrimRight(w.Stderr, "\n"), "\n")

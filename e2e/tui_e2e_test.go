@@ -632,7 +632,7 @@ func TestTUIDemo(t *testing.T) {
 	tm := startTerm(t, 100, 30, env, "demo", "--speed", "0.2")
 	want := []string{"working", "input_required", "completed", "failed", "cancelled"}
 	seen := map[string]bool{}
-	s := tm.waitScreenFor(30*time.Second, fmt.Sprintf("every status of %q in the table", want), func(s string) bool {
+	s := tm.waitScreenFor(waitfor.Scale(30*time.Second), fmt.Sprintf("every status of %q in the table", want), func(s string) bool {
 		for _, r := range tableRows(s) {
 			seen[r.status] = true
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store/postgres"
 )
@@ -33,7 +34,7 @@ func TestTUIFleetShowsWatcher(t *testing.T) {
 	}
 	d.call("sleep", `{"seconds":3000}`)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(20*time.Second))
 	defer cancel()
 	st, err := postgres.Open(ctx, db, nil)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -241,8 +242,8 @@ func TestContinueWhoseTaskIsBornWaiting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Continue of a call whose task is born input_required did not return within 10 s")
+	case <-time.After(waitfor.Scale(10 * time.Second)):
+		t.Fatal("Continue of a call whose task is born input_required did not return within 10 s (scaled)")
 	}
 	if gets(srv) == 0 {
 		t.Fatal("the born-waiting handle's payload was not fetched")

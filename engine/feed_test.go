@@ -9,6 +9,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // A watcher that does not read is cut off, never waited for: the engine
@@ -66,7 +67,7 @@ func TestCloseEndsEveryFeed(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(2 * time.Second):
+	case <-time.After(waitfor.Scale(2 * time.Second)):
 		t.Fatal("the feed did not end at Close")
 	}
 	if deck.KindOf(f.Err()) != deck.KindOwnerGone {

@@ -10,6 +10,7 @@ import (
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/postgres"
 )
@@ -31,7 +32,7 @@ func TestFleetOneLostRequestDoesNotStopPolling(t *testing.T) {
 	waitFor(t, 10*time.Second, "the task polled", func() bool { return len(polls.Of(res.Task.TaskID)) > 0 })
 	// A connection error of the store's own, as a request on a pooled
 	// connection that died gives.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(2*time.Second))
 	defer cancel()
 	_, lostErr := postgres.Open(ctx, "postgres://u:secret@127.0.0.1:1/x?connect_timeout=1", slog.Default())
 	if !store.Unreachable(lostErr) {

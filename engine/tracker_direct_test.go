@@ -155,7 +155,7 @@ func TestPollOverHTTP(t *testing.T) {
 			// The demo's approve asks from a goroutine of its own: the
 			// first poll may still find the task working.
 			res := e.poll(t, rec.ID)
-			for deadline := time.Now().Add(5 * time.Second); res.Task.Status == model.StatusWorking && time.Now().Before(deadline); {
+			for deadline := time.Now().Add(waitfor.Scale(5 * time.Second)); res.Task.Status == model.StatusWorking && time.Now().Before(deadline); {
 				time.Sleep(10 * time.Millisecond)
 				res = e.poll(t, rec.ID)
 			}

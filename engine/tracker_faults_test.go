@@ -238,7 +238,7 @@ func (e *faultEnv) close() {
 // settleGoroutines waits for the goroutine count to come back to base.
 func settleGoroutines(base int) int {
 	n := runtime.NumGoroutine()
-	for deadline := time.Now().Add(5 * time.Second); n > base && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+	for deadline := time.Now().Add(waitfor.Scale(5 * time.Second)); n > base && time.Now().Before(deadline); n = runtime.NumGoroutine() {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return n

@@ -270,7 +270,7 @@ func TestStalledServerTimesOut(t *testing.T) {
 				t.Errorf("%s took %s; the request timeout is %s", what, d, e.timeout)
 			}
 			return err
-		case <-time.After(20 * e.timeout):
+		case <-time.After(waitfor.Scale(20 * e.timeout)):
 			t.Fatalf("%s still blocked after %s; the request timeout is %s", what, 20*e.timeout, e.timeout)
 			return nil
 		}

@@ -21,7 +21,7 @@ func silence(d time.Duration) func(*mcpclient.PoolOptions) {
 // once PushSilence has passed, so that its caller polls and subscribes
 // again; and the demo's keep-alives keep a quiet stream up well past it.
 func TestListenSilenceEndsTheStream(t *testing.T) {
-	const quiet = 300 * time.Millisecond
+	quiet := waitfor.Scale(300 * time.Millisecond)
 	e := newPushEnv(t, demo.Options{KeepAlive: quiet / 6}, waitfor.Scale(5*time.Second), silence(quiet))
 	id := e.hold(1)
 

@@ -182,7 +182,7 @@ func TestListenRefusedMeansPoll(t *testing.T) {
 		{"acknowledged others", demo.Options{}, hostile.ListenScript(true, ack("other")), "none of the tasks"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newPushEnv(t, c.opts, 500*time.Millisecond)
+			e := newPushEnv(t, c.opts, waitfor.Scale(500*time.Millisecond))
 			id := e.hold(1)
 			if c.fault != nil {
 				e.srv.On(wire.MethodListen, c.fault)
@@ -195,7 +195,7 @@ func TestListenRefusedMeansPoll(t *testing.T) {
 			if msg := err.Error(); !strings.Contains(msg, c.why) || !strings.Contains(msg, "server demo") || strings.Contains(msg, "\n") {
 				t.Errorf("the error %q does not say %q", msg, c.why)
 			}
-			if d := time.Since(start); d > 2*time.Second {
+			if d := time.Since(start); d > waitfor.Scale(2*time.Second) {
 				t.Errorf("Listen took %v", d)
 			}
 		})
@@ -212,7 +212,7 @@ func TestListenRefusedMeansPoll(t *testing.T) {
 		e.srv.On(wire.MethodListen, hostile.Stall(nil))
 		start := time.Now()
 		_, err = e.sess.Listen(context.Background(), []string{id})
-		if !errors.As(err, &te) || !strings.Contains(err.Error(), "no answer within 500ms") || time.Since(start) > 2*time.Second {
+		if !errors.As(err, &te) || !strings.Contains(err.Error(), "no answer within 500ms") || time.Since(start) > waitfor.Scale(2*time.Second) {
 			t.Fatalf("stalled: %v after %v, want a TransportError within the timeout", err, time.Since(start))
 		}
 	})
@@ -364,7 +364,7 @@ func TestListenStalledAndClosed(t *testing.T) {
 	}
 	next(t, sub) // the current state; then the task does not change
 	start := time.Now()
-	if err := ends(t, sub); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+	if err := ends(t, sub); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > waitfor.Scale(2*time.Second) {
 		t.Fatalf("stalled: %v after %v", err, time.Since(start))
 	}
 	for range 5 {

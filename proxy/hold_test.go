@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -261,7 +262,7 @@ func TestHeldCallWhenTheProxyStops(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "proxy is stopping; the task goes on") {
 			t.Fatalf("the held call ended with %v, want that the proxy is stopping and the task goes on", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitfor.Scale(5 * time.Second)):
 		t.Fatal("the held call was not answered when the proxy stopped")
 	}
 	if e, err := r.eng.Get(context.Background(), rec.ID); err != nil || e.Task.Status != model.StatusWorking {

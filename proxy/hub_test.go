@@ -7,6 +7,7 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/deck/decktest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -40,7 +41,7 @@ func TestHubWatchOutsideLock(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the second waiter: %v", err)
 		}
-	case <-time.After(2 * time.Second):
+	case <-time.After(waitfor.Scale(2 * time.Second)):
 		t.Fatal("the second waiter is held by the first one's Watch")
 	}
 	release()

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -183,7 +184,7 @@ func (s *rawStdio) answer(t *testing.T) answer {
 	select {
 	case a := <-s.answers:
 		return a
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitfor.Scale(10 * time.Second)):
 		t.Fatal("no answer over stdio")
 		return answer{}
 	}

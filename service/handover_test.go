@@ -145,7 +145,7 @@ func handOverMidCall(t *testing.T, throughSocket bool) {
 		if pid != os.Getpid() {
 			t.Fatalf("handed over to pid %d, want %d", pid, os.Getpid())
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(waitfor.Scale(10 * time.Second)):
 		t.Fatal("HandedOver was not told")
 	}
 	if a.Owner() {

@@ -88,10 +88,10 @@ func sameJSON(t *testing.T, got, want any) {
 	}
 }
 
-// nextOf returns the feed's next event of one of kinds, failing after 5 s.
+// nextOf returns the feed's next event of one of kinds, failing after 5 s (scaled).
 func nextOf(t *testing.T, f deck.Feed, kinds ...deck.EventKind) deck.Event {
 	t.Helper()
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(waitfor.Scale(5 * time.Second))
 	for {
 		select {
 		case ev, ok := <-f.Events():

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -58,8 +59,8 @@ func TestOpenOwnsConnectsTakesOver(t *testing.T) {
 	if err != nil || got.Task.ID != res.Task.ID {
 		t.Fatalf("Get after the owner exited: %+v, %v", got, err)
 	}
-	if !b.Owner() || took > takeoverBound {
-		t.Fatalf("took over in %v (owner %v), want the owner within %v", took, b.Owner(), takeoverBound)
+	if !b.Owner() || took > waitfor.Scale(takeoverBound) {
+		t.Fatalf("took over in %v (owner %v), want the owner within %v", took, b.Owner(), waitfor.Scale(takeoverBound))
 	}
 	t.Logf("took over in %v", took)
 }
@@ -227,8 +228,8 @@ func TestTakeoverAfterSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a call after the owner was killed: %v", err)
 	}
-	if !b.Owner() || took > takeoverBound {
-		t.Fatalf("took over in %v (owner %v), want within %v", took, b.Owner(), takeoverBound)
+	if !b.Owner() || took > waitfor.Scale(takeoverBound) {
+		t.Fatalf("took over in %v (owner %v), want within %v", took, b.Owner(), waitfor.Scale(takeoverBound))
 	}
 	list, err := b.List(ctx, deck.Filter{})
 	if err != nil || len(list) != 2 || (list[0].Task.ID != res.Task.ID && list[1].Task.ID != res.Task.ID) {

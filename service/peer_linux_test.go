@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 func TestCheckPeer(t *testing.T) {
@@ -110,7 +112,7 @@ func TestPeerChild(t *testing.T) {
 		return
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
+	c.SetDeadline(time.Now().Add(waitfor.Scale(5 * time.Second)))
 	fmt.Fprintf(c, "GET /v1/ping HTTP/1.1\r\nHost: taskdeck\r\n\r\n")
 	b, err := io.ReadAll(c)
 	fmt.Printf("peer: read %d bytes (%v) %q\n", len(b), err, b)

@@ -246,7 +246,7 @@ func (h *harness) untilServerSays(t *model.Task, want model.Status) {
 	}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(waitfor.Scale(20 * time.Second))
 	for {
 		snap, err := sess.GetTask(ctx, t.TaskID)
 		if err != nil {

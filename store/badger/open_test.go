@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/badger"
@@ -220,8 +221,8 @@ func TestLockedByAnotherProcess(t *testing.T) {
 			stop()
 			t.Fatalf("helper said %q; stderr: %s", l, stderr.String())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("helper did not open the store within 30s")
+	case <-time.After(waitfor.Scale(30 * time.Second)):
+		t.Fatal("helper did not open the store within 30 s (scaled)")
 	}
 
 	_, err = badger.Open(dir, nil)

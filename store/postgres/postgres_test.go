@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/postgres"
@@ -270,7 +271,7 @@ func TestChangesSinceRefusesBelowTheFloor(t *testing.T) {
 
 // A bad connection string and an unreachable database are one-line errors.
 func TestOpenErrorsAreOneLine(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(10*time.Second))
 	defer cancel()
 	for _, conn := range []string{"postgres://u:secret@127.0.0.1:1/x?connect_timeout=2", "::not a url"} {
 		_, err := postgres.Open(ctx, conn, nil)
