@@ -18,9 +18,12 @@ const OwnerGCPercent = 50
 
 // TuneOwnerGC sets OwnerGCPercent for this process, unless GOGC is set in
 // its environment: the one who set it chose. A process that owns a store
-// for long (taskdeck serve) calls it once at start-up.
-func TuneOwnerGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(OwnerGCPercent)
+// for long (taskdeck serve) calls it once at start-up; restore sets back
+// the percent it replaced (benchmarks that measure as an owner).
+func TuneOwnerGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
 	}
+	old := debug.SetGCPercent(OwnerGCPercent)
+	return func() { debug.SetGCPercent(old) }
 }

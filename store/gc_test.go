@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// An owner keeps a smaller heap than Go's default, unless GOGC chose.
+// An owner keeps a smaller heap than Go's default, unless GOGC chose, and
+// restore gives back the percent it replaced.
 func TestTuneOwnerGC(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	for _, c := range []struct {
@@ -14,9 +15,14 @@ func TestTuneOwnerGC(t *testing.T) {
 	}{{"", OwnerGCPercent}, {"100", 100}} {
 		t.Setenv("GOGC", c.env)
 		debug.SetGCPercent(100)
-		TuneOwnerGC()
+		restore := TuneOwnerGC()
 		if got := debug.SetGCPercent(100); got != c.want {
 			t.Errorf("GOGC=%q: the GC percent is %d, want %d", c.env, got, c.want)
+		}
+		debug.SetGCPercent(c.want)
+		restore()
+		if got := debug.SetGCPercent(100); got != 100 {
+			t.Errorf("GOGC=%q: after restore the GC percent is %d, want 100", c.env, got)
 		}
 	}
 }
