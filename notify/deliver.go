@@ -262,7 +262,15 @@ func (d *Deliverer) round() {
 
 func (d *Deliverer) deliver(s sender, e store.OutboxEntry, slot chan struct{}) {
 	defer d.wg.Done()
-	err := s.send(d.ctx, e)
+	body, err := Unpack(e.Body)
+	if err != nil {
+		// It cannot heal: counted as expired, as one never delivered.
+		d.done(e, store.Expired, err.Error(), time.Time{})
+		d.release(e, slot)
+		return
+	}
+	e.Body = body
+	err = s.send(d.ctx, e)
 	if d.ctx.Err() != nil && err != nil {
 		// Cut off by Close: not the endpoint's failure, and the next
 		// owner may send it at once.
