@@ -66,7 +66,7 @@ type Deliverer struct {
 	cancel  context.CancelFunc
 	stop    chan struct{} // closed by Handover: read the outbox no more
 	loop    sync.WaitGroup
-	wg      sync.WaitGroup // the loop and the attempts in flight
+	wg      sync.WaitGroup // the attempts in flight
 	crew    *crew
 }
 
