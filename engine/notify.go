@@ -94,7 +94,10 @@ func (n *notifier) use(cfg mcpconfig.Notify, d *notify.Deliverer) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return // d never started: nothing to stop
+		if d != nil {
+			d.Close() // never started: cuts off only what it took over
+		}
+		return
 	}
 	n.cfg, n.d = cfg, d
 	if d != nil && n.started {
@@ -102,12 +105,14 @@ func (n *notifier) use(cfg mcpconfig.Notify, d *notify.Deliverer) {
 	}
 }
 
-// reload puts an edited "notify" in use. The old Deliverer stops first
-// (its attempts in flight cancelled, their entries kept), so that no
-// event goes out twice from this engine; the new one reads the outbox at
-// once, so it sends what the old one left and what was committed
-// meanwhile for endpoints it adds. An edit it refuses (a secret unset)
-// leaves the version in use.
+// reload puts an edited "notify" in use. The old Deliverer hands over to
+// the new one: it lets its attempts in flight end (each bounded by its
+// endpoint's timeout) while the new one skips them, so that no hook runs
+// twice for one event; the new one reads the outbox at once, so it sends
+// what the old one left and what was committed meanwhile for endpoints it
+// adds. An edit that removes every endpoint stops the old one, its
+// attempts cancelled and their entries kept. An edit it refuses (a
+// secret unset) leaves the version in use.
 func (n *notifier) reload(cfg mcpconfig.Notify) (changed bool, err error) {
 	if n == nil || n.ob == nil {
 		return false, nil
@@ -126,7 +131,10 @@ func (n *notifier) reload(cfg mcpconfig.Notify) (changed bool, err error) {
 	old := n.d
 	n.d = nil
 	n.mu.Unlock()
-	if old != nil {
+	switch {
+	case old != nil && d != nil:
+		old.Handover(d)
+	case old != nil:
 		old.Close()
 	}
 	n.use(cfg, d)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,15 +60,28 @@ type Deliverer struct {
 	opts    Options
 	log     *slog.Logger
 	senders map[string]sender
-	slots   map[string]chan struct{}
 	lease   time.Duration
 	wakeC   chan struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	stop    chan struct{} // closed by Handover: read the outbox no more
+	loop    sync.WaitGroup
+	wg      sync.WaitGroup // the attempts in flight
+	crew    *crew
+}
 
+// crew is what the Deliverers of one outbox share across config reloads
+// (Handover): the attempts in flight, so that none is started twice, and
+// the slots that bound them per endpoint.
+type crew struct {
 	mu       sync.Mutex
 	inflight map[entryKey]bool
+	slots    map[string]chan struct{}
+	// retiring are the Deliverers handed over whose attempts still run;
+	// Close of any of the crew cuts them off. current is the one that
+	// reads the outbox: an attempt that ends wakes it.
+	retiring map[*Deliverer]bool
+	current  *Deliverer
 }
 
 type entryKey struct {
@@ -82,8 +97,9 @@ func New(ob store.Outbox, opts Options) (*Deliverer, error) {
 	opts.FirstRetry = cmp.Or(opts.FirstRetry, DefaultFirstRetry)
 	opts.MaxRetry = cmp.Or(opts.MaxRetry, DefaultMaxRetry)
 	opts.HTTPTimeout = cmp.Or(opts.HTTPTimeout, DefaultHTTPTimeout)
-	d := &Deliverer{ob: ob, opts: opts, log: opts.Logger, senders: map[string]sender{}, slots: map[string]chan struct{}{},
-		wakeC: make(chan struct{}, 1), inflight: map[entryKey]bool{}}
+	d := &Deliverer{ob: ob, opts: opts, log: opts.Logger, senders: map[string]sender{}, wakeC: make(chan struct{}, 1),
+		stop: make(chan struct{}), crew: &crew{inflight: map[entryKey]bool{}, slots: map[string]chan struct{}{}, retiring: map[*Deliverer]bool{}}}
+	d.crew.current = d
 	for _, w := range opts.Notify.Webhooks {
 		key, err := w.ExpandSecret(opts.Lookup)
 		if err != nil {
@@ -99,7 +115,7 @@ func New(ob store.Outbox, opts Options) (*Deliverer, error) {
 		d.senders[c.Endpoint()] = newCommand(c)
 	}
 	for ep, s := range d.senders {
-		d.slots[ep] = make(chan struct{}, perEndpoint)
+		d.crew.slots[ep] = make(chan struct{}, perEndpoint)
 		// A claim outlasts the longest attempt, so that no other engine
 		// of a fleet delivers the event while this one still tries.
 		d.lease = max(d.lease, 2*s.timeout()+10*time.Second)
@@ -110,8 +126,48 @@ func New(ob store.Outbox, opts Options) (*Deliverer, error) {
 // Start begins delivering.
 func (d *Deliverer) Start() {
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.wg.Add(1)
+	d.loop.Add(1)
 	go d.run()
+}
+
+// Handover makes next (new, not started) deliver in d's place, for a
+// config reload: d reads the outbox no more, but lets its attempts in
+// flight end on their own (each bounded by its endpoint's timeout) and
+// records their outcomes, while next skips those entries. So an edit
+// never runs a hook twice for one event, nor cuts one off halfway. Close
+// of next (or of d) still cuts off what d has left. next must be started
+// after.
+func (d *Deliverer) Handover(next *Deliverer) {
+	if d.cancel != nil {
+		close(d.stop)
+		d.loop.Wait()
+	}
+	c := d.crew
+	c.mu.Lock()
+	for ep, slot := range c.slots {
+		if next.senders[ep] == nil && len(slot) == 0 {
+			delete(c.slots, ep) // an endpoint gone, nothing of it in flight
+		}
+	}
+	for ep := range next.senders {
+		if c.slots[ep] == nil {
+			c.slots[ep] = make(chan struct{}, perEndpoint)
+		}
+	}
+	next.crew, c.current = c, next
+	if d.cancel == nil {
+		c.mu.Unlock()
+		return
+	}
+	c.retiring[d] = true
+	c.mu.Unlock()
+	go func() {
+		d.wg.Wait()
+		c.mu.Lock()
+		delete(c.retiring, d)
+		c.mu.Unlock()
+		d.cancel()
+	}()
 }
 
 // Wake tells the Deliverer that a commit may have added events. It never
@@ -123,23 +179,31 @@ func (d *Deliverer) Wake() {
 	}
 }
 
-// Close stops delivering and waits for the attempts in flight, which it
-// cancels; their events are delivered again by the next owner.
+// Close stops delivering and waits for the attempts in flight, its own
+// and those of the Deliverers it took over from, which it cancels; their
+// events are delivered again by the next owner.
 func (d *Deliverer) Close() {
-	if d.cancel == nil {
-		return
+	d.crew.mu.Lock()
+	all := append(slices.Collect(maps.Keys(d.crew.retiring)), d)
+	d.crew.mu.Unlock()
+	for _, x := range all {
+		if x.cancel != nil {
+			x.cancel()
+			x.loop.Wait()
+			x.wg.Wait()
+		}
 	}
-	d.cancel()
-	d.wg.Wait()
 }
 
 func (d *Deliverer) run() {
-	defer d.wg.Done()
+	defer d.loop.Done()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-d.ctx.Done():
+			return
+		case <-d.stop:
 			return
 		case <-d.wakeC:
 		case <-timer.C:
@@ -155,8 +219,8 @@ func (d *Deliverer) round() {
 	// Held from the read to the last dispatch: a delivery that ends
 	// meanwhile leaves inflight only after, so an entry it removed from
 	// the outbox after this read is not sent again.
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.crew.mu.Lock()
+	defer d.crew.mu.Unlock()
 	entries, err := d.ob.Outbox(batch, d.lease)
 	if err != nil {
 		d.log.Warn("notify: reading the outbox", "err", err)
@@ -171,7 +235,7 @@ func (d *Deliverer) round() {
 	}()
 	for _, e := range entries {
 		k := entryKey{e.Rev, e.Endpoint}
-		if d.inflight[k] {
+		if d.crew.inflight[k] {
 			continue
 		}
 		s := d.senders[e.Endpoint]
@@ -183,28 +247,37 @@ func (d *Deliverer) round() {
 		if s == nil {
 			continue // kept for the endpoint's return, until the window ends
 		}
+		slot := d.crew.slots[e.Endpoint]
 		select {
-		case d.slots[e.Endpoint] <- struct{}{}:
+		case slot <- struct{}{}:
 		default:
 			unsent = append(unsent, e)
 			continue
 		}
-		d.inflight[k] = true
+		d.crew.inflight[k] = true
 		d.wg.Add(1)
-		go d.deliver(s, e)
+		go d.deliver(s, e, slot)
 	}
 }
 
-func (d *Deliverer) deliver(s sender, e store.OutboxEntry) {
+func (d *Deliverer) deliver(s sender, e store.OutboxEntry, slot chan struct{}) {
 	defer d.wg.Done()
-	err := s.send(d.ctx, e)
+	body, err := Unpack(e.Body)
+	if err != nil {
+		// It cannot heal: counted as expired, as one never delivered.
+		d.done(e, store.Expired, err.Error(), time.Time{})
+		d.release(e, slot)
+		return
+	}
+	e.Body = body
+	err = s.send(d.ctx, e)
 	if d.ctx.Err() != nil && err != nil {
 		// Cut off by Close: not the endpoint's failure, and the next
 		// owner may send it at once.
 		if err := d.ob.OutboxRelease([]store.OutboxEntry{e}); err != nil {
 			d.log.Warn("notify: giving back outbox events", "err", err)
 		}
-		d.release(e)
+		d.release(e, slot)
 		return
 	}
 	if err == nil {
@@ -216,15 +289,18 @@ func (d *Deliverer) deliver(s sender, e store.OutboxEntry) {
 		}
 		d.done(e, store.Failed, err.Error(), time.Now().Add(d.retryDelay(e.Attempts+1)))
 	}
-	d.release(e)
-	d.Wake()
+	d.release(e, slot)
+	d.crew.mu.Lock()
+	cur := d.crew.current
+	d.crew.mu.Unlock()
+	cur.Wake()
 }
 
-func (d *Deliverer) release(e store.OutboxEntry) {
-	d.mu.Lock()
-	delete(d.inflight, entryKey{e.Rev, e.Endpoint})
-	d.mu.Unlock()
-	<-d.slots[e.Endpoint]
+func (d *Deliverer) release(e store.OutboxEntry, slot chan struct{}) {
+	d.crew.mu.Lock()
+	delete(d.crew.inflight, entryKey{e.Rev, e.Endpoint})
+	d.crew.mu.Unlock()
+	<-slot
 }
 
 func (d *Deliverer) done(e store.OutboxEntry, o store.Outcome, errText string, retryAt time.Time) {

@@ -116,7 +116,7 @@ func Events(n mcpconfig.Notify) store.EventFunc {
 		if len(eps) == 0 {
 			return nil
 		}
-		body, err := json.Marshal(NewPayload(kind, next, time.Now()))
+		body, err := Pack(NewPayload(kind, next, time.Now()))
 		if err != nil {
 			return nil // a record that marshals always does
 		}
@@ -159,24 +159,21 @@ func endpoints(ts []target, wants func(mcpconfig.Filter) bool) []string {
 
 // NewPayload is the payload of the event kind of task t, made at now.
 func NewPayload(kind string, t *model.Task, now time.Time) Payload {
-	p := Payload{Type: "task." + kind, Timestamp: now.UTC().Truncate(time.Millisecond), Data: Data{
+	dv := derive(kind, t.ID)
+	p := Payload{Type: dv.typ, Timestamp: now.UTC().Truncate(time.Millisecond), Data: Data{
 		Event: kind,
 		Task: &TaskInfo{ID: t.ID, Server: t.Server.String(), Tool: t.Tool, Status: t.Status,
 			StatusMessage: t.StatusMessage, Agent: t.Agent, Error: errorText(t), CreatedAt: t.CreatedAt.UTC()},
-		Show: "taskdeck get " + t.ID,
+		Show: dv.show, Answer: dv.answer, Settle: dv.settle,
 	}}
 	if d := t.WaitDeadline; kind == mcpconfig.EventDeadline && d != nil {
 		p.Data.Deadline = &Deadline{At: d.At.UTC(), SetBy: d.By.Name, Outcome: d.Outcome}
-	}
-	if kind == mcpconfig.EventFound {
-		p.Data.Settle = "taskdeck adopt " + t.ID + " (or: taskdeck leave " + t.ID + ")"
 	}
 	if kind == mcpconfig.EventInputRequired || kind == mcpconfig.EventDeadline {
 		for _, k := range slices.Sorted(maps.Keys(t.InputRequests)) {
 			r := t.InputRequests[k]
 			p.Data.Questions = append(p.Data.Questions, Question{Key: k, Method: r.Method, Params: r.Params})
 		}
-		p.Data.Answer = "taskdeck answer " + t.ID + " KEY RESPONSE_JSON"
 	}
 	return p
 }

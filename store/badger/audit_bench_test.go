@@ -28,7 +28,7 @@ func createUnaudited(s *Store, rec *model.Task) error {
 	if err != nil {
 		return err
 	}
-	return s.commitRecord(rec.ID, val, func(txn *badger.Txn, rv *revisions) error {
+	return s.commitRecord(rec.ID, val, nil, func(txn *badger.Txn, rv *revisions) error {
 		if _, err := txn.Get(recordKey(rec.ID)); !errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("task %s exists or cannot be read: %v", rec.ID, err)
 		}

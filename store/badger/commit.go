@@ -52,13 +52,26 @@ func (s *Store) commit(key string, fn func(txn *badger.Txn, rv *revisions) error
 	return s.enqueue(&commitReq{key: key, fn: fn})
 }
 
-// commitRecord is commit for a change that writes val as a record.
-func (s *Store) commitRecord(id string, val []byte, fn func(txn *badger.Txn, rv *revisions) error) error {
+// commitRecord is commit for a change that writes val as a record and ev
+// (nil: none) as its outbox event.
+func (s *Store) commitRecord(id string, val, ev []byte, fn func(txn *badger.Txn, rv *revisions) error) error {
 	// The revision the commit appends to val adds at most 32 bytes.
-	big := len(val)+32 >= int(s.db.Opts().ValueThreshold)
-	err := s.enqueue(&commitReq{key: id, bigValue: big, fn: fn})
-	if big && err == nil {
-		s.noteValueLog(len(val))
+	return s.commitValues(id, fn, len(val)+32, len(ev))
+}
+
+// commitValues is commit for a change that writes values of the sizes
+// given: one that goes to the value log, which the WAL sync does not
+// cover, makes the commit sync it too.
+func (s *Store) commitValues(key string, fn func(txn *badger.Txn, rv *revisions) error, sizes ...int) error {
+	vlog := 0
+	for _, n := range sizes {
+		if n >= int(s.threshold) {
+			vlog += n
+		}
+	}
+	err := s.enqueue(&commitReq{key: key, bigValue: vlog > 0, fn: fn})
+	if vlog > 0 && err == nil {
+		s.noteValueLog(vlog)
 	}
 	return err
 }
@@ -211,6 +224,9 @@ func (s *Store) sync(batch []*commitReq) error {
 		case err != nil || !full:
 			return err
 		}
+	}
+	if s.onDBSync != nil {
+		s.onDBSync()
 	}
 	return s.db.Sync()
 }

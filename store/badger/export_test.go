@@ -89,6 +89,10 @@ func OnCompact(s *Store, fn func(step string)) { s.onCompact = fn }
 // OnSync makes s call fn with every path it syncs after a commit.
 func OnSync(s *Store, fn func(path string)) { s.wal.onSync = fn }
 
+// OnDBSync makes s call fn before each db.Sync after a commit (the value
+// log's sync, beside the WAL's).
+func OnDBSync(s *Store, fn func()) { s.onDBSync = fn }
+
 // DeleteRaw deletes one key behind the store's back.
 func DeleteRaw(s *Store, key string) error {
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(key)) })

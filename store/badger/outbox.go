@@ -109,9 +109,9 @@ func (s *Store) OutboxAdd(ev *store.Event) error {
 	}
 	rev := store.SoloRev(now)
 	// Keyed apart from every record's id, as OutboxDone's.
-	return s.commit("\x00outbox\x00"+ev.ID, func(txn *badger.Txn, _ *revisions) error {
+	return s.commitValues("\x00outbox\x00"+ev.ID, func(txn *badger.Txn, _ *revisions) error {
 		return setEvent(txn, rev, ev, val)
-	})
+	}, len(val))
 }
 
 // Outbox implements Outbox: the sole owner needs no claim, so lease is

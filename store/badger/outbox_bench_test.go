@@ -104,16 +104,16 @@ func outboxStores(b *testing.B) (names []string, stores []*Store) {
 	return names, stores
 }
 
-// benchEventBody is the payload notify makes for a task that starts
-// waiting for an answer to one question: what a receiver is sent, and
-// what the outbox stores with the write.
+// benchEventBody is the body notify commits for a task that starts
+// waiting for an answer to one question: its payload packed (notify.Pack),
+// which the outbox stores with the write and a receiver gets unpacked.
 func benchEventBody(b *testing.B) []byte {
 	t := benchRecord(0, true)
 	now := time.Now()
 	_ = t.MoveTo(model.StatusInputRequired, "", now)
 	t.InputRequests = map[string]model.InputRequest{"approve": {Method: "elicitation/create",
 		Params: json.RawMessage(`{"message":"Deploy build 4411 of checkout-service to prod-eu-2?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean","title":"Deploy now"}},"required":["ok"]}}`)}}
-	body, err := json.Marshal(notify.NewPayload("input_required", t, now))
+	body, err := notify.Pack(notify.NewPayload("input_required", t, now))
 	if err != nil {
 		b.Fatal(err)
 	}

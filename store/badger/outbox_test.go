@@ -131,3 +131,55 @@ func TestOutboxAddOnItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// TestBigEventSyncsTheValueLog: an event body past Badger's value
+// threshold goes to the value log, which the WAL sync after each commit
+// does not cover; its commit syncs the value log too, as a big record's
+// does, whether the event comes with a record (a small one) or on its own
+// (OutboxAdd). A small event's commit syncs the WAL alone. Without the
+// event's size counted, the big ones' commits did not sync the value log.
+func TestBigEventSyncsTheValueLog(t *testing.T) {
+	s := newStore(t)
+	if badger.SyncedWAL(s) == "" {
+		t.Skip("the store syncs with db.Sync on every commit here")
+	}
+	big := []byte(`{"type":"task.failed","pad":"` + strings.Repeat("x", 200<<10) + `"}`)
+	body := []byte(`{"type":"task.failed"}`)
+	s.SetEvents(func(prev, next *model.Task) *store.Event {
+		if ev := failedEvents(prev, next); ev != nil {
+			ev.Body = body
+			return ev
+		}
+		return nil
+	})
+	var syncs int
+	badger.OnDBSync(s, func() { syncs++ })
+	small := create(t, s, "small", model.StatusWorking, t0)
+	_, err := s.Update(small.ID, moveTo(model.StatusFailed, t0.Add(time.Minute)))
+	must(t, err)
+	if syncs != 0 {
+		t.Fatalf("a small record and event synced the value log %d times; want the WAL alone", syncs)
+	}
+	body = big
+	rec := create(t, s, "big", model.StatusWorking, t0)
+	_, err = s.Update(rec.ID, moveTo(model.StatusFailed, t0.Add(time.Minute)))
+	must(t, err)
+	if syncs != 1 {
+		t.Fatalf("the commit of a %d-byte event synced the value log %d times; want once", len(big), syncs)
+	}
+	must(t, s.OutboxAdd(&store.Event{ID: "msg_alone", Body: big, Endpoints: []string{"w1"}}))
+	if syncs != 2 {
+		t.Fatalf("OutboxAdd of a %d-byte event: the value log synced %d times in all; want twice", len(big), syncs)
+	}
+	entries, err := s.Outbox(10, 0)
+	must(t, err)
+	var whole int
+	for _, e := range entries {
+		if string(e.Body) == string(big) {
+			whole++
+		}
+	}
+	if whole != 3 { // w1 and c1 of the update, w1 of OutboxAdd
+		t.Errorf("%d of %d outbox entries hold the big body whole; want 3", whole, len(entries))
+	}
+}

@@ -55,7 +55,7 @@ func (s *Store) Create(rec *model.Task) error {
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
-	err = s.commitRecord(rec.ID, longer(base, args), func(txn *badger.Txn, rv *revisions) error {
+	err = s.commitRecord(rec.ID, longer(base, args), evVal, func(txn *badger.Txn, rv *revisions) error {
 		switch _, err := txn.Get(recordKey(rec.ID)); {
 		case err == nil:
 			return fmt.Errorf("task %s already exists", rec.ID)
@@ -160,7 +160,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
-		err = s.commitRecord(id, longer(base, args), func(txn *badger.Txn, rv *revisions) error {
+		err = s.commitRecord(id, longer(base, args), evVal, func(txn *badger.Txn, rv *revisions) error {
 			item, err := txn.Get(recordKey(id))
 			if errors.Is(err, badger.ErrKeyNotFound) {
 				return fmt.Errorf("task %s: %w", id, store.ErrNotFound)

@@ -60,7 +60,9 @@ type Store struct {
 	reclaimMu   sync.Mutex
 	// onCompact, when set (tests), hears each step of a reclaim's
 	// compaction ("flatten", "vlog-gc") before it is taken.
-	onCompact  func(step string)
+	onCompact func(step string)
+	// onDBSync, when set (tests), hears each db.Sync after a commit.
+	onDBSync   func()
 	threshold  int64 // Badger's ValueThreshold
 	background sync.WaitGroup
 	logger     *slog.Logger
