@@ -19,36 +19,76 @@ func TestRecentKeepsNoReadACommitOvertook(t *testing.T) {
 	if got, _ := r.get(old.ID); got != nil {
 		t.Fatal("a read begun before a commit of its record was kept")
 	}
-	_, gen = r.get(old.ID)
-	r.put(old, 100, gen)
+	for range 2 { // kept on its second read
+		_, gen = r.get(old.ID)
+		r.put(old, 100, gen)
+	}
 	if got, _ := r.get(old.ID); got == nil || got == old {
 		t.Fatalf("a read no commit overtook: kept %v, want a copy", got)
 	}
 	big := old.Clone()
 	big.ID = model.NewID(time.Now())
 	r.put(big, recentMaxBytes+1, gen)
+	r.put(big, recentMaxBytes+1, gen)
 	if got, _ := r.get(big.ID); got != nil {
 		t.Fatal("a record over recentMaxBytes was kept")
 	}
 }
 
-// The bound: recentMax records, the oldest kept going first.
+// The bounds: recentMax records and recentBytes of JSON, the oldest kept
+// going first.
 func TestRecentBounded(t *testing.T) {
 	var r recent
-	var ids []string
-	for i := range recentMax + 10 {
-		rec := model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", nil, "", time.Unix(int64(i), 0))
-		_, gen := r.get(rec.ID)
-		r.put(rec, 100, gen)
-		ids = append(ids, rec.ID)
+	keep := func(n, size int) []string {
+		var ids []string
+		for range n {
+			rec := model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", nil, "", time.Now())
+			for range 2 {
+				_, gen := r.get(rec.ID)
+				r.put(rec, size, gen)
+			}
+			ids = append(ids, rec.ID)
+		}
+		return ids
 	}
-	if len(r.tasks) != recentMax {
-		t.Fatalf("%d records kept, want %d", len(r.tasks), recentMax)
+	small := keep(recentMax+10, 100)
+	if len(r.tasks) != recentMax || r.bytes != recentMax*100 {
+		t.Fatalf("%d records of %d bytes kept, want %d of %d", len(r.tasks), r.bytes, recentMax, recentMax*100)
 	}
-	if got, _ := r.get(ids[0]); got != nil {
+	if got, _ := r.get(small[0]); got != nil {
 		t.Fatal("the oldest record is still kept")
 	}
-	if got, _ := r.get(ids[len(ids)-1]); got == nil {
+	big := keep(recentBytes/recentMaxBytes+5, recentMaxBytes)
+	if r.bytes > recentBytes {
+		t.Fatalf("%d bytes kept, over recentBytes", r.bytes)
+	}
+	if got, _ := r.get(small[len(small)-1]); got != nil {
+		t.Fatal("a small record outlived the big ones that filled recentBytes after it")
+	}
+	if got, _ := r.get(big[len(big)-1]); got == nil {
 		t.Fatal("the newest record is not kept")
+	}
+}
+
+// A record read once is not kept, so that reads of records nobody reads
+// again do not push out the ones read over and over.
+func TestRecentKeepsWhatIsReadAgain(t *testing.T) {
+	var r recent
+	read := func(rec *model.Task) {
+		if got, gen := r.get(rec.ID); got == nil {
+			r.put(rec, 100, gen)
+		}
+	}
+	polled := model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", nil, "", time.Now())
+	read(polled)
+	read(polled)
+	for range 10 * recentMax {
+		read(model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", nil, "", time.Now()))
+	}
+	if got, _ := r.get(polled.ID); got == nil {
+		t.Fatal("records read once pushed out the one read again")
+	}
+	if len(r.tasks) != 1 || len(r.once) > recentMax {
+		t.Fatalf("%d records kept and %d read once noted, want 1 and at most %d", len(r.tasks), len(r.once), recentMax)
 	}
 }
