@@ -70,7 +70,6 @@ func (r *recent) put(t *model.Task, size int, gen uint64) {
 	if size > recentMaxBytes {
 		return
 	}
-	c := t.Clone()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if gen != r.gen {
@@ -97,7 +96,7 @@ func (r *recent) put(t *model.Task, size int, gen uint64) {
 	}
 	r.ring[r.next] = t.ID
 	r.next = (r.next + 1) % recentMax
-	r.tasks[t.ID] = kept{c, size}
+	r.tasks[t.ID] = kept{t.Clone(), size}
 	r.bytes += size
 }
 
