@@ -175,6 +175,9 @@ func (s *Store) runGroup(batch []*commitReq) {
 			// are taken and the changes published with the next sync.
 			s.meta = rv.meta
 			s.rev.Store(rv.meta.rev)
+			// Before any caller hears of its commit, so that its next
+			// Get reads what it wrote.
+			s.recent.forget(rv.changes)
 			err = s.sync(batch)
 			if err == nil {
 				s.writes.Add(int64(len(batch)))

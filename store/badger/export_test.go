@@ -20,7 +20,18 @@ func MaxVersion(s *Store) uint64 { return s.db.MaxVersion() }
 
 // PutRaw writes one key behind the store's back, to plant damage.
 func PutRaw(s *Store, key, val string) error {
+	defer forgetAll(s)
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(key), []byte(val)) })
+}
+
+// forgetAll empties Get's recent records after a write behind the store's
+// back, which no commit reports, so that Get reads what it wrote.
+func forgetAll(s *Store) {
+	r := &s.recent
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gen++
+	r.tasks, r.ring, r.bytes = nil, nil, 0
 }
 
 // WriteArgsInline makes the stores of this process write every record's
@@ -95,6 +106,7 @@ func OnDBSync(s *Store, fn func()) { s.onDBSync = fn }
 
 // DeleteRaw deletes one key behind the store's back.
 func DeleteRaw(s *Store, key string) error {
+	defer forgetAll(s)
 	return s.db.Update(func(txn *badger.Txn) error { return txn.Delete([]byte(key)) })
 }
 

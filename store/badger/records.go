@@ -197,13 +197,28 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 
 // Get returns record id, or an error wrapping ErrNotFound.
 func (s *Store) Get(id string) (*model.Task, error) {
-	var t *model.Task
+	if err := s.hold(); err != nil {
+		return nil, err
+	}
+	t, gen := s.recent.get(id)
+	s.release()
+	if t != nil {
+		return t, nil
+	}
+	var size int
 	err := s.view(func(txn *badger.Txn) error {
-		var err error
-		t, _, err = getRecord(txn, id)
+		item, err := lookup(txn, id)
+		if err != nil {
+			return err
+		}
+		t, size, err = decodeSized(txn, item, id)
 		return err
 	})
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	s.recent.put(t, size, gen)
+	return t, nil
 }
 
 // ByKey returns the record named by an idempotency key, or an error
@@ -557,25 +572,44 @@ func (s *Store) compactIfPruned() error {
 // getRecord reads and decodes record id, with the version Badger gave its
 // last write.
 func getRecord(txn *badger.Txn, id string) (*model.Task, uint64, error) {
-	item, err := txn.Get(recordKey(id))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, 0, fmt.Errorf("task %s: %w", id, store.ErrNotFound)
-	}
+	item, err := lookup(txn, id)
 	if err != nil {
-		return nil, 0, fmt.Errorf("task %s: %w", id, err)
+		return nil, 0, err
 	}
 	t, err := decode(txn, item, id)
 	return t, item.Version(), err
 }
 
+// lookup returns the record-key item of id.
+func lookup(txn *badger.Txn, id string) (*badger.Item, error) {
+	item, err := txn.Get(recordKey(id))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("task %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	return item, nil
+}
+
 // decode decodes the record whose record-key item is item.
 func decode(txn *badger.Txn, item *badger.Item, id string) (*model.Task, error) {
+	t, _, err := decodeSized(txn, item, id)
+	return t, err
+}
+
+// decodeSized is decode that also returns the size of the record's JSON.
+func decodeSized(txn *badger.Txn, item *badger.Item, id string) (*model.Task, int, error) {
 	t := new(model.Task)
-	err := withRecordJSON(txn, item, id, func(v []byte) error { return unmarshalRecord(v, t) })
+	var size int
+	err := withRecordJSON(txn, item, id, func(v []byte) error {
+		size = len(v)
+		return unmarshalRecord(v, t)
+	})
 	if err != nil {
-		return nil, &store.DecodeError{Err: fmt.Errorf("task %s: record does not decode: %w", id, err)}
+		return nil, 0, &store.DecodeError{Err: fmt.Errorf("task %s: record does not decode: %w", id, err)}
 	}
-	return t, nil
+	return t, size, nil
 }
 
 // withRecordJSON calls fn with the JSON of the record whose record-key

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	badger "github.com/dgraph-io/badger/v4"
+
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -35,7 +37,12 @@ import (
 //   - "miss": a well-formed id inside the stored range that is not there
 //     (the bloom filters answer).
 //
-//     go test -run '^$' -bench GetAtScale -benchtime 1x ./store
+//   - "own-lsm", "any-lsm": "own" and "any" read from Badger as Get does
+//     when its recent records (recent.go) do not hold the id: what the
+//     LSM tree costs. "any" through Get reads the small store from those
+//     records, all of it fitting.
+//
+//     go test -run '^$' -bench GetAtScale -benchtime 1x ./store/badger
 func BenchmarkGetAtScale(b *testing.B) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	open := func(n int) (*Store, []string) {
@@ -75,19 +82,28 @@ func BenchmarkGetAtScale(b *testing.B) {
 		name               string
 		smallIDs, largeIDs []string
 		found              bool
+		lsm                bool      // read past Get's recent records
 		x                  []float64 // per counted round
 	}
+	own := largeIDs[len(largeIDs)-len(smallIDs):]
 	kinds := []*kind{
-		{name: "own", smallIDs: smallIDs, largeIDs: largeIDs[len(largeIDs)-len(smallIDs):], found: true},
+		{name: "own", smallIDs: smallIDs, largeIDs: own, found: true},
 		{name: "any", smallIDs: smallIDs, largeIDs: largeIDs, found: true},
 		{name: "miss", smallIDs: small1, largeIDs: large1},
+		{name: "own-lsm", smallIDs: smallIDs, largeIDs: own, found: true, lsm: true},
+		{name: "any-lsm", smallIDs: smallIDs, largeIDs: largeIDs, found: true, lsm: true},
 	}
-	get := func(s *Store, ids []string, want bool, into *samples) {
+	get := func(s *Store, k *kind, ids []string, into *samples) {
 		id := ids[rng.IntN(len(ids))]
 		start := time.Now()
-		_, err := s.Get(id)
+		var err error
+		if k.lsm {
+			err = s.view(func(txn *badger.Txn) error { _, _, err := getRecord(txn, id); return err })
+		} else {
+			_, err = s.Get(id)
+		}
 		*into = append(*into, time.Since(start))
-		if (err == nil) != want {
+		if (err == nil) != k.found {
 			b.Fatalf("Get(%s): %v", id, err)
 		}
 	}
@@ -96,8 +112,8 @@ func BenchmarkGetAtScale(b *testing.B) {
 		per := make([][2]samples, len(kinds))
 		for i, k := range kinds {
 			for range perRound {
-				get(small, k.smallIDs, k.found, &per[i][0])
-				get(large, k.largeIDs, k.found, &per[i][1])
+				get(small, k, k.smallIDs, &per[i][0])
+				get(large, k, k.largeIDs, &per[i][1])
 			}
 		}
 		if r == 0 {

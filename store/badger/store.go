@@ -68,6 +68,8 @@ type Store struct {
 	logger     *slog.Logger
 	// events makes the outbox's event of a change (outbox.go); nil: none.
 	events store.EventFunc
+	// recent: the records Get read last (recent.go).
+	recent recent
 }
 
 // Open opens the store in dir, creating it (mode 0700) if needed. A nil
