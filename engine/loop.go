@@ -176,37 +176,39 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 		l.send(func() { l.sched.AllDue(now) })
 		return nil
 	}
-	var recs []*model.Task
-	for _, id := range ids {
-		rec, err := e.resolve(id)
-		if err != nil {
+	whole := make([]string, len(ids))
+	for i, id := range ids {
+		if whole[i], err = e.wholeID(id); err != nil {
 			return err
-		}
-		if rec.Pollable() && !e.own.elsewhere(rec) { // its watcher polls it: one poller per task
-			recs = append(recs, rec)
 		}
 	}
 	slots := make(chan struct{}, e.opts.PerServer)
-	errs := make([]error, len(recs))
+	errs := make([]error, len(whole))
 	var wg sync.WaitGroup
-	for i, rec := range recs {
+	for i, id := range whole {
 		wg.Add(1)
 		slots <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			res, err := e.tracker.Poll(ctx, rec.ID)
+			// Its watcher polls a task watched elsewhere: one poller per task.
+			res, err := e.tracker.PollUnless(ctx, id, e.own.elsewhere)
 			switch {
 			case errors.Is(err, store.ErrFenced):
 				// Claimed by another meanwhile: its poll is the refresh.
+			case errors.Is(err, store.ErrNotFound):
+				errs[i] = notFound(id)
 			case err != nil:
-				errs[i] = classify(err, rec.ID)
-			default:
-				e.polled(rec.ID, res)
+				errs[i] = classify(err, id)
+			case !res.Unasked:
+				e.polled(id, res)
 			}
 		}()
 	}
 	wg.Wait()
+	if len(errs) == 1 {
+		return errs[0] // as it is: a *deck.Error, as resolve's are
+	}
 	return errors.Join(errs...)
 }
 
@@ -235,6 +237,7 @@ func (l *loop) run() {
 		if at := l.subscribe(now); !at.IsZero() {
 			wait = min(wait, max(at.Sub(now), 0))
 		}
+
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
