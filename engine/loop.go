@@ -22,6 +22,7 @@ type loop struct {
 	polls   sync.WaitGroup
 	recon   *reconcile // nil once the start-up reconcile is over
 	push    map[model.ServerRef]*serverPush
+	dl      deadlineWatch
 }
 
 type polled struct {
@@ -59,8 +60,6 @@ func (e *Engine) start() *loop {
 		e.ops.Add(1)
 		go e.loop.run()
 		e.own.run(e.loop)
-		e.ops.Add(1)
-		go e.watchDeadlines()
 		if e.opts.Retention {
 			e.ops.Add(1)
 			go e.runRetention()
@@ -237,7 +236,9 @@ func (l *loop) run() {
 		if at := l.subscribe(now); !at.IsZero() {
 			wait = min(wait, max(at.Sub(now), 0))
 		}
-
+		if at := l.deadlines(now); !at.IsZero() {
+			wait = min(wait, max(at.Sub(now), 0))
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -247,6 +248,8 @@ func (l *loop) run() {
 		case p := <-l.results:
 			l.done(p)
 		case <-health:
+		case <-l.e.deadlineWake:
+			l.deadlineWoken()
 		case <-timer.C:
 		}
 	}
