@@ -417,7 +417,7 @@ func (e *Engine) resolve(id string) (*model.Task, error) {
 	}
 	if len(id) >= model.IDLen {
 		// A whole id is no part of another: no scan for one that is not there.
-		return nil, deck.Errorf(deck.KindNotFound, "no task %q; `taskdeck ls` lists them", id)
+		return nil, notFound(id)
 	}
 	all, err := e.store.All()
 	if err != nil {
@@ -433,9 +433,27 @@ func (e *Engine) resolve(id string) (*model.Task, error) {
 		}
 	}
 	if match == nil {
-		return nil, deck.Errorf(deck.KindNotFound, "no task %q; `taskdeck ls` lists them", id)
+		return nil, notFound(id)
 	}
 	return match, nil
+}
+
+func notFound(id string) error {
+	return deck.Errorf(deck.KindNotFound, "no task %q; `taskdeck ls` lists them", id)
+}
+
+// wholeID is the record id that id names, as resolve finds it, without
+// reading a record that a whole id names: whoever acts on it reads it
+// (a poll, once, under the task's lock) and finds it or not.
+func (e *Engine) wholeID(id string) (string, error) {
+	if whole, _, _ := strings.Cut(id, "."); len(whole) >= model.IDLen {
+		return whole, nil
+	}
+	rec, err := e.resolve(id)
+	if err != nil {
+		return "", err
+	}
+	return rec.ID, nil
 }
 
 // entry pairs a record with its poll state.

@@ -84,6 +84,12 @@ func TestErrorsCarryTheirKind(t *testing.T) {
 		if !strings.Contains(de.Message, "`taskdeck ls` lists them") {
 			t.Fatalf("message %q", de.Message)
 		}
+		// A whole id is not read before the poll: the poll's own read
+		// finds it missing, in the same words.
+		err = e.PollNow(ctx, []string{strings.Repeat("z", model.IDLen)})
+		if de := kindIs(t, err, deck.KindNotFound); !strings.Contains(de.Message, "`taskdeck ls` lists them") {
+			t.Fatalf("PollNow: message %q", de.Message)
+		}
 		_, err = e.Get(ctx, "0") // every id of this century starts so
 		de = kindIs(t, err, deck.KindUsage)
 		if !strings.Contains(de.Message, "matches several tasks") {

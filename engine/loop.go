@@ -22,6 +22,7 @@ type loop struct {
 	polls   sync.WaitGroup
 	recon   *reconcile // nil once the start-up reconcile is over
 	push    map[model.ServerRef]*serverPush
+	dl      deadlineWatch
 }
 
 type polled struct {
@@ -59,8 +60,6 @@ func (e *Engine) start() *loop {
 		e.ops.Add(1)
 		go e.loop.run()
 		e.own.run(e.loop)
-		e.ops.Add(1)
-		go e.watchDeadlines()
 		if e.opts.Retention {
 			e.ops.Add(1)
 			go e.runRetention()
@@ -176,37 +175,39 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 		l.send(func() { l.sched.AllDue(now) })
 		return nil
 	}
-	var recs []*model.Task
-	for _, id := range ids {
-		rec, err := e.resolve(id)
-		if err != nil {
+	whole := make([]string, len(ids))
+	for i, id := range ids {
+		if whole[i], err = e.wholeID(id); err != nil {
 			return err
-		}
-		if rec.Pollable() && !e.own.elsewhere(rec) { // its watcher polls it: one poller per task
-			recs = append(recs, rec)
 		}
 	}
 	slots := make(chan struct{}, e.opts.PerServer)
-	errs := make([]error, len(recs))
+	errs := make([]error, len(whole))
 	var wg sync.WaitGroup
-	for i, rec := range recs {
+	for i, id := range whole {
 		wg.Add(1)
 		slots <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			res, err := e.tracker.Poll(ctx, rec.ID)
+			// Its watcher polls a task watched elsewhere: one poller per task.
+			res, err := e.tracker.PollUnless(ctx, id, e.own.elsewhere)
 			switch {
 			case errors.Is(err, store.ErrFenced):
 				// Claimed by another meanwhile: its poll is the refresh.
+			case errors.Is(err, store.ErrNotFound):
+				errs[i] = notFound(id)
 			case err != nil:
-				errs[i] = classify(err, rec.ID)
-			default:
-				e.polled(rec.ID, res)
+				errs[i] = classify(err, id)
+			case !res.Unasked:
+				e.polled(id, res)
 			}
 		}()
 	}
 	wg.Wait()
+	if len(errs) == 1 {
+		return errs[0] // as it is: a *deck.Error, as resolve's are
+	}
 	return errors.Join(errs...)
 }
 
@@ -235,6 +236,9 @@ func (l *loop) run() {
 		if at := l.subscribe(now); !at.IsZero() {
 			wait = min(wait, max(at.Sub(now), 0))
 		}
+		if at := l.deadlines(now); !at.IsZero() {
+			wait = min(wait, max(at.Sub(now), 0))
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
@@ -244,6 +248,8 @@ func (l *loop) run() {
 		case p := <-l.results:
 			l.done(p)
 		case <-health:
+		case <-l.e.deadlineWake:
+			l.deadlineWoken()
 		case <-timer.C:
 		}
 	}

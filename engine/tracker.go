@@ -535,14 +535,31 @@ type pollResult struct {
 	Next    time.Duration // delay before the next poll; 0 when polling is over
 	Err     error         // this poll's failure (the task keeps its state)
 	Errors  int           // failed polls in a row, this one included
+	// Unasked: its server was not asked (nothing to poll, or PollUnless's
+	// elsewhere); Task is the record as stored.
+	Unasked bool
 }
 
 // Poll runs one step for a task: one tasks/get, the answer applied and
 // written if anything changed, and the delay before the next step. The
 // error return is for local failures (store); server trouble is in Err.
 func (t *tracker) Poll(ctx context.Context, id string) (pollResult, error) {
+	return t.PollUnless(ctx, id, nil)
+}
+
+// PollUnless is Poll, except that a task whose record (read under its
+// lock) elsewhere says another process watches is left Unasked: the one
+// read serves both the check and the poll.
+func (t *tracker) PollUnless(ctx context.Context, id string, elsewhere func(*model.Task) bool) (pollResult, error) {
 	defer t.tasks.lock(id)()
-	return t.poll(ctx, id)
+	rec, err := t.store.Get(id)
+	if err != nil {
+		return pollResult{}, err
+	}
+	if elsewhere != nil && rec.Pollable() && elsewhere(rec) {
+		return pollResult{Task: rec, Unasked: true}, nil
+	}
+	return t.pollRecord(ctx, id, rec)
 }
 
 func (t *tracker) poll(ctx context.Context, id string) (pollResult, error) {
@@ -550,9 +567,14 @@ func (t *tracker) poll(ctx context.Context, id string) (pollResult, error) {
 	if err != nil {
 		return pollResult{}, err
 	}
+	return t.pollRecord(ctx, id, rec)
+}
+
+// pollRecord polls task id, whose record rec was just read under its lock.
+func (t *tracker) pollRecord(ctx context.Context, id string, rec *model.Task) (pollResult, error) {
 	if !rec.Pollable() {
 		t.forgetPoll(id)
-		return pollResult{Task: rec}, nil
+		return pollResult{Task: rec, Unasked: true}, nil
 	}
 	if t.obs == nil && t.spans == nil && t.servers == nil {
 		return t.ask(ctx, id, rec)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"container/heap"
 	"maps"
 	"slices"
@@ -20,37 +21,54 @@ type Schedule struct {
 	// pushed back every overdue task of a full server on each call.)
 	servers map[ServerRef]*serverQueue
 	entries map[string]*dueEntry
+	// epoch is what due times count from: an entry keeps nanoseconds
+	// since it, not a time.Time (24 bytes, two per entry), and the clock
+	// reading's monotonic part keeps the order when the wall clock steps.
+	epoch time.Time
 }
 
 type serverQueue struct {
+	server   ServerRef
 	due      dueHeap
 	inFlight int
 }
 
+// dueEntry is one task's: 48 bytes, one per open task (it was 112 with
+// its server's ServerRef and two time.Time of its own).
 type dueEntry struct {
-	id       string
-	server   ServerRef
-	at       time.Time
-	index    int // position in its server's heap, -1 while in flight
+	id    string
+	queue *serverQueue // its server's
+	at    int64        // since the epoch
+	// pending is a time Set while the poll was in flight (0: none): Done
+	// keeps it when it is sooner than the poll's own next.
+	pending  int64
+	index    int32 // position in its server's heap, -1 while in flight
 	inFlight bool
-	// pending is a time Set while the poll was in flight: Done keeps it
-	// when it is sooner than the poll's own next.
-	pending time.Time
 }
 
 // NewSchedule makes an empty schedule.
 func NewSchedule(perServer int) *Schedule {
-	return &Schedule{perServer: max(perServer, 1), servers: map[ServerRef]*serverQueue{}, entries: map[string]*dueEntry{}}
+	return &Schedule{perServer: max(perServer, 1), servers: map[ServerRef]*serverQueue{}, entries: map[string]*dueEntry{}, epoch: time.Now()}
 }
 
 func (s *Schedule) queue(ref ServerRef) *serverQueue {
 	q, ok := s.servers[ref]
 	if !ok {
-		q = &serverQueue{}
+		q = &serverQueue{server: ref}
 		s.servers[ref] = q
 	}
 	return q
 }
+
+// since is t as an entry keeps it, never 0 (which marks no pending time).
+func (s *Schedule) since(t time.Time) int64 {
+	if d := int64(t.Sub(s.epoch)); d != 0 {
+		return d
+	}
+	return 1
+}
+
+func (s *Schedule) time(at int64) time.Time { return s.epoch.Add(time.Duration(at)) }
 
 // Grow makes room for n more tasks: scheduling the thousands of open
 // tasks found at start-up would otherwise rehash the index as it grows.
@@ -65,18 +83,18 @@ func (s *Schedule) Grow(n int) {
 func (s *Schedule) Set(id string, server ServerRef, at time.Time) {
 	e, ok := s.entries[id]
 	if !ok {
-		e = &dueEntry{id: id, server: server, index: -1}
+		e = &dueEntry{id: id, queue: s.queue(server), index: -1}
 		s.entries[id] = e
 	}
 	if e.inFlight {
-		e.pending = at
+		e.pending = s.since(at)
 		return
 	}
-	e.at = at
-	q := s.queue(e.server)
+	e.at = s.since(at)
+	q := e.queue
 	switch {
 	case e.index >= 0:
-		heap.Fix(&q.due, e.index)
+		heap.Fix(&q.due, int(e.index))
 	default:
 		heap.Push(&q.due, e)
 	}
@@ -86,7 +104,7 @@ func (s *Schedule) Set(id string, server ServerRef, at time.Time) {
 // its Done.
 func (s *Schedule) AllDue(now time.Time) {
 	for id, e := range s.entries {
-		s.Set(id, e.server, now)
+		s.Set(id, e.queue.server, now)
 	}
 }
 
@@ -96,16 +114,16 @@ func (s *Schedule) Remove(id string) {
 	if !ok {
 		return
 	}
-	q := s.queue(e.server)
+	q := e.queue
 	if e.index >= 0 {
-		heap.Remove(&q.due, e.index)
+		heap.Remove(&q.due, int(e.index))
 	}
 	if e.inFlight {
 		q.inFlight--
 	}
 	delete(s.entries, id)
 	if q.due.Len() == 0 && q.inFlight == 0 {
-		delete(s.servers, e.server)
+		delete(s.servers, q.server)
 	}
 }
 
@@ -114,15 +132,16 @@ func (s *Schedule) Remove(id string) {
 // for a Done.
 func (s *Schedule) Take(now time.Time) []string {
 	var taken []*dueEntry
+	until := s.since(now)
 	for _, q := range s.servers {
-		for q.inFlight < s.perServer && q.due.Len() > 0 && !q.due[0].at.After(now) {
+		for q.inFlight < s.perServer && q.due.Len() > 0 && q.due[0].at <= until {
 			e := heap.Pop(&q.due).(*dueEntry)
 			e.inFlight = true
 			q.inFlight++
 			taken = append(taken, e)
 		}
 	}
-	slices.SortStableFunc(taken, func(a, b *dueEntry) int { return a.at.Compare(b.at) })
+	slices.SortStableFunc(taken, func(a, b *dueEntry) int { return cmp.Compare(a.at, b.at) })
 	ids := make([]string, len(taken))
 	for i, e := range taken {
 		ids[i] = e.id
@@ -137,7 +156,7 @@ func (s *Schedule) Done(id string, next time.Time) {
 	if !ok {
 		return
 	}
-	q := s.queue(e.server)
+	q := e.queue
 	if e.inFlight {
 		e.inFlight = false
 		q.inFlight--
@@ -146,11 +165,11 @@ func (s *Schedule) Done(id string, next time.Time) {
 		s.Remove(id)
 		return
 	}
-	if !e.pending.IsZero() && e.pending.Before(next) {
-		next = e.pending // a Set while in flight wants it sooner
+	e.at = s.since(next)
+	if e.pending != 0 && e.pending < e.at {
+		e.at = e.pending // a Set while in flight wants it sooner
 	}
-	e.pending = time.Time{}
-	e.at = next
+	e.pending = 0
 	heap.Push(&q.due, e)
 }
 
@@ -158,14 +177,17 @@ func (s *Schedule) Done(id string, next time.Time) {
 // a loop must wake to Take it. (A task waiting for a full server's slot
 // is taken after a Done, not at a time.)
 func (s *Schedule) Wake() (time.Time, bool) {
-	var at time.Time
+	var at int64
 	ok := false
 	for _, q := range s.servers {
-		if q.inFlight < s.perServer && q.due.Len() > 0 && (!ok || q.due[0].at.Before(at)) {
+		if q.inFlight < s.perServer && q.due.Len() > 0 && (!ok || q.due[0].at < at) {
 			at, ok = q.due[0].at, true
 		}
 	}
-	return at, ok
+	if !ok {
+		return time.Time{}, false
+	}
+	return s.time(at), true
 }
 
 // Due is when a task is due, and whether its poll is in flight now.
@@ -174,7 +196,7 @@ func (s *Schedule) Due(id string) (at time.Time, inFlight, ok bool) {
 	if !ok {
 		return time.Time{}, false, false
 	}
-	return e.at, e.inFlight, true
+	return s.time(e.at), e.inFlight, true
 }
 
 // Len is the number of tasks scheduled or in flight.
@@ -192,14 +214,14 @@ func (s *Schedule) InFlight() int {
 type dueHeap []*dueEntry
 
 func (h dueHeap) Len() int           { return len(h) }
-func (h dueHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h dueHeap) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h dueHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+	h[i].index, h[j].index = int32(i), int32(j)
 }
 func (h *dueHeap) Push(x any) {
 	e := x.(*dueEntry)
-	e.index = len(*h)
+	e.index = int32(len(*h))
 	*h = append(*h, e)
 }
 func (h *dueHeap) Pop() any {
