@@ -45,12 +45,14 @@ type legacyFront struct {
 	mu       sync.Mutex
 	sessions map[string]*legacySession
 	issued   map[[2]string][]string // by agent and server, oldest first
+	clock    uint64                 // orders the sessions' uses
 }
 
 type legacySession struct {
 	who, server string
 	label       string // the agent's clientInfo name, never trusted
 	used        time.Time
+	seq         uint64 // the front's clock at its last use
 }
 
 func newLegacyFront() *legacyFront {
@@ -67,13 +69,14 @@ func (l *legacyFront) open(who, server, label string) string {
 	if len(l.sessions) >= maxLegacySessions {
 		var oldest string
 		for sid, s := range l.sessions {
-			if oldest == "" || s.used.Before(l.sessions[oldest].used) {
+			if oldest == "" || s.seq < l.sessions[oldest].seq {
 				oldest = sid
 			}
 		}
 		delete(l.sessions, oldest)
 	}
-	l.sessions[id] = &legacySession{who: who, server: server, label: label, used: now}
+	l.clock++
+	l.sessions[id] = &legacySession{who: who, server: server, label: label, used: now, seq: l.clock}
 	return id
 }
 
@@ -91,7 +94,8 @@ func (l *legacyFront) use(id, who, server string) (*legacySession, bool) {
 		delete(l.sessions, id)
 		return nil, false
 	}
-	s.used = now
+	l.clock++
+	s.used, s.seq = now, l.clock
 	return s, true
 }
 
@@ -244,7 +248,8 @@ func plain(res *response) *response {
 		return res
 	}
 	delete(obj, "resultType")
-	res.Result, _ = json.Marshal(obj)
+	b, _ := json.Marshal(obj)
+	res.Result = json.RawMessage(b)
 	return res
 }
 

@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,5 +123,131 @@ func TestLegacyAgentTaskFlows(t *testing.T) {
 	}
 	if last[1].Peeked != ids[1] || last[1].Status != "" || !strings.Contains(last[1].Error, "Task not found") {
 		t.Errorf("agent b's tasks/get of a's task: %+v, want it unknown", last[1])
+	}
+}
+
+// legacyOpen initializes a 2025-11-25 session at url with token and
+// returns the session id and the InitializeResult.
+func legacyOpen(t *testing.T, url, token string) (string, answer) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a answer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: HTTP %d %v", resp.StatusCode, err)
+	}
+	return resp.Header.Get("Mcp-Session-Id"), a
+}
+
+// legacyHeaders are a 2025-11-25 request's headers on session sid.
+func legacyHeaders(token, sid string) map[string]string {
+	return map[string]string{"Authorization": "Bearer " + token, "Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "", "Mcp-Session-Id": sid}
+}
+
+// A session is the proxy's, bound to the agent and the server that opened
+// it: another agent's token, or an id the proxy never gave, is 404, as is
+// a session ended by DELETE. Its tools are task-optional, a viewer may not
+// call, and a call without params.task is held to its end and answered
+// without the newer revision's resultType.
+func TestLegacySessions(t *testing.T) {
+	r, _ := twoAgents(t)
+	sid, init := legacyOpen(t, r.url, tokenA)
+	if sid == "" || str(init.Result["protocolVersion"]) != "2025-11-25" || !strings.Contains(string(init.Result["capabilities"]), `"requests":{"tools":{"call":{}}}`) {
+		t.Fatalf("initialize gave session %q and %s", sid, init.Result)
+	}
+	status, a := rpc(t, r.url, "tools/list", `{}`, legacyHeaders(tokenA, sid))
+	var tools []struct {
+		Name      string
+		Execution struct{ TaskSupport string }
+	}
+	if err := json.Unmarshal(a.Result["tools"], &tools); status != http.StatusOK || err != nil || len(tools) == 0 {
+		t.Fatalf("tools/list: HTTP %d %+v %v", status, a, err)
+	}
+	for _, tool := range tools {
+		if tool.Execution.TaskSupport != "optional" {
+			t.Errorf("tool %s says taskSupport %q, want optional", tool.Name, tool.Execution.TaskSupport)
+		}
+	}
+	for what, hdr := range map[string]map[string]string{
+		"agent b with a's session": legacyHeaders(tokenB, sid),
+		"an id never given":        legacyHeaders(tokenA, "NOSUCHSESSION"),
+	} {
+		if status, a := rpc(t, r.url, "tools/list", `{}`, hdr); status != http.StatusNotFound || a.Error == nil || !strings.Contains(a.Error.Message, "initialize again") {
+			t.Errorf("%s: HTTP %d %+v, want 404 and initialize again", what, status, a)
+		}
+	}
+
+	status, a = rpc(t, r.url, "tools/call", `{"name":"echo","arguments":{"text":"held"}}`, legacyHeaders(tokenA, sid))
+	if status != http.StatusOK || a.Result["resultType"] != nil || !strings.Contains(string(a.Result["content"]), "held") {
+		t.Errorf("a held call: HTTP %d %+v, want its result without resultType", status, a)
+	}
+
+	vsid, _ := legacyOpen(t, r.url, tokenV)
+	if _, a := rpc(t, r.url, "tools/call", `{"name":"echo","arguments":{"text":"x"},"task":{}}`, legacyHeaders(tokenV, vsid)); a.Error == nil || !strings.Contains(a.Error.Message, "viewer") {
+		t.Errorf("a viewer's call: %+v, want refused", a)
+	}
+
+	del, err := http.NewRequest(http.MethodDelete, r.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Header.Set("Authorization", "Bearer "+tokenA)
+	del.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Errorf("DELETE of the session: HTTP %d, want 204", resp.StatusCode)
+	}
+	if status, _ := rpc(t, r.url, "tools/list", `{}`, legacyHeaders(tokenA, sid)); status != http.StatusNotFound {
+		t.Errorf("the ended session: HTTP %d, want 404", status)
+	}
+	list, err := r.eng.List(context.Background(), deck.Filter{})
+	if err != nil || len(list) != 1 || list[0].Task.Agent != "raw" || list[0].Task.Status != model.StatusCompleted {
+		t.Errorf("records %+v %v: want the held call's alone, completed, of the agent raw", list, err)
+	}
+}
+
+// The front's memory is bounded: past maxLegacySessions the least
+// recently used session ends, and tasks/list keeps the newest maxListed
+// ids of an agent at a server.
+func TestLegacyFrontBounds(t *testing.T) {
+	l := newLegacyFront()
+	first := l.open("a", "demo", "")
+	second := l.open("a", "demo", "")
+	for range maxLegacySessions - 2 {
+		l.open("a", "demo", "")
+	}
+	if _, ok := l.use(first, "a", "demo"); !ok { // now the most recently used
+		t.Fatal("a session within the bound ended")
+	}
+	l.open("a", "demo", "")
+	if _, ok := l.use(second, "a", "demo"); ok {
+		t.Error("the least recently used session outlived the bound")
+	}
+	if _, ok := l.use(first, "a", "demo"); !ok {
+		t.Error("a recently used session ended in place of the least recently used")
+	}
+	if len(l.sessions) != maxLegacySessions {
+		t.Errorf("%d sessions kept, want %d", len(l.sessions), maxLegacySessions)
+	}
+	for i := range maxListed + 5 {
+		l.remember("a", "demo", strconv.Itoa(i))
+	}
+	if ids := l.listed("a", "demo"); len(ids) != maxListed || ids[0] != "5" {
+		t.Errorf("%d ids kept from %q, want the newest %d", len(ids), ids[0], maxListed)
 	}
 }
