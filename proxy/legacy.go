@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,9 @@ const (
 	// maxListed bounds the task ids kept per agent and server for
 	// tasks/list: the newest stay.
 	maxListed = 1000
+	// maxAsks bounds the questions one tasks/result relays to its agent;
+	// the rest are the operator's.
+	maxAsks = 64
 )
 
 // legacyFront is the state of the 2025-11-25 front: its sessions, and the
@@ -51,8 +55,24 @@ type legacyFront struct {
 type legacySession struct {
 	who, server string
 	label       string // the agent's clientInfo name, never trusted
+	elicit      bool   // the agent declared elicitation: questions go to it
 	used        time.Time
 	seq         uint64 // the front's clock at its last use
+	// asks are the questions relayed on this session, by the id of the
+	// elicitation/create request the agent will answer.
+	asks map[string]ask
+}
+
+type ask struct {
+	key string // the record's input request
+	to  chan<- agentAnswer
+}
+
+// agentAnswer is an agent's JSON-RPC response to a relayed question.
+type agentAnswer struct {
+	key    string
+	Result json.RawMessage `json:"result"`
+	Error  *jsonrpc.Error  `json:"error"`
 }
 
 func newLegacyFront() *legacyFront {
@@ -61,7 +81,7 @@ func newLegacyFront() *legacyFront {
 
 // open makes a session for who at server, ending the least recently used
 // one when the bound is reached.
-func (l *legacyFront) open(who, server, label string) string {
+func (l *legacyFront) open(who, server, label string, elicit bool) string {
 	id := rand.Text()
 	now := time.Now()
 	l.mu.Lock()
@@ -76,7 +96,7 @@ func (l *legacyFront) open(who, server, label string) string {
 		delete(l.sessions, oldest)
 	}
 	l.clock++
-	l.sessions[id] = &legacySession{who: who, server: server, label: label, used: now, seq: l.clock}
+	l.sessions[id] = &legacySession{who: who, server: server, label: label, elicit: elicit, used: now, seq: l.clock, asks: map[string]ask{}}
 	return id
 }
 
@@ -108,6 +128,44 @@ func (l *legacyFront) end(id, who, server string) bool {
 		return true
 	}
 	return false
+}
+
+// ask registers a question relayed on s; the agent's answer goes to to.
+func (l *legacyFront) ask(s *legacySession, key string, to chan<- agentAnswer) string {
+	id := "taskdeck-" + rand.Text()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s.asks[id] = ask{key: key, to: to}
+	return id
+}
+
+func (l *legacyFront) unask(s *legacySession, id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(s.asks, id)
+}
+
+// answered hands an agent's response on s to the tasks/result that asked,
+// if it still waits, and reports whether body was a response.
+func (l *legacyFront) answered(s *legacySession, body []byte) bool {
+	var msg struct {
+		ID     string          `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  *jsonrpc.Error  `json:"error"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != "" || (msg.Result == nil && msg.Error == nil) {
+		return false
+	}
+	l.mu.Lock()
+	a, ok := s.asks[msg.ID]
+	delete(s.asks, msg.ID)
+	l.mu.Unlock()
+	if ok {
+		// Never blocks: the channel holds maxAsks, one per question asked.
+		a.to <- agentAnswer{key: a.key, Result: msg.Result, Error: msg.Error}
+	}
+	return true // one nobody waits for any more is moot, not wrong
 }
 
 // remember keeps a task id given to who at server, for tasks/list.
@@ -147,23 +205,35 @@ func legacyInit(req *request) bool {
 
 // serveLegacy answers a request of a 2025-11-25 agent: an initialize, or
 // a request on a session the proxy issued.
-func (p *Proxy) serveLegacy(w http.ResponseWriter, r *http.Request, ep *endpoint, req *request, body []byte) {
+// bad is why body is no request: an agent's answer to a relayed question
+// is none, and is taken here.
+func (p *Proxy) serveLegacy(w http.ResponseWriter, r *http.Request, ep *endpoint, req *request, bad *response, body []byte) {
 	who, server := ep.who.who.Name, ep.cfg.Name
-	if req.Method == "initialize" {
+	if bad == nil && req.Method == "initialize" {
 		var ip struct {
 			ClientInfo struct {
 				Name string `json:"name"`
 			} `json:"clientInfo"`
+			Capabilities struct {
+				Elicitation json.RawMessage `json:"elicitation"`
+			} `json:"capabilities"`
 		}
 		_ = json.Unmarshal(req.Params, &ip)
-		w.Header().Set("Mcp-Session-Id", p.legacy.open(who, server, ip.ClientInfo.Name))
+		w.Header().Set("Mcp-Session-Id", p.legacy.open(who, server, ip.ClientInfo.Name, ip.Capabilities.Elicitation != nil))
 		writeHTTP(w, http.StatusOK, reply(req.ID, ep.initialized()))
 		return
 	}
 	s, ok := p.legacy.use(r.Header.Get("Mcp-Session-Id"), who, server)
-	if !ok {
-		writeHTTPError(w, http.StatusNotFound, req.ID, jsonrpc.CodeInvalidRequest,
+	switch {
+	case !ok:
+		writeHTTPError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest,
 			"no such session at this proxy (it ended, was idle over "+legacyIdle.String()+", or the proxy restarted): initialize again")
+		return
+	case bad != nil && p.legacy.answered(s, body):
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case bad != nil:
+		writeHTTP(w, http.StatusBadRequest, bad)
 		return
 	}
 	ep.legacy = s
@@ -325,14 +395,13 @@ func (ep *endpoint) legacyTask(ctx context.Context, req *request) *response {
 }
 
 // legacyResult answers tasks/result: it waits, up to the hold limit, for
-// the task to end, then gives the tool's result with the related task in
-// its _meta, or the call's own error. An input_required task's questions
-// are the operator's (the dashboard, `taskdeck answer`): they are not
-// relayed to the agent as elicitation/create requests.
+// the task to end (relaying its questions, see relay), then gives the
+// tool's result with the related task in its _meta, or the call's own
+// error.
 func (ep *endpoint) legacyResult(ctx context.Context, id json.RawMessage, rec *model.Task, taskID string) *response {
 	ctx, cancel := context.WithTimeoutCause(ctx, ep.p.opts.HoldLimit, errHoldLimit)
 	defer cancel()
-	got, err := ep.until(ctx, rec.ID, func(e deck.Entry) bool { return ended(e.Task) }, nil, nil)
+	got, err := ep.relay(ctx, rec.ID, taskID)
 	switch {
 	case err == nil:
 		rec = got
@@ -389,4 +458,96 @@ func (ep *endpoint) legacyList(ctx context.Context, req *request) *response {
 func (ep *endpoint) legacyCreated(id json.RawMessage, rec *model.Task, taskID string) *response {
 	ep.p.legacy.remember(ep.who.who.Name, ep.cfg.Name, taskID)
 	return reply(id, map[string]any{"task": legacyTaskOf(rec, taskID)})
+}
+
+// relay waits for the record recID to end. While it waits for input, each
+// question still unanswered goes to an agent that declared elicitation,
+// as the server-to-client request it is (elicitation/create with the
+// related task in its _meta), on this tasks/result's event stream; the
+// agent's answer is given through the Deck, in its name, as an operator's
+// would be. A question the operator answers first is moot: the agent's
+// late answer is dropped. It returns the last record read.
+func (ep *endpoint) relay(ctx context.Context, recID, taskID string) (*model.Task, error) {
+	n, _ := ctx.Value(notifierKey{}).(notifier)
+	s := ep.legacy
+	relays := n != nil && s.elicit
+	answers := make(chan agentAnswer, maxAsks)
+	asked := map[string]string{} // input key → request id
+	defer func() {
+		for _, rid := range asked {
+			ep.p.legacy.unask(s, rid)
+		}
+	}()
+	woken, stop, err := ep.p.hub.wait(recID)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	var last *model.Task
+	for {
+		// A read the agent's leaving does not cut short, but bounded.
+		gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ep.p.opts.PollWait)
+		e, err := ep.p.opts.Deck.Get(gctx, recID)
+		cancel()
+		if err != nil {
+			return last, err
+		}
+		last = e.Task
+		if ended(last) {
+			return last, nil
+		}
+		if relays && last.Status == model.StatusInputRequired {
+			keys := last.PendingInputs()
+			slices.Sort(keys)
+			for _, key := range keys {
+				q := last.InputRequests[key]
+				if _, ok := asked[key]; ok || len(asked) == maxAsks || q.Method != "elicitation/create" {
+					continue
+				}
+				rid := ep.p.legacy.ask(s, key, answers)
+				asked[key] = rid
+				n(elicitRequest(rid, q, taskID))
+			}
+		}
+		select {
+		case <-woken:
+			if err := ep.p.hub.ensure(); err != nil {
+				return last, err
+			}
+		case a := <-answers:
+			ep.agentAnswered(ctx, recID, a)
+		case <-ctx.Done():
+			return last, ctx.Err()
+		}
+	}
+}
+
+// elicitRequest is a question relayed to the agent as request id rid.
+func elicitRequest(rid string, q model.InputRequest, taskID string) []byte {
+	var params map[string]any
+	if json.Unmarshal(q.Params, &params) != nil || params == nil {
+		params = map[string]any{}
+	}
+	meta, _ := params["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[legacy.RelatedTaskKey] = map[string]string{"taskId": taskID}
+	params["_meta"] = meta
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": rid, "method": q.Method, "params": params})
+	return b
+}
+
+// agentAnswered gives the agent's answer through the Deck, which checks
+// it against the form and records who answered. A refusal of the request
+// itself, or an answer the Deck refuses, leaves the question to the
+// operator.
+func (ep *endpoint) agentAnswered(ctx context.Context, recID string, a agentAnswer) {
+	if a.Error != nil {
+		ep.p.log.Info("proxy: the agent refused a relayed question; it is the operator's", "id", recID, "key", a.key, "err", a.Error.Message)
+		return
+	}
+	if _, err := ep.p.opts.Deck.Answer(ctx, recID, map[string]json.RawMessage{a.key: a.Result}); err != nil && deck.KindOf(err) != deck.KindState {
+		ep.p.log.Info("proxy: the agent's answer to a relayed question was refused; it is the operator's", "id", recID, "key", a.key, "err", err)
+	}
 }

@@ -1,15 +1,23 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
+	"github.com/taskdeck/taskdeck/internal/nodetest"
+	"github.com/taskdeck/taskdeck/internal/testproc"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -226,15 +234,15 @@ func TestLegacySessions(t *testing.T) {
 // ids of an agent at a server.
 func TestLegacyFrontBounds(t *testing.T) {
 	l := newLegacyFront()
-	first := l.open("a", "demo", "")
-	second := l.open("a", "demo", "")
+	first := l.open("a", "demo", "", false)
+	second := l.open("a", "demo", "", false)
 	for range maxLegacySessions - 2 {
-		l.open("a", "demo", "")
+		l.open("a", "demo", "", false)
 	}
 	if _, ok := l.use(first, "a", "demo"); !ok { // now the most recently used
 		t.Fatal("a session within the bound ended")
 	}
-	l.open("a", "demo", "")
+	l.open("a", "demo", "", false)
 	if _, ok := l.use(second, "a", "demo"); ok {
 		t.Error("the least recently used session outlived the bound")
 	}
@@ -249,5 +257,43 @@ func TestLegacyFrontBounds(t *testing.T) {
 	}
 	if ids := l.listed("a", "demo"); len(ids) != maxListed || ids[0] != "5" {
 		t.Errorf("%d ids kept from %q, want the newest %d", len(ids), ids[0], maxListed)
+	}
+}
+
+// The TypeScript SDK 1.x's client, with its experimental tasks API, in
+// front of the demo server: approve's question, asked inside the task,
+// comes to the agent as elicitation/create on the tasks/result stream,
+// marked with the task it belongs to; its answer is the record's answer,
+// given in the agent's name; the task ends with what the answer said.
+func TestLegacySDKClientAnswersInTask(t *testing.T) {
+	l := nodetest.LegacyServers(t)
+	r, _ := twoAgents(t)
+	// A question never relayed would hold tasks/result to the hold limit.
+	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(time.Minute))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", l.SDKClient(), r.url, "approve", `{"action":"ship"}`)
+	cmd.Env = append(os.Environ(), "TASKDECK_AGENT_TOKEN="+tokenA, `ANSWER_JSON={"approve":true,"reason":"sdk1 says yes"}`)
+	cmd.Stderr = &testWriter{t}
+	testproc.Group(cmd)
+	cmd.Cancel = func() error { return testproc.Signal(cmd, syscall.SIGKILL) }
+	stdout, err := cmd.Output()
+	t.Logf("%s", stdout)
+	if err != nil {
+		t.Fatalf("the SDK 1.x agent failed: %v", err)
+	}
+	var taskID, related, text string
+	for line := range strings.Lines(string(stdout)) {
+		var m struct{ TaskID, Related, Input, Text string }
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("the agent printed %q: %v", line, err)
+		}
+		taskID, related, text = cmp.Or(taskID, m.TaskID), cmp.Or(related, m.Related), cmp.Or(text, m.Text)
+	}
+	if taskID == "" || related != taskID || text != "approved ship: sdk1 says yes" {
+		t.Fatalf("task %q, question of task %q, result %q: want the question marked with the task, and the answer in the result", taskID, related, text)
+	}
+	rec := only(t, r.eng)
+	if a, ok := rec.LastAnswer("approve-1"); !ok || a.Who() != "a" || rec.Agent != "sdk1-agent" {
+		t.Errorf("record %s: answer %+v (%v), agent %q: want the answer given as agent a", rec.ID, a, ok, rec.Agent)
 	}
 }

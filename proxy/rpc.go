@@ -133,8 +133,8 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	req, bad := parse(body)
 	ep := &endpoint{p: p, cfg: cfg, who: pr}
-	if bad == nil && (legacyInit(req) || r.Header.Get("Mcp-Session-Id") != "") {
-		p.serveLegacy(w, r, ep, req, body)
+	if r.Header.Get("Mcp-Session-Id") != "" || (bad == nil && legacyInit(req)) {
+		p.serveLegacy(w, r, ep, req, bad, body)
 		return
 	}
 	if bad == nil {
