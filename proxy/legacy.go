@@ -538,8 +538,9 @@ func elicitRequest(rid string, q model.InputRequest, taskID string) []byte {
 	return b
 }
 
-// agentAnswered gives the agent's answer through the Deck, which checks
-// it against the form and records who answered. A refusal of the request
+// agentAnswered gives the agent's answer through the Deck (whose Answer
+// also continues a call whose task does not exist yet), which checks it
+// against the form and records who answered. A refusal of the request
 // itself, or an answer the Deck refuses, leaves the question to the
 // operator.
 func (ep *endpoint) agentAnswered(ctx context.Context, recID string, a agentAnswer) {

@@ -261,18 +261,28 @@ func TestLegacyFrontBounds(t *testing.T) {
 }
 
 // The TypeScript SDK 1.x's client, with its experimental tasks API, in
-// front of the demo server: approve's question, asked inside the task,
-// comes to the agent as elicitation/create on the tasks/result stream,
-// marked with the task it belongs to; its answer is the record's answer,
-// given in the agent's name; the task ends with what the answer said.
+// front of the demo server: approve's question, asked inside the task
+// (and confirm_first's, asked before the server's task exists), comes to
+// the agent as elicitation/create on the tasks/result stream, marked with
+// the task it belongs to; its answer is the record's answer, given in the
+// agent's name; the task ends with what the answer said.
 func TestLegacySDKClientAnswersInTask(t *testing.T) {
 	l := nodetest.LegacyServers(t)
 	r, _ := twoAgents(t)
+	sdkAnswers(t, l, r, "approve", `{"action":"ship"}`, `{"approve":true,"reason":"sdk1 says yes"}`, "approved ship: sdk1 says yes", "approve-1")
+	sdkAnswers(t, l, r, "confirm_first", `{}`, `{"confirm":true}`, "confirmed", "")
+}
+
+// sdkAnswers runs the SDK 1.x agent on tool, answering with answer, and
+// checks what it was told against want and the record (whose question
+// key, when given, must hold the agent's answer).
+func sdkAnswers(t *testing.T, l nodetest.Legacy, r *rig, tool, args, answer, want, key string) {
+	t.Helper()
 	// A question never relayed would hold tasks/result to the hold limit.
 	ctx, cancel := context.WithTimeout(context.Background(), waitfor.Scale(time.Minute))
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", l.SDKClient(), r.url, "approve", `{"action":"ship"}`)
-	cmd.Env = append(os.Environ(), "TASKDECK_AGENT_TOKEN="+tokenA, `ANSWER_JSON={"approve":true,"reason":"sdk1 says yes"}`)
+	cmd := exec.CommandContext(ctx, "node", l.SDKClient(), r.url, tool, args)
+	cmd.Env = append(os.Environ(), "TASKDECK_AGENT_TOKEN="+tokenA, "ANSWER_JSON="+answer)
 	cmd.Stderr = &testWriter{t}
 	testproc.Group(cmd)
 	cmd.Cancel = func() error { return testproc.Signal(cmd, syscall.SIGKILL) }
@@ -289,11 +299,18 @@ func TestLegacySDKClientAnswersInTask(t *testing.T) {
 		}
 		taskID, related, text = cmp.Or(taskID, m.TaskID), cmp.Or(related, m.Related), cmp.Or(text, m.Text)
 	}
-	if taskID == "" || related != taskID || text != "approved ship: sdk1 says yes" {
-		t.Fatalf("task %q, question of task %q, result %q: want the question marked with the task, and the answer in the result", taskID, related, text)
+	if taskID == "" || related != taskID || text != want {
+		t.Fatalf("%s: task %q, question of task %q, result %q: want the question marked with the task, and %q", tool, taskID, related, text, want)
 	}
-	rec := only(t, r.eng)
-	if a, ok := rec.LastAnswer("approve-1"); !ok || a.Who() != "a" || rec.Agent != "sdk1-agent" {
-		t.Errorf("record %s: answer %+v (%v), agent %q: want the answer given as agent a", rec.ID, a, ok, rec.Agent)
+	rid, _, _ := strings.Cut(taskID, handleSep)
+	e, err := r.eng.Get(context.Background(), rid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec := e.Task; rec.Agent != "sdk1-agent" || rec.Owner != "a" || rec.Status != model.StatusCompleted {
+		t.Errorf("record %s: agent %q, owner %q, %s: want sdk1-agent's, a's, completed", rec.ID, rec.Agent, rec.Owner, rec.Status)
+	}
+	if a, ok := e.Task.LastAnswer(key); key != "" && (!ok || a.Who() != "a") {
+		t.Errorf("record %s: answer %+v (%v): want the answer given as agent a", rid, a, ok)
 	}
 }
