@@ -83,10 +83,11 @@ func HandleKeyFrom(auditKey []byte) []byte {
 
 // Proxy serves agents. Close it to stop following the Deck's feed.
 type Proxy struct {
-	opts Options
-	log  *slog.Logger
-	hub  *hub
-	gate *gate
+	opts   Options
+	log    *slog.Logger
+	hub    *hub
+	gate   *gate
+	legacy *legacyFront
 
 	mu     sync.Mutex
 	ups    map[string]*mcpclient.Upstream // by server name, made on first use
@@ -108,7 +109,7 @@ func New(opts Options) *Proxy {
 	if opts.Config == nil {
 		opts.Config = &config.Config{}
 	}
-	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger), gate: newGate(opts.Config),
+	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger), gate: newGate(opts.Config), legacy: newLegacyFront(),
 		ups: map[string]*mcpclient.Upstream{}, htools: map[string]*headerTools{}}
 }
 

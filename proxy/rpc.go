@@ -114,6 +114,9 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		// A server this agent may not use is one it cannot tell from none.
 		writeHTTPError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest, "no server "+quote(name)+" at this proxy; the servers are: "+p.names(pr))
 		return
+	case r.Method == http.MethodDelete && r.Header.Get("Mcp-Session-Id") != "":
+		p.endLegacy(w, r, &endpoint{p: p, cfg: cfg, who: pr})
+		return
 	case r.Method != http.MethodPost:
 		w.Header().Set("Allow", http.MethodPost)
 		writeHTTPError(w, http.StatusMethodNotAllowed, nil, jsonrpc.CodeInvalidRequest, "MCP 2026-07-28 over HTTP is one POST per request")
@@ -129,6 +132,11 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the agent went away mid-body
 	}
 	req, bad := parse(body)
+	ep := &endpoint{p: p, cfg: cfg, who: pr}
+	if r.Header.Get("Mcp-Session-Id") != "" || (bad == nil && legacyInit(req)) {
+		p.serveLegacy(w, r, ep, req, bad, body)
+		return
+	}
 	if bad == nil {
 		bad = checkEnvelope(r.Header, req)
 	}
@@ -136,7 +144,6 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		writeHTTP(w, http.StatusBadRequest, bad)
 		return
 	}
-	ep := &endpoint{p: p, cfg: cfg, who: pr}
 	if ep.local(req.Method) {
 		sse := &sseWriter{w: w, modern: modern(r.Header)}
 		ctx := traced(withAgentHeaders(acting(r.Context(), pr, req.label()), r.Header), req, r.Header)

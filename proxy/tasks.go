@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
+	"github.com/taskdeck/taskdeck/mcpclient/legacy"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -25,6 +26,9 @@ type endpoint struct {
 	p   *Proxy
 	cfg config.ServerConfig
 	who principal // who is asking
+	// legacy is the session of an agent that speaks 2025-11-25 (see
+	// legacy.go); nil for 2026-07-28.
+	legacy *legacySession
 }
 
 func (ep *endpoint) ref() model.ServerRef { return model.ServerRef{Name: ep.cfg.Name} }
@@ -39,6 +43,9 @@ type callParams struct {
 	Arguments      json.RawMessage            `json:"arguments,omitempty"`
 	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
 	RequestState   string                     `json:"requestState,omitempty"`
+	// Task asks a 2025-11-25 server for a task (the newer revision has
+	// no such opt-in and ignores it).
+	Task *legacy.TaskParams `json:"task,omitempty"`
 }
 
 // call makes the agent's tools/call durable. An agent that declares the
@@ -59,6 +66,10 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 		cp.Arguments = nil // what a client with no arguments may send: none
 	}
 	m := metaOf(cp.Meta)
+	if ep.legacy != nil {
+		// The 2025-11-25 agent's opt-in, and its name from initialize.
+		m.Tasks, m.Agent = cp.Task != nil, ep.legacy.label
+	}
 	rp, bad := ep.repeatOf(ctx, req.ID, cp, m)
 	if bad != nil {
 		return bad
@@ -87,6 +98,9 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	ep.p.log.Info("proxy: call", "server", ep.cfg.Name, "tool", cp.Name, "principal", ep.who.who.Name, "agent", m.Agent, "id", rec.ID, "status", rec.Status, "held", !m.Tasks, "repeat", res.Reused)
 	if !m.Tasks {
 		return ep.hold(ctx, req.ID, rec, m.Raw["progressToken"])
+	}
+	if ep.legacy != nil {
+		return ep.legacyCreated(req.ID, rec, tid)
 	}
 	switch {
 	case res.NeedsInput:

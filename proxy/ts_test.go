@@ -27,7 +27,7 @@ import (
 // versions pinned by package-lock.json) once (see nodetest.Install).
 func agentDir(t *testing.T) string {
 	t.Helper()
-	return nodetest.Install(t, filepath.Join("testdata", "agent"), "agent.mjs")
+	return nodetest.Install(t, filepath.Join("testdata", "agent"), "agent.mjs", "legacy.mjs")
 }
 
 // startAgent runs the agent; it is killed by its pid when the test ends.
@@ -39,7 +39,14 @@ func startAgent(t *testing.T, dir string, args ...string) (*exec.Cmd, *bufio.Sca
 // startAgentEnv is startAgent with env added to the agent's environment.
 func startAgentEnv(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, *bufio.Scanner) {
 	t.Helper()
-	cmd := exec.Command("node", append([]string{"agent.mjs"}, args...)...)
+	return startScript(t, dir, env, "agent.mjs", args...)
+}
+
+// startScript runs one of the agents' scripts as startAgentEnv runs
+// agent.mjs; a token in env overrides the test agent's.
+func startScript(t *testing.T, dir string, env []string, script string, args ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command("node", append([]string{script}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "TASKDECK_AGENT_TOKEN="+testToken), env...)
 	cmd.Stderr = &testWriter{t}

@@ -10,13 +10,14 @@ import (
 
 // Legacy is the 2025-11-25 servers of testdata/legacy, installed once:
 // @modelcontextprotocol/server-everything and a server on the TypeScript
-// SDK 1.x's task store (sdk-server.mjs).
+// SDK 1.x's task store (sdk-server.mjs); and an agent on the SDK 1.x's
+// client (sdk-client.mjs).
 type Legacy struct{ Dir string }
 
 // LegacyServers installs them.
 func LegacyServers(t testing.TB) Legacy {
 	t.Helper()
-	return Legacy{Dir: Install(t, filepath.Join(testdataDir(), "legacy"), "listen.cjs", "sdk-server.mjs")}
+	return Legacy{Dir: Install(t, filepath.Join(testdataDir(), "legacy"), "listen.cjs", "sdk-server.mjs", "sdk-client.mjs")}
 }
 
 func testdataDir() string {
@@ -29,6 +30,10 @@ func testdataDir() string {
 func (l Legacy) Everything() string {
 	return filepath.Join(l.Dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
 }
+
+// SDKClient is a 2025-11-25 agent on the TypeScript SDK 1.x's client
+// and its experimental tasks API (arguments: URL TOOL ARGS_JSON).
+func (l Legacy) SDKClient() string { return filepath.Join(l.Dir, "sdk-client.mjs") }
 
 // SDKServer is the TypeScript SDK 1.x server's program (stdio).
 func (l Legacy) SDKServer() string { return filepath.Join(l.Dir, "sdk-server.mjs") }
