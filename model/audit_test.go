@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -55,4 +56,45 @@ func TestAuditReplayedEntryFails(t *testing.T) {
 			t.Fatalf("unkeyed: %v", f)
 		}
 	}
+}
+
+// TestAuditAppendMatchesJSON: the canonical bytes the store writes and
+// hashes are json.Marshal's, whatever the strings hold.
+func TestAuditAppendMatchesJSON(t *testing.T) {
+	at := time.Date(2026, 12, 2, 15, 4, 5, 120_000_000, time.UTC)
+	bodies := []AuditBody{
+		{},
+		{At: at, Task: "06h36f", Act: ActCall, Actor: Actor{Name: "alice", Role: RoleUser}},
+		{At: at.In(time.FixedZone("x", 3600)), Task: "t", Act: "answer", Actor: Actor{Name: "a", Role: "agent", Host: "h1", Label: "claude"},
+			Keys: []string{"approve", "", "a<b"}, From: StatusWorking, To: StatusCompleted, Record: strings.Repeat("ab", 32), Prev: 12, Seal: strings.Repeat("0f", 32)},
+		{At: time.Unix(0, 1).UTC(), Task: "é\u2028\x00\"\\&", Actor: Actor{Name: "\xff\xfe", Role: "\t"}, Keys: []string{}},
+	}
+	for i, b := range bodies {
+		want, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.AppendJSON([]byte("x")); string(got) != "x"+string(want) {
+			t.Errorf("body %d: AppendJSON gives\n%s\njson.Marshal\n%s", i, got[1:], want)
+		}
+	}
+}
+
+func FuzzAuditAppendMatchesJSON(f *testing.F) {
+	f.Add("task", "call", "alice", "user", "", "", "k", "working", "", int64(1), uint64(0))
+	f.Add("<&>", "\u2028", "\xff", "\x7f", "h", "l", "", "", "completed", int64(-5), uint64(9))
+	f.Fuzz(func(t *testing.T, task, act, name, role, host, label, key, from, to string, ns int64, prev uint64) {
+		b := AuditBody{At: time.Unix(0, ns).UTC(), Task: task, Act: act, Actor: Actor{Name: name, Role: role, Host: host, Label: label},
+			From: Status(from), To: Status(to), Record: task, Prev: prev, Seal: key}
+		if key != "" {
+			b.Keys = []string{key, name}
+		}
+		want, err := json.Marshal(b)
+		if err != nil {
+			t.Skip(err)
+		}
+		if got := b.AppendJSON(nil); string(got) != string(want) {
+			t.Errorf("AppendJSON gives\n%s\njson.Marshal\n%s", got, want)
+		}
+	})
 }

@@ -46,40 +46,45 @@ func (s *Store) auditEntry(prev, t *model.Task, base []byte) entry {
 type entry struct{ canon, stored []byte }
 
 // sealEntry seals b with key (model.SealAudit) and packs it, unless
-// canonical.
+// canonical. Its canonical bytes are made in one buffer and sealed in
+// place.
 func sealEntry(key []byte, b model.AuditBody, canonical bool) entry {
-	canon := model.SealAudit(key, b.Marshal())
+	canon := b.AppendJSON(make([]byte, 0, 384))
+	var seal []byte // the seal's hex digits in canon
+	if key != nil {
+		canon = model.AppendSeal(canon, key)
+		seal = canon[len(canon)-2-2*sha256.Size : len(canon)-2]
+	}
 	if canonical {
 		return entry{canon, canon}
 	}
-	if key != nil {
-		b.Seal = string(canon[len(canon)-2-2*sha256.Size : len(canon)-2])
-	}
-	return entry{canon, packAudit(b, canon)}
+	return entry{canon, packAudit(b, seal, canon)}
 }
 
 // packedAudit starts a packed entry; a canonical one starts with '{'.
 const packedAudit = 1
 
-// packAudit is the stored form of the entry b whose canonical bytes are
-// canon: packed, a third of its JSON's size (the times, hashes and seal in
-// binary, no field names), since every byte of a durable write is copied
-// into the WAL, the memtable and each table compaction writes (at 64
-// concurrent writers the JSON entry cost 1.20× the write without it). An
-// entry whose hashes are not lowercase hex is stored as canon.
+// packAudit is the stored form of the entry b, sealed with seal (b.Seal
+// is not read; nil: unsealed), whose canonical bytes are canon: packed, a
+// third of its JSON's size (the times, hashes and seal in binary, no
+// field names), since every byte of a durable write is copied into the
+// WAL, the memtable and each table compaction writes (at 64 concurrent
+// writers the JSON entry cost 1.20× the write without it). An entry whose
+// hashes are not lowercase hex is stored as canon.
 // TestAuditPackingKnowsEveryField fails when AuditBody or Actor gains a
 // field that packing would drop.
-func packAudit(b model.AuditBody, canon []byte) []byte {
-	rec, err1 := hex.DecodeString(b.Record)
-	seal, err2 := hex.DecodeString(b.Seal)
-	if err1 != nil || err2 != nil || hex.EncodeToString(rec) != b.Record || hex.EncodeToString(seal) != b.Seal {
-		return canon
-	}
-	out := make([]byte, 0, len(canon)/3)
+func packAudit(b model.AuditBody, seal, canon []byte) []byte {
+	out := make([]byte, 0, len(canon)/2)
 	out = append(out, packedAudit)
 	out = binary.AppendVarint(out, b.At.UnixNano())
-	for _, f := range []string{b.Task, b.Act, b.Actor.Name, b.Actor.Role, b.Actor.Host, b.Actor.Label, string(b.From), string(b.To), string(rec), string(seal)} {
+	for _, f := range [...]string{b.Task, b.Act, b.Actor.Name, b.Actor.Role, b.Actor.Host, b.Actor.Label, string(b.From), string(b.To)} {
 		out = appendString(out, f)
+	}
+	var ok1, ok2 bool
+	out, ok1 = appendRawHex(out, b.Record)
+	out, ok2 = appendRawHex(out, seal)
+	if !ok1 || !ok2 {
+		return canon
 	}
 	out = binary.AppendUvarint(out, b.Prev)
 	out = binary.AppendUvarint(out, uint64(len(b.Keys)))
@@ -87,6 +92,35 @@ func packAudit(b model.AuditBody, canon []byte) []byte {
 		out = appendString(out, k)
 	}
 	return out
+}
+
+// appendRawHex appends the bytes that the lowercase hex s encodes, as
+// appendString would append them; ok is false when s is not lowercase
+// hex (which unpacking could not give back as it was).
+func appendRawHex[T string | []byte](out []byte, s T) (_ []byte, ok bool) {
+	if len(s)%2 != 0 {
+		return out, false
+	}
+	out = binary.AppendUvarint(out, uint64(len(s)/2))
+	for i := 0; i < len(s); i += 2 {
+		hi, ok1 := lowerHex(s[i])
+		lo, ok2 := lowerHex(s[i+1])
+		if !ok1 || !ok2 {
+			return out, false
+		}
+		out = append(out, hi<<4|lo)
+	}
+	return out, true
+}
+
+func lowerHex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 func appendString(out []byte, s string) []byte {
@@ -174,9 +208,9 @@ func (s *Store) SetAuditKey(key []byte) { s.auditKey = key }
 
 // audit appends the entry e of the change at r.meta.rev.
 func (r *revisions) audit(txn *badger.Txn, e entry) error {
-	h := model.ChainHash(r.meta.audit, r.meta.rev, e.canon)
-	r.meta.audit = h
-	return txn.Set(revKey(auditPrefix, r.meta.rev), append(h, e.stored...))
+	v := model.AppendChainHash(make([]byte, 0, sha256.Size+len(e.stored)), r.meta.audit, r.meta.rev, e.canon)
+	r.meta.audit = v[:sha256.Size:sha256.Size]
+	return txn.Set(revKey(auditPrefix, r.meta.rev), append(v, e.stored...))
 }
 
 // readAuditHead reads the chain's head: the last entry's hash, else the

@@ -158,7 +158,7 @@ func PackAudit(canon []byte) []byte {
 	if err := json.Unmarshal(canon, &b); err != nil {
 		panic(err)
 	}
-	return packAudit(b, canon)
+	return packAudit(b, []byte(b.Seal), canon)
 }
 
 // DeleteClosed deletes key as Rewrite changes one.
