@@ -29,29 +29,7 @@ import (
 //	go test -run '^$' -bench EnginePolls -benchtime 5000x ./engine
 func BenchmarkEnginePolls(b *testing.B) {
 	var gets atomic.Int64
-	var mu sync.Mutex
-	var header http.Header
-	var body []byte
-	d := demo.New(demo.Options{PollInterval: time.Millisecond, TTL: time.Hour})
-	h := d.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Method") == "tasks/get" {
-			gets.Add(1)
-			mu.Lock()
-			if body == nil { // kept, for the bare loop to repeat byte for byte
-				body, _ = io.ReadAll(r.Body)
-				header = r.Header.Clone()
-				r.Body = io.NopCloser(bytes.NewReader(body))
-			}
-			mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	}))
-	b.Cleanup(func() { srv.Close(); d.Close() })
-	cfg, err := mcpconfig.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv, cfg, sent := demoKeepingFirstGet(b, demo.Options{PollInterval: time.Millisecond, TTL: time.Hour}, func() { gets.Add(1) })
 	// No delay of our own: every task is due again as soon as it is
 	// polled, so the slots, not the policy, bound the rate.
 	tiny := model.PollPolicy{Default: time.Microsecond, Floor: time.Microsecond, Cap: time.Microsecond, Growth: 1}
@@ -77,7 +55,7 @@ func BenchmarkEnginePolls(b *testing.B) {
 	}
 	bodies := make([][]byte, len(taskIDs))
 	for i, id := range taskIDs {
-		if bodies[i], err = withTaskID(body, id); err != nil {
+		if bodies[i], err = withTaskID(sent.body, id); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -93,7 +71,7 @@ func BenchmarkEnginePolls(b *testing.B) {
 			wg.Go(func() {
 				for k := next.Add(1); k <= int64(n); k = next.Add(1) {
 					i := int(k) % len(taskIDs)
-					if err := BarePost(client, srv.URL+"/mcp", header, bodies[i], taskIDs[i]); err != nil {
+					if err := BarePost(client, srv.URL+"/mcp", sent.header, bodies[i], taskIDs[i]); err != nil {
 						b.Error(err)
 						return
 					}
@@ -172,4 +150,42 @@ func BarePost(client *http.Client, url string, header http.Header, body []byte, 
 		return fmt.Errorf("bare POST: %s", resp.Status)
 	}
 	return nil
+}
+
+// firstGet is the first tasks/get a benchmark's demo server was sent, kept
+// for the bare loop to repeat byte for byte.
+type firstGet struct {
+	mu     sync.Mutex
+	header http.Header
+	body   []byte
+}
+
+// demoKeepingFirstGet starts a loopback demo server that keeps its first
+// tasks/get in the returned firstGet and calls onGet (if not nil) on
+// each, and a config naming it "demo".
+func demoKeepingFirstGet(b *testing.B, opts demo.Options, onGet func()) (*httptest.Server, *mcpconfig.Config, *firstGet) {
+	first := &firstGet{}
+	d := demo.New(opts)
+	h := d.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tasks/get" {
+			if onGet != nil {
+				onGet()
+			}
+			first.mu.Lock()
+			if first.body == nil {
+				first.body, _ = io.ReadAll(r.Body)
+				first.header = r.Header.Clone()
+				r.Body = io.NopCloser(bytes.NewReader(first.body))
+			}
+			first.mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	b.Cleanup(func() { srv.Close(); d.Close() })
+	cfg, err := mcpconfig.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv, cfg, first
 }

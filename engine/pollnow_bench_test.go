@@ -1,19 +1,14 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/demo"
-	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -24,28 +19,7 @@ import (
 //
 //	go test -run '^$' -bench PollNow -benchtime 2000x ./engine
 func BenchmarkPollNow(b *testing.B) {
-	var mu sync.Mutex
-	var header http.Header
-	var body []byte
-	d := demo.New(demo.Options{PollInterval: time.Second, TTL: time.Hour})
-	h := d.Handler()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Method") == "tasks/get" {
-			mu.Lock()
-			if body == nil {
-				body, _ = io.ReadAll(r.Body)
-				header = r.Header.Clone()
-				r.Body = io.NopCloser(bytes.NewReader(body))
-			}
-			mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	}))
-	b.Cleanup(func() { srv.Close(); d.Close() })
-	cfg, err := mcpconfig.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, srv.URL+"/mcp"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv, cfg, first := demoKeepingFirstGet(b, demo.Options{PollInterval: time.Second, TTL: time.Hour}, nil)
 	e, err := Open(Options{DataDir: b.TempDir(), Config: cfg})
 	if err != nil {
 		b.Fatal(err)
@@ -73,7 +47,7 @@ func BenchmarkPollNow(b *testing.B) {
 	}
 	bodies := make([][]byte, len(taskIDs))
 	for i, id := range taskIDs {
-		if bodies[i], err = withTaskID(body, id); err != nil {
+		if bodies[i], err = withTaskID(first.body, id); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -94,7 +68,7 @@ func BenchmarkPollNow(b *testing.B) {
 		start = time.Now()
 		for i := range n {
 			k := i % len(taskIDs)
-			if err := BarePost(client, srv.URL+"/mcp", header, bodies[k], taskIDs[k]); err != nil {
+			if err := BarePost(client, srv.URL+"/mcp", first.header, bodies[k], taskIDs[k]); err != nil {
 				b.Fatal(err)
 			}
 		}
