@@ -208,6 +208,7 @@ func TestTUILegacyAnswerAndCancel(t *testing.T) {
 type legacyAgentLine struct {
 	Fail     string   `json:"fail"`
 	Session  *string  `json:"session"`
+	Tool     string   `json:"tool"`
 	TaskID   string   `json:"taskId"`
 	Status   string   `json:"status"`
 	Text     string   `json:"text"`
@@ -224,14 +225,14 @@ type legacyAgent struct {
 }
 
 // startLegacyAgent runs legacy.mjs (the official TypeScript client pinned
-// to 2025-11-25 with ext-tasks 0.2.2's generation-1 requester) with the
-// agent's token; it is killed by its pid when the test ends.
-func startLegacyAgent(t *testing.T, token string, args ...string) *legacyAgent {
+// to 2025-11-25 with ext-tasks 0.2.2's generation-1 requester) with env
+// added to its environment; it is killed by its pid when the test ends.
+func startLegacyAgent(t *testing.T, env []string, args ...string) *legacyAgent {
 	t.Helper()
 	dir := nodetest.Install(t, filepath.Join("..", "proxy", "testdata", "agent"), "legacy.mjs")
 	cmd := exec.Command("node", append([]string{"legacy.mjs"}, args...)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TASKDECK_AGENT_TOKEN="+token)
+	cmd.Env = append(os.Environ(), env...)
 	var stderr clitest.SyncBuf
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -308,7 +309,7 @@ func startLegacyOutlive(t *testing.T, tool, args, want string) *legacyAgentResta
 	d.env = append(d.env, "E2E_AGENT_TOKEN="+token)
 	owner, base := d.serveProxy()
 	r := &legacyAgentRestart{d: d, owner: owner, addr: strings.TrimPrefix(base, "http://")}
-	r.agent = startLegacyAgent(t, token, base+"/mcp/build", "outlive", tool, args, want)
+	r.agent = startLegacyAgent(t, []string{"TASKDECK_AGENT_TOKEN=" + token}, base+"/mcp/build", "outlive", tool, args, want)
 	if l := r.agent.next(t, "its session"); l.Session == nil || *l.Session == "" {
 		t.Fatalf("the agent's first line %+v: want its session", l)
 	} else {
@@ -391,4 +392,46 @@ func TestLegacyAgentAnsweredFromCommandLine(t *testing.T) {
 		r.d.run("answer", r.id, key, `{"action":"accept","content":{"approve":true,"reason":"from the shell"}}`).Must(t, exitOK)
 	}
 	r.finish(t, want)
+}
+
+// TestStdioLegacyAgentFlows: the same requester launches the real
+// binary's `taskdeck proxy --stdio build` and speaks 2025-11-25 to it over
+// stdio: call → task → poll → result, a failure, a cancel, and its tasks
+// in tasks/list, newest first; every one a record of the agent's.
+func TestStdioLegacyAgentFlows(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}}}`, srv.url))
+	env := map[string]string{}
+	for _, kv := range d.env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	launch, err := json.Marshal(map[string]any{"command": tdBin, "args": d.args([]string{"proxy", "--stdio", "build"}), "env": env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := startLegacyAgent(t, []string{"TASKDECK_STDIO=" + string(launch)}, "stdio", "flows")
+	agent.next(t, "its session")
+	var told, ids []string
+	for _, want := range []string{"echo completed hello", "sleep completed slept", "fail failed simulated failure", "sleep cancelled"} {
+		l := agent.next(t, want)
+		told = append(told, strings.TrimSpace(strings.Join([]string{l.Tool, l.Status, l.Text}, " ")))
+		if !strings.HasPrefix(told[len(told)-1], want) {
+			t.Fatalf("the agent was told %q, want %q", told[len(told)-1], want)
+		}
+		ids = append(ids, l.TaskID)
+	}
+	listed := agent.next(t, "its tasks/list")
+	slices.Reverse(ids)
+	if !slices.Equal(listed.Listed, ids) {
+		t.Fatalf("tasks/list gave %q, want the agent's tasks, newest first: %q", listed.Listed, ids)
+	}
+	for _, id := range ids {
+		rid, _, _ := strings.Cut(id, ".")
+		if tk := d.getJSON(rid); string(tk.raw["agent"]) != `"ts-legacy-agent"` {
+			t.Errorf("record %s: agent %s, want ts-legacy-agent", rid, tk.raw["agent"])
+		}
+	}
 }

@@ -3,6 +3,8 @@
 // requester's generation-1 side, driven against taskdeck's proxy.
 // Usage: node legacy.mjs URL flows|peek [TASK_ID]
 //        node legacy.mjs URL outlive TOOL ARGS_JSON WANT
+// URL "stdio" launches the server named by $TASKDECK_STDIO ({"command",
+// "args", "env"}) and speaks to it over stdio instead.
 // flows: call → task → poll → result, a failure, a cancel, then tasks/list.
 // peek: tasks/list, and tasks/get of TASK_ID, as another agent would.
 // outlive: call TOOL as a task and print it; follow it to its result on
@@ -12,6 +14,7 @@
 // then tasks/list.
 // It prints one JSON line per outcome and exits 1 on the first surprise.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { createTaskSessionFromClient, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
 
 const [url, scenario, taskId] = process.argv.slice(2);
@@ -29,7 +32,9 @@ const client = new Client({ name: "ts-legacy-agent", version: "1.0.0" }, {
   capabilities: {},
   versionNegotiation: { mode: "legacy" },
 });
-const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: auth } });
+const transport = url === "stdio"
+  ? new StdioClientTransport({ ...JSON.parse(process.env.TASKDECK_STDIO), stderr: "inherit" })
+  : new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: auth } });
 await client.connect(transport);
 out({ session: transport.sessionId ?? "", protocolVersion: transport.protocolVersion ?? "" });
 
@@ -116,6 +121,6 @@ try {
   }
 } finally {
   await session.close();
-  await transport.terminateSession().catch(() => {});
+  await Promise.resolve(transport.terminateSession?.()).catch(() => {});
 }
 process.exit(0);
