@@ -435,3 +435,27 @@ func TestStdioLegacyAgentFlows(t *testing.T) {
 		}
 	}
 }
+
+// TestTUILegacyAgentAnsweredFromDashboard: as
+// TestLegacyAgentAnsweredFromCommandLine, the operator answering the
+// requester's approve in the dashboard (real binary, in tmux) after the
+// restart; the requester gets the result that answer made.
+func TestTUILegacyAgentAnsweredFromDashboard(t *testing.T) {
+	t.Parallel()
+	const want = "approved ship: from the dashboard"
+	r := startLegacyOutlive(t, "approve", `{"action":"ship"}`, want)
+	r.d.waitStatus(r.id, "input_required")
+	r.restart(t)
+	tm := r.d.dashboard(120, 30)
+	tm.waitScreen("the approve row waiting for input", func(s string) bool { return oneRow(s, "approve") == "input_required" })
+	tm.keys("a")
+	tm.waitText("Approve ship?", "Reason *")
+	tm.keys("y")
+	tm.waitText("┃ Reason *")
+	tm.typeText("from the dashboard")
+	tm.waitText("> from the dashboard")
+	tm.keys("Enter")
+	tm.waitText("answered: task " + r.id)
+	r.finish(t, want)
+	tm.quit()
+}
