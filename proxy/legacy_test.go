@@ -137,7 +137,7 @@ func TestLegacyAgentTaskFlows(t *testing.T) {
 
 // legacyOpen initializes a 2025-11-25 session at url with token and
 // returns the session id and the InitializeResult.
-func legacyOpen(t *testing.T, url, token string) (string, answer) {
+func legacyOpen(t testing.TB, url, token string) (string, answer) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
