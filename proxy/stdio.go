@@ -109,6 +109,7 @@ read:
 			}
 		}
 		wg.Add(1)
+		ep := *ep // this request's: another initialize may change the loop's
 		go func() {
 			defer wg.Done()
 			defer func() {
