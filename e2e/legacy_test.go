@@ -1,13 +1,23 @@
 package e2e
 
 import (
+	"bufio"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/nodetest"
+	"github.com/taskdeck/taskdeck/internal/testproc"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // TestLegacyKilledMidTaskReattached: the real binary against the
@@ -192,4 +202,260 @@ func TestTUILegacyAnswerAndCancel(t *testing.T) {
 	if tk := d.getJSON(other); tk.Status != "cancelled" {
 		t.Fatalf("the cancelled task: %+v", tk)
 	}
+}
+
+// legacyAgentLine is one outcome proxy/testdata/agent/legacy.mjs printed.
+type legacyAgentLine struct {
+	Fail     string   `json:"fail"`
+	Session  *string  `json:"session"`
+	Tool     string   `json:"tool"`
+	TaskID   string   `json:"taskId"`
+	Status   string   `json:"status"`
+	Text     string   `json:"text"`
+	Retry    string   `json:"retry"`
+	Listed   []string `json:"listed"`
+	Statuses []string `json:"statuses"`
+}
+
+// legacyAgent is legacy.mjs running: the lines it prints, in order.
+type legacyAgent struct {
+	lines chan legacyAgentLine
+	done  chan struct{} // closed when it has exited; then err is its exit
+	err   error
+}
+
+// startLegacyAgent runs legacy.mjs (the official TypeScript client pinned
+// to 2025-11-25 with ext-tasks 0.2.2's generation-1 requester) with env
+// added to its environment; it is killed by its pid when the test ends.
+func startLegacyAgent(t *testing.T, env []string, args ...string) *legacyAgent {
+	t.Helper()
+	dir := nodetest.Install(t, filepath.Join("..", "proxy", "testdata", "agent"), "legacy.mjs")
+	cmd := exec.Command("node", append([]string{"legacy.mjs"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr clitest.SyncBuf
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testproc.Group(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a := &legacyAgent{lines: make(chan legacyAgentLine, 1000), done: make(chan struct{})}
+	go func() {
+		for sc := bufio.NewScanner(stdout); sc.Scan(); {
+			var l legacyAgentLine
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+				l.Fail = fmt.Sprintf("the agent printed %q: %v", sc.Text(), err)
+			}
+			a.lines <- l
+		}
+		if err := cmd.Wait(); err != nil {
+			a.err = fmt.Errorf("%w: %s", err, stderr.String())
+		}
+		close(a.lines)
+		close(a.done)
+	}()
+	t.Cleanup(func() { _ = testproc.Signal(cmd, syscall.SIGKILL); <-a.done })
+	return a
+}
+
+// next is the agent's next line but a retry (logged), within the scaled
+// wait; a failure it printed fails the test.
+func (a *legacyAgent) next(t *testing.T, what string) legacyAgentLine {
+	t.Helper()
+	deadline := time.After(clitest.WaitTimeout)
+	for {
+		select {
+		case l, ok := <-a.lines:
+			switch {
+			case !ok:
+				<-a.done
+				t.Fatalf("waiting for %s, the agent ended: %v", what, a.err)
+			case l.Fail != "":
+				t.Fatalf("waiting for %s, the agent failed: %s", what, l.Fail)
+			case l.Retry != "":
+				t.Logf("the agent tries again: %s", l.Retry)
+				continue
+			}
+			return l
+		case <-deadline:
+			t.Fatalf("the agent printed no %s within %s", what, clitest.WaitTimeout)
+		}
+	}
+}
+
+// legacyAgentRestart is a deck whose `serve --proxy` fronts the demo
+// server for agent e2e, and the legacy agent following a task of tool
+// there ("outlive" in legacy.mjs), which it has created.
+type legacyAgentRestart struct {
+	d       *deck
+	owner   *proc
+	addr    string
+	agent   *legacyAgent
+	session string
+	taskID  string // the agent's
+	id      string // the record's
+}
+
+func startLegacyOutlive(t *testing.T, tool, args, want string) *legacyAgentRestart {
+	t.Helper()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}},"agents":{"e2e":{"token":"${E2E_AGENT_TOKEN}","servers":["build"]}}}`, srv.url))
+	const token = "e2e-agent-token-0123456789abcdef"
+	d.env = append(d.env, "E2E_AGENT_TOKEN="+token)
+	owner, base := d.serveProxy()
+	r := &legacyAgentRestart{d: d, owner: owner, addr: strings.TrimPrefix(base, "http://")}
+	r.agent = startLegacyAgent(t, []string{"TASKDECK_AGENT_TOKEN=" + token}, base+"/mcp/build", "outlive", tool, args, want)
+	if l := r.agent.next(t, "its session"); l.Session == nil || *l.Session == "" {
+		t.Fatalf("the agent's first line %+v: want its session", l)
+	} else {
+		r.session = *l.Session
+	}
+	created := r.agent.next(t, "its task")
+	if created.Status != "created" || created.TaskID == "" {
+		t.Fatalf("the agent's call: %+v, want a task", created)
+	}
+	r.taskID = created.TaskID
+	r.id, _, _ = strings.Cut(created.TaskID, ".")
+	return r
+}
+
+// restart SIGKILLs `serve --proxy` (by its pid's group) and starts it
+// again on the same address, as the agent knows it.
+func (r *legacyAgentRestart) restart(t *testing.T) {
+	t.Helper()
+	r.owner.kill()
+	r.owner, _ = r.d.serveProxyAt(r.addr)
+}
+
+// finish checks that the agent got want as the result of the task it
+// created, on the session it opened before the restart, and that its
+// tasks/list, rebuilt from the store, names the task.
+func (r *legacyAgentRestart) finish(t *testing.T, want string) {
+	t.Helper()
+	got := r.agent.next(t, "its result")
+	if got.TaskID != r.taskID || got.Status != "completed" || !strings.Contains(got.Text, want) || got.Session == nil || *got.Session != r.session {
+		t.Fatalf("the agent ended with %+v; want task %s completed with %q on session %s", got, r.taskID, want, r.session)
+	}
+	listed := r.agent.next(t, "its tasks/list")
+	if !slices.Equal(listed.Listed, []string{r.taskID}) || !slices.Equal(listed.Statuses, []string{"completed"}) {
+		t.Fatalf("tasks/list after the restart gave %q %q, want the task %s completed", listed.Listed, listed.Statuses, r.taskID)
+	}
+	if <-r.agent.done; r.agent.err != nil {
+		t.Fatalf("the agent: %v", r.agent.err)
+	}
+	if tk := r.d.getJSON(r.id); tk.Status != "completed" || string(tk.raw["agent"]) != `"ts-legacy-agent"` {
+		t.Fatalf("the record: %s, agent %s; want completed, of ts-legacy-agent", tk.Status, tk.raw["agent"])
+	}
+}
+
+// TestLegacyAgentOutlivesRestart: the ext-tasks 0.2.2 generation-1
+// requester, on the official TypeScript client pinned to 2025-11-25,
+// calls the demo's sleep through the real binary's `serve --proxy`;
+// taskdeck is SIGKILLed while the task works and restarted on the same
+// address; the requester, keeping its session id, polls on and gets the
+// result of the same task: its session and its tasks/list outlive the
+// process.
+func TestLegacyAgentOutlivesRestart(t *testing.T) {
+	t.Parallel()
+	// Long enough to outlast a restart on a loaded machine.
+	seconds := int(waitfor.Scale(10*time.Second).Seconds() / 0.05)
+	r := startLegacyOutlive(t, "sleep", fmt.Sprintf(`{"seconds":%d}`, seconds), "slept")
+	r.d.waitStatus(r.id, "working")
+	r.restart(t)
+	if tk := r.d.getJSON(r.id); tk.Status != "working" {
+		t.Fatalf("after the restart the task is %s; it must still work for the test to show a re-attach", tk.Status)
+	}
+	r.finish(t, "slept")
+}
+
+// TestLegacyAgentAnsweredFromCommandLine: the same requester calls the
+// demo's approve, whose task asks for input; the agent declares no
+// elicitation, so the question is the operator's. taskdeck is SIGKILLed
+// and restarted while the task waits, the operator answers with
+// `taskdeck answer`, and the requester, polling on its session, gets the
+// result that answer made.
+func TestLegacyAgentAnsweredFromCommandLine(t *testing.T) {
+	t.Parallel()
+	const want = "approved ship: from the shell"
+	r := startLegacyOutlive(t, "approve", `{"action":"ship"}`, want)
+	tk := r.d.waitStatus(r.id, "input_required")
+	r.restart(t)
+	if len(tk.InputRequests) != 1 {
+		t.Fatalf("the task asks %d questions, want 1: %+v", len(tk.InputRequests), tk)
+	}
+	for key := range tk.InputRequests {
+		r.d.run("answer", r.id, key, `{"action":"accept","content":{"approve":true,"reason":"from the shell"}}`).Must(t, exitOK)
+	}
+	r.finish(t, want)
+}
+
+// TestStdioLegacyAgentFlows: the same requester launches the real
+// binary's `taskdeck proxy --stdio build` and speaks 2025-11-25 to it over
+// stdio: call → task → poll → result, a failure, a cancel, and its tasks
+// in tasks/list, newest first; every one a record of the agent's.
+func TestStdioLegacyAgentFlows(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}}}`, srv.url))
+	env := map[string]string{}
+	for _, kv := range d.env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	launch, err := json.Marshal(map[string]any{"command": tdBin, "args": d.args([]string{"proxy", "--stdio", "build"}), "env": env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := startLegacyAgent(t, []string{"TASKDECK_STDIO=" + string(launch)}, "stdio", "flows")
+	agent.next(t, "its session")
+	var told, ids []string
+	for _, want := range []string{"echo completed hello", "sleep completed slept", "fail failed simulated failure", "sleep cancelled"} {
+		l := agent.next(t, want)
+		told = append(told, strings.TrimSpace(strings.Join([]string{l.Tool, l.Status, l.Text}, " ")))
+		if !strings.HasPrefix(told[len(told)-1], want) {
+			t.Fatalf("the agent was told %q, want %q", told[len(told)-1], want)
+		}
+		ids = append(ids, l.TaskID)
+	}
+	listed := agent.next(t, "its tasks/list")
+	slices.Reverse(ids)
+	if !slices.Equal(listed.Listed, ids) {
+		t.Fatalf("tasks/list gave %q, want the agent's tasks, newest first: %q", listed.Listed, ids)
+	}
+	for _, id := range ids {
+		rid, _, _ := strings.Cut(id, ".")
+		if tk := d.getJSON(rid); string(tk.raw["agent"]) != `"ts-legacy-agent"` {
+			t.Errorf("record %s: agent %s, want ts-legacy-agent", rid, tk.raw["agent"])
+		}
+	}
+}
+
+// TestTUILegacyAgentAnsweredFromDashboard: as
+// TestLegacyAgentAnsweredFromCommandLine, the operator answering the
+// requester's approve in the dashboard (real binary, in tmux) after the
+// restart; the requester gets the result that answer made.
+func TestTUILegacyAgentAnsweredFromDashboard(t *testing.T) {
+	t.Parallel()
+	const want = "approved ship: from the dashboard"
+	r := startLegacyOutlive(t, "approve", `{"action":"ship"}`, want)
+	r.d.waitStatus(r.id, "input_required")
+	r.restart(t)
+	tm := r.d.dashboard(120, 30)
+	tm.waitScreen("the approve row waiting for input", func(s string) bool { return oneRow(s, "approve") == "input_required" })
+	tm.keys("a")
+	tm.waitText("Approve ship?", "Reason *")
+	tm.keys("y")
+	tm.waitText("┃ Reason *")
+	tm.typeText("from the dashboard")
+	tm.waitText("> from the dashboard")
+	tm.keys("Enter")
+	tm.waitText("answered: task " + r.id)
+	r.finish(t, want)
+	tm.quit()
 }

@@ -202,7 +202,13 @@ func (d *deck) start(args ...string) *proc {
 // with the proxy's base URL (http://127.0.0.1:PORT), as it printed it.
 func (d *deck) serveProxy() (*proc, string) {
 	d.t.Helper()
-	owner := d.start("serve", "--proxy", "127.0.0.1:0")
+	return d.serveProxyAt("127.0.0.1:0")
+}
+
+// serveProxyAt is serveProxy on addr.
+func (d *deck) serveProxyAt(listen string) (*proc, string) {
+	d.t.Helper()
+	owner := d.start("serve", "--proxy", listen)
 	addr := regexp.MustCompile(`agents reach server NAME at (http://127\.0\.0\.1:\d+)/mcp/NAME`)
 	clitest.WaitFor(d.t, "the proxy's address", func() bool { return addr.MatchString(owner.Stderr.String()) || owner.exited() })
 	m := addr.FindStringSubmatch(owner.Stderr.String())

@@ -114,8 +114,10 @@ type Task struct {
 	// see it. Empty for the local user's own calls.
 	Owner string `json:"owner,omitempty"`
 	// HandleHash is the sha256 (hex) of the secret part of the task id
-	// the agent was given: the proxy finds the record by its id and takes
-	// the id only with the secret. The secret itself is not kept.
+	// the agent was given, or ("n:" and a nonce) what the proxy makes the
+	// secret from under a key the store does not hold: the proxy finds the
+	// record by its id and takes the id only with the secret. The secret
+	// itself is not kept.
 	HandleHash string `json:"handleHash,omitempty"`
 	// Engine names the engine that made the intent on a shared database
 	// (empty on Badger, the sole owner's): another engine orphans the

@@ -144,7 +144,8 @@ func TestTasksGetLatePollAnswersFromRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	popts := Options{Deck: remote, Config: cfg, PollWait: 200 * time.Millisecond}
+	// The same key as the rig's proxy, as every proxy of a store derives it.
+	popts := Options{Deck: remote, Config: cfg, PollWait: 200 * time.Millisecond, HandleKey: HandleKeyFrom(r.eng.AuditKey())}
 	withTestAgent(cfg, &popts)
 	p := New(popts)
 	t.Cleanup(func() { p.Close() })

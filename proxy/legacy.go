@@ -2,7 +2,12 @@ package proxy
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/taskdeck/taskdeck/deck"
@@ -29,35 +33,45 @@ import (
 
 // Bounds of the legacy front.
 const (
-	// maxLegacySessions bounds the sessions kept; past it the least
-	// recently used ends (its agent gets 404 and initializes again).
+	// maxLegacySessions bounds the sessions whose state is kept, and the
+	// ended sessions remembered. Past it the least recently used state
+	// is dropped: its id still works (see legacyFront), only the
+	// questions relayed on it go to the operator.
 	maxLegacySessions = 1024
-	// legacyIdle ends a session unused this long.
-	legacyIdle = time.Hour
-	// maxListed bounds the task ids kept per agent and server for
-	// tasks/list: the newest stay.
-	maxListed = 1000
+	// maxLabel bounds the clientInfo name a session id carries, in bytes.
+	maxLabel = 128
+	// maxListed bounds the tasks tasks/list gives (the newest), and
+	// maxListScan the server's records it reads to find them.
+	maxListed   = 1000
+	maxListScan = 20 * listPage
+	listPage    = 500
 	// maxAsks bounds the questions one tasks/result relays to its agent;
 	// the rest are the operator's.
 	maxAsks = 64
 )
 
-// legacyFront is the state of the 2025-11-25 front: its sessions, and the
-// task ids it gave each agent, which tasks/list answers with (the record
-// keeps only a hash of an id's secret, so the ids cannot be read back).
+// legacyFront is the state of the 2025-11-25 front: its sessions. A
+// session id is a nonce, what the session must remember (the agent's
+// name and whether it takes questions) and an HMAC of both with the
+// agent's principal and the server, under a key derived from the
+// HandleKey: the proxy knows its own ids again without storing them, so
+// neither a restart nor a dropped state ends a session, and another
+// principal's, or another server's, is refused. Only DELETE ends one,
+// remembered while the proxy runs (a session's authority is the token
+// that comes with it, not its id).
 type legacyFront struct {
-	mu       sync.Mutex
-	sessions map[string]*legacySession
-	issued   map[[2]string][]string // by agent and server, oldest first
-	clock    uint64                 // orders the sessions' uses
+	key        []byte
+	mu         sync.Mutex
+	sessions   map[string]*legacySession // by id
+	ended      map[string]bool
+	endedOrder []string // oldest first
+	clock      uint64   // orders the sessions' uses
 }
 
 type legacySession struct {
-	who, server string
-	label       string // the agent's clientInfo name, never trusted
-	elicit      bool   // the agent declared elicitation: questions go to it
-	used        time.Time
-	seq         uint64 // the front's clock at its last use
+	label  string // the agent's clientInfo name, never trusted
+	elicit bool   // the agent declared elicitation: questions go to it
+	seq    uint64 // the front's clock at its last use
 	// asks are the questions relayed on this session, by the id of the
 	// elicitation/create request the agent will answer.
 	asks map[string]ask
@@ -75,59 +89,120 @@ type agentAnswer struct {
 	Error  *jsonrpc.Error  `json:"error"`
 }
 
-func newLegacyFront() *legacyFront {
-	return &legacyFront{sessions: map[string]*legacySession{}, issued: map[[2]string][]string{}}
+// newLegacyFront signs session ids with a key derived from handleKey; a
+// random one without (sessions end with the process).
+func newLegacyFront(handleKey []byte) *legacyFront {
+	key := subKey(handleKey, "taskdeck proxy: 2025-11-25 sessions")
+	if key == nil {
+		key = []byte(rand.Text())
+	}
+	return &legacyFront{key: key, sessions: map[string]*legacySession{}, ended: map[string]bool{}}
 }
 
-// open makes a session for who at server, ending the least recently used
-// one when the bound is reached.
+func (l *legacyFront) sign(who, server, nonce, info string) string {
+	mac := hmac.New(sha256.New, l.key)
+	for _, s := range []string{who, server, nonce, info} {
+		mac.Write([]byte(s))
+		mac.Write([]byte{0})
+	}
+	return hex.EncodeToString(mac.Sum(nil)[:16])
+}
+
+// newLegacySession is the state of a session an agent opened as label;
+// elicit: it takes questions.
+func newLegacySession(label string, elicit bool) *legacySession {
+	if len(label) > maxLabel {
+		label = strings.ToValidUTF8(label[:maxLabel], "")
+	}
+	return &legacySession{label: label, elicit: elicit, asks: map[string]ask{}}
+}
+
+// open makes a session for who at server.
 func (l *legacyFront) open(who, server, label string, elicit bool) string {
-	id := rand.Text()
-	now := time.Now()
+	s := newLegacySession(label, elicit)
+	info := "n"
+	if elicit {
+		info = "e"
+	}
+	info += base64.RawURLEncoding.EncodeToString([]byte(s.label))
+	nonce := rand.Text()
+	id := nonce + "." + info + "." + l.sign(who, server, nonce, info)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.keep(id, s)
+	return id
+}
+
+// verify reads a session id the front signed for who at server.
+func (l *legacyFront) verify(id, who, server string) (*legacySession, bool) {
+	nonce, rest, _ := strings.Cut(id, ".")
+	info, mac, _ := strings.Cut(rest, ".")
+	if info == "" || subtle.ConstantTimeCompare([]byte(l.sign(who, server, nonce, info)), []byte(mac)) != 1 {
+		return nil, false
+	}
+	label, err := base64.RawURLEncoding.DecodeString(info[1:])
+	if err != nil {
+		return nil, false
+	}
+	return newLegacySession(string(label), info[0] == 'e'), true
+}
+
+// keep adds a session's state, dropping the least recently used one's at
+// the bound. l.mu is held.
+func (l *legacyFront) keep(id string, s *legacySession) {
 	if len(l.sessions) >= maxLegacySessions {
 		var oldest string
-		for sid, s := range l.sessions {
-			if oldest == "" || s.seq < l.sessions[oldest].seq {
+		for sid, o := range l.sessions {
+			if oldest == "" || o.seq < l.sessions[oldest].seq {
 				oldest = sid
 			}
 		}
 		delete(l.sessions, oldest)
 	}
 	l.clock++
-	l.sessions[id] = &legacySession{who: who, server: server, label: label, elicit: elicit, used: now, seq: l.clock, asks: map[string]ask{}}
-	return id
+	s.seq = l.clock
+	l.sessions[id] = s
 }
 
 // use finds the session id of who at server: another agent's session, or
-// another server's, is none.
+// another server's, or an ended one, is none.
 func (l *legacyFront) use(id, who, server string) (*legacySession, bool) {
-	now := time.Now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s, ok := l.sessions[id]
-	switch {
-	case !ok || s.who != who || s.server != server:
-		return nil, false
-	case now.Sub(s.used) > legacyIdle:
-		delete(l.sessions, id)
+	fresh, ok := l.verify(id, who, server)
+	if !ok {
 		return nil, false
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended[id] {
+		return nil, false
+	}
+	s := l.sessions[id]
+	if s == nil { // a restart, or a state dropped at the bound
+		l.keep(id, fresh)
+		return fresh, true
+	}
 	l.clock++
-	s.used, s.seq = now, l.clock
+	s.seq = l.clock
 	return s, true
 }
 
 func (l *legacyFront) end(id, who, server string) bool {
+	if _, ok := l.verify(id, who, server); !ok {
+		return false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s, ok := l.sessions[id]
-	if ok && s.who == who && s.server == server {
-		delete(l.sessions, id)
-		return true
+	if l.ended[id] {
+		return false
 	}
-	return false
+	delete(l.sessions, id)
+	if len(l.endedOrder) >= maxLegacySessions {
+		delete(l.ended, l.endedOrder[0])
+		l.endedOrder = l.endedOrder[1:]
+	}
+	l.ended[id] = true
+	l.endedOrder = append(l.endedOrder, id)
+	return true
 }
 
 // ask registers a question relayed on s; the agent's answer goes to to.
@@ -168,29 +243,6 @@ func (l *legacyFront) answered(s *legacySession, body []byte) bool {
 	return true // one nobody waits for any more is moot, not wrong
 }
 
-// remember keeps a task id given to who at server, for tasks/list.
-func (l *legacyFront) remember(who, server, taskID string) {
-	k := [2]string{who, server}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	ids := l.issued[k]
-	for _, id := range ids {
-		if id == taskID { // a repeat that re-attached
-			return
-		}
-	}
-	if len(ids) >= maxListed {
-		ids = ids[1:]
-	}
-	l.issued[k] = append(ids, taskID)
-}
-
-func (l *legacyFront) listed(who, server string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.issued[[2]string{who, server}]...)
-}
-
 // legacyInit tells an initialize of the 2025-11-25 revision.
 func legacyInit(req *request) bool {
 	if req.Method != "initialize" {
@@ -203,6 +255,21 @@ func legacyInit(req *request) bool {
 	return p.ProtocolVersion == legacy.ProtocolVersion
 }
 
+// legacyAgent reads, from an initialize, the agent's clientInfo name and
+// whether it declared elicitation.
+func legacyAgent(req *request) (label string, elicit bool) {
+	var ip struct {
+		ClientInfo struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
+		Capabilities struct {
+			Elicitation json.RawMessage `json:"elicitation"`
+		} `json:"capabilities"`
+	}
+	_ = json.Unmarshal(req.Params, &ip)
+	return ip.ClientInfo.Name, ip.Capabilities.Elicitation != nil
+}
+
 // serveLegacy answers a request of a 2025-11-25 agent: an initialize, or
 // a request on a session the proxy issued.
 // bad is why body is no request: an agent's answer to a relayed question
@@ -210,16 +277,8 @@ func legacyInit(req *request) bool {
 func (p *Proxy) serveLegacy(w http.ResponseWriter, r *http.Request, ep *endpoint, req *request, bad *response, body []byte) {
 	who, server := ep.who.who.Name, ep.cfg.Name
 	if bad == nil && req.Method == "initialize" {
-		var ip struct {
-			ClientInfo struct {
-				Name string `json:"name"`
-			} `json:"clientInfo"`
-			Capabilities struct {
-				Elicitation json.RawMessage `json:"elicitation"`
-			} `json:"capabilities"`
-		}
-		_ = json.Unmarshal(req.Params, &ip)
-		w.Header().Set("Mcp-Session-Id", p.legacy.open(who, server, ip.ClientInfo.Name, ip.Capabilities.Elicitation != nil))
+		label, elicit := legacyAgent(req)
+		w.Header().Set("Mcp-Session-Id", p.legacy.open(who, server, label, elicit))
 		writeHTTP(w, http.StatusOK, reply(req.ID, ep.initialized()))
 		return
 	}
@@ -227,7 +286,7 @@ func (p *Proxy) serveLegacy(w http.ResponseWriter, r *http.Request, ep *endpoint
 	switch {
 	case !ok:
 		writeHTTPError(w, http.StatusNotFound, nil, jsonrpc.CodeInvalidRequest,
-			"no such session at this proxy (it ended, was idle over "+legacyIdle.String()+", or the proxy restarted): initialize again")
+			"no such session at this proxy for this agent and server (it ended, or was never given): initialize again")
 		return
 	case bad != nil && p.legacy.answered(s, body):
 		w.WriteHeader(http.StatusAccepted)
@@ -433,21 +492,34 @@ func (ep *endpoint) legacyResult(ctx context.Context, id json.RawMessage, rec *m
 	return fail(id, jsonrpc.CodeInternalError, fmt.Sprintf("the task ended %s: %s", legacyTaskOf(rec, taskID).Status, cmpText(rec.StatusMessage, rec.LocalError)))
 }
 
-// legacyList answers tasks/list with the tasks this agent started at this
-// server through this proxy (the newest maxListed, since the proxy
-// started): another agent's are not there, and a record forgotten or
-// pruned drops out. One page.
+// legacyList answers tasks/list with the tasks this agent's principal
+// started at this server through the proxy, read from the store (so a
+// restart loses none), newest first: at most maxListed, found among the
+// server's newest maxListScan records. Another agent's are not there, nor
+// a record forgotten or pruned, nor one whose id the proxy cannot make
+// again (a random secret of a proxy without a HandleKey). One page.
 func (ep *endpoint) legacyList(ctx context.Context, req *request) *response {
+	who := ep.who.who.Name
 	tasks := []legacy.Task{}
-	for _, id := range ep.p.legacy.listed(ep.who.who.Name, ep.cfg.Name) {
-		e, err := ep.record(ctx, id)
-		if errors.Is(err, errNoTask) {
-			continue
-		}
+	before := ""
+	for read := 0; read < maxListScan && len(tasks) < maxListed; {
+		page, err := ep.p.opts.Deck.List(ctx, deck.Filter{Server: ep.cfg.Name, Limit: listPage, Before: before})
 		if err != nil {
 			return taskError(req.ID, err)
 		}
-		tasks = append(tasks, legacyTaskOf(e.Task, id))
+		for _, e := range page {
+			if e.Task.Owner != who || len(tasks) == maxListed {
+				continue
+			}
+			if secret, ok := ep.p.secretOf(e.Task, who); ok {
+				tasks = append(tasks, legacyTaskOf(e.Task, ep.p.agentID(e.Task, who, secret)))
+			}
+		}
+		if len(page) < listPage {
+			break
+		}
+		read += len(page)
+		before = page[len(page)-1].Task.ID
 	}
 	return reply(req.ID, map[string]any{"tasks": tasks})
 }
@@ -456,7 +528,6 @@ func (ep *endpoint) legacyList(ctx context.Context, req *request) *response {
 // is the task, whether or not the server made one, so tasks/get and
 // tasks/result answer for it alike.
 func (ep *endpoint) legacyCreated(id json.RawMessage, rec *model.Task, taskID string) *response {
-	ep.p.legacy.remember(ep.who.who.Name, ep.cfg.Name, taskID)
 	return reply(id, map[string]any{"task": legacyTaskOf(rec, taskID)})
 }
 

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -92,10 +91,12 @@ func TestLegacyAgentTaskFlows(t *testing.T) {
 	if strings.Join(told, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the agent was told:\n%s\nwant:\n%s", strings.Join(told, "\n"), strings.Join(want, "\n"))
 	}
-	if !slices.Equal(listed.Listed, ids) {
-		t.Errorf("tasks/list gave %q, want the agent's tasks %q", listed.Listed, ids)
+	newest := slices.Clone(ids)
+	slices.Reverse(newest)
+	if !slices.Equal(listed.Listed, newest) {
+		t.Errorf("tasks/list gave %q, want the agent's tasks, newest first: %q", listed.Listed, newest)
 	}
-	if want := []string{"completed", "completed", "failed", "cancelled"}; !slices.Equal(listed.Statuses, want) {
+	if want := []string{"cancelled", "failed", "completed", "completed"}; !slices.Equal(listed.Statuses, want) {
 		t.Errorf("tasks/list said %q, want %q", listed.Statuses, want)
 	}
 
@@ -136,7 +137,7 @@ func TestLegacyAgentTaskFlows(t *testing.T) {
 
 // legacyOpen initializes a 2025-11-25 session at url with token and
 // returns the session id and the InitializeResult.
-func legacyOpen(t *testing.T, url, token string) (string, answer) {
+func legacyOpen(t testing.TB, url, token string) (string, answer) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
@@ -230,11 +231,13 @@ func TestLegacySessions(t *testing.T) {
 }
 
 // The front's memory is bounded: past maxLegacySessions the least
-// recently used session ends, and tasks/list keeps the newest maxListed
-// ids of an agent at a server.
+// recently used session's state is dropped, and its id, which the front
+// signed, still works (as after a restart); a session ended by DELETE
+// stays ended, and at most maxLegacySessions ended ids are remembered.
+// An id is its principal's and its server's: another's is refused.
 func TestLegacyFrontBounds(t *testing.T) {
-	l := newLegacyFront()
-	first := l.open("a", "demo", "", false)
+	l := newLegacyFront([]byte("key"))
+	first := l.open("a", "demo", "agent-1", true)
 	second := l.open("a", "demo", "", false)
 	for range maxLegacySessions - 2 {
 		l.open("a", "demo", "", false)
@@ -243,20 +246,31 @@ func TestLegacyFrontBounds(t *testing.T) {
 		t.Fatal("a session within the bound ended")
 	}
 	l.open("a", "demo", "", false)
-	if _, ok := l.use(second, "a", "demo"); ok {
-		t.Error("the least recently used session outlived the bound")
+	if len(l.sessions) != maxLegacySessions || l.sessions[second] != nil || l.sessions[first] == nil {
+		t.Errorf("%d states kept (the least recently used's: %v): want %d, the least recently used's dropped", len(l.sessions), l.sessions[second] != nil, maxLegacySessions)
 	}
-	if _, ok := l.use(first, "a", "demo"); !ok {
-		t.Error("a recently used session ended in place of the least recently used")
+	if _, ok := l.use(second, "a", "demo"); !ok {
+		t.Error("a session whose state was dropped is refused")
 	}
-	if len(l.sessions) != maxLegacySessions {
-		t.Errorf("%d sessions kept, want %d", len(l.sessions), maxLegacySessions)
+	restarted := newLegacyFront([]byte("key"))
+	if s, ok := restarted.use(first, "a", "demo"); !ok || s.label != "agent-1" || !s.elicit {
+		t.Errorf("after a restart the session is %+v (%v), want agent-1's, taking questions", s, ok)
 	}
-	for i := range maxListed + 5 {
-		l.remember("a", "demo", strconv.Itoa(i))
+	for who, server := range map[string]string{"b": "demo", "a": "other"} {
+		if _, ok := restarted.use(first, who, server); ok {
+			t.Errorf("a's session at demo taken for %s at %s", who, server)
+		}
 	}
-	if ids := l.listed("a", "demo"); len(ids) != maxListed || ids[0] != "5" {
-		t.Errorf("%d ids kept from %q, want the newest %d", len(ids), ids[0], maxListed)
+	if _, ok := newLegacyFront([]byte("another key")).use(first, "a", "demo"); ok {
+		t.Error("a session id taken under another key")
+	}
+	for range maxLegacySessions + 5 {
+		if !l.end(l.open("a", "demo", "", false), "a", "demo") {
+			t.Fatal("a session did not end")
+		}
+	}
+	if len(l.ended) != maxLegacySessions || len(l.endedOrder) != maxLegacySessions {
+		t.Errorf("%d ended sessions remembered, want %d", len(l.ended), maxLegacySessions)
 	}
 }
 

@@ -65,19 +65,28 @@ type Options struct {
 	// HandleKey tags the task ids agents are given (see agentID), so that
 	// an id of another agent's task, or none, is refused before any read,
 	// in the time of an unknown one. It must stay the same across
-	// restarts (HandleKeyFrom derives it from the audit key). Nil: ids
-	// untagged, and a refusal reads the record first.
+	// restarts (HandleKeyFrom derives it from the audit key). It also
+	// makes the task ids' secrets (sealedPrefix) and signs the 2025-11-25
+	// front's session ids, so that both outlive a restart. Nil: ids
+	// untagged, and a refusal reads the record first; secrets random
+	// (that front's tasks/list then lists only an agent's keyed or
+	// re-attached calls); sessions end with the process.
 	HandleKey []byte
 }
 
 // HandleKeyFrom derives the proxy's HandleKey from the audit key
 // (store.LoadAuditKey), apart from the audit seals; nil for nil.
 func HandleKeyFrom(auditKey []byte) []byte {
-	if auditKey == nil {
+	return subKey(auditKey, "taskdeck proxy: agents' task ids")
+}
+
+// subKey derives a key for one purpose from key; nil for nil.
+func subKey(key []byte, purpose string) []byte {
+	if key == nil {
 		return nil
 	}
-	mac := hmac.New(sha256.New, auditKey)
-	mac.Write([]byte("taskdeck proxy: agents' task ids"))
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(purpose))
 	return mac.Sum(nil)
 }
 
@@ -88,6 +97,9 @@ type Proxy struct {
 	hub    *hub
 	gate   *gate
 	legacy *legacyFront
+	// sealKey makes task id secrets from the nonces records keep (see
+	// sealedPrefix); nil without a HandleKey.
+	sealKey []byte
 
 	mu     sync.Mutex
 	ups    map[string]*mcpclient.Upstream // by server name, made on first use
@@ -109,8 +121,8 @@ func New(opts Options) *Proxy {
 	if opts.Config == nil {
 		opts.Config = &config.Config{}
 	}
-	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger), gate: newGate(opts.Config), legacy: newLegacyFront(),
-		ups: map[string]*mcpclient.Upstream{}, htools: map[string]*headerTools{}}
+	return &Proxy{opts: opts, log: opts.Logger, hub: newHub(opts.Deck, opts.Logger), gate: newGate(opts.Config), legacy: newLegacyFront(opts.HandleKey),
+		sealKey: subKey(opts.HandleKey, "taskdeck proxy: task id secrets"), ups: map[string]*mcpclient.Upstream{}, htools: map[string]*headerTools{}}
 }
 
 // Close stops the proxy's watch of the feed; calls still held end with it.

@@ -20,6 +20,10 @@ import (
 
 // answer is a JSON-RPC answer as an agent reads it.
 type answer struct {
+	// ID, Method and Params are set on a request to the agent.
+	ID     json.RawMessage            `json:"id"`
+	Method string                     `json:"method"`
+	Params json.RawMessage            `json:"params"`
 	Result map[string]json.RawMessage `json:"result"`
 	Error  *struct {
 		Code    int64  `json:"code"`

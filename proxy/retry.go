@@ -66,13 +66,16 @@ func (ep *endpoint) repeatOf(ctx context.Context, id json.RawMessage, cp callPar
 	r := repeat{reattach: ep.cfg.Reattaches(cp.Name)}
 	switch {
 	case key != "":
-		r.key = "proxy:" + who + ":" + key
+		r.key = agentKeyPrefix(who) + key
 		r.secret = derivedSecret("key", who, key)
 	case r.reattach:
 		r.secret = derivedSecret("reattach", who, m.Agent, model.ArgsHash(ep.ref(), cp.Name, cp.Arguments))
 	}
 	return r, nil
 }
+
+// agentKeyPrefix scopes an agent's idempotency key to its principal.
+func agentKeyPrefix(who string) string { return "proxy:" + who + ":" }
 
 // derivedSecret is a task id secret that every repeat of a call computes
 // alike (see above); its 128 bits are as long as a random one's.

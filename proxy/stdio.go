@@ -18,7 +18,9 @@ import (
 // others); notifications/cancelled ends the request it names, whose task
 // goes on. It returns when in ends or ctx does (then it closes in, if it
 // is an io.Closer, to stop the read): the requests in flight are ended
-// (their tasks go on in the engine) and have answered.
+// (their tasks go on in the engine) and have answered. An agent that
+// initializes with 2025-11-25 gets that revision's front (legacy.go), on
+// a session that is this connection.
 func (p *Proxy) ServeStdio(ctx context.Context, name string, in io.Reader, out io.Writer) error {
 	pr := p.stdioPrincipal()
 	cfg, ok := p.server(name)
@@ -65,8 +67,18 @@ read:
 			continue
 		}
 		req, bad := parse(l.b)
-		if bad != nil {
+		switch {
+		case bad != nil && ep.legacy != nil && p.legacy.answered(ep.legacy, l.b):
+			continue // the agent's answer to a question relayed to it
+		case bad != nil:
 			write(bad.encode())
+			continue
+		case legacyInit(req):
+			// The 2025-11-25 front (legacy.go), its session implicit: this
+			// connection. Set before any later request is served.
+			label, elicit := legacyAgent(req)
+			ep.legacy = newLegacySession(label, elicit)
+			write(reply(req.ID, ep.initialized()).encode())
 			continue
 		}
 		if req.Method == "notifications/cancelled" {
@@ -97,6 +109,7 @@ read:
 			}
 		}
 		wg.Add(1)
+		ep := *ep // this request's: another initialize may change the loop's
 		go func() {
 			defer wg.Done()
 			defer func() {
@@ -105,6 +118,13 @@ read:
 				imu.Unlock()
 				stop()
 			}()
+			switch s := ep.legacy; {
+			case s != nil && req.notification():
+				return // notifications/initialized and the like: as over HTTP
+			case s != nil && ep.servesLegacy(req.Method):
+				write(plain(ep.handleLegacy(withNotifier(acting(rctx, pr, s.label), write), req)).encode())
+				return
+			}
 			for _, m := range ep.serveOne(withNotifier(acting(rctx, pr, req.label()), write), req, l.b) {
 				write(m)
 			}

@@ -300,3 +300,54 @@ func TestHeldCallAgentDeadline(t *testing.T) {
 		t.Fatalf("a call ended by the agent's deadline was answered %+v %s", a.Error, a.Result["content"])
 	}
 }
+
+// The 2025-11-25 front over stdio, its session this connection: an agent
+// that initializes with that revision gets the proxy's InitializeResult,
+// task-optional tools, a task for tools/call with params.task, approve's
+// question relayed to it on tasks/result as elicitation/create marked
+// with the task (its reply the record's answer), the result, and its
+// task in tasks/list.
+func TestStdioLegacyAgent(t *testing.T) {
+	r := startRig(t, demo.Options{}, Options{})
+	s := startRawStdio(t, r, context.Background())
+	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"stdio-legacy","version":"1"}}}`)
+	if a := s.answer(t); str(a.Result["protocolVersion"]) != "2025-11-25" || !strings.Contains(string(a.Result["capabilities"]), `"requests":{"tools":{"call":{}}}`) {
+		t.Fatalf("initialize over stdio: %+v", a)
+	}
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	var tools []struct {
+		Name      string
+		Execution struct{ TaskSupport string }
+	}
+	if a := s.answer(t); json.Unmarshal(a.Result["tools"], &tools) != nil || len(tools) == 0 {
+		t.Fatalf("tools/list over stdio: %+v", a)
+	}
+	for _, tool := range tools {
+		if tool.Execution.TaskSupport != "optional" {
+			t.Errorf("tool %s says taskSupport %q, want optional", tool.Name, tool.Execution.TaskSupport)
+		}
+	}
+	s.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"approve","arguments":{"action":"ship"},"task":{"ttl":60000}}}`)
+	var task struct{ TaskID, Status string }
+	if a := s.answer(t); json.Unmarshal(a.Result["task"], &task) != nil || task.TaskID == "" {
+		t.Fatalf("a task-augmented call over stdio: %+v", a)
+	}
+	s.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"tasks/result","params":{"taskId":%q}}`, task.TaskID))
+	q := s.answer(t)
+	if q.Method != "elicitation/create" || !strings.Contains(string(q.Params), task.TaskID) {
+		t.Fatalf("on tasks/result the agent got %+v, want approve's question marked with task %s", q, task.TaskID)
+	}
+	s.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"approve":true,"reason":"over stdio"}}}`, q.ID))
+	if a := s.answer(t); a.Error != nil || !strings.Contains(string(a.Result["content"]), "approved ship: over stdio") {
+		t.Fatalf("tasks/result after the agent's answer: %+v %s", a.Error, a.Result["content"])
+	}
+	s.send(t, `{"jsonrpc":"2.0","id":5,"method":"tasks/list"}`)
+	var listed []struct{ TaskID, Status string }
+	if a := s.answer(t); json.Unmarshal(a.Result["tasks"], &listed) != nil || len(listed) != 1 || listed[0].TaskID != task.TaskID || listed[0].Status != "completed" {
+		t.Fatalf("tasks/list over stdio: %+v, want task %s completed", listed, task.TaskID)
+	}
+	if list := mustList(t, r); len(list) != 1 || list[0].Task.Agent != "stdio-legacy" {
+		t.Fatalf("records %+v: want the call's alone, of stdio-legacy", list)
+	}
+}

@@ -76,7 +76,7 @@ func (ep *endpoint) call(ctx context.Context, req *request) *response {
 	}
 	var res deck.CallResult
 	var err error
-	secret, hash := newHandle()
+	secret, hash := ep.p.newHandle()
 	if rp.secret != "" {
 		secret, hash = rp.secret, hashHandle(rp.secret)
 	}
@@ -307,16 +307,61 @@ func (ep *endpoint) until(ctx context.Context, id string, done func(deck.Entry) 
 // task id.
 const handleSep = "."
 
-// newHandle is a fresh secret for an agent's task id (128 random bits)
-// and the hash of it the record keeps.
-func newHandle() (secret, hash string) {
-	secret = strings.ToLower(rand.Text())
-	return secret, hashHandle(secret)
+// sealedPrefix marks a record's HandleHash that holds a nonce rather
+// than a hash: the secret is the HMAC of the nonce under the proxy's key
+// (sealed), so the proxy can give an agent its task ids again (the
+// 2025-11-25 front's tasks/list, after a restart too) while the record
+// still holds nothing that names the task to whoever lacks the key.
+const sealedPrefix = "n:"
+
+// newHandle is a fresh secret for an agent's task id (128 random bits,
+// or their seal) and what the record keeps of it.
+func (p *Proxy) newHandle() (secret, kept string) {
+	nonce := strings.ToLower(rand.Text())
+	if p.sealKey == nil {
+		return nonce, hashHandle(nonce)
+	}
+	return p.sealed(nonce), sealedPrefix + nonce
+}
+
+func (p *Proxy) sealed(nonce string) string {
+	mac := hmac.New(sha256.New, p.sealKey)
+	mac.Write([]byte(nonce))
+	return hex.EncodeToString(mac.Sum(nil)[:16])
 }
 
 func hashHandle(secret string) string {
 	sum := sha256.Sum256([]byte(secret))
 	return hex.EncodeToString(sum[:])
+}
+
+// holds tells whether secret is the one of rec's task id.
+func (p *Proxy) holds(rec *model.Task, secret string) bool {
+	want, kept := hashHandle(secret), rec.HandleHash
+	if nonce, ok := strings.CutPrefix(kept, sealedPrefix); ok && p.sealKey != nil {
+		want, kept = p.sealed(nonce), secret
+	}
+	return subtle.ConstantTimeCompare([]byte(want), []byte(kept)) == 1
+}
+
+// secretOf is the secret of the task id the agent who was given for rec,
+// where the proxy can make it again: a sealed one, or one its key or its
+// re-attached call derived (retry.go). A random one is not kept.
+func (p *Proxy) secretOf(rec *model.Task, who string) (string, bool) {
+	var secret string
+	key, keyed := strings.CutPrefix(rec.IdempotencyKey, agentKeyPrefix(who))
+	switch {
+	case strings.HasPrefix(rec.HandleHash, sealedPrefix):
+		if p.sealKey == nil {
+			return "", false
+		}
+		secret = p.sealed(rec.HandleHash[len(sealedPrefix):])
+	case keyed:
+		secret = derivedSecret("key", who, key)
+	default:
+		secret = derivedSecret("reattach", who, rec.Agent, rec.ArgsHash)
+	}
+	return secret, p.holds(rec, secret)
 }
 
 // agentID is the task id an agent is given: the record's id, which finds
@@ -385,7 +430,7 @@ func (ep *endpoint) record(ctx context.Context, id string) (deck.Entry, error) {
 	t := e.Task
 	ok := t.ID == recID && t.Server.Name == ep.cfg.Name
 	if secret != "" {
-		ok = subtle.ConstantTimeCompare([]byte(hashHandle(secret)), []byte(t.HandleHash)) == 1 && ok
+		ok = ep.p.holds(t, secret) && ok
 	}
 	if !all {
 		ok = ok && t.Owner == ep.who.who.Name
