@@ -97,11 +97,14 @@ func padded(rec *model.Task, n int) *model.Task {
 // flushes and compactions included, which land in a few rounds only.
 //
 // A round is max(16, writers) creates of each kind: 16 rounds at 64
-// writers and -benchtime 1024x. Rounds of 1,024 creates (16 a writer)
-// put the stores' memtable flushes and compactions, each ~0.1 s on a
-// 1 MiB memtable, into random rounds and kinds (an idle 64-writer run
-// gave round ratios of 0.6–2.3); short rounds leave most of them free of
-// any, and the median ignores the others.
+// writers and -benchtime 1024x, 256 at 16384x. Rounds of 1,024 creates
+// (16 a writer) put the stores' memtable flushes and compactions, each
+// ~0.1 s on a 1 MiB memtable, into random rounds and kinds (an idle
+// 64-writer run gave round ratios of 0.6–2.3); short rounds leave most of
+// them free of any, and the median ignores the others. A short round's
+// ratio scatters too (two or three group commits, their fsyncs): under a
+// load of 16–20, 256 rounds gave the same median twice (1.24, 1.25) and
+// 16 rounds did not.
 func BenchmarkAuditedCreate(b *testing.B) {
 	actor := model.Actor{Name: "alice", Role: model.RoleUser}
 	act := func() *model.Act { return &model.Act{Kind: model.ActCall, Actor: actor} }
