@@ -419,23 +419,22 @@ func (e *Engine) resolve(id string) (*model.Task, error) {
 		// A whole id is no part of another: no scan for one that is not there.
 		return nil, notFound(id)
 	}
-	all, err := e.store.All()
-	if err != nil {
+	// Two ids tell an ambiguous part; the ids alone are read, not the
+	// records.
+	ids, err := e.store.MatchIDs(id, 2)
+	switch {
+	case err != nil:
 		return nil, classify(err, "")
-	}
-	var match *model.Task
-	for _, t := range all {
-		if strings.HasPrefix(t.ID, id) || strings.HasSuffix(t.ID, id) {
-			if match != nil {
-				return nil, deck.Errorf(deck.KindUsage, "%q matches several tasks; give more of the id", id)
-			}
-			match = t
-		}
-	}
-	if match == nil {
+	case len(ids) > 1:
+		return nil, deck.Errorf(deck.KindUsage, "%q matches several tasks; give more of the id", id)
+	case len(ids) == 0:
 		return nil, notFound(id)
 	}
-	return match, nil
+	rec, err = e.store.Get(ids[0])
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(id) // forgotten since
+	}
+	return rec, classify(err, "")
 }
 
 func notFound(id string) error {

@@ -43,6 +43,10 @@ type Backend interface {
 	ByStatus(st ...model.Status) ([]*model.Task, error)
 	OpenTasks() ([]*model.Task, error)
 	All() ([]*model.Task, error)
+	// MatchIDs returns up to limit ids, in id order, of the records whose
+	// id starts or ends with part, read from the ids alone: an operator's
+	// short id decodes no record.
+	MatchIDs(part string, limit int) ([]string, error)
 	Newest(limit int) ([]*model.Task, error)
 	Delete(id string, by model.Actor) error
 	Prune(cutoff time.Time, by model.Actor) (int, error)

@@ -4,11 +4,13 @@ import (
 	"github.com/taskdeck/taskdeck/internal/cputime"
 	"github.com/taskdeck/taskdeck/store"
 
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,19 +53,61 @@ func createUnaudited(s *Store, rec *model.Task) error {
 	})
 }
 
+// auditBytes is what the actor and the audit entry add to the stored bytes
+// of rec's durable create: the act and the history's "by" in the record,
+// and the entry under its key with its chain hash.
+func auditBytes(s *Store, rec *model.Task, act *model.Act) (int, error) {
+	attributed := rec.Clone()
+	attributed.Act = act
+	attributed.Attribute(nil, engineActor)
+	plain, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	full, err := json.Marshal(attributed)
+	if err != nil {
+		return 0, err
+	}
+	e := s.auditEntry(nil, attributed, full)
+	return len(full) - len(plain) + len(revKey(auditPrefix, 0)) + sha256.Size + len(e.stored), nil
+}
+
+// padded is rec with n more bytes in its arguments (n > 9, the field's
+// own JSON).
+func padded(rec *model.Task, n int) *model.Task {
+	a := rec.Arguments
+	rec.Arguments = fmt.Appendf(slices.Clone(a[:len(a)-1]), `,"pad":"%s"}`, strings.Repeat("x", n-len(`,"pad":""`)))
+	return rec
+}
+
 // BenchmarkAuditedCreate times the durable write with its actor and audit
 // entry (an act named, the record attributed, the entry sealed, hashed
 // and chained, one more key in the txn) against the same write without them,
-// in the same run: each round times both, on stores of their own, and a
+// in the same run: each round times both, on stores of their own; a
 // third store whose entries are stored canonical (JSON), as before they
-// were packed; the order turns round by round. x-unaudited is the median
-// of the rounds' ratios of the packed store against the store without
-// audit (target ≤ 1.15), x-unaudited-json the same for the JSON store;
-// -q1 and -q3 their quartiles. cpu-x-unaudited is the same ratio of the
-// process's CPU time (Badger's goroutines included), which a loaded
-// machine's slow fsyncs move less than the wall time.
+// were packed; and a fourth that writes without them records padded by
+// the bytes they add (auditBytes). The order turns round by round.
+// x-unaudited is the median of the rounds' ratios of the packed store
+// against the store without audit (target ≤ 1.15), x-unaudited-json and
+// x-padded the same for the JSON and padded stores; -q1 and -q3 their
+// quartiles. cpu-x-unaudited is the same ratio of the process's CPU time
+// (Badger's goroutines included), which a loaded machine's slow fsyncs
+// move less than the wall time. total-x-unaudited is the ratio of the
+// packed store's whole time to the unaudited one's: the throughput,
+// flushes and compactions included, which land in a few rounds only.
+//
+// A round is max(16, writers) creates of each kind: 16 rounds at 64
+// writers and -benchtime 1024x, 256 at 16384x. Rounds of 1,024 creates
+// (16 a writer) put the stores' memtable flushes and compactions, each
+// ~0.1 s on a 1 MiB memtable, into random rounds and kinds (an idle
+// 64-writer run gave round ratios of 0.6–2.3); short rounds leave most of
+// them free of any, and the median ignores the others. A short round's
+// ratio scatters too (two or three group commits, their fsyncs): under a
+// load of 16–20, 256 rounds gave the same median twice (1.24, 1.25) and
+// 16 rounds did not.
 func BenchmarkAuditedCreate(b *testing.B) {
 	actor := model.Actor{Name: "alice", Role: model.RoleUser}
+	act := func() *model.Act { return &model.Act{Kind: model.ActCall, Actor: actor} }
 	for _, writers := range []int{1, 64} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
 			dir := b.TempDir()
@@ -75,29 +119,30 @@ func BenchmarkAuditedCreate(b *testing.B) {
 				b.Cleanup(func() { _ = s.Close() })
 				return s
 			}
-			plain, packed, canonical := open("plain"), open("packed"), open("json")
+			plain, packed, canonical, pad := open("plain"), open("packed"), open("json"), open("padded")
 			for _, s := range []*Store{packed, canonical} {
 				s.SetAuditKey([]byte("the benchmark's audit key, 32 b."))
 			}
 			canonical.canonAudit = true
-			records := func(act bool) []*model.Task {
+			extra, err := auditBytes(packed, benchRecord(0, true), act())
+			if err != nil {
+				b.Fatal(err)
+			}
+			records := func(f func(*model.Task) *model.Task) []*model.Task {
 				out := make([]*model.Task, b.N)
 				for i := range out {
-					out[i] = benchRecord(i, true)
-					if act {
-						out[i].Act = &model.Act{Kind: model.ActCall, Actor: actor}
-					}
+					out[i] = f(benchRecord(i, true))
 				}
 				return out
 			}
-			base, mine, canon := records(false), records(true), records(true)
-			// Rounds of 16 creates a writer, each timing all three; the
-			// median of the rounds' ratios, since one slow fsync would
-			// sway a total (at 4 a writer, a round was a few group
-			// commits, and its ratios ranged 0.5–3.6 on a loaded machine).
-			rounds := max(1, b.N/(16*writers))
-			var toPacked, toJSON, cpuPacked []float64
-			var bare time.Duration
+			acted := func(t *model.Task) *model.Task { t.Act = act(); return t }
+			base := records(func(t *model.Task) *model.Task { return t })
+			mine, canon := records(acted), records(acted)
+			pads := records(func(t *model.Task) *model.Task { return padded(t, extra) })
+			size := max(16, writers)
+			rounds := max(1, b.N/size)
+			ratios := make([][]float64, 4) // packed, JSON, padded, packed's CPU
+			var total [2]time.Duration     // unaudited, packed
 			b.ResetTimer()
 			for r := range rounds {
 				lo, hi := b.N*r/rounds, b.N*(r+1)/rounds
@@ -105,10 +150,11 @@ func BenchmarkAuditedCreate(b *testing.B) {
 					func(i int) error { return createUnaudited(plain, base[i]) },
 					func(i int) error { return packed.Create(mine[i]) },
 					func(i int) error { return canonical.Create(canon[i]) },
+					func(i int) error { return createUnaudited(pad, pads[i]) },
 				}
-				var d, c [3]time.Duration
+				var d, c [4]time.Duration
 				for k := range kinds {
-					k = (k + r) % len(kinds) // each goes first in a third of the rounds
+					k = (k + r) % len(kinds) // each goes first in a quarter of the rounds
 					var err error
 					cpu0 := cputime.Used(b)
 					d[k], err = parallel(writers, hi-lo, func(i int) error { return kinds[k](lo + i) })
@@ -117,22 +163,24 @@ func BenchmarkAuditedCreate(b *testing.B) {
 					}
 					c[k] = cputime.Used(b) - cpu0
 				}
-				bare += d[0]
-				toPacked = append(toPacked, float64(d[1])/float64(d[0]))
-				toJSON = append(toJSON, float64(d[2])/float64(d[0]))
-				cpuPacked = append(cpuPacked, float64(c[1])/float64(max(c[0], 1)))
+				total[0] += d[0]
+				total[1] += d[1]
+				for k := 1; k < 4; k++ {
+					ratios[k-1] = append(ratios[k-1], float64(d[k])/float64(d[0]))
+				}
+				ratios[3] = append(ratios[3], float64(c[1])/float64(max(c[0], 1)))
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(bare.Nanoseconds())/float64(b.N), "unaudited-ns/op")
-			for _, m := range []struct {
-				name   string
-				ratios []float64
-			}{{"x-unaudited", toPacked}, {"x-unaudited-json", toJSON}, {"cpu-x-unaudited", cpuPacked}} {
-				slices.Sort(m.ratios)
-				n := len(m.ratios)
-				b.ReportMetric(m.ratios[n/2], m.name)
-				b.ReportMetric(m.ratios[n/4], m.name+"-q1")
-				b.ReportMetric(m.ratios[3*n/4], m.name+"-q3")
+			b.ReportMetric(float64(total[0].Nanoseconds())/float64(b.N), "unaudited-ns/op")
+			b.ReportMetric(float64(total[1])/float64(total[0]), "total-x-unaudited")
+			b.ReportMetric(float64(extra), "audit-bytes/op")
+			for k, name := range []string{"x-unaudited", "x-unaudited-json", "x-padded", "cpu-x-unaudited"} {
+				m := ratios[k]
+				slices.Sort(m)
+				n := len(m)
+				b.ReportMetric(m[n/2], name)
+				b.ReportMetric(m[n/4], name+"-q1")
+				b.ReportMetric(m[3*n/4], name+"-q3")
 			}
 		})
 	}

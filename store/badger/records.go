@@ -446,6 +446,24 @@ func allRecords(txn *badger.Txn) ([]*model.Task, error) {
 	return out, nil
 }
 
+// MatchIDs returns up to limit ids of records that start or end with
+// part, from a key-only pass over the record keys: no value is read.
+func (s *Store) MatchIDs(part string, limit int) ([]string, error) {
+	var out []string
+	err := s.view(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: recordPrefix})
+		defer it.Close()
+		for it.Rewind(); it.Valid() && len(out) < limit; it.Next() {
+			id := it.Item().Key()[len(recordPrefix):]
+			if bytes.HasPrefix(id, []byte(part)) || bytes.HasSuffix(id, []byte(part)) {
+				out = append(out, string(id))
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // Newest returns up to limit records, newest first (ids sort by creation
 // time). It reads only those records, however large the store.
 func (s *Store) Newest(limit int) ([]*model.Task, error) {

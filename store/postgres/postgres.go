@@ -929,6 +929,29 @@ func (s *Store) All() (recs []*model.Task, err error) {
 	return s.read(`ORDER BY id`)
 }
 
+// MatchIDs returns up to limit ids of records that start or end with
+// part, from the primary key's index alone when the planner can (an
+// index-only scan): no body is read.
+func (s *Store) MatchIDs(part string, limit int) (ids []string, err error) {
+	defer s.answered(&err)
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	err = s.reread(func() error {
+		ids = nil
+		rows, err := s.pool.Query(ctx, `SELECT id FROM taskdeck_tasks
+			WHERE starts_with(id, $1) OR right(id, length($1)) = $1 ORDER BY id LIMIT $2`, part, limit)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return ids, err
+}
+
 // Newest returns up to limit records, newest first.
 func (s *Store) Newest(limit int) (recs []*model.Task, err error) {
 	defer s.answered(&err)

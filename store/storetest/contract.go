@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -97,6 +98,44 @@ func testAllIsSortedByCreation(t *testing.T, s store.Backend) {
 	Must(t, err)
 	if !slices.Equal(IDs(all), want) {
 		t.Fatalf("All = %v, want oldest first %v", IDs(all), want)
+	}
+}
+
+// MatchIDs finds the ids that start or end with a part, in id order, at
+// most as many as asked for; a deleted record's id is not among them.
+func testMatchIDs(t *testing.T, s store.Backend) {
+	var ids []string
+	for i := range 4 {
+		rec := Intent("", T0.Add(time.Duration(i)*time.Millisecond))
+		Must(t, s.Create(rec))
+		ids = append(ids, rec.ID)
+	}
+	match := func(part string, limit int) []string {
+		t.Helper()
+		got, err := s.MatchIDs(part, limit)
+		Must(t, err)
+		return got
+	}
+	want := func(part string) (out []string) {
+		for _, id := range ids {
+			if strings.HasPrefix(id, part) || strings.HasSuffix(id, part) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	last := ids[3]
+	for _, part := range []string{ids[0][:4], last[len(last)-5:], last[:len(last)-1], last[1:], "!"} {
+		if got := match(part, 10); !slices.Equal(got, want(part)) {
+			t.Errorf("MatchIDs(%q, 10) = %v, want %v", part, got, want(part))
+		}
+	}
+	if got := match(ids[0][:4], 2); !slices.Equal(got, ids[:2]) {
+		t.Errorf("MatchIDs(%q, 2) = %v, want the first two %v", ids[0][:4], got, ids[:2])
+	}
+	Must(t, s.Delete(ids[1], model.EngineActor("")))
+	if got := match(ids[1], 10); len(got) != 0 {
+		t.Errorf("MatchIDs of deleted %s = %v, want none", ids[1], got)
 	}
 }
 

@@ -28,6 +28,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Backend) {
 		{"RoundTrip", testRoundTrip},
 		{"IndexesFollowStatus", testIndexesFollowStatus},
 		{"AllIsSortedByCreation", testAllIsSortedByCreation},
+		{"MatchIDs", testMatchIDs},
 		{"CreateRefusesBadRecords", testCreateRefusesBadRecords},
 		{"DuplicateKey", testDuplicateKey},
 		{"ConcurrentCreateOneKeyOneWinner", testConcurrentCreateOneKeyOneWinner},
