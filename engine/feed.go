@@ -394,16 +394,21 @@ type snapshotRest struct {
 	ready    []deck.Entry // read, not yet sent
 	before   string       // the oldest open record read; "" once every one is
 	finished []deck.Entry // the window's, sent after the open records
-	then     []deck.Event
+	// unread is how many of the window's finished records are still to
+	// read: they follow every open one, so the first part does not wait
+	// for them (1,000 records decoded, most of its cost).
+	unread int
+	then   []deck.Event
 }
 
-// windowStart reads a windowed snapshot's first part: the store's counts,
-// the newest open records and the window's newest finished ones, as of
-// one revision (Rev). Counts, then pages, then the counts again: a commit
-// between them reads again, and should commits keep coming, every open
-// record is read in one transaction instead. The open records of the
-// later parts are read after Rev: a part may hold a record as changed
-// after it, and the change follows the snapshot as every change does.
+// windowStart reads a windowed snapshot's first part: the store's counts
+// and the newest open records, as of one revision (Rev). Counts, then the
+// page, then the counts again: a commit between them reads again, and
+// should commits keep coming, every open record and the window are read
+// in one transaction instead. The later parts (the older open records,
+// then the window's newest finished ones) are read after Rev: a part may
+// hold a record as changed after it, and the change follows the snapshot
+// as every change does.
 func (e *Engine) windowStart(finished int) (deck.Event, *snapshotRest, error) {
 	for range 3 {
 		rev, counts, err := e.store.CountsAt()
@@ -414,10 +419,6 @@ func (e *Engine) windowStart(finished int) (deck.Event, *snapshotRest, error) {
 		if err != nil {
 			return deck.Event{}, nil, err
 		}
-		done, err := e.store.Page("", finished, finishedStatuses...)
-		if err != nil {
-			return deck.Event{}, nil, err
-		}
 		again, _, err := e.store.CountsAt()
 		if err != nil {
 			return deck.Event{}, nil, err
@@ -425,7 +426,7 @@ func (e *Engine) windowStart(finished int) (deck.Event, *snapshotRest, error) {
 		if again != rev {
 			continue
 		}
-		rest := &snapshotRest{rev: rev, ready: e.entries(open), finished: e.entries(done)}
+		rest := &snapshotRest{rev: rev, ready: e.entries(open), unread: finished}
 		if len(open) == snapshotPart {
 			rest.before = open[len(open)-1].ID
 		}
@@ -456,6 +457,13 @@ func (r *snapshotRest) next(e *Engine) (deck.Event, error) {
 		if len(open) == snapshotPart {
 			r.before = open[len(open)-1].ID
 		}
+	}
+	if r.before == "" && r.unread > 0 {
+		done, err := e.store.Page("", r.unread, finishedStatuses...)
+		if err != nil {
+			return deck.Event{}, err
+		}
+		r.finished, r.unread = e.entries(done), 0
 	}
 	if r.before == "" && r.finished != nil {
 		r.ready, r.finished = append(r.ready, r.finished...), nil

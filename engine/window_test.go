@@ -134,7 +134,8 @@ func TestWatchWindowSnapshotComesInParts(t *testing.T) {
 // The open records after a windowed snapshot's first part are read as the
 // watcher takes its parts: changes committed meanwhile (records finished,
 // moved, deleted, made, before and after the part they are in was read)
-// each follow the snapshot, and the watcher that applies the parts, then
+// each follow the snapshot, as do those to the window's finished records,
+// read after the open ones; and the watcher that applies the parts, then
 // the changes, holds every open record as the store holds it, and no
 // record the store does not.
 func TestWatchWindowChangesRacingThePartsAreNotLost(t *testing.T) {
@@ -147,8 +148,9 @@ func TestWatchWindowChangesRacingThePartsAreNotLost(t *testing.T) {
 	for i := range 3*snapshotPart + 7 {
 		opened = append(opened, storetest.Create(t, st, "", model.StatusWorking, storetest.T0.Add(time.Duration(i)*time.Second)))
 	}
+	var finished []*model.Task // newest first
 	for i := range 20 {
-		storetest.Create(t, st, "", model.StatusCompleted, storetest.T0.Add(-time.Duration(i+1)*time.Second))
+		finished = append(finished, storetest.Create(t, st, "", model.StatusCompleted, storetest.T0.Add(-time.Duration(i+1)*time.Second)))
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -191,6 +193,10 @@ func TestWatchWindowChangesRacingThePartsAreNotLost(t *testing.T) {
 			finish(opened[len(opened)-1-snapshotPart].ID, model.StatusInputRequired) // in the next
 			finish(opened[0].ID, model.StatusFailed)                                 // in the last
 			if err := e.store.Delete(opened[1].ID, model.EngineActor("test")); err != nil {
+				t.Fatal(err)
+			}
+			// The window's newest finished record, read after the open ones.
+			if err := e.store.Delete(finished[0].ID, model.EngineActor("test")); err != nil {
 				t.Fatal(err)
 			}
 		case 1:
