@@ -301,10 +301,10 @@ func (l *loop) done(p polled) {
 func (l *loop) begin() {
 	r := &reconcile{pending: map[string]bool{}, rep: deck.Reconcile{Orphaned: l.e.orphans}}
 	l.recon = r
-	var open []*model.Task
+	var open []model.Handle
 	var err error
 	if l.e.own.alone() { // on a shared database, the claim rounds schedule
-		open, err = l.e.store.ByStatus(model.StatusWorking, model.StatusInputRequired)
+		open, err = l.e.store.Handles(model.StatusWorking, model.StatusInputRequired)
 	}
 	if err != nil {
 		l.e.log.Error("start-up reconcile could not read the open tasks", "err", err)

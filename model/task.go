@@ -513,9 +513,25 @@ func (t *Task) NeedsInput() bool {
 }
 
 // Pollable reports a record with a server task worth asking about.
-func (t *Task) Pollable() bool {
-	return t.Status.Pollable() && t.TaskID != ""
+func (t *Task) Pollable() bool { return t.Handle().Pollable() }
+
+// Handle is what watching a record takes of it: which task of which
+// server it names, and its status. The JSON names are the record's, so a
+// record's JSON decodes into it (the rest skipped, never allocated).
+type Handle struct {
+	ID     string    `json:"id"`
+	Server ServerRef `json:"server"`
+	TaskID string    `json:"taskId,omitempty"`
+	Status Status    `json:"status"`
 }
+
+// Handle returns the record's handle.
+func (t *Task) Handle() Handle {
+	return Handle{ID: t.ID, Server: t.Server, TaskID: t.TaskID, Status: t.Status}
+}
+
+// Pollable reports a handle with a server task worth asking about.
+func (h Handle) Pollable() bool { return h.Status.Pollable() && h.TaskID != "" }
 
 // InputRounds counts the rounds of input a call was asked for before its
 // task existed (those answered, and the one it waits on), to bound a

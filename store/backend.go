@@ -41,6 +41,10 @@ type Backend interface {
 	Get(id string) (*model.Task, error)
 	ByKey(key string) (*model.Task, error)
 	ByStatus(st ...model.Status) ([]*model.Task, error)
+	// Handles returns the handles of the records with any of the given
+	// statuses, sorted by ID, without decoding the rest of each record:
+	// an owner starting on 100,000 open tasks needs only these.
+	Handles(st ...model.Status) ([]model.Handle, error)
 	OpenTasks() ([]*model.Task, error)
 	All() ([]*model.Task, error)
 	// MatchIDs returns up to limit ids, in id order, of the records whose

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/cputime"
 	"github.com/taskdeck/taskdeck/model"
 )
 
@@ -326,4 +327,51 @@ func BenchmarkSizingParallelCreate(b *testing.B) {
 		b.ReportMetric(r[0], "min-x-"+name)
 		b.ReportMetric(r[len(r)-1], "max-x-"+name)
 	}
+}
+
+// BenchmarkHandles: what an owner's start reads of 10,000 open records
+// (their handles) against reading them whole (ByStatus, its read before),
+// interleaved; x-bystatus is the handles' time over the whole records',
+// and cpu-x-bystatus the same for the process's CPU (ByStatus decodes on
+// every core).
+func BenchmarkHandles(b *testing.B) {
+	const open = 10000
+	s, err := Open(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := parallel(64, open, func(i int) error { return s.Create(benchRecord(i, true)) }); err != nil {
+		b.Fatal(err)
+	}
+	statuses := []model.Status{model.StatusWorking}
+	var wall, cpu [2]time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		for k := range 2 {
+			k = (k + i) % 2
+			start, cpu0 := time.Now(), cputime.Used(b)
+			n := 0
+			if k == 0 {
+				hs, err := s.Handles(statuses...)
+				n = len(hs)
+				if err != nil {
+					b.Fatal(err)
+				}
+			} else {
+				recs, err := s.ByStatus(statuses...)
+				n = len(recs)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if n != open {
+				b.Fatalf("read %d records, want %d", n, open)
+			}
+			wall[k] += time.Since(start)
+			cpu[k] += cputime.Used(b) - cpu0
+		}
+	}
+	b.ReportMetric(float64(wall[0])/float64(wall[1]), "x-bystatus")
+	b.ReportMetric(float64(cpu[0])/float64(cpu[1]), "cpu-x-bystatus")
 }

@@ -13,6 +13,16 @@ import (
 	"github.com/taskdeck/taskdeck/store"
 )
 
+// unmarshalHandle decodes a record's JSON only as far as its handle: the
+// other fields are skipped, nothing of them allocated.
+func unmarshalHandle(v []byte, h *model.Handle) error {
+	if err := segjson.Unmarshal(v, h); err != nil {
+		*h = model.Handle{}
+		return json.Unmarshal(v, h)
+	}
+	return nil
+}
+
 // unmarshalRecord decodes a stored record. Decoding the open tasks' JSON
 // is most of start-up, and segmentio's decoder (already in the build
 // through go-sdk) takes a fifth of encoding/json's time on a record. When

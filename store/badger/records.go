@@ -275,6 +275,44 @@ func byStatus(txn *badger.Txn, st ...model.Status) ([]*model.Task, error) {
 	return out, nil
 }
 
+// Handles returns the handles of the records with any of the given
+// statuses, sorted by ID, read from the same index entries as ByStatus,
+// each decoded only as far as its handle, one record at a time: the
+// owner's start reads them while the dashboard draws its first frame,
+// and a decode of every field on both cores held that frame back.
+func (s *Store) Handles(st ...model.Status) ([]model.Handle, error) {
+	var out []model.Handle
+	err := s.view(func(txn *badger.Txn) error {
+		var buf arena
+		for _, status := range dedupe(st) {
+			prefix := statusPrefix(status)
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+			for it.Rewind(); it.Valid(); it.Next() {
+				id := string(it.Item().Key()[len(prefix):])
+				v, err := indexedValue(txn, it.Item(), id, &buf)
+				if err != nil {
+					it.Close()
+					return err
+				}
+				var h model.Handle
+				if err := unmarshalHandle(v, &h); err != nil {
+					it.Close()
+					return &store.DecodeError{Err: fmt.Errorf("task %s: record does not decode: %w", id, err)}
+				}
+				out = append(out, h)
+				buf.reset() // nothing decoded points into it
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.damaged(err)
+	}
+	slices.SortFunc(out, func(a, b model.Handle) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
 // indexedValue copies into buf the record JSON for a status index entry:
 // from the entry itself when it holds the record (open tasks), else from
 // the record's own value (terminal records, and open ones in the version
@@ -308,6 +346,9 @@ func indexedValue(txn *badger.Txn, entry *badger.Item, id string, buf *arena) ([
 type arena struct{ chunk []byte }
 
 const arenaChunk = 1 << 20
+
+// reset reuses the chunk for the next copies: for copies read and let go.
+func (a *arena) reset() { a.chunk = a.chunk[:0] }
 
 func (a *arena) copy(v []byte) []byte {
 	if len(v) > arenaChunk/4 {

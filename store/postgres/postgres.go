@@ -920,6 +920,42 @@ func (s *Store) ByStatus(st ...model.Status) (recs []*model.Task, err error) {
 	return s.read(`WHERE status = ANY($1) ORDER BY id`, statusNames(st))
 }
 
+// Handles returns the handles of the records with any of the given
+// statuses, sorted by ID, each body decoded only as far as its handle.
+func (s *Store) Handles(st ...model.Status) (out []model.Handle, err error) {
+	defer s.answered(&err)
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	err = s.reread(func() error {
+		out = nil
+		rows, err := s.pool.Query(ctx, `SELECT id, body FROM taskdeck_tasks WHERE status = ANY($1) ORDER BY id`, statusNames(st))
+		if err != nil {
+			return dbError("read", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var val []byte
+			if err := rows.Scan(&id, &val); err != nil {
+				return dbError("read", err)
+			}
+			var h model.Handle
+			if err := json.Unmarshal(val, &h); err != nil {
+				return fmt.Errorf("PostgreSQL store: task %s: record does not decode (%v); delete its row or restore the database", id, err)
+			}
+			out = append(out, h)
+		}
+		if err := rows.Err(); err != nil {
+			return dbError("read", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // OpenTasks returns every record that is not terminal.
 func (s *Store) OpenTasks() ([]*model.Task, error) { return s.ByStatus(open()...) }
 

@@ -65,6 +65,22 @@ func testIndexesFollowStatus(t *testing.T, s store.Backend) {
 	if !slices.Equal(IDs(both), SortedIDs(a, b)) {
 		t.Errorf("ByStatus(failed, completed, failed) = %v, want %v", IDs(both), SortedIDs(a, b))
 	}
+	// Handles: the same records as ByStatus, as their handles.
+	_, err = s.Update(d.ID, func(r *model.Task) (bool, error) { r.TaskID = "srv-d"; return true, nil })
+	Must(t, err)
+	for _, st := range [][]model.Status{{model.StatusInputRequired}, {model.StatusFailed, model.StatusCompleted, model.StatusOrphaned, model.StatusInputRequired}, {model.StatusWorking}} {
+		recs, err := s.ByStatus(st...)
+		Must(t, err)
+		hs, err := s.Handles(st...)
+		Must(t, err)
+		var want []model.Handle
+		for _, rec := range recs {
+			want = append(want, rec.Handle())
+		}
+		if !slices.Equal(hs, want) {
+			t.Errorf("Handles(%v) = %+v, want the handles of ByStatus's records %+v", st, hs, want)
+		}
+	}
 	open, err := s.OpenTasks()
 	Must(t, err)
 	if !slices.Equal(IDs(open), SortedIDs(c, d)) {
