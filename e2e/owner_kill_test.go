@@ -19,7 +19,9 @@ import (
 // server created has a record (a handle, or an intent turned orphaned),
 // each command ends with its record's id (a command with a key always:
 // it is sent again) or one error line, and the next command works on the
-// store within 1 s of the kill.
+// store within 2 s of the kill (scaled): a bound on the processes' start
+// and the store's open, which no fixed figure holds at any load; below
+// the 10 s after which a command gives up on a store held but not served.
 func TestOwnerKilledWhileClientsAreMidCall(t *testing.T) {
 	t.Parallel()
 	srv := hostile.Start(t, demo.Options{Speed: 0.05})
@@ -51,8 +53,8 @@ func TestOwnerKilledWhileClientsAreMidCall(t *testing.T) {
 		t.Fatalf("the first command after the kill:\n%s", r)
 	}
 	t.Logf("the next command (ls) done %v after the owner's SIGKILL", took.Round(time.Millisecond))
-	if bound := waitfor.Scale(time.Second); took > bound {
-		t.Errorf("the next command took %v after the kill, want within %v (1 s, scaled for a busy machine)", took, bound)
+	if bound := waitfor.Scale(2 * time.Second); took > bound {
+		t.Errorf("the next command took %v after the kill, want within %v (2 s, scaled for a busy machine)", took, bound)
 	}
 
 	for i, c := range clients {

@@ -661,10 +661,15 @@ func (t *tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr 
 		// task, fails the poll; it is not a new truth.
 		return t.pollFailed(rec, nil, fmt.Errorf("server reported %w", err)), nil
 	}
-	updated := rec
+	// wrote is the stored record's own answer: it may already say what
+	// rec did not (another engine's write came first), and then nothing
+	// is written and nothing is refused.
+	updated, wrote := rec, false
 	if changed {
 		updated, err = t.polledWrite(id, func(r *model.Task) (bool, error) {
-			return r.Apply(snap, t.now())
+			var err error
+			wrote, err = r.Apply(snap, t.now())
+			return wrote, err
 		})
 		var te *model.TransitionError
 		if errors.As(err, &te) {
@@ -683,7 +688,7 @@ func (t *tracker) fold(id string, rec *model.Task, snap model.Snapshot, sendErr 
 	// Any change (a new statusMessage too) restarts the interval: a task
 	// that moves is likely to move again soon.
 	next, errs := t.schedule(updated, changed, sendErr, asked)
-	return pollResult{Task: updated, Changed: changed, Next: next, Err: sendErr, Errors: errs}, nil
+	return pollResult{Task: updated, Changed: wrote, Next: next, Err: sendErr, Errors: errs}, nil
 }
 
 const (

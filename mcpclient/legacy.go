@@ -186,7 +186,7 @@ func (s *Session) legacyCall(ctx context.Context, tool string, args json.RawMess
 	if len(args) == 0 {
 		params.Arguments = json.RawMessage("{}")
 	}
-	info := &callInfo{}
+	info := &callInfo{alone: true}
 	if list, _, err := s.tools.get(ctx, s, false); err == nil && l.callsAsTasks && legacy.TaskSupport(list.Sent(tool)) != "forbidden" {
 		info.task = &legacy.TaskParams{TTL: DefaultLegacyTTL.Milliseconds()}
 	}

@@ -267,7 +267,7 @@ func (p *Pool) connect(ctx context.Context, ref model.ServerRef) (_ *Session, er
 				pooled.CloseIdleConnections()
 			}
 		}()
-		ht = &headerTransport{base: pooled, headers: cfg.Headers, url: u}
+		ht = &headerTransport{base: pooled, alone: aloneTransport(pooled), headers: cfg.Headers, url: u}
 		// The direct tasks/get bounds its answers itself; go-sdk's are
 		// bounded by its client.
 		hc = &http.Client{Transport: ht, CheckRedirect: refuseRedirects}
@@ -411,6 +411,20 @@ func pooledTransport(idle int) *http.Transport {
 	return t
 }
 
+// aloneTransport is pooled's twin that keeps no connection, for the
+// request that must not be sent twice: tools/call. A kept connection can
+// be closed by its server just as a request goes out on it (Go's net/http
+// server closes one never used after its ReadHeaderTimeout, Node's after
+// 5 s idle; a busy machine widens the moment): net/http then fails the
+// POST with EOF or a reset and, rightly, does not send it again, and the
+// call fails though the server never saw it. A connection of its own
+// costs a call one connect.
+func aloneTransport(pooled *http.Transport) *http.Transport {
+	t := pooled.Clone()
+	t.DisableKeepAlives = true
+	return t
+}
+
 // Session is a connection to one server.
 type Session struct {
 	ref                       model.ServerRef
@@ -467,11 +481,11 @@ func (s *Session) CallTool(ctx context.Context, tool string, args json.RawMessag
 		}
 	}
 	_, fetched, listErr := s.tools.get(ctx, s, false)
-	info := &callInfo{}
+	info := &callInfo{alone: true}
 	_, err := s.cs.CallTool(withCallInfo(ctx, info), params)
 	if refusedForHeaders(err) && listErr == nil && !fetched {
 		if _, _, listErr = s.tools.get(ctx, s, true); listErr == nil {
-			info = &callInfo{}
+			info = &callInfo{alone: true}
 			_, err = s.cs.CallTool(withCallInfo(ctx, info), params)
 		}
 	}

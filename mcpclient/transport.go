@@ -30,6 +30,9 @@ import (
 type callInfo struct {
 	taskID string
 	task   *legacy.TaskParams // set: a 2025-11-25 tools/call sent as a task
+	// alone: the request (tools/call) goes on a connection of its own,
+	// never one kept from an earlier request (see aloneTransport).
+	alone bool
 
 	mu         sync.Mutex
 	raw        json.RawMessage
@@ -232,6 +235,7 @@ func (c *captureConn) drop(id jsonrpc.ID) {
 // Retry-After back to the caller.
 type headerTransport struct {
 	base    http.RoundTripper
+	alone   http.RoundTripper // for tools/call (see aloneTransport); nil: base
 	headers map[string]string
 	url     *url.URL // the configured URL: its origin is the only one headers go to
 }
@@ -252,7 +256,13 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		t.setHeaders(req.Header, taskID)
 	}
-	resp, err := t.base.RoundTrip(req)
+	// A tools/call: named by its header (this wire, and what the proxy
+	// relays) or, on the 2025-11-25 wire, which has none, by its callInfo.
+	base := t.base
+	if t.alone != nil && (info != nil && info.alone || req.Header.Get("Mcp-Method") == "tools/call") {
+		base = t.alone
+	}
+	resp, err := base.RoundTrip(req)
 	if err == nil && info != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			info.mu.Lock()

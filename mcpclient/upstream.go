@@ -34,6 +34,7 @@ func NewUpstream(cfg config.ServerConfig, lookup func(string) (string, bool)) (*
 	if err != nil {
 		return nil, err // checked when the config was loaded
 	}
-	ht := &headerTransport{base: pooledTransport(DefaultPerServer), headers: cfg.Headers, url: u}
+	pooled := pooledTransport(DefaultPerServer)
+	ht := &headerTransport{base: pooled, alone: aloneTransport(pooled), headers: cfg.Headers, url: u}
 	return &Upstream{URL: cfg.URL, Client: &http.Client{Transport: boundedTransport{ht}, CheckRedirect: refuseRedirects}}, nil
 }

@@ -79,14 +79,7 @@ func (c *Claimer) round(poked bool) (lost []string, claimed []string, err error)
 	// First the tasks whose claim ran out, beyond the share: their engine
 	// died or stalled and no one watches them; new tasks even the share out.
 	taken, err := c.take(&claimed, takeAll, func(n int) ([]store.Claim, error) {
-		got, err := c.pg.ClaimExpired(c.name, servers, n, c.lease)
-		c.mu.Lock()
-		for _, cl := range got {
-			c.tookOver[cl.ID] = true
-		}
-		c.mu.Unlock()
-		c.tookOverN.Add(int64(len(got)))
-		return got, err
+		return c.pg.ClaimExpired(c.name, servers, n, c.lease)
 	})
 	if err != nil {
 		return lost, claimed, err
@@ -115,7 +108,10 @@ func (c *Claimer) round(poked bool) (lost []string, claimed []string, err error)
 const takeAll = -1
 
 // take claims up to want tasks (takeAll: all there are) with claim, in
-// batches, adds their ids to claimed and returns how many it took.
+// batches, adds their ids to claimed and returns how many it took. A
+// fence above 1 is a takeover, whichever claim made it: an earlier claim
+// ran out, and a lease that runs out between a round's ClaimExpired and
+// its ClaimTasks is taken by the second.
 func (c *Claimer) take(claimed *[]string, want int, claim func(n int) ([]store.Claim, error)) (int, error) {
 	taken := 0
 	for want != 0 {
@@ -133,6 +129,10 @@ func (c *Claimer) take(claimed *[]string, want int, claim func(n int) ([]store.C
 			c.held[cl.ID] = cl
 			c.until[cl.ID] = start.Add(c.lease)
 			*claimed = append(*claimed, cl.ID)
+			if cl.Fence > 1 {
+				c.tookOver[cl.ID] = true
+				c.tookOverN.Add(1)
+			}
 		}
 		c.mu.Unlock()
 		taken += len(got)
