@@ -181,6 +181,11 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 			return err
 		}
 	}
+	if len(whole) == 1 {
+		// On the caller's goroutine: one of its own would cost a wake-up
+		// and a stack grown anew for every poll (target 2.1).
+		return e.pollOne(ctx, whole[0]) // as it is: a *deck.Error, as resolve's are
+	}
 	slots := make(chan struct{}, e.opts.PerServer)
 	errs := make([]error, len(whole))
 	var wg sync.WaitGroup
@@ -190,25 +195,29 @@ func (e *Engine) PollNow(ctx context.Context, ids []string) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			// Its watcher polls a task watched elsewhere: one poller per task.
-			res, err := e.tracker.PollUnless(ctx, id, e.own.elsewhere)
-			switch {
-			case errors.Is(err, store.ErrFenced):
-				// Claimed by another meanwhile: its poll is the refresh.
-			case errors.Is(err, store.ErrNotFound):
-				errs[i] = notFound(id)
-			case err != nil:
-				errs[i] = classify(err, id)
-			case !res.Unasked:
-				e.polled(id, res)
-			}
+			errs[i] = e.pollOne(ctx, id)
 		}()
 	}
 	wg.Wait()
-	if len(errs) == 1 {
-		return errs[0] // as it is: a *deck.Error, as resolve's are
-	}
 	return errors.Join(errs...)
+}
+
+// pollOne is PollNow of the task whole id names.
+func (e *Engine) pollOne(ctx context.Context, id string) error {
+	// Its watcher polls a task watched elsewhere: one poller per task.
+	res, err := e.tracker.PollUnless(ctx, id, e.own.elsewhere)
+	switch {
+	case errors.Is(err, store.ErrFenced):
+		// Claimed by another meanwhile: its poll is the refresh.
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return notFound(id)
+	case err != nil:
+		return classify(err, id)
+	case !res.Unasked:
+		e.polled(id, res)
+	}
+	return nil
 }
 
 func (l *loop) run() {

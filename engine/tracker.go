@@ -523,6 +523,9 @@ func (t *tracker) apply(id string, snap model.Snapshot) (*model.Task, error) {
 // never answers fails the step (and shows the error) instead of holding it.
 // The session outlives ctx: go-sdk detaches it from the connect context.
 func (t *tracker) session(ctx context.Context, ref model.ServerRef) (*mcpclient.Session, error) {
+	if sess, ok := t.pool.Connected(ref); ok {
+		return sess, nil
+	}
 	cctx, cancel := context.WithTimeout(ctx, t.requestTimeout)
 	defer cancel()
 	return t.pool.Session(cctx, ref)

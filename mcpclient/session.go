@@ -190,6 +190,18 @@ func (p *Pool) Session(ctx context.Context, ref model.ServerRef) (*Session, erro
 	}
 }
 
+// Connected returns the server's session if it is connected already: the
+// poll's way in, which needs no deadline (nor its timer) for a connect.
+func (p *Pool) Connected(ref model.ServerRef) (*Session, bool) {
+	p.mu.Lock()
+	e, ok := p.entries[ref]
+	p.mu.Unlock()
+	if !ok || !e.isReady() || e.err != nil {
+		return nil, false
+	}
+	return e.sess, true
+}
+
 // Drop closes a session that failed, so the next use reconnects. The close
 // runs in the background: go-sdk's Close waits for the session's requests
 // in flight, which against a stalled server would hold the caller (a poll)
