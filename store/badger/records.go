@@ -251,28 +251,42 @@ func (s *Store) ByStatus(st ...model.Status) ([]*model.Task, error) {
 func byStatus(txn *badger.Txn, st ...model.Status) ([]*model.Task, error) {
 	var buf arena
 	var dec pipeline
+	err := eachIndexed(txn, st, &buf, func(id string, v []byte) error {
+		dec.add(id, v)
+		return nil
+	})
+	out, werr := dec.wait()
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b *model.Task) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// eachIndexed gives fn the id and record JSON (copied into buf) of each
+// record the statuses' index keys name, status by status.
+func eachIndexed(txn *badger.Txn, st []model.Status, buf *arena, fn func(id string, v []byte) error) error {
 	for _, status := range dedupe(st) {
 		prefix := statusPrefix(status)
 		// Values are inline: read in place, unprefetched, one copy.
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
 		for it.Rewind(); it.Valid(); it.Next() {
 			id := string(it.Item().Key()[len(prefix):])
-			v, err := indexedValue(txn, it.Item(), id, &buf)
+			v, err := indexedValue(txn, it.Item(), id, buf)
+			if err == nil {
+				err = fn(id, v)
+			}
 			if err != nil {
 				it.Close()
-				_, _ = dec.wait()
-				return nil, err
+				return err
 			}
-			dec.add(id, v)
 		}
 		it.Close()
 	}
-	out, err := dec.wait()
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b *model.Task) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	return nil
 }
 
 // Handles returns the handles of the records with any of the given
@@ -284,27 +298,15 @@ func (s *Store) Handles(st ...model.Status) ([]model.Handle, error) {
 	var out []model.Handle
 	err := s.view(func(txn *badger.Txn) error {
 		var buf arena
-		for _, status := range dedupe(st) {
-			prefix := statusPrefix(status)
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-			for it.Rewind(); it.Valid(); it.Next() {
-				id := string(it.Item().Key()[len(prefix):])
-				v, err := indexedValue(txn, it.Item(), id, &buf)
-				if err != nil {
-					it.Close()
-					return err
-				}
-				var h model.Handle
-				if err := unmarshalHandle(v, &h); err != nil {
-					it.Close()
-					return &store.DecodeError{Err: fmt.Errorf("task %s: record does not decode: %w", id, err)}
-				}
-				out = append(out, h)
-				buf.reset() // nothing decoded points into it
+		return eachIndexed(txn, st, &buf, func(id string, v []byte) error {
+			var h model.Handle
+			if err := unmarshalHandle(v, &h); err != nil {
+				return &store.DecodeError{Err: fmt.Errorf("task %s: record does not decode: %w", id, err)}
 			}
-			it.Close()
-		}
-		return nil
+			out = append(out, h)
+			buf.reset() // nothing decoded points into it
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, s.damaged(err)

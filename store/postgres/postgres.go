@@ -860,18 +860,23 @@ const cols = `SELECT id, revision, body FROM taskdeck_tasks `
 // lookup of an agent's task id, TestGetIsAnIndexLookup).
 const byID = `WHERE id = $1`
 
-func (s *Store) read(sql string, args ...any) ([]*model.Task, error) {
-	ctx, cancel, err := s.ctx()
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	var out []*model.Task
-	err = s.reread(func() (err error) {
+func (s *Store) read(sql string, args ...any) (out []*model.Task, err error) {
+	err = s.reading(func(ctx context.Context) (err error) {
 		out, err = records(ctx, s.pool, cols+sql, args...)
 		return err
 	})
 	return out, err
+}
+
+// reading runs fn, a read, under the store's request deadline, and again
+// when it met a connection the server had closed (reread).
+func (s *Store) reading(fn func(ctx context.Context) error) error {
+	ctx, cancel, err := s.ctx()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return s.reread(func() error { return fn(ctx) })
 }
 
 // reread runs fn again when it met a connection the server had closed
@@ -924,34 +929,23 @@ func (s *Store) ByStatus(st ...model.Status) (recs []*model.Task, err error) {
 // statuses, sorted by ID, each body decoded only as far as its handle.
 func (s *Store) Handles(st ...model.Status) (out []model.Handle, err error) {
 	defer s.answered(&err)
-	ctx, cancel, err := s.ctx()
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	err = s.reread(func() error {
-		out = nil
+	err = s.reading(func(ctx context.Context) error {
 		rows, err := s.pool.Query(ctx, `SELECT id, body FROM taskdeck_tasks WHERE status = ANY($1) ORDER BY id`, statusNames(st))
 		if err != nil {
 			return dbError("read", err)
 		}
-		defer rows.Close()
-		for rows.Next() {
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (h model.Handle, err error) {
 			var id string
 			var val []byte
-			if err := rows.Scan(&id, &val); err != nil {
-				return dbError("read", err)
+			if err := row.Scan(&id, &val); err != nil {
+				return h, dbError("read", err)
 			}
-			var h model.Handle
 			if err := json.Unmarshal(val, &h); err != nil {
-				return fmt.Errorf("PostgreSQL store: task %s: record does not decode (%v); delete its row or restore the database", id, err)
+				return h, fmt.Errorf("PostgreSQL store: task %s: record does not decode (%v); delete its row or restore the database", id, err)
 			}
-			out = append(out, h)
-		}
-		if err := rows.Err(); err != nil {
-			return dbError("read", err)
-		}
-		return nil
+			return h, nil
+		})
+		return err
 	})
 	return out, err
 }
@@ -970,13 +964,7 @@ func (s *Store) All() (recs []*model.Task, err error) {
 // index-only scan): no body is read.
 func (s *Store) MatchIDs(part string, limit int) (ids []string, err error) {
 	defer s.answered(&err)
-	ctx, cancel, err := s.ctx()
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	err = s.reread(func() error {
-		ids = nil
+	err = s.reading(func(ctx context.Context) error {
 		rows, err := s.pool.Query(ctx, `SELECT id FROM taskdeck_tasks
 			WHERE starts_with(id, $1) OR right(id, length($1)) = $1 ORDER BY id LIMIT $2`, part, limit)
 		if err != nil {
