@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,19 +39,7 @@ func TestInboxFromTypeScriptClient(t *testing.T) {
 		return ok && tk.Status == "input_required" && len(tk.InputRequests) > 0
 	})
 
-	cmd := exec.Command("node", "inbox.mjs", base+"/inbox", `{"approve":true,"reason":"from the inbox"}`)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TASKDECK_OPERATOR_TOKEN="+token)
-	var stderr clitest.SyncBuf
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	testproc.Group(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startNodeScript(t, dir, []string{"TASKDECK_OPERATOR_TOKEN=" + token}, "inbox.mjs", base+"/inbox", `{"approve":true,"reason":"from the inbox"}`)
 	t.Cleanup(func() { _ = testproc.Signal(cmd, syscall.SIGKILL); _ = cmd.Wait() })
 	var lines []string
 	for sc := bufio.NewScanner(stdout); sc.Scan(); {
@@ -83,4 +72,25 @@ func TestInboxFromTypeScriptClient(t *testing.T) {
 	if len(answered) != 1 || answered[0].Name != "operator" || answered[0].Role != model.RoleOperator {
 		t.Fatalf("the audit log names %+v as who answered; want the operator principal", answered)
 	}
+}
+
+// startNodeScript starts node with args in dir (env added to this
+// process's), in a process group of its own, its stdout piped; the
+// caller waits for it and kills it (testproc.Signal) at its cleanup.
+func startNodeScript(t *testing.T, dir string, env []string, args ...string) (*exec.Cmd, io.ReadCloser, *clitest.SyncBuf) {
+	t.Helper()
+	cmd := exec.Command("node", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	stderr := &clitest.SyncBuf{}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testproc.Group(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, stdout, stderr
 }

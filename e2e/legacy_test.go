@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -230,19 +228,7 @@ type legacyAgent struct {
 func startLegacyAgent(t *testing.T, env []string, args ...string) *legacyAgent {
 	t.Helper()
 	dir := nodetest.Install(t, filepath.Join("..", "proxy", "testdata", "agent"), "legacy.mjs")
-	cmd := exec.Command("node", append([]string{"legacy.mjs"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	var stderr clitest.SyncBuf
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	testproc.Group(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, stdout, stderr := startNodeScript(t, dir, env, append([]string{"legacy.mjs"}, args...)...)
 	a := &legacyAgent{lines: make(chan legacyAgentLine, 1000), done: make(chan struct{})}
 	go func() {
 		for sc := bufio.NewScanner(stdout); sc.Scan(); {
