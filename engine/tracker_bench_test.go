@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -27,34 +26,15 @@ type benchEnv struct {
 	tracker *tracker
 	ids     []string
 	taskIDs []string
-
-	mu     sync.Mutex
-	header http.Header
-	body   []byte
+	first   *firstGet
 }
 
 func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 	b.Helper()
 	e := &benchEnv{}
-	d := demo.New(demo.Options{PollInterval: time.Second, TTL: time.Hour})
-	h := d.Handler()
-	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Method") == "tasks/get" {
-			e.mu.Lock()
-			if e.body == nil {
-				e.body, _ = io.ReadAll(r.Body)
-				e.header = r.Header.Clone()
-				r.Body = io.NopCloser(bytes.NewReader(e.body))
-			}
-			e.mu.Unlock()
-		}
-		h.ServeHTTP(w, r)
-	}))
+	var cfg *mcpconfig.Config
+	e.srv, cfg, e.first = demoKeepingFirstGet(b, demo.Options{PollInterval: time.Second, TTL: time.Hour}, nil)
 	st, err := badger.Open(b.TempDir(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := mcpconfig.ParseConfig("bench.json", fmt.Appendf(nil, `{"mcpServers":{"demo":{"url":%q}}}`, e.srv.URL+"/mcp"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,8 +43,6 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 	b.Cleanup(func() {
 		pool.Close()
 		st.Close()
-		e.srv.Close()
-		d.Close()
 	})
 	for i := range tasks {
 		rec, _, err := tupled(e.tracker.Call(context.Background(), callRequest{
@@ -83,8 +61,8 @@ func newBenchEnv(b *testing.B, tasks int) *benchEnv {
 // bare posts the recorded tasks/get for task i with a plain http.Client.
 func (e *benchEnv) bare(client *http.Client, i int) error {
 	id := e.taskIDs[i%len(e.taskIDs)]
-	body := bytes.Replace(e.body, []byte(e.header.Get("Mcp-Name")), []byte(id), 1)
-	return BarePost(client, e.srv.URL+"/mcp", e.header, body, id)
+	body := bytes.Replace(e.first.body, []byte(e.first.header.Get("Mcp-Name")), []byte(id), 1)
+	return BarePost(client, e.srv.URL+"/mcp", e.first.header, body, id)
 }
 
 func (e *benchEnv) poll(i int) error {
