@@ -18,6 +18,7 @@ import (
 	"github.com/taskdeck/taskdeck/demo"
 	"github.com/taskdeck/taskdeck/internal/hostile"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
@@ -135,7 +136,7 @@ func TestFleetDeadEngineTasksTakenOver(t *testing.T) {
 	// The others' rounds wake when the dead engine's leases run out: its
 	// tasks are claimed within the lease of its last renewal, plus a
 	// second for a poll to go out on a loaded machine under -race.
-	within := testLease + time.Second
+	within := testLease + waitfor.Scale(time.Second)
 	for _, rec := range tasks {
 		if !orphaned[rec.ID] {
 			continue

@@ -177,7 +177,7 @@ func TestPushSilentStreamDropped(t *testing.T) {
 		t.Fatalf("ended %s, want completed", en.Task.Status)
 	}
 	// The bound, and a poll that a loaded machine may make slow.
-	if most := silence + 5*time.Second; late > most {
+	if most := silence + waitfor.Scale(5*time.Second); late > most {
 		t.Fatalf("the end seen %v after the server's, want within %v", late, most)
 	}
 	waitFor(t, 5*time.Second, "a re-subscribe", func() bool { return listens(srv) > first })
