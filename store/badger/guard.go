@@ -28,6 +28,15 @@ type filesFound struct {
 	// compactBytes is what compacting level 0 rewrites: its tables and
 	// those of the first level below it that has any.
 	compactBytes int64
+	// emptyFiles counts 0-byte memtable and value-log files: each is a
+	// process killed between creating the file and sizing it.
+	emptyFiles int
+}
+
+func (f *filesFound) countEmpty(fi fs.FileInfo) {
+	if fi.Size() == 0 {
+		f.emptyFiles++
+	}
 }
 
 // checkFiles looks for four kinds of damage before Badger opens dir,
@@ -64,6 +73,11 @@ func checkFiles(dir string, opt badger.Options) (found filesFound, err error) {
 			found.walBytes += span.end
 			if fi, err := e.Info(); err == nil {
 				found.walFile = max(found.walFile, fi.Size())
+				found.countEmpty(fi)
+			}
+		case strings.HasSuffix(e.Name(), ".vlog"):
+			if fi, err := e.Info(); err == nil {
+				found.countEmpty(fi)
 			}
 		}
 	}

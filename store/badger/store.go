@@ -104,11 +104,12 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	opt = opt.WithCompactL0OnClose(found.level0 >= compactL0At && roomToCompact(dir, found, opt.MemTableSize))
 	unlock()
 	db, err := badger.Open(opt)
-	if err != nil && strings.Contains(err.Error(), emptyFileMarker) {
-		// A process killed between Badger's creating its next memtable or
-		// value-log file and sizing it leaves a 0-byte file. Badger's Open
-		// fails on it once, sizing the file as it fails
-		// (dgraph-io/badger#2207); the second Open reads it as empty.
+	// A process killed between Badger's creating its next memtable or
+	// value-log file and sizing it leaves a 0-byte file, and every Open
+	// creates one of each, so kills in a row leave several. Badger's Open
+	// fails on one of them, sizing it as it fails (dgraph-io/badger#2207);
+	// the next Open reads that one as empty.
+	for tries := 0; err != nil && strings.Contains(err.Error(), emptyFileMarker) && tries < found.emptyFiles; tries++ {
 		db, err = badger.Open(opt)
 	}
 	if err != nil {
