@@ -86,6 +86,11 @@ func (e *pushEnv) listen(ids ...string) *mcpclient.Subscription {
 	return sub
 }
 
+// pushWait bounds next and ends. It is long because it costs nothing
+// when an event comes: TestListenBounded's messages of 6 to 17 MiB took
+// over 30 s each under -race on a machine at load 25.
+var pushWait = waitfor.Scale(time.Minute)
+
 // next is the subscription's next event; it fails if the stream ends.
 func next(t *testing.T, sub *mcpclient.Subscription) mcpclient.Pushed {
 	t.Helper()
@@ -95,7 +100,7 @@ func next(t *testing.T, sub *mcpclient.Subscription) mcpclient.Pushed {
 			t.Fatalf("the stream ended: %v", sub.Err())
 		}
 		return p
-	case <-time.After(waitfor.Scale(10 * time.Second)):
+	case <-time.After(pushWait):
 		t.Fatal("nothing pushed")
 	}
 	return mcpclient.Pushed{}
@@ -110,7 +115,7 @@ func ends(t *testing.T, sub *mcpclient.Subscription) error {
 			t.Fatalf("want the end of the stream, got %s %s", p.Snapshot.Status, p.Snapshot.StatusMessage)
 		}
 		return sub.Err()
-	case <-time.After(waitfor.Scale(10 * time.Second)):
+	case <-time.After(pushWait):
 		t.Fatal("the stream did not end")
 	}
 	return nil
