@@ -21,8 +21,9 @@ type DemoServerOptions struct {
 	Addr    string // HOST:PORT for streamable HTTP
 	Stdio   bool
 	Speed   float64
-	Hostile bool // also serve a tool whose texts carry terminal escapes
-	NoPush  bool // refuse push (subscriptions/listen), as a server without it does
+	TTL     time.Duration // how long a task is kept after it is created
+	Hostile bool          // also serve a tool whose texts carry terminal escapes
+	NoPush  bool          // refuse push (subscriptions/listen), as a server without it does
 }
 
 func newCmdDemoServer(f *Factory, runF func(*DemoServerOptions) error) *cobra.Command {
@@ -42,6 +43,7 @@ func newCmdDemoServer(f *Factory, runF func(*DemoServerOptions) error) *cobra.Co
 	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:8808", "HOST:PORT to serve streamable HTTP on")
 	cmd.Flags().BoolVar(&opts.Stdio, "stdio", false, "serve over standard input and output instead")
 	cmd.Flags().Float64Var(&opts.Speed, "speed", 1, "multiply the demo tools' durations (0.1 runs ten times faster)")
+	cmd.Flags().DurationVar(&opts.TTL, "ttl", 10*time.Minute, "how long a task is kept after it is created; tasks/get then answers not found")
 	cmd.Flags().BoolVar(&opts.Hostile, "hostile", false, "also serve a tool whose texts carry terminal escapes (for tests)")
 	cmd.Flags().MarkHidden("hostile")
 	cmd.Flags().BoolVar(&opts.NoPush, "no-push", false, "do not push task changes: clients poll, as with most servers today")
@@ -51,7 +53,10 @@ func newCmdDemoServer(f *Factory, runF func(*DemoServerOptions) error) *cobra.Co
 
 func demoServerRun(opts *DemoServerOptions) error {
 	f, ctx := opts.f, opts.ctx
-	srv := demo.New(demo.Options{Speed: opts.Speed, Hostile: opts.Hostile, NoPush: opts.NoPush})
+	if opts.TTL <= 0 {
+		return usageErr("--ttl %v is not a lifetime; give a positive duration such as 10m or 1h", opts.TTL)
+	}
+	srv := demo.New(demo.Options{Speed: opts.Speed, TTL: opts.TTL, Hostile: opts.Hostile, NoPush: opts.NoPush})
 	defer srv.Close()
 	if opts.Stdio {
 		return srv.ServeStdio(ctx, f.stdin, f.stdout)
