@@ -55,8 +55,8 @@ func createUnaudited(s *Store, rec *model.Task) error {
 }
 
 // auditBytes is what the actor and the audit entry add to the stored bytes
-// of rec's durable create at w writers: the act and the history's "by" in
-// the record, the entry and its length in its commit's run, and the run's
+// of rec's durable create at w writers: the act in the record (and the
+// mask of the history entries by its actor, see byAct), the entry and its length in its commit's run, and the run's
 // key and chain hash shared by the w entries of a commit.
 func auditBytes(s *Store, rec *model.Task, act *model.Act, w int) (int, error) {
 	attributed := rec.Clone()
@@ -70,13 +70,17 @@ func auditBytes(s *Store, rec *model.Task, act *model.Act, w int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	stored, _, err := encodeRecord(attributed, full, nil, false)
+	if err != nil {
+		return 0, err
+	}
 	e := len(s.auditEntry(nil, attributed, full).stored)
 	run := len(revKey(auditPrefix, 0)) + sha256.Size
 	if w > 1 {
 		e += len(binary.AppendUvarint(nil, uint64(e)))
 		run += 8 // the key's first revision
 	}
-	return len(full) - len(plain) + e + run/w, nil
+	return len(stored) - len(plain) + e + run/w, nil
 }
 
 // padded is rec with n more bytes in its arguments (n > 9, the field's

@@ -236,3 +236,10 @@ func CheckFiles(dir string) error {
 // WriteEntryKeys makes s write every audit entry under a key of its own,
 // as schema 3 did.
 func WriteEntryKeys(s *Store) { s.entryKeys = true }
+
+// DecodeRecord decodes a record's stored value, as the store reads it
+// (one whose arguments are kept apart reads without them).
+func DecodeRecord(v []byte) (*model.Task, error) {
+	t := new(model.Task)
+	return t, unmarshalRecord(v, t)
+}
