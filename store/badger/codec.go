@@ -168,8 +168,12 @@ func restoreActors(t *model.Task, mask []byte) error {
 // when prev, the record t replaces, has the same ones there already
 // (prevApart): polls rewrite the record, never its arguments. The
 // arguments are stored as full holds them: json.Marshal compacts them.
-func encodeRecord(t *model.Task, full []byte, prev *model.Task, prevApart bool) (val, args []byte, err error) {
-	c, header := dropActors(t)
+func encodeRecord(t *model.Task, full []byte, prev *model.Task, prevApart, whole bool) (val, args []byte, err error) {
+	var c model.Task
+	var header []byte
+	if !whole {
+		c, header = dropActors(t)
+	}
 	apart := len(t.Arguments) >= argsApartMin
 	if !apart && header == nil {
 		return full, nil, nil

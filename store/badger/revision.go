@@ -112,7 +112,7 @@ type revisions struct {
 	run       [][]byte
 	runFrom   uint64
 	runBytes  int
-	entryKeys bool // Store.entryKeys
+	entryKeys bool // Store.schema3
 }
 
 // put writes t (its value, base, marshalled with Revision 0: see
