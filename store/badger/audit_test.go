@@ -175,11 +175,11 @@ func TestAuditVerifyNamesARewriteWithItsChain(t *testing.T) {
 				return err
 			}
 			v = bytes.ReplaceAll(v, []byte(`"name":"alice"`), []byte(`"name":"mallory"`))
-			forged, err := badger.DecodeRecord(v)
-			if err != nil {
+			var forged model.Task
+			if err := json.Unmarshal(v, &forged); err != nil {
 				return err
 			}
-			sum, err := model.RecordHash(forged)
+			sum, err := model.RecordHash(&forged)
 			if err != nil {
 				return err
 			}

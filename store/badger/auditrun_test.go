@@ -135,8 +135,7 @@ func TestAuditRunOneKeyPerCommit(t *testing.T) {
 }
 
 // TestAuditEntryKeysStillReadAndVerify: a schema 3 store, whose every
-// audit entry has a key of its own (a prune's too) and every record its
-// actors in full, opens; its log and
+// audit entry has a key of its own (a prune's too), opens; its log and
 // the runs written after it list every entry in order with its actor and
 // verify, and pruning the log up to past the old entries leaves a
 // checkpoint after which the runs still verify.
@@ -156,7 +155,7 @@ func TestAuditEntryKeysStillReadAndVerify(t *testing.T) {
 		}
 	}
 	s := openStore(t, dir)
-	badger.WriteSchema3(s)
+	badger.WriteEntryKeys(s)
 	write(s)
 	if got := runKeys(t, s); len(got) != 0 {
 		t.Fatalf("schema 3 wrote runs %q", got)

@@ -233,13 +233,6 @@ func CheckFiles(dir string) error {
 	return err
 }
 
-// WriteSchema3 makes s write as schema 3 did: every audit entry under a
-// key of its own, every record with its actors in full.
-func WriteSchema3(s *Store) { s.schema3 = true }
-
-// DecodeRecord decodes a record's stored value, as the store reads it
-// (one whose arguments are kept apart reads without them).
-func DecodeRecord(v []byte) (*model.Task, error) {
-	t := new(model.Task)
-	return t, unmarshalRecord(v, t)
-}
+// WriteEntryKeys makes s write every audit entry under a key of its own,
+// as schema 3 did.
+func WriteEntryKeys(s *Store) { s.entryKeys = true }

@@ -46,7 +46,7 @@ func (s *Store) Create(rec *model.Task) error {
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
-	base, args, err := encodeRecord(stored, val, nil, false, s.schema3)
+	base, args, err := encodeRecord(stored, val, nil, false)
 	if err != nil {
 		return fmt.Errorf("task %s: %w", rec.ID, err)
 	}
@@ -151,7 +151,7 @@ func (s *Store) update(id string, fn func(t *model.Task) (changed bool, err erro
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}
-		base, args, err := encodeRecord(stored, val, cur, apart, s.schema3)
+		base, args, err := encodeRecord(stored, val, cur, apart)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: %w", id, err)
 		}

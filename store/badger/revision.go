@@ -112,7 +112,7 @@ type revisions struct {
 	run       [][]byte
 	runFrom   uint64
 	runBytes  int
-	entryKeys bool // Store.schema3
+	entryKeys bool // Store.entryKeys
 }
 
 // put writes t (its value, base, marshalled with Revision 0: see
@@ -218,8 +218,8 @@ func (r *revisions) finish(txn *badger.Txn, from uint64) error {
 
 // withRevision returns base, a record's value marshalled with Revision 0
 // (so without the field), with revision rev: what json.Marshal gives for
-// it, since Revision is Task's last field (after byAct's mask and
-// argsApart, if base starts with them). The leader of a group thus
+// it, since Revision is Task's last field (after argsApart, if base starts
+// with it). The leader of a group thus
 // marshals nothing.
 func withRevision(base []byte, rev uint64) []byte {
 	out := make([]byte, 0, len(base)+32)

@@ -31,11 +31,10 @@ type Store struct {
 	dir string
 	// auditKey seals the audit entries (SetAuditKey); nil: unsealed.
 	auditKey []byte
-	// schema3: writes as schema 3 did, every audit entry under a key of
-	// its own and every record with its actors in full (no byAct):
-	// BenchmarkAuditedCreate's baseline, and the old stores the tests
-	// read.
-	schema3 bool
+	// entryKeys: every audit entry is written under a key of its own,
+	// as before runs (schema 3): BenchmarkAuditedCreate's baseline, and
+	// the old stores the tests read.
+	entryKeys bool
 	// writes counts committed writes (one per commit call, however they
 	// were grouped), so tests can prove that a call which changed nothing
 	// cost no write.
