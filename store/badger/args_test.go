@@ -98,7 +98,7 @@ func TestSchema2RecordsReadBack(t *testing.T) {
 	must(t, s.Close())
 
 	s = openStore(t, dir)
-	if v, err := badger.Raw(s, "v\x00"); err != nil || v != "3" {
+	if v, err := badger.Raw(s, "v\x00"); err != nil || v != "4" {
 		t.Fatalf("schema version after opening a schema 2 store: %q, %v", v, err)
 	}
 	assertArgs(t, s, open.ID, open.Arguments)

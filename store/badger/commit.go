@@ -150,7 +150,7 @@ func (s *Store) runGroup(batch []*commitReq) {
 		bad, full := -1, 0
 		var rv revisions
 		err := s.db.Update(func(txn *badger.Txn) error {
-			rv = revisions{meta: s.meta, key: s.auditKey, canon: s.canonAudit}
+			rv = revisions{meta: s.meta, key: s.auditKey, entryKeys: s.entryKeys}
 			for i, r := range batch {
 				err := r.fn(txn, &rv)
 				if i > 0 && errors.Is(err, badger.ErrTxnTooBig) {

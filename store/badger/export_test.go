@@ -232,3 +232,7 @@ func CheckFiles(dir string) error {
 	_, err := checkFiles(dir, options(dir, nil))
 	return err
 }
+
+// WriteEntryKeys makes s write every audit entry under a key of its own,
+// as schema 3 did.
+func WriteEntryKeys(s *Store) { s.entryKeys = true }

@@ -28,6 +28,11 @@ import (
 //	m\x00                   the records per status as of a revision
 //	                        (counts.go); written by every commit that
 //	                        changes records
+//	a\x00<rev>              one audit entry, and its hash (audit.go)
+//	a\x00<last><first>      a commit's audit entries first..last (a run),
+//	                        and the last one's hash (schema 4)
+//	p\x00                   the audit checkpoint: the revision and hash of
+//	                        the last entry pruned
 var (
 	recordPrefix = []byte("t\x00")
 	statusRoot   = []byte("s\x00")
@@ -58,9 +63,10 @@ func parseOpenRef(v []byte) (model.Status, bool) {
 
 // schemaVersion is bumped when the layout or the record encoding changes
 // in a way older code must not read. Version 1 kept every record under
-// its record key; version 2 kept every record's arguments in its value.
-// This code reads both as they are (see checkSchema).
-const schemaVersion = "3"
+// its record key; version 2 kept every record's arguments in its value;
+// version 3 kept every audit entry under a key of its own. This code
+// reads them all as they are (see checkSchema).
+const schemaVersion = "4"
 
 func recordKey(id string) []byte { return append(bytes.Clone(recordPrefix), id...) }
 

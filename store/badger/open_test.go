@@ -386,7 +386,7 @@ func TestVersion1StoreOpens(t *testing.T) {
 	if got, err := s.Get(rec.ID); err != nil || got.Status != model.StatusCompleted {
 		t.Fatalf("Get after opening a version 1 store = %+v, %v", got, err)
 	}
-	if v, err := badger.Raw(s, "v\x00"); err != nil || v != "3" {
+	if v, err := badger.Raw(s, "v\x00"); err != nil || v != "4" {
 		t.Fatalf("schema version after opening a version 1 store: %q, %v", v, err)
 	}
 }

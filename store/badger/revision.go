@@ -105,9 +105,14 @@ func floorValue(floor uint64) []byte { return binary.BigEndian.AppendUint64(nil,
 type revisions struct {
 	meta    revMeta // as it will be once the txn commits
 	key     []byte  // the audit key (nil: entries unsealed)
-	canon   bool    // entries stored canonical (Store.canonAudit)
 	deleted bool    // the txn wrote a tombstone
 	changes []store.Change
+	// The audit entries appended and not yet written (audit.go): from
+	// revision runFrom on, their stored forms and about their size.
+	run       [][]byte
+	runFrom   uint64
+	runBytes  int
+	entryKeys bool // Store.entryKeys
 }
 
 // put writes t (its value, base, marshalled with Revision 0: see
@@ -152,7 +157,7 @@ func (r *revisions) remove(txn *badger.Txn, t *model.Task, act *model.Act) error
 	if err := txn.Set(revKey(tombPrefix, r.meta.rev), []byte(t.ID)); err != nil {
 		return err
 	}
-	if err := r.audit(txn, sealEntry(r.key, model.RemovalAudit(t.ID, act, time.Now()), r.canon)); err != nil {
+	if err := r.audit(txn, sealEntry(r.key, model.RemovalAudit(t.ID, act, time.Now()))); err != nil {
 		return err
 	}
 	r.deleted = true
@@ -170,11 +175,14 @@ func dropRevEntry(txn *badger.Txn, t *model.Task) error {
 	return txn.Delete(revKey(revPrefix, t.Revision))
 }
 
-// finish writes the counts per status as of the txn's last revision
+// finish writes the txn's audit run, the counts per status as of the txn's last revision
 // when it changed records (from is the revision before it), and drops, when the txn deleted a record, the tombstones older than
 // the last maxTombstones revisions, and moves the floor up past them.
 // Without deletions no tombstone is added, so there are never more.
 func (r *revisions) finish(txn *badger.Txn, from uint64) error {
+	if err := r.writeRun(txn); err != nil {
+		return err
+	}
 	if r.meta.rev != from {
 		if err := txn.Set(countsKey, r.meta.counts.value(r.meta.rev)); err != nil {
 			return err

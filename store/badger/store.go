@@ -31,9 +31,10 @@ type Store struct {
 	dir string
 	// auditKey seals the audit entries (SetAuditKey); nil: unsealed.
 	auditKey []byte
-	// canonAudit: entries are stored canonical, not packed, as before
-	// the packing (BenchmarkAuditedCreate's baseline).
-	canonAudit bool
+	// entryKeys: every audit entry is written under a key of its own,
+	// as before runs (schema 3): BenchmarkAuditedCreate's baseline, and
+	// the old stores the tests read.
+	entryKeys bool
 	// writes counts committed writes (one per commit call, however they
 	// were grouped), so tests can prove that a call which changed nothing
 	// cost no write.
@@ -358,10 +359,11 @@ func (s *Store) checkSchema(floorFound bool) error {
 	case found == schemaVersion && floorFound:
 		return nil
 	case found == schemaVersion:
-	case found == "1", found == "2":
+	case found == "1", found == "2", found == "3":
 		// Version 1 kept open records under their record keys, version 2
-		// every record's arguments inline; reads follow each layout, and
-		// every write uses the new one.
+		// every record's arguments inline, version 3 every audit entry
+		// under a key of its own; reads follow each layout, and every
+		// write uses the new one.
 	case found != "":
 		return fmt.Errorf("store %s has schema version %q, this taskdeck reads %q; use a newer taskdeck or another --data-dir", s.dir, found, schemaVersion)
 	}
