@@ -20,6 +20,11 @@ var (
 	hugeOpen    = flag.Int("huge-open", 100_000, "with -only huge: of which open (also the open-only store's size)")
 )
 
+// tableLayout ends the stores' names: a store whose tables were written
+// with other options (before issue 23's, with bloom filters) is not
+// reused but filled again beside it.
+const tableLayout = "-nobloom"
+
 // filledMark is written beside a store once its fill has finished: a
 // store without it is filled again from scratch.
 const filledMark = ".filled"
@@ -55,8 +60,8 @@ func benchHuge(cfg config) (string, []finding) {
 	if dir == "" {
 		dir = cfg.tmp
 	}
-	small := filepath.Join(dir, fmt.Sprintf("open-only-%d", open))
-	large := filepath.Join(dir, fmt.Sprintf("records-%d-open-%d", total, open))
+	small := filepath.Join(dir, fmt.Sprintf("open-only-%d%s", open, tableLayout))
+	large := filepath.Join(dir, fmt.Sprintf("records-%d-open-%d%s", total, open, tableLayout))
 	fills := ""
 	for _, s := range []struct {
 		dir         string
