@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"testing"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/table"
 
 	"github.com/taskdeck/taskdeck/model"
 )
@@ -236,3 +238,27 @@ func CheckFiles(dir string) error {
 // WriteEntryKeys makes s write every audit entry under a key of its own,
 // as schema 3 did.
 func WriteEntryKeys(s *Store) { s.entryKeys = true }
+
+// UseBloomFilters makes Open write tables with bloom filters at Badger's
+// default rate, as the store did before issue 23, until the returned
+// func restores none.
+func UseBloomFilters() (restore func()) {
+	bloomFalsePositive = 0.01
+	return func() { bloomFalsePositive = 0 }
+}
+
+// FilterBytes is the size of the bloom filters of the tables in dir.
+func FilterBytes(dir string) (int, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	n := 0
+	for _, name := range names {
+		if err != nil {
+			break
+		}
+		err = withTable(name, compression, options(dir, nil), func(t *table.Table) error {
+			n += t.BloomFilterSize()
+			return nil
+		})
+	}
+	return n, err
+}

@@ -281,38 +281,62 @@ func TestOpenAfterKillWithABigWAL(t *testing.T) {
 	}
 }
 
-// TestOpensTablesOfOtherBlocks: tables written with 64 KiB blocks (a
-// candidate sizing) are checked, read, rewritten and compacted with
-// tables of the store's 4 KiB blocks: a table's index says where its
-// blocks are, so the block size can change between two opens.
-func TestOpensTablesOfOtherBlocks(t *testing.T) {
-	dir := t.TempDir()
-	restore := badger.UseSizing("blocks64K")
-	s, err := badger.Open(dir, nil)
-	must(t, err)
-	var recs []*model.Task
-	for i := range 200 {
-		recs = append(recs, create(t, s, fmt.Sprint("k-", i), model.StatusWorking, t0))
-	}
-	must(t, s.Close()) // flushes the memtable into a table of 64 KiB blocks
-	restore()
-	for round := range 2 {
-		s = openStore(t, dir)
-		for _, rec := range recs {
-			got, err := s.Get(rec.ID)
-			if err != nil || got.IdempotencyKey != rec.IdempotencyKey {
-				t.Fatalf("round %d: record %s: %v, %v", round, rec.ID, got, err)
-			}
-		}
-		half := len(recs) / 2
-		for _, rec := range recs[:half] {
-			_, err := s.Update(rec.ID, moveTo(model.StatusCompleted, t0))
+// TestOpensTablesOfEarlierLayouts: tables written with 64 KiB blocks (a
+// candidate sizing), or with bloom filters (the store's tables before
+// issue 23), are checked, read, rewritten and compacted with tables of
+// the store's own: a table's index says where its blocks are and whether
+// it has a filter, so both can change between two opens.
+func TestOpensTablesOfEarlierLayouts(t *testing.T) {
+	for name, use := range map[string]func() func(){
+		"blocks64K":     func() func() { return badger.UseSizing("blocks64K") },
+		"bloom filters": badger.UseBloomFilters,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			restore := use()
+			s, err := badger.Open(dir, nil)
 			must(t, err)
-		}
-		_, err = s.Prune(time.Time{}, tester) // compacts the old tables with the new
-		must(t, err)
-		recs = recs[half:]
-		must(t, s.Close())
+			var recs []*model.Task
+			for i := range 200 {
+				recs = append(recs, create(t, s, fmt.Sprint("k-", i), model.StatusWorking, t0))
+			}
+			must(t, s.Close()) // flushes the memtable into a table of that layout
+			restore()
+			for round := range 2 {
+				s = openStore(t, dir)
+				for _, rec := range recs {
+					got, err := s.Get(rec.ID)
+					if err != nil || got.IdempotencyKey != rec.IdempotencyKey {
+						t.Fatalf("round %d: record %s: %v, %v", round, rec.ID, got, err)
+					}
+				}
+				half := len(recs) / 2
+				for _, rec := range recs[:half] {
+					_, err := s.Update(rec.ID, moveTo(model.StatusCompleted, t0))
+					must(t, err)
+				}
+				_, err = s.Prune(time.Time{}, tester) // compacts the old tables with the new
+				must(t, err)
+				recs = recs[half:]
+				must(t, s.Close())
+			}
+		})
+	}
+}
+
+// TestTablesCarryNoBloomFilters: Badger checksums a table's whole index,
+// filters included, at every open (options.go, bloomFalsePositive).
+func TestTablesCarryNoBloomFilters(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	for i := range 200 {
+		create(t, s, fmt.Sprint("k-", i), model.StatusCompleted, t0)
+	}
+	must(t, s.Close()) // flushes the memtable into a table
+	n, err := badger.FilterBytes(dir)
+	must(t, err)
+	if n != 0 {
+		t.Fatalf("the tables carry %d bytes of bloom filters, want none", n)
 	}
 }
 

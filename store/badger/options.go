@@ -52,6 +52,16 @@ var sized = small
 // and the cache keeps that copy.
 var compression = boptions.Snappy
 
+// bloomFalsePositive 0: tables carry no bloom filters. Badger checksums a
+// table's whole index, filters included, each time it opens the table, and
+// the first touch of those mapped pages is most of what opening a large
+// store costs: at 10,000,000 records the filters were 35 MB of the 68 MB
+// of index. A filter only spares a point lookup one block read per level
+// whose table's key range holds the key (BenchmarkGetWithoutBloom); Get
+// answers a polled record from memory (recent.go), and scans and index
+// walks never consult filters. The benchmarks set it to compare.
+var bloomFalsePositive = 0.0
+
 // compactL0At is how many level-0 tables the MANIFEST lists before Open
 // makes the session's Close compact level 0.
 const compactL0At = 4
@@ -77,6 +87,7 @@ func options(dir string, logger *slog.Logger) badger.Options {
 		WithBlockCacheSize(8 << 20).
 		WithBlockSize(sized.block).
 		WithIndexCacheSize(4 << 20).
+		WithBloomFalsePositive(bloomFalsePositive).
 		WithValueLogFileSize(16 << 20). // default 1 GiB, mapped twice
 		WithNumCompactors(2).           // the minimum Badger accepts
 		WithMetricsEnabled(false)
