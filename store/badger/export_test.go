@@ -229,6 +229,18 @@ func ForgeSums(dir string) error {
 	return writeSums(dir, sums)
 }
 
+// Level0Tables is how many tables s has in level 0, which one such table
+// compacts away in the background (sizing small: level0 is 1).
+func Level0Tables(s *Store) int {
+	n := 0
+	for _, t := range s.db.Tables() {
+		if t.Level == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // CheckFiles is the check Open makes before Badger opens dir.
 func CheckFiles(dir string) error {
 	_, err := checkFiles(dir, options(dir, nil))
