@@ -1,8 +1,12 @@
 package store
 
 import (
+	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"sync"
 )
 
 // OwnerGCPercent is the Go heap target an owner keeps (GOGC): the runtime
@@ -10,20 +14,133 @@ import (
 // and RSS follows the heap. A task flipping 10,000 times with a 4 KB
 // message (BenchmarkFlippingTask, ~15 MB of live heap growth) grew RSS by
 // 36.7 MB at Go's default 100, 29.9 MB at 50 and 24.4 MB at 25, for 14%
-// and 38% more CPU (three processes side by side). A soft memory limit
-// (32 MiB: 22.2 MB) is not used: an owner whose live heap nears it (31
-// MiB with 10,000 tasks watched) would spend up to half its CPU (the
-// runtime's cap) collecting.
+// and 38% more CPU (three processes side by side). A fixed soft memory
+// limit (32 MiB: 22.2 MB) is not used: an owner whose live heap nears it
+// (31 MiB with 10,000 tasks watched) would spend up to half its CPU (the
+// runtime's cap) collecting; the limit follows the live heap instead
+// (followLiveHeap).
 const OwnerGCPercent = 50
 
 // TuneOwnerGC sets OwnerGCPercent for this process, unless GOGC is set in
-// its environment: the one who set it chose. A process that owns a store
-// for long (taskdeck serve) calls it once at start-up; restore sets back
-// the percent it replaced (benchmarks that measure as an owner).
+// its environment: the one who set it chose. Unless GOMEMLIMIT is set too,
+// it also keeps a soft memory limit that follows the live heap
+// (followLiveHeap). A process that owns a store for long (taskdeck serve)
+// calls it once at start-up; restore sets back the percent and the limit
+// it replaced (benchmarks that measure as an owner).
 func TuneOwnerGC() (restore func()) {
 	if os.Getenv("GOGC") != "" {
 		return func() {}
 	}
 	old := debug.SetGCPercent(OwnerGCPercent)
-	return func() { debug.SetGCPercent(old) }
+	stop := func() {}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		stop = followLiveHeap(OwnerGCPercent)
+	}
+	return func() {
+		stop()
+		debug.SetGCPercent(old)
+	}
+}
+
+// followLiveHeap re-sets the soft memory limit after every collection to
+// the live heap plus an allowance for garbage of percent of what the GC
+// scans (the heap's pointerful part, stacks, globals; at least
+// minAllowance), plus the runtime's memory outside the heap. GOGC alone
+// allows percent of the whole live heap, and a Badger owner's live heap is
+// mostly pointer-free buffers the GC never scans: after 10,000 flips of
+// one task (BenchmarkFlippingTask) 9.6 MB live, 1.5 MB of it scannable,
+// most of the rest Badger's pooled table builders (two of 3 MiB) and its
+// memtable's arena. Those buffers made the owner's heap target 4.8 MB
+// over the live heap for 1.9 MB of scan work. With the allowance on the
+// scan work, a collection costs the same mark work per byte allocated as
+// GOGC=percent on a heap of pointers, and the heap target stays near what
+// is live. The limit also makes the runtime give the idle heap above it
+// back to the OS at once, which it otherwise does at about 1% of a CPU's
+// time, so slowly on a busy machine that the same owner kept 7–14 MB of
+// freed heap resident. Following the live heap, the limit never falls
+// below it, so an owner with a big live heap does not collect non-stop as
+// it would under a fixed limit. stop sets back the limit it replaced.
+func followLiveHeap(percent int) (stop func()) {
+	f := &limitFollower{percent: uint64(percent), old: debug.SetMemoryLimit(-1), samples: make([]metrics.Sample, len(limitMetrics))}
+	for i, name := range limitMetrics {
+		f.samples[i].Name = name
+	}
+	f.collected()
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.stopped = true
+		debug.SetMemoryLimit(f.old)
+	}
+}
+
+// limitMetrics are what limitFor reads, in its order.
+var limitMetrics = []string{
+	"/gc/heap/live:bytes",
+	"/gc/scan/heap:bytes",
+	"/gc/scan/stack:bytes",
+	"/gc/scan/globals:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/released:bytes",
+}
+
+type limitFollower struct {
+	percent uint64
+	old     int64
+
+	mu      sync.Mutex
+	stopped bool
+	samples []metrics.Sample
+}
+
+// collected sets the limit from the last collection's live heap and arms
+// itself for the next one: a cleanup runs once the object it watches is
+// found unreachable, that is after the next collection.
+func (f *limitFollower) collected() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped {
+		return
+	}
+	metrics.Read(f.samples)
+	var v [8]uint64
+	for i, s := range f.samples {
+		if s.Value.Kind() == metrics.KindUint64 {
+			v[i] = s.Value.Uint64()
+		}
+	}
+	if limit := limitFor(f.percent, v[0], v[1]+v[2]+v[3], v[4]-v[5]-v[6]-v[7]); limit > 0 {
+		debug.SetMemoryLimit(limit)
+	}
+	runtime.AddCleanup(new(gcWatch), func(f *limitFollower) { f.collected() }, f)
+}
+
+// gcWatch is an object no one keeps; it is big enough to get a heap slot
+// of its own (a smaller one without pointers may share a tiny block and
+// outlive collections).
+type gcWatch [16]byte
+
+// minAllowance is the least garbage the limit allows at GC percent 100,
+// scaled like the runtime's own minimum heap (4 MiB × GOGC/100): a small
+// heap is not collected after every few allocations.
+const minAllowance = 4 << 20
+
+// limitFor is the soft memory limit for a heap of live bytes of which the
+// GC scans scan bytes (with stacks and globals), under GC percent, where
+// the runtime holds nonHeap bytes outside the heap's objects and free
+// pages (heap fragments, stacks, its metadata). On top of the heap target
+// it keeps a headroom of 10% (at least 1 MiB): the runtime collects 3%
+// below a limit and its scavenger works 5% below it, and at 3% the owner
+// handed back pages its heap took again at once (BenchmarkFlippingTask:
+// user+sys CPU +60% against the GC target alone, +43% at 10%). 0: no
+// collection yet.
+func limitFor(percent, live, scan, nonHeap uint64) int64 {
+	if live == 0 {
+		return 0
+	}
+	goal := live + max(scan, minAllowance)*percent/100
+	headroom := max(goal/10, 1<<20)
+	return int64(min(goal+headroom+nonHeap, math.MaxInt64))
 }
