@@ -126,9 +126,10 @@ func auditBytes(t testing.TB, s *badger.Store) int64 {
 // the live heap and of the process's RSS, in MB, from the end of the first
 // tenth of the flips to the last (the first tenth fill Badger's fixed
 // working set: block and index caches, memtables, mapped files; reported
-// as heap-warmup-MB and rss-warmup-MB). It runs with an owner's GC target
-// (store.TuneOwnerGC, as taskdeck serve does; a GOGC in the environment
-// wins), since RSS follows it.
+// as heap-warmup-MB and rss-warmup-MB). It runs as an owner: with the GC
+// target and the soft memory limit store.TuneOwnerGC keeps, as taskdeck
+// serve does (a GOGC or GOMEMLIMIT in the environment wins), since RSS
+// follows them.
 func BenchmarkFlippingTask(b *testing.B) { bySizing(b, flippingTask) }
 
 func flippingTask(b *testing.B) {
