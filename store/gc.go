@@ -56,12 +56,13 @@ func TuneOwnerGC() (restore func()) {
 // GOGC=percent on a heap of pointers, and the heap target stays near what
 // is live. The limit also makes the runtime give the idle heap above it
 // back to the OS at once, which it otherwise does at about 1% of a CPU's
-// time, so slowly on a busy machine that the same owner kept 7–14 MB of
-// freed heap resident. Following the live heap, the limit never falls
-// below it, so an owner with a big live heap does not collect non-stop as
-// it would under a fixed limit. It costs CPU where writes never pause: in
-// the flipping loop, +62% of the process's CPU and +20% wall time per
-// flip (BenchmarkOwnerLimitCost). stop sets back the limit it replaced.
+// time, so slowly on a busy machine that the same owner kept 5–14 MB of
+// freed heap resident. Re-set above the live heap after every collection,
+// the limit lets an owner whose live heap grows collect more often for a
+// cycle, never non-stop as it would under a fixed limit. It costs CPU
+// where writes never pause: in the flipping loop, +41–67% of the
+// process's CPU and +17–47% wall time a flip (BenchmarkOwnerLimitCost).
+// stop sets back the limit it replaced.
 func followLiveHeap(percent int) (stop func()) {
 	f := &limitFollower{percent: uint64(percent), old: debug.SetMemoryLimit(-1), samples: make([]metrics.Sample, len(limitMetrics))}
 	for i, name := range limitMetrics {
