@@ -43,26 +43,18 @@ func TuneOwnerGC() (restore func()) {
 }
 
 // followLiveHeap re-sets the soft memory limit after every collection to
-// the live heap plus an allowance for garbage of percent of what the GC
-// scans (the heap's pointerful part, stacks, globals; at least
-// minAllowance), plus the runtime's memory outside the heap. GOGC alone
-// allows percent of the whole live heap, and a Badger owner's live heap is
-// mostly pointer-free buffers the GC never scans: after 10,000 flips of
-// one task (BenchmarkFlippingTask) 9.6 MB live, 1.5 MB of it scannable,
-// most of the rest Badger's pooled table builders (two of 3 MiB) and its
-// memtable's arena. Those buffers made the owner's heap target 4.8 MB
-// over the live heap for 1.9 MB of scan work. With the allowance on the
-// scan work, a collection costs the same mark work per byte allocated as
-// GOGC=percent on a heap of pointers, and the heap target stays near what
-// is live. The limit also makes the runtime give the idle heap above it
-// back to the OS at once, which it otherwise does at about 1% of a CPU's
-// time, so slowly on a busy machine that the same owner kept 5–14 MB of
-// freed heap resident. Re-set above the live heap after every collection,
-// the limit lets an owner whose live heap grows collect more often for a
-// cycle, never non-stop as it would under a fixed limit. It costs CPU
-// where writes never pause: in the flipping loop, +41–67% of the
-// process's CPU and +17–47% wall time a flip (BenchmarkOwnerLimitCost).
-// stop sets back the limit it replaced.
+// the heap target GC percent gives the live heap (with the runtime's own
+// minimum), plus a headroom and the runtime's memory outside the heap. The
+// limit does not make the owner collect sooner; it makes the runtime give
+// back at once the freed heap above its target, which it otherwise returns
+// at about 1% of a CPU's time: on a busy machine the owner of a flipping
+// task (BenchmarkFlippingTask) kept 5–14 MB of freed heap resident, and
+// its RSS over 10,000 flips went over 20 MB in some runs. Re-set above the
+// live heap after every collection, the limit follows an owner whose heap
+// grows, never holding it below what is live as a fixed limit would. It
+// costs CPU where writes never pause (pages handed back and faulted in
+// again): in the flipping loop about a fifth more of the process's CPU
+// (BenchmarkOwnerLimitCost). stop sets back the limit it replaced.
 func followLiveHeap(percent int) (stop func()) {
 	f := &limitFollower{percent: uint64(percent), old: debug.SetMemoryLimit(-1), samples: make([]metrics.Sample, len(limitMetrics))}
 	for i, name := range limitMetrics {
@@ -80,9 +72,6 @@ func followLiveHeap(percent int) (stop func()) {
 // limitMetrics are what limitFor reads, in its order.
 var limitMetrics = []string{
 	"/gc/heap/live:bytes",
-	"/gc/scan/heap:bytes",
-	"/gc/scan/stack:bytes",
-	"/gc/scan/globals:bytes",
 	"/memory/classes/total:bytes",
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/free:bytes",
@@ -108,13 +97,13 @@ func (f *limitFollower) collected() {
 		return
 	}
 	metrics.Read(f.samples)
-	var v [8]uint64
+	var v [5]uint64
 	for i, s := range f.samples {
 		if s.Value.Kind() == metrics.KindUint64 {
 			v[i] = s.Value.Uint64()
 		}
 	}
-	if limit := limitFor(f.percent, v[0], v[1]+v[2]+v[3], v[4]-v[5]-v[6]-v[7]); limit > 0 {
+	if limit := limitFor(f.percent, v[0], v[1]-v[2]-v[3]-v[4]); limit > 0 {
 		debug.SetMemoryLimit(limit)
 	}
 	runtime.AddCleanup(new(gcWatch), func(f *limitFollower) { f.collected() }, f)
@@ -125,25 +114,23 @@ func (f *limitFollower) collected() {
 // outlive collections).
 type gcWatch [16]byte
 
-// minAllowance is the least garbage the limit allows at GC percent 100,
-// scaled like the runtime's own minimum heap (4 MiB × GOGC/100): a small
-// heap is not collected after every few allocations.
-const minAllowance = 4 << 20
+// minHeapGrowth is how far the runtime lets a heap grow at GC percent 100
+// however small it is (4 MiB × GOGC/100): a small heap is not collected
+// after every few allocations.
+const minHeapGrowth = 4 << 20
 
-// limitFor is the soft memory limit for a heap of live bytes of which the
-// GC scans scan bytes (with stacks and globals), under GC percent, where
-// the runtime holds nonHeap bytes outside the heap's objects and free
-// pages (heap fragments, stacks, its metadata). On top of the heap target
-// it keeps a headroom of 10% (at least 1 MiB): the runtime collects 3%
-// below a limit and its scavenger works 5% below it, and at 3% the owner
-// handed back pages its heap took again at once (BenchmarkFlippingTask:
-// user+sys CPU +53–74% against the GC target alone, +40–62% at 10%). 0:
-// no collection yet.
-func limitFor(percent, live, scan, nonHeap uint64) int64 {
+// limitFor is the soft memory limit for a heap of live bytes under GC
+// percent, where the runtime holds nonHeap bytes outside the heap's
+// objects and free pages (heap fragments, stacks, its metadata): the heap
+// target, a headroom of 10% of it (at least 1 MiB) and nonHeap. The
+// runtime collects 3% below a limit and its scavenger works 5% below it;
+// at 3% the owner handed back pages its heap took again at once and spent
+// half again its CPU. 0: no collection yet.
+func limitFor(percent, live, nonHeap uint64) int64 {
 	if live == 0 {
 		return 0
 	}
-	goal := live + max(scan, minAllowance)*percent/100
+	goal := live + max(live, minHeapGrowth)*percent/100
 	headroom := max(goal/10, 1<<20)
 	return int64(min(goal+headroom+nonHeap, math.MaxInt64))
 }

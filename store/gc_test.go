@@ -48,8 +48,8 @@ func TestOwnerMemoryLimitFollowsLiveHeap(t *testing.T) {
 		t.Fatalf("the limit for this test's small heap is %d MiB, want one below 64", small>>20)
 	}
 	live := make([]byte, 64<<20)
-	want := int64(len(live)) + minAllowance*OwnerGCPercent/100
-	waitfor.Within(t, 10*time.Second, "a limit over a 64 MiB live heap and its allowance", func() bool {
+	want := int64(len(live)) + int64(len(live))*OwnerGCPercent/100
+	waitfor.Within(t, 10*time.Second, "a limit over a 64 MiB live heap and its GC target", func() bool {
 		runtime.GC()
 		l := debug.SetMemoryLimit(-1)
 		return l >= want && l < math.MaxInt64
@@ -68,20 +68,19 @@ func TestOwnerMemoryLimitFollowsLiveHeap(t *testing.T) {
 	}
 }
 
-// The limit lets the heap grow over the live heap by percent of what the
-// GC scans (at least of minAllowance), plus the runtime's other memory and
-// the headroom it keeps below a limit.
+// The limit is the heap target of GC percent (with the runtime's minimum
+// growth), plus the headroom the runtime keeps below a limit and its
+// memory outside the heap.
 func TestLimitFor(t *testing.T) {
-	if got := limitFor(50, 0, 0, 5<<20); got != 0 {
+	if got := limitFor(50, 0, 5<<20); got != 0 {
 		t.Errorf("before a collection: %d, want 0 (no limit)", got)
 	}
-	for _, c := range []struct{ live, scan, nonHeap, want uint64 }{
-		{8 << 20, 1 << 20, 5 << 20, 10<<20 + 1<<20 + 5<<20},          // the minimum allowance, 1 MiB headroom
-		{100 << 20, 90 << 20, 8 << 20, 145<<20 + 145<<20/10 + 8<<20}, // half the scan work, 10% headroom
-		{100 << 20, 10 << 20, 8 << 20, 105<<20 + 105<<20/10 + 8<<20}, // buffers the GC never scans
+	for _, c := range []struct{ live, nonHeap, want uint64 }{
+		{2 << 20, 5 << 20, 4<<20 + 1<<20 + 5<<20},          // the minimum growth, 1 MiB headroom
+		{100 << 20, 8 << 20, 150<<20 + 150<<20/10 + 8<<20}, // half the live heap, 10% headroom
 	} {
-		if got := limitFor(50, c.live, c.scan, c.nonHeap); got != int64(c.want) {
-			t.Errorf("limitFor(50, %d, %d, %d) = %d, want %d", c.live, c.scan, c.nonHeap, got, c.want)
+		if got := limitFor(50, c.live, c.nonHeap); got != int64(c.want) {
+			t.Errorf("limitFor(50, %d, %d) = %d, want %d", c.live, c.nonHeap, got, c.want)
 		}
 	}
 }
