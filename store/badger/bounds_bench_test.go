@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -124,9 +126,10 @@ func auditBytes(t testing.TB, s *badger.Store) int64 {
 // the live heap and of the process's RSS, in MB, from the end of the first
 // tenth of the flips to the last (the first tenth fill Badger's fixed
 // working set: block and index caches, memtables, mapped files; reported
-// as heap-warmup-MB and rss-warmup-MB). It runs with an owner's GC target
-// (store.TuneOwnerGC, as taskdeck serve does; a GOGC in the environment
-// wins), since RSS follows it.
+// as heap-warmup-MB and rss-warmup-MB). It runs as an owner: with the GC
+// target and the soft memory limit store.TuneOwnerGC keeps, as taskdeck
+// serve does (a GOGC or GOMEMLIMIT in the environment wins), since RSS
+// follows them.
 func BenchmarkFlippingTask(b *testing.B) { bySizing(b, flippingTask) }
 
 func flippingTask(b *testing.B) {
@@ -145,14 +148,7 @@ func flippingTask(b *testing.B) {
 			heapW, rssW, _ = heapAndRSS()
 			b.StartTimer()
 		}
-		st := model.StatusInputRequired
-		if i%2 == 1 {
-			st = model.StatusWorking
-		}
-		_, err := s.Update(rec.ID, func(r *model.Task) (bool, error) {
-			return r.Apply(model.Snapshot{TaskID: r.TaskID, Status: st, StatusMessage: fmt.Sprint(i, msg)}, time.Now())
-		})
-		must(b, err)
+		flip(b, s, rec.ID, i, msg)
 	}
 	b.StopTimer()
 	heap1, rss1, file1 := heapAndRSS()
@@ -170,6 +166,67 @@ func flippingTask(b *testing.B) {
 	b.ReportMetric(mb(rss1-rssW), "rss-growth-MB")
 	b.ReportMetric(mb(rss1-rss0), "rss-all-MB")
 	b.ReportMetric(mb(file1-file0), "rss-file-all-MB")
+}
+
+// flip is the i-th flip of the task id: to input_required on even i, back
+// to working on odd, with msg.
+func flip(b *testing.B, s *badger.Store, id string, i int, msg string) {
+	st := model.StatusInputRequired
+	if i%2 == 1 {
+		st = model.StatusWorking
+	}
+	_, err := s.Update(id, func(r *model.Task) (bool, error) {
+		return r.Apply(model.Snapshot{TaskID: r.TaskID, Status: st, StatusMessage: fmt.Sprint(i, msg)}, time.Now())
+	})
+	must(b, err)
+}
+
+// BenchmarkOwnerLimitCost is what the owner's soft memory limit
+// (store.TuneOwnerGC, which follows the live heap) costs the flipping
+// task's writes: rounds of 100 flips at the owner's GC target alone and
+// with the limit as well, alternating on one store in this process.
+// x-cpu and x-time are the rounds with the limit over the others, in the
+// process's CPU time (user+sys, Badger's goroutines included) and in wall
+// time.
+func BenchmarkOwnerLimitCost(b *testing.B) {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		b.Skip("GOGC or GOMEMLIMIT is set: the owner's tuning would not apply")
+	}
+	s, err := badger.Open(b.TempDir(), nil)
+	must(b, err)
+	defer s.Close()
+	rec := largeRecord(b, s, 1<<10)
+	msg := strings.Repeat("m", 4<<10)
+	defer debug.SetGCPercent(debug.SetGCPercent(store.OwnerGCPercent))
+	const perRound = 100
+	var cpu, wall [2]time.Duration
+	i := 0
+	b.ResetTimer()
+	for range max(1, b.N/perRound) {
+		for limit := range 2 {
+			restore := func() {}
+			if limit == 1 {
+				restore = store.TuneOwnerGC()
+			}
+			cpu0, start := cpuTime(b), time.Now()
+			for range perRound {
+				flip(b, s, rec.ID, i, msg)
+				i++
+			}
+			wall[limit] += time.Since(start)
+			cpu[limit] += cpuTime(b) - cpu0
+			restore()
+		}
+	}
+	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "x-cpu")
+	b.ReportMetric(float64(wall[1])/float64(wall[0]), "x-time")
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	must(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // heapAndRSS is the live heap after a collection, the resident set
