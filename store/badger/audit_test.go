@@ -23,16 +23,24 @@ import (
 	"github.com/taskdeck/taskdeck/store/badger"
 )
 
+// keyedStore opens the store in dir with the audit key taskdeck's engine
+// seals it with (the key audit verify reads).
+func keyedStore(t *testing.T, dir string) *badger.Store {
+	t.Helper()
+	s := openStore(t, dir)
+	key, err := store.LoadAuditKey(dir)
+	must(t, err)
+	s.SetAuditKey(key)
+	return s
+}
+
 // auditedStore leaves, closed in a new directory, a store whose record
 // (ended, so its JSON is under its record key) was answered by alice and
 // forgotten records beside it; it returns the directory and the record.
 func auditedStore(t *testing.T) (string, *model.Task) {
 	t.Helper()
 	dir := t.TempDir()
-	s := openStore(t, dir)
-	key, err := store.LoadAuditKey(dir) // as taskdeck's engine seals it
-	must(t, err)
-	s.SetAuditKey(key)
+	s := keyedStore(t, dir)
 	alice := model.Actor{Name: "alice", Role: model.RoleUser}
 	rec := intent("", t0)
 	rec.Act = &model.Act{Kind: model.ActCall, Actor: alice}
@@ -244,15 +252,12 @@ func TestAuditVerifyNamesARewriteWithItsChain(t *testing.T) {
 // canonical, as a taskdeck before the packing wrote it, still verifies.
 func TestAuditEntriesPacked(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, dir)
-	key, err := store.LoadAuditKey(dir) // the key audit verify reads
-	must(t, err)
-	s.SetAuditKey(key)
+	s := keyedStore(t, dir)
 	agent := model.Actor{Name: "builder", Role: model.RoleAgent, Host: "host-b", Label: "claude-code 2.1"}
 	rec := intent("", t0)
 	rec.Act = &model.Act{Kind: model.ActCall, Actor: agent}
 	must(t, s.Create(rec))
-	_, err = s.Update(rec.ID, func(r *model.Task) (bool, error) {
+	_, err := s.Update(rec.ID, func(r *model.Task) (bool, error) {
 		r.Act = &model.Act{Kind: model.ActAnswer, Actor: model.Actor{Name: "alice", Role: model.RoleUser}, Keys: []string{"q1", "q2"}}
 		return true, r.MoveTo(model.StatusWorking, "answered", t0)
 	})

@@ -62,10 +62,7 @@ func joinRun(hash []byte, entries [][]byte) []byte {
 func prunedRun(t *testing.T, n int) string {
 	t.Helper()
 	dir := t.TempDir()
-	s := openStore(t, dir)
-	key, err := store.LoadAuditKey(dir) // as taskdeck's engine seals it
-	must(t, err)
-	s.SetAuditKey(key)
+	s := keyedStore(t, dir)
 	for range n {
 		create(t, s, "", model.StatusCompleted, t0)
 	}
