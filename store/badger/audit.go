@@ -24,9 +24,9 @@ import (
 // a\x00<last><first> holding the last entry's hash, then each entry
 // after its length (uvarint). The hashes before the last are not stored:
 // a reader recomputes them from the entries and the hash before them,
-// and only the last one's shows a rewrite of any. At 64 writers an entry
-// a key cost 1.3x the write without them; a run a commit about 1.1x
-// (BenchmarkAuditedCreate). A run is read from its first revision on by
+// and only the last one's shows a rewrite of any. At 64 writers a run a
+// commit writes one key where an entry a key wrote one a record
+// (BenchmarkAuditedCreate, x-entrykeys). A run is read from its first revision on by
 // seeking a\x00<first>, since it sorts by its last. A pruned log starts
 // after the checkpoint (p\x00: the revision and hash of the last entry
 // pruned).
