@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/taskdeck/taskdeck/internal/cputime"
 	"github.com/taskdeck/taskdeck/model"
 	"github.com/taskdeck/taskdeck/store"
 	"github.com/taskdeck/taskdeck/store/badger"
@@ -208,25 +208,18 @@ func BenchmarkOwnerLimitCost(b *testing.B) {
 			if limit == 1 {
 				restore = store.TuneOwnerGC()
 			}
-			cpu0, start := cpuTime(b), time.Now()
+			cpu0, start := cputime.Used(b), time.Now()
 			for range perRound {
 				flip(b, s, rec.ID, i, msg)
 				i++
 			}
 			wall[limit] += time.Since(start)
-			cpu[limit] += cpuTime(b) - cpu0
+			cpu[limit] += cputime.Used(b) - cpu0
 			restore()
 		}
 	}
 	b.ReportMetric(float64(cpu[1])/float64(cpu[0]), "x-cpu")
 	b.ReportMetric(float64(wall[1])/float64(wall[0]), "x-time")
-}
-
-// cpuTime is the process's user and system CPU time so far.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	must(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // heapAndRSS is the live heap after a collection, the resident set
