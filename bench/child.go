@@ -29,6 +29,8 @@ func runChild() bool {
 		childServer()
 	case "startup":
 		childStartup()
+	case "owner":
+		childOwner()
 	default:
 		return false
 	}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/taskdeck/taskdeck/deck"
@@ -11,32 +14,38 @@ import (
 	"github.com/taskdeck/taskdeck/service"
 )
 
-// watchOnce opens the engine on the store in dir and serves it on its
-// socket, in this process, then watches through the socket as another
-// program would: the time from the Watch call to its first event (the
-// snapshot), and the Go heap the watcher holds once that event is in
-// (after a GC, over the heap before the Watch: the engine and the server
-// are already open).
-func watchOnce(dir string, w *deck.Window) (first time.Duration, heap float64, entries int, err error) {
+// watchOnce serves the store in dir from an owner in a child process (the
+// engine and its socket, as `taskdeck serve` runs them) and watches it
+// from this process, as the dashboard or the proxy does: the time from the
+// Watch call to its first event (the snapshot's first part), the entries
+// of the whole snapshot, the Go heap this watcher holds with them all in
+// hand (after a GC, over its heap before the call),
+// and the owner's heap over the same call (its own report, after a GC).
+// The two are apart so that the watcher's figure is its own: measured in
+// one process, the owner's block cache, filled by the walk through a
+// large store's index (bounded at 8 MiB), counted as the watcher's.
+func watchOnce(dir string, w *deck.Window) (first time.Duration, heap, ownerHeap float64, entries int, err error) {
+	owner, err := startChild(childEnv+"=owner", "TASKDECK_BENCH_DIR="+dir)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer owner.stop()
+	if _, err := owner.line(time.Minute); err != nil { // "ready"
+		return 0, 0, 0, 0, err
+	}
+	ownerBefore, err := owner.heap()
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	eng, err := engine.Open(engine.Options{DataDir: dir})
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	defer eng.Close()
-	srv, err := service.Serve(ctx, dir, eng, nil)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	defer srv.Shutdown(context.Background())
 	client, err := service.Dial(ctx, dir)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	defer client.Close()
 	wctx, wcancel := context.WithCancel(ctx)
-	defer wcancel() // first: the server's Shutdown waits for the stream
+	defer wcancel()
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -48,17 +57,72 @@ func watchOnce(dir string, w *deck.Window) (first time.Duration, heap float64, e
 		feed, err = client.Watch(wctx, 0)
 	}
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
-	ev, ok := <-feed.Events()
-	first = time.Since(t0)
-	if !ok {
-		return 0, 0, 0, fmt.Errorf("the feed ended before its first event: %v", feed.Err())
+	// The watcher keeps every entry of the snapshot, as the dashboard's
+	// table does: its parts up to the last (More false).
+	var held [][]deck.Entry
+	for more := true; more; {
+		ev, ok := <-feed.Events()
+		if !ok {
+			return 0, 0, 0, 0, fmt.Errorf("the feed ended before its snapshot did: %v", feed.Err())
+		}
+		if held == nil {
+			first = time.Since(t0)
+		}
+		held = append(held, ev.Entries)
+		entries += len(ev.Entries)
+		more = ev.More
 	}
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
-	runtime.KeepAlive(ev)
-	return first, heap, len(ev.Entries), nil
+	runtime.KeepAlive(held)
+	ownerAfter, err := owner.heap()
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return first, heap, ownerAfter - ownerBefore, entries, nil
+}
+
+// heap asks the owner child for its Go heap after a GC.
+func (c *child) heap() (float64, error) {
+	if _, err := fmt.Fprintln(c.stdin, "heap"); err != nil {
+		return 0, err
+	}
+	line, err := c.line(time.Minute)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseFloat(line, 64)
+}
+
+// childOwner opens the engine on the store and serves it on its socket,
+// prints "ready", answers each "heap" on its stdin with its Go heap after
+// a GC, and stops when its stdin closes.
+func childOwner() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := os.Getenv("TASKDECK_BENCH_DIR")
+	eng, err := engine.Open(engine.Options{DataDir: dir})
+	if err != nil {
+		fmt.Println("error", err)
+		return
+	}
+	defer eng.Close()
+	srv, err := service.Serve(ctx, dir, eng, nil)
+	if err != nil {
+		fmt.Println("error", err)
+		return
+	}
+	defer srv.Shutdown(context.Background())
+	fmt.Println("ready")
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		fmt.Println(ms.HeapAlloc)
+	}
 }
