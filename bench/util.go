@@ -105,6 +105,15 @@ func goMem() int64 {
 	return int64(ms.HeapInuse + ms.StackInuse)
 }
 
+// heapAlloc is the Go heap still allocated after a GC: what the process
+// holds live.
+func heapAlloc() float64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapAlloc)
+}
+
 // dirSize returns the apparent size and the allocated size (du) of the
 // regular files under dir.
 func dirSize(dir string) (apparent, allocated int64) {

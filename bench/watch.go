@@ -46,9 +46,7 @@ func watchOnce(dir string, w *deck.Window) (first time.Duration, heap, ownerHeap
 	defer client.Close()
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
-	var before runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := heapAlloc()
 	t0 := time.Now()
 	var feed deck.Feed
 	if w != nil {
@@ -74,10 +72,7 @@ func watchOnce(dir string, w *deck.Window) (first time.Duration, heap, ownerHeap
 		entries += len(ev.Entries)
 		more = ev.More
 	}
-	var after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	heap = float64(after.HeapAlloc) - float64(before.HeapAlloc)
+	heap = heapAlloc() - before
 	runtime.KeepAlive(held)
 	ownerAfter, err := owner.heap()
 	if err != nil {
@@ -120,9 +115,6 @@ func childOwner() {
 	fmt.Println("ready")
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
-		var ms runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&ms)
-		fmt.Println(ms.HeapAlloc)
+		fmt.Println(heapAlloc())
 	}
 }
