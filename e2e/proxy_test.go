@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // TestHeldAgentAnsweredFromAnotherShell: an agent without the tasks
@@ -136,6 +139,76 @@ func TestStdioProxyWatchesOpenTasks(t *testing.T) {
 			t.Fatalf("the proxy exited (%d): %s", px.Code, px.Stderr)
 		}
 		for _, tk := range d.ls() { // ls polls nothing: what the proxy's engine wrote
+			if tk.ID == id {
+				return tk.Status == "completed"
+			}
+		}
+		return false
+	})
+}
+
+// TestStdioProxyTakesOverWhenTheOwnerExits: an agent's `proxy --stdio`
+// that started while another process owned the store (here a first
+// agent's proxy) works through that owner; when the owner exits, the
+// second proxy becomes the owner and its engine watches the open task to
+// its end, though its own agent sends nothing.
+func TestStdioProxyTakesOverWhenTheOwnerExits(t *testing.T) {
+	t.Parallel()
+	srv := startDemo(t, "127.0.0.1:0", "--no-push")
+	d := newDeck(t)
+	d.writeConfig(fmt.Sprintf(`{"mcpServers":{"build":{"url":%q}}}`, srv.url))
+	// Long enough to outlast the hand-over on a slow machine: the task
+	// must still be working when the first proxy exits.
+	speed, _ := strconv.ParseFloat(demoSpeed, 64)
+	seconds := waitfor.Scale(5*time.Second).Seconds() / speed
+	r := d.run("call", "--server", "build", "sleep", "--args", fmt.Sprintf(`{"seconds":%g}`, seconds)).Must(t, exitOK)
+	id := strings.Fields(r.Stdout)[0]
+	logged := func(what string) bool {
+		log, _ := os.ReadFile(filepath.Join(d.dataDir, "taskdeck.log"))
+		return strings.Contains(string(log), what)
+	}
+	agent := func() (*os.File, *os.File) { // an agent's pipe, open and silent
+		end, stdin, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { stdin.Close(); end.Close() })
+		return end, stdin
+	}
+
+	firstEnd, firstStdin := agent()
+	first := startTDWithStdin(t, d.env, firstEnd, d.args([]string{"proxy", "--stdio", "build", "--agent", "first"})...)
+	clitest.WaitFor(t, "the first proxy to own the store and poll the task", func() bool {
+		if first.exited() {
+			t.Fatalf("the first proxy exited (%d): %s", first.Code, first.Stderr)
+		}
+		return logged("reconcile: every open task checked")
+	})
+	secondEnd, _ := agent()
+	second := startTDWithStdin(t, d.env, secondEnd, d.args([]string{"--verbose", "proxy", "--stdio", "build", "--agent", "second"})...)
+	clitest.WaitFor(t, "the second proxy to work through the first", func() bool {
+		if second.exited() {
+			t.Fatalf("the second proxy exited (%d): %s", second.Code, second.Stderr)
+		}
+		return logged("working through the owner")
+	})
+
+	firstStdin.Close() // the first agent hangs up: its proxy exits
+	select {
+	case <-first.done:
+	case <-time.After(clitest.WaitTimeout):
+		t.Fatal("the first proxy did not exit after its agent hung up")
+	}
+	for _, tk := range d.ls() {
+		if tk.ID == id && tk.Status != "working" {
+			t.Fatalf("the task is %s when the first proxy exited: this machine is slower than TASKDECK_TEST_SLOWDOWN allows for", tk.Status)
+		}
+	}
+	clitest.WaitFor(t, "the second proxy's engine to see the sleep end", func() bool {
+		if second.exited() {
+			t.Fatalf("the second proxy exited (%d): %s", second.Code, second.Stderr)
+		}
+		for _, tk := range d.ls() { // ls polls nothing: what the second proxy's engine wrote
 			if tk.ID == id {
 				return tk.Status == "completed"
 			}
