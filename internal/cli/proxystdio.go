@@ -89,9 +89,14 @@ func proxyRun(opts *ProxyOptions) error {
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	// The feed ends before the deck closes, which is after this returns.
 	watching, stopWatching := context.WithCancel(opts.ctx)
-	defer stopWatching() // before the deck closes, which is after this returns
-	go keepWatched(watching, dk, f.logger)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		keepWatched(watching, dk, f.logger)
+	}()
+	defer func() { stopWatching(); <-watched }()
 	p := proxy.New(proxy.Options{Deck: dk, Config: f.cfg, Logger: f.logger.With("component", "proxy"), Agent: opts.Agent,
 		HandleKey: proxy.HandleKeyFrom(key)})
 	defer p.Close()
