@@ -73,10 +73,14 @@ type Factory struct {
 	// notices, when set (the dashboard), takes what would be said on
 	// stderr about the store changing hands.
 	notices chan<- string
-	// watchAll: a long-lived command that, when its process owns the
-	// store (at start, or after taking over from an owner that died),
-	// watches every open task, as serve does.
+	// watchAll: a long-lived command (proxy --stdio) under which every
+	// open task is watched while it runs, as serve does: by its own
+	// engine when its process owns the store (at start, or after the
+	// owner it worked through exited), else by that owner's (see
+	// keepWatched).
 	watchAll bool
+	// stopWatching ends keepWatched and waits for it (nil: not started).
+	stopWatching func()
 	// retention: a long-lived owner (serve, the dashboard) runs the
 	// config's retention schedule when its process owns the store.
 	retention bool
@@ -321,6 +325,15 @@ func (f *Factory) deck(ctx context.Context) (deck.Deck, error) {
 		return nil, storeFailure(err)
 	}
 	f.dk, f.opened = c, c
+	if f.watchAll {
+		watching, stop := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			keepWatched(watching, c, f.logger)
+		}()
+		f.stopWatching = func() { stop(); <-watched }
+	}
 	// Through another owner, server names resolve in its config, not in
 	// the one named here: say so when they differ.
 	if owner, through := c.OwnerConfig(); through && f.configSet && owner != f.configFile() {
@@ -467,6 +480,10 @@ func (f *Factory) openLog() error {
 
 // close releases what deck opened; it may be called more than once.
 func (f *Factory) close() {
+	if f.stopWatching != nil { // its feed ends before the deck closes
+		f.stopWatching()
+		f.stopWatching = nil
+	}
 	if f.dk != nil {
 		if err := f.dk.Close(); err != nil {
 			// What was synced is safe; say why the store was not closed cleanly.

@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/taskdeck/taskdeck/deck"
+)
+
+// keepWatched follows the store's feed, dropping its events, for as long
+// as ctx lasts, so that every open task stays watched while a watchAll
+// command runs. A feed keeps the owner's engine watching: this process's,
+// or another's that owned the store when the command started. When that
+// owner exits (a short command), the feed fails over to a new owner,
+// this process if no other, whose engine then watches; without a feed
+// nothing would notice, and nobody would poll until the command's next
+// request.
+func keepWatched(ctx context.Context, dk deck.Deck, log *slog.Logger) {
+	watch := func(ctx context.Context, from uint64) (deck.Feed, error) {
+		return dk.WatchWindow(ctx, from, deck.Window{}) // open tasks only
+	}
+	noResume := func(context.Context, error) bool { return false } // the loop below does
+	wait := &backoff.ExponentialBackOff{InitialInterval: 250 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 10 * time.Second}
+	var from uint64
+	for {
+		feed, err := deck.Follow(ctx, from, watch, noResume)
+		if err == nil {
+			for range feed.Events() {
+				wait.Reset() // it worked: a later end starts the backoff anew
+			}
+			from, err = feed.Rev(), feed.Err()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		next := wait.NextBackOff()
+		log.Warn("the feed that keeps the open tasks watched ended; following it again", "err", err, "in", next)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(next):
+		}
+	}
+}
