@@ -68,7 +68,10 @@ func ownerFollowsConfigEdits(t *testing.T, width, height int) {
 		}
 		return false
 	})
+	// Back to the table before any other key: a key within the terminal's
+	// escape timeout (50 ms) of the Escape would make the two one alt+key.
 	tm.keys("Escape")
+	tm.waitScreen("the table again", func(s string) bool { return !strings.Contains(s, "PUSH") })
 	if n := srv.stats(t).ToolCalls["echo"]; n != 1 {
 		t.Fatalf("the server had %d echo calls, want 1", n)
 	}
