@@ -26,6 +26,7 @@ import (
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/internal/testproc"
+	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // tdBin is the taskdeck binary built by TestMain.
@@ -381,10 +382,20 @@ func (d *deck) lsByID() map[string]task {
 // until the task has the status.
 func (d *deck) waitStatus(id, status string) task {
 	d.t.Helper()
+	return d.waitStatusAfter(id, status, 0)
+}
+
+// waitStatusAfter is waitStatus for a task that has about run still to go
+// before it can reach status: the usual wait, on top of that run.
+func (d *deck) waitStatusAfter(id, status string, run time.Duration) task {
+	d.t.Helper()
 	var last task
-	clitest.WaitFor(d.t, fmt.Sprintf("task %s to be %s", id, status), func() bool {
+	within := waitfor.Scale(run) + clitest.WaitTimeout
+	if !waitfor.Until(within, 5*time.Millisecond, func() bool {
 		last = d.getJSON(id)
 		return last.Status == status
-	})
+	}) {
+		d.t.Fatalf("gave up after %v waiting for task %s to be %s (last seen %s)", within, id, status, last.Status)
+	}
 	return last
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/taskdeck/taskdeck/internal/clitest"
 )
@@ -68,7 +69,8 @@ func TestDashboardNotifyMeTerminal(t *testing.T) {
 	tm.waitText("working")
 	tm.keys("W")
 	tm.waitText("when its status changes")
-	d.waitStatus(id, "completed")
+	// The sleep's 20 s run from its call is still mostly to go.
+	d.waitStatusAfter(id, "completed", 20*time.Second)
 	want := "\a\x1b]9;taskdeck: sleep working → completed\a"
 	clitest.WaitFor(t, "the bell and OSC 9 of the change", func() bool { return strings.Contains(tm.rawOutput(), want) })
 }
