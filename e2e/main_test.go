@@ -26,7 +26,6 @@ import (
 	"github.com/taskdeck/taskdeck/internal/clitest"
 	"github.com/taskdeck/taskdeck/internal/pgtest"
 	"github.com/taskdeck/taskdeck/internal/testproc"
-	"github.com/taskdeck/taskdeck/internal/waitfor"
 )
 
 // tdBin is the taskdeck binary built by TestMain.
@@ -390,12 +389,9 @@ func (d *deck) waitStatus(id, status string) task {
 func (d *deck) waitStatusAfter(id, status string, run time.Duration) task {
 	d.t.Helper()
 	var last task
-	within := waitfor.Scale(run) + clitest.WaitTimeout
-	if !waitfor.Until(within, 5*time.Millisecond, func() bool {
+	clitest.WaitForAfter(d.t, run, fmt.Sprintf("task %s to be %s", id, status), func() bool {
 		last = d.getJSON(id)
 		return last.Status == status
-	}) {
-		d.t.Fatalf("gave up after %v waiting for task %s to be %s (last seen %s)", within, id, status, last.Status)
-	}
+	})
 	return last
 }

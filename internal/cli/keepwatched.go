@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -22,26 +23,36 @@ func keepWatched(ctx context.Context, dk deck.Deck, log *slog.Logger) {
 	watch := func(ctx context.Context, from uint64) (deck.Feed, error) {
 		return dk.WatchWindow(ctx, from, deck.Window{}) // open tasks only
 	}
-	noResume := func(context.Context, error) bool { return false } // the loop below does
+	// Follow calls resume from its own goroutine, and only there (or
+	// below, before any Follow runs) is wait used; events since the last
+	// end reset it through worked.
 	wait := &backoff.ExponentialBackOff{InitialInterval: 250 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 10 * time.Second}
-	var from uint64
-	for {
-		feed, err := deck.Follow(ctx, from, watch, noResume)
-		if err == nil {
-			for range feed.Events() {
-				wait.Reset() // it worked: a later end starts the backoff anew
-			}
-			from, err = feed.Rev(), feed.Err()
-		}
-		if ctx.Err() != nil {
-			return
+	var worked atomic.Bool
+	resume := func(ctx context.Context, err error) bool {
+		if worked.Swap(false) {
+			wait.Reset()
 		}
 		next := wait.NextBackOff()
 		log.Warn("the feed that keeps the open tasks watched ended; following it again", "err", err, "in", next)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(next):
+			return true
+		}
+	}
+	for {
+		// Follow re-watches, from where it left off, until ctx ends; only
+		// its first watch's failure is retried here.
+		feed, err := deck.Follow(ctx, 0, watch, resume)
+		if err == nil {
+			for range feed.Events() {
+				worked.Store(true)
+			}
+			return
+		}
+		if !resume(ctx, err) {
+			return
 		}
 	}
 }

@@ -98,7 +98,14 @@ func MustContain(t *testing.T, r Result, in string, want ...string) {
 // WaitFor polls cond until it holds, failing the test after WaitTimeout.
 func WaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	waitfor.Within(t, waitBase, what, cond) // Within scales it
+	WaitForAfter(t, 0, what, cond)
+}
+
+// WaitForAfter is WaitFor for a condition that cannot hold before about
+// run has passed (a task still running): its deadline is run longer.
+func WaitForAfter(t *testing.T, run time.Duration, what string, cond func() bool) {
+	t.Helper()
+	waitfor.Within(t, run+waitBase, what, cond) // Within scales it
 }
 
 // ClosedPort returns a loopback address nothing listens on.
