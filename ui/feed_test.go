@@ -62,7 +62,7 @@ func records(n int, st model.Status, taskID func(i int) string) []*model.Task {
 func TestDashboardSendsNoPollOfItsOwn(t *testing.T) {
 	var sleep *model.Task
 	h := newHarnessWith(t, demo.Options{PollInterval: time.Hour}, func(h *harness) { sleep = h.call("sleep", `{"seconds":600}`) })
-	h.until("the reconcile's report", func(m *Model) bool { return strings.HasPrefix(m.flash, "reconciled: 1 re-attached") })
+	h.until("the reconcile's report", func(m *Model) bool { return strings.HasPrefix(m.told(), "reconciled: 1 re-attached") })
 	if n := h.demo.Stats().Gets; n != 1 {
 		t.Fatalf("the server got %d tasks/get at start, want the engine's 1", n)
 	}
@@ -141,8 +141,8 @@ func TestReconcileProgressThenReport(t *testing.T) {
 	if l := strings.Split(screenOf(m), "\n")[0]; strings.Contains(l, "reconciling") {
 		t.Fatalf("header after the reconcile: %q", l)
 	}
-	if want := "reconciled: 1980 re-attached · 0 finished meanwhile · 20 unknown · 0 orphaned · 0 unreachable"; m.flash != want {
-		t.Fatalf("status line %q, want %q", m.flash, want)
+	if want := "reconciled: 1980 re-attached · 0 finished meanwhile · 20 unknown · 0 orphaned · 0 unreachable"; m.told() != want {
+		t.Fatalf("status line %q, want %q", m.told(), want)
 	}
 }
 
@@ -164,14 +164,14 @@ func TestReconcileOf2000TasksShowsProgress(t *testing.T) {
 		if l := strings.Split(h.screen(), "\n")[0]; progress == "" && strings.Contains(l, "reconciling") && !strings.Contains(l, " 0/2000") {
 			progress = l
 		}
-		return strings.HasPrefix(m.flash, "reconciled:")
+		return strings.HasPrefix(m.told(), "reconciled:")
 	})
 	t.Logf("reconciled 2,000 tasks in %v; progress seen: %q", time.Since(start), progress)
 	if progress == "" {
 		t.Fatal("no progress was shown while the reconcile ran")
 	}
-	if want := "reconciled: 0 re-attached · 0 finished meanwhile · 2000 unknown"; !strings.HasPrefix(h.m.flash, want) {
-		t.Fatalf("report %q, want %q…", h.m.flash, want)
+	if want := "reconciled: 0 re-attached · 0 finished meanwhile · 2000 unknown"; !strings.HasPrefix(h.m.told(), want) {
+		t.Fatalf("report %q, want %q…", h.m.told(), want)
 	}
 }
 

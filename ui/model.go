@@ -188,14 +188,13 @@ type Model struct {
 	// view, where esc goes back.
 	backToServers bool
 
+	// The status line: flash answers the last key (or its outcome);
+	// notices say what happened meanwhile unasked, after it, so that a
+	// report coming in just after a key does not wipe out its answer.
 	flash    string
 	flashErr bool
 	flashAt  time.Time
-	// notice is the last of Options.Notices: it stays on the status line
-	// for flashFor, before what is said after it (serve's reconcile
-	// report comes right after it took over).
-	notice   string
-	noticeAt time.Time
+	notices  []notice
 	now      time.Time
 	listings int // numbers the tools listings, so an abandoned one is dropped
 }
@@ -260,7 +259,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.clampCursor()
 		return m, nil
 	case noticeMsg:
-		m.notice, m.noticeAt = termtext.Line(string(msg)), m.now
+		m.tell(string(msg))
 		return m, m.nextNotice()
 	case feedMsg:
 		cmd := m.onFeed(msg)
@@ -283,6 +282,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.flash != "" && m.listing == nil && m.now.Sub(m.flashAt) >= flashFor {
 			m.flash, m.flashErr = "", false
 		}
+		m.notices = slices.DeleteFunc(m.notices, func(n notice) bool { return m.now.Sub(n.at) >= flashFor })
 		return m, tea.Batch(tick(), views)
 	case taskUpdatedMsg:
 		return m, m.onTaskUpdated(msg)
@@ -508,7 +508,7 @@ func (m *Model) snapshotIn() {
 func (m *Model) onStore(st deck.Store) {
 	if st.Up {
 		if m.storeDown != nil {
-			m.say("the database is back; polling resumes")
+			m.tell("the database is back; polling resumes")
 		}
 		m.storeDown = nil
 		return
@@ -522,7 +522,7 @@ func (m *Model) onReconcile(r deck.Reconcile) {
 		return
 	}
 	m.reconcile = nil
-	m.say(present.Reconciled(r))
+	m.tell(present.Reconciled(r))
 }
 
 // alert rings the bell (and notifies the desktop where asked) when a
@@ -533,7 +533,7 @@ func (m *Model) alert(t *model.Task) tea.Cmd {
 	if t.Agent != "" {
 		hint = "agent " + termtext.Line(t.Agent) + " waits on you (" + termtext.Line(t.Tool) + "): press i then a"
 	}
-	m.say(hint + " · task " + m.list.shortID(t.ID))
+	m.tell(hint + " · task " + m.list.shortID(t.ID))
 	out := "\a"
 	if m.opts.Notify && m.opts.Desktop != nil {
 		out += m.opts.Desktop("taskdeck: " + t.Tool + " waits for input")
@@ -1169,6 +1169,37 @@ func (m *Model) clampCursor() {
 }
 
 func (m *Model) say(s string) { m.flash, m.flashErr, m.flashAt = s, false, m.now }
+
+// notice is one line told on the status line unasked.
+type notice struct {
+	text string
+	at   time.Time
+}
+
+// maxNotices bounds the notices shown at once: the newest, and the one
+// just before it (serve's reconcile report comes right after the notice
+// that it took over).
+const maxNotices = 2
+
+// tell puts a line nobody asked for on the status line, after the
+// answer to the last key; each stays flashFor.
+func (m *Model) tell(s string) {
+	m.notices = append(m.notices, notice{termtext.Line(s), m.now})
+	if n := len(m.notices) - maxNotices; n > 0 {
+		m.notices = slices.Delete(m.notices, 0, n)
+	}
+}
+
+// told is the notices on the status line, oldest first.
+func (m *Model) told() string {
+	var parts []string
+	for _, n := range m.notices {
+		if m.now.Sub(n.at) < flashFor {
+			parts = append(parts, n.text)
+		}
+	}
+	return strings.Join(parts, " · ")
+}
 
 func (m *Model) fail(err error) tea.Cmd {
 	m.flash, m.flashErr, m.flashAt = termtext.Line(err.Error()), true, m.now

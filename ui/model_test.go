@@ -322,10 +322,10 @@ func TestStartupReconciles(t *testing.T) {
 			}
 		})
 	})
-	h.until("the report", func(m *Model) bool { return strings.HasPrefix(m.flash, "reconciled:") })
+	h.until("the report", func(m *Model) bool { return strings.HasPrefix(m.told(), "reconciled:") })
 	want := "reconciled: 0 re-attached · 1 finished meanwhile · 1 unknown · 1 orphaned · 0 unreachable"
-	if h.m.flash != want {
-		t.Fatalf("report %q, want %q", h.m.flash, want)
+	if h.m.told() != want {
+		t.Fatalf("report %q, want %q", h.m.told(), want)
 	}
 	for id, st := range map[string]model.Status{done.ID: model.StatusCompleted, gone.ID: model.StatusUnknown, stale.ID: model.StatusOrphaned} {
 		if got := h.status(id); got != st {
@@ -773,5 +773,23 @@ func TestWaitingForInputRingsAndNotifies(t *testing.T) {
 		if notify && raw != "\a\x1b]9;taskdeck: deploy  waits for input\a" {
 			t.Fatalf("notification carries server control text: %q", raw)
 		}
+	}
+}
+
+// What comes in unasked is told after the answer to the last key, the
+// newest two at most, and each goes after flashFor like the answer.
+func TestStatusLineKeepsTheKeysAnswer(t *testing.T) {
+	m := loaded(t, sampleTasks(), 200, 30)
+	m.say("the answer")
+	for _, s := range []string{"first", "second", "third"} {
+		m.tell(s)
+	}
+	lines := strings.Split(screenOf(m), "\n")
+	if status := lines[len(lines)-2]; !strings.HasSuffix(strings.TrimRight(status, " "), "the answer · second · third") {
+		t.Fatalf("status line %q: want the answer, then the two newest notices", status)
+	}
+	m.Update(tickMsg(fixedNow.Add(flashFor)))
+	if m.flash != "" || m.told() != "" {
+		t.Fatalf("after %v the status line still says %q and %q", flashFor, m.flash, m.told())
 	}
 }

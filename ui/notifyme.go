@@ -51,7 +51,7 @@ func (m *Model) notifyMoved(moved []movedTask) tea.Cmd {
 		if m.opts.Desktop != nil {
 			out += m.opts.Desktop(text)
 		}
-		m.say(fmt.Sprintf("%s (task %s) is now %s", termtext.Line(t.Tool), m.list.shortID(t.ID), t.Status))
+		m.tell(fmt.Sprintf("%s (task %s) is now %s", termtext.Line(t.Tool), m.list.shortID(t.ID), t.Status))
 		if t.Status.Terminal() {
 			delete(m.notifyMe, t.ID)
 		}

@@ -47,8 +47,16 @@ func TestNotifyMeOnChange(t *testing.T) {
 	if strings.Join(h.raw, "|") != want {
 		t.Fatalf("sent %q, want %q", strings.Join(h.raw, "|"), want)
 	}
-	if m.notifyMe[compile.ID] || !strings.Contains(m.flash, "compile (task") {
-		t.Errorf("after it completed: notifyMe %v, status line %q", m.notifyMe, m.flash)
+	if m.notifyMe[compile.ID] || !strings.Contains(m.told(), "compile (task") {
+		t.Errorf("after it completed: notifyMe %v, told %q", m.notifyMe, m.told())
+	}
+	// The change came within a second of W: W's answer stays on the
+	// status line, the change told after it (200 columns hold both).
+	m.Update(tea.WindowSizeMsg{Width: 200, Height: 30})
+	lines := strings.Split(screenOf(m), "\n")
+	status := lines[len(lines)-2]
+	if !strings.Contains(status, "the bell and a desktop notification") || !strings.Contains(status, "· compile (task t00) is now completed") {
+		t.Errorf("status line %q: want W's answer, then the change", status)
 	}
 }
 

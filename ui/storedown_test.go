@@ -33,8 +33,8 @@ func TestHeaderSaysTheDatabaseIsLost(t *testing.T) {
 		if l := strings.Split(screenOf(m), "\n")[0]; strings.Contains(l, "database") {
 			t.Errorf("%d columns: header once the database is back %q", w, l)
 		}
-		if m.flash != "the database is back; polling resumes" {
-			t.Errorf("%d columns: status line %q once the database is back", w, m.flash)
+		if m.told() != "the database is back; polling resumes" {
+			t.Errorf("%d columns: status line %q once the database is back", w, m.told())
 		}
 	}
 }

@@ -249,13 +249,16 @@ func (m *Model) nextPoll(t *model.Task) string {
 }
 
 func (m *Model) viewFooter() string {
-	flash := m.flash
 	style := m.styles.Flash
 	if m.flashErr {
 		style = m.styles.Error
 	}
-	if m.notice != "" && m.now.Sub(m.noticeAt) < flashFor {
-		flash = strings.TrimSuffix(m.notice+" · "+flash, " · ")
+	flash := style.Render(m.flash)
+	if told := m.told(); told != "" {
+		if m.flash != "" {
+			flash += m.styles.Flash.Render(" · ")
+		}
+		flash += m.styles.Flash.Render(told)
 	}
 	info := fmt.Sprintf("%d/%d", min(m.cursor+1, len(m.list.visible)), len(m.list.visible))
 	if m.list.Len() != len(m.list.visible) {
@@ -287,9 +290,9 @@ func (m *Model) viewFooter() string {
 			info += fmt.Sprintf(" (%d hidden, not acted on)", hidden)
 		}
 	}
-	status := m.styles.Dim.Render(info) + "  " + style.Render(flash)
+	status := m.styles.Dim.Render(info) + "  " + flash
 	if m.deadline != nil {
-		status = m.deadline.input.View() + "  " + style.Render(flash) // the prompt first: nothing cuts it
+		status = m.deadline.input.View() + "  " + flash // the prompt first: nothing cuts it
 	}
 	status = ansi.Truncate(status, m.width, "…")
 	keys := m.keys.shortHelp(m.mode())
