@@ -43,7 +43,8 @@ func (f *filesFound) countEmpty(fi fs.FileInfo) {
 // because Badger does not report them:
 //   - a memtable WAL damaged before its last commit (walcheck.go);
 //   - a listed table file cut short: Badger reads its footer without
-//     bounds checks and panics in a goroutine that no caller can recover;
+//     bounds checks and panics in a goroutine that no caller can recover
+//     (checked with the table's contents, tablesums.go);
 //   - a listed table damaged anywhere else (tablesums.go);
 //   - tables that a missing or cut-short MANIFEST no longer lists: Badger
 //     would delete them as leftovers of an unfinished compaction, and with
@@ -109,9 +110,6 @@ func checkFiles(dir string, opt badger.Options) (found filesFound, err error) {
 		if _, listed := m.Tables[id]; !listed {
 			unlisted = append(unlisted, name)
 			continue
-		}
-		if reason := tableFooter(filepath.Join(dir, name)); reason != "" {
-			return found, &store.CorruptError{Dir: dir, Reason: "table " + name + " " + reason}
 		}
 		listed = append(listed, name)
 	}

@@ -155,9 +155,12 @@ func fileSums(dir string, names []string) ([]tableSum, []error) {
 
 // checkTables checks the tables the MANIFEST lists: none if the last
 // session closed cleanly (clean) and the table's stamp has not moved since
-// it was summed, else by their sum when they were checked before, else
-// block by block. It returns why one is damaged, or "", and records the
-// sums of the tables it checked.
+// it was summed, else their footers first (tableFooter), then by their
+// sum when they were checked before, else block by block. It returns why
+// one is damaged, or "", and records the sums of the tables it checked.
+// A table left unread has the footer it had when it was summed: reading
+// every footer cost each open of a store of 10,000,000 records (169
+// tables) 1.8 ms.
 func checkTables(dir string, m badger.Manifest, listed []string, opt badger.Options, clean bool) string {
 	sums := readSums(dir)
 	changed := false
@@ -167,6 +170,9 @@ func checkTables(dir string, m badger.Manifest, listed []string, opt badger.Opti
 			if stamp, ok := stampOf(filepath.Join(dir, name)); ok && stamp == want.stamp {
 				continue
 			}
+		}
+		if reason := tableFooter(filepath.Join(dir, name)); reason != "" {
+			return "table " + name + " " + reason
 		}
 		toRead = append(toRead, name)
 	}
