@@ -1190,13 +1190,12 @@ func (m *Model) tell(s string) {
 	}
 }
 
-// told is the notices on the status line, oldest first.
+// told is the notices on the status line, oldest first (the clock's
+// tick drops those older than flashFor).
 func (m *Model) told() string {
-	var parts []string
-	for _, n := range m.notices {
-		if m.now.Sub(n.at) < flashFor {
-			parts = append(parts, n.text)
-		}
+	parts := make([]string, len(m.notices))
+	for i, n := range m.notices {
+		parts[i] = n.text
 	}
 	return strings.Join(parts, " · ")
 }
