@@ -41,8 +41,9 @@ type ReceiverLog struct {
 }
 
 // StartReceiver starts the receiver with secret (whsec_...), answering 503
-// to failPercent of the deliveries; env adds settings (REDIRECT=1). It is
-// killed, by its pid, at cleanup.
+// to failPercent of the deliveries, never to one webhook-id's third try
+// (so that an event's retries end within seconds); env adds settings
+// (REDIRECT=1). It is killed, by its pid, at cleanup.
 func StartReceiver(t testing.TB, secret string, failPercent int, env ...string) *Receiver {
 	t.Helper()
 	dir := Install(t, filepath.Join(testdataDir(), "webhooks"), "receiver.mjs")

@@ -1,7 +1,10 @@
 // A Standard Webhooks receiver for taskdeck's notify tests, on the
 // standardwebhooks package's own verifier (nobody here wrote it).
 // Env: SECRET (whsec_...), FAIL_PERCENT (answer 503 to that share of
-// deliveries before verifying), REDIRECT=1 (answer every delivery 307).
+// deliveries before verifying, but never to a webhook-id's third try: the
+// sender's backoff doubles on each failure, and a long run of chance
+// failures would outlast any test's wait), REDIRECT=1 (answer every
+// delivery 307).
 // Prints "listening PORT" once bound to 127.0.0.1. GET /log returns every
 // delivery it accepted, in order: {"id", "type", "task", "status", "questions", "answer"} (duplicates
 // too).
@@ -12,6 +15,8 @@ const wh = new Webhook(process.env.SECRET);
 const failPercent = Number(process.env.FAIL_PERCENT || "0");
 const accepted = [];
 let refused = 0, failed = 0;
+const failedTries = new Map(); // webhook-id: deliveries failed on purpose
+const maxFailedTries = 2;
 
 const server = http.createServer((req, res) => {
   if (req.method === "GET" && req.url === "/log") {
@@ -27,7 +32,10 @@ const server = http.createServer((req, res) => {
       res.end();
       return;
     }
-    if (Math.random() * 100 < failPercent) {
+    const id = req.headers["webhook-id"];
+    const tries = failedTries.get(id) || 0;
+    if (tries < maxFailedTries && Math.random() * 100 < failPercent) {
+      failedTries.set(id, tries + 1);
       failed++;
       res.writeHead(503);
       res.end("failing on purpose");
