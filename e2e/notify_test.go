@@ -52,10 +52,11 @@ func expectedEvents(t *testing.T, d *deck) map[string]bool {
 // TestWebhooksSurviveAStormOfKills: tasks that fail, complete and wait for
 // input are started while the owner (`taskdeck serve`) is SIGKILLed (by
 // its pid) five times and the receiver fails 30% of the deliveries on
-// purpose (never an event's third try). In the end the receiver, verifying every delivery with the
-// standardwebhooks package, has each task's event (none missing), each
-// event under one webhook-id (a receiver de-duplicating on it sees each
-// once, none twice), and no delivery it could not verify.
+// purpose (never an event's third try). In the end the receiver,
+// verifying every delivery with the standardwebhooks package, has each
+// task's event (none missing), each event under one webhook-id (a
+// receiver de-duplicating on it sees each once, none twice), and no
+// delivery it could not verify.
 func TestWebhooksSurviveAStormOfKills(t *testing.T) {
 	t.Parallel()
 	d, _, rcv := webhookDeck(t, 30, allEvents)
