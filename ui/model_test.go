@@ -788,6 +788,10 @@ func TestStatusLineKeepsTheKeysAnswer(t *testing.T) {
 	if status := lines[len(lines)-2]; !strings.HasSuffix(strings.TrimRight(status, " "), "the answer · second · third") {
 		t.Fatalf("status line %q: want the answer, then the two newest notices", status)
 	}
+	m.Update(tickMsg(fixedNow.Add(flashFor - time.Second)))
+	if m.flash != "the answer" || m.told() != "second · third" {
+		t.Fatalf("%v on, before flashFor, the status line says %q and %q", flashFor-time.Second, m.flash, m.told())
+	}
 	m.Update(tickMsg(fixedNow.Add(flashFor)))
 	if m.flash != "" || m.told() != "" {
 		t.Fatalf("after %v the status line still says %q and %q", flashFor, m.flash, m.told())

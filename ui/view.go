@@ -256,7 +256,7 @@ func (m *Model) viewFooter() string {
 	flash := style.Render(m.flash)
 	if told := m.told(); told != "" {
 		if m.flash != "" {
-			flash += m.styles.Flash.Render(" · ")
+			told = " · " + told
 		}
 		flash += m.styles.Flash.Render(told)
 	}
