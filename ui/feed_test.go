@@ -190,7 +190,8 @@ func TestAFeedThatEndsIsWatchedAgainFromItsLastRevision(t *testing.T) {
 	seen := h.m.feed.from()
 	d.Cut(&deck.Error{Kind: deck.KindOwnerGone, Message: "the owner went away"})
 	h.until("the status line says the feed ended", func(m *Model) bool {
-		return m.flashErr && strings.Contains(m.flash, "the owner went away") && strings.Contains(m.flash, "watching again")
+		return len(m.notices) > 0 && m.notices[len(m.notices)-1].err &&
+			strings.Contains(m.told(), "the owner went away") && strings.Contains(m.told(), "watching again")
 	})
 	second, err := d.Call(t.Context(), sleep) // while nobody watches
 	if err != nil {

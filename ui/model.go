@@ -399,7 +399,7 @@ func (m *Model) onFeed(msg feedMsg) tea.Cmd {
 		cmd = tea.Batch(cmd, m.notifyMoved(b.moved))
 	}
 	if e := msg.ended; e != nil {
-		m.fail(fmt.Errorf("the feed of changes ended (%v): watching again in %v", e.err, e.retry))
+		m.warn(fmt.Errorf("the feed of changes ended (%v): watching again in %v", e.err, e.retry))
 	}
 	return cmd
 }
@@ -1170,9 +1170,11 @@ func (m *Model) clampCursor() {
 
 func (m *Model) say(s string) { m.flash, m.flashErr, m.flashAt = s, false, m.now }
 
-// notice is one line told on the status line unasked.
+// notice is one line told on the status line unasked; err: something
+// went wrong, shown as an error is.
 type notice struct {
 	text string
+	err  bool
 	at   time.Time
 }
 
@@ -1183,8 +1185,13 @@ const maxNotices = 2
 
 // tell puts a line nobody asked for on the status line, after the
 // answer to the last key; each stays flashFor.
-func (m *Model) tell(s string) {
-	m.notices = append(m.notices, notice{termtext.Line(s), m.now})
+func (m *Model) tell(s string) { m.notice(s, false) }
+
+// warn tells of a failure nobody's key caused, the way tell does.
+func (m *Model) warn(err error) { m.notice(err.Error(), true) }
+
+func (m *Model) notice(s string, isErr bool) {
+	m.notices = append(m.notices, notice{termtext.Line(s), isErr, m.now})
 	if n := len(m.notices) - maxNotices; n > 0 {
 		m.notices = slices.Delete(m.notices, 0, n)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http/httptest"
@@ -781,15 +782,21 @@ func TestWaitingForInputRingsAndNotifies(t *testing.T) {
 func TestStatusLineKeepsTheKeysAnswer(t *testing.T) {
 	m := loaded(t, sampleTasks(), 200, 30)
 	m.say("the answer")
-	for _, s := range []string{"first", "second", "third"} {
-		m.tell(s)
-	}
+	m.tell("first")
+	m.tell("second")
+	m.warn(errors.New("third went wrong"))
 	lines := strings.Split(screenOf(m), "\n")
-	if status := lines[len(lines)-2]; !strings.HasSuffix(strings.TrimRight(status, " "), "the answer · second · third") {
+	if status := lines[len(lines)-2]; !strings.HasSuffix(strings.TrimRight(status, " "), "the answer · second · third went wrong") {
 		t.Fatalf("status line %q: want the answer, then the two newest notices", status)
 	}
+	// A failure told unasked looks like one, the rest as before.
+	raw := strings.Split(m.View().Content, "\n")
+	if status := raw[len(raw)-2]; !strings.Contains(status, m.styles.Error.Render(" · third went wrong")) ||
+		!strings.Contains(status, m.styles.Flash.Render(" · second")) {
+		t.Fatalf("the notices are not styled as what they tell: %q", status)
+	}
 	m.Update(tickMsg(fixedNow.Add(flashFor - time.Second)))
-	if m.flash != "the answer" || m.told() != "second · third" {
+	if m.flash != "the answer" || m.told() != "second · third went wrong" {
 		t.Fatalf("%v on, before flashFor, the status line says %q and %q", flashFor-time.Second, m.flash, m.told())
 	}
 	m.Update(tickMsg(fixedNow.Add(flashFor)))

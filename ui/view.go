@@ -254,11 +254,16 @@ func (m *Model) viewFooter() string {
 		style = m.styles.Error
 	}
 	flash := style.Render(m.flash)
-	if told := m.told(); told != "" {
-		if m.flash != "" {
-			told = " · " + told
+	for i, n := range m.notices {
+		text := n.text
+		if i > 0 || m.flash != "" {
+			text = " · " + text
 		}
-		flash += m.styles.Flash.Render(told)
+		style := m.styles.Flash
+		if n.err {
+			style = m.styles.Error
+		}
+		flash += style.Render(text)
 	}
 	info := fmt.Sprintf("%d/%d", min(m.cursor+1, len(m.list.visible)), len(m.list.visible))
 	if m.list.Len() != len(m.list.visible) {
