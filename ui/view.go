@@ -259,11 +259,11 @@ func (m *Model) viewFooter() string {
 		if i > 0 || m.flash != "" {
 			text = " · " + text
 		}
-		style := m.styles.Flash
+		noticeStyle := m.styles.Flash
 		if n.err {
-			style = m.styles.Error
+			noticeStyle = m.styles.Error
 		}
-		flash += style.Render(text)
+		flash += noticeStyle.Render(text)
 	}
 	info := fmt.Sprintf("%d/%d", min(m.cursor+1, len(m.list.visible)), len(m.list.visible))
 	if m.list.Len() != len(m.list.visible) {
