@@ -1185,26 +1185,16 @@ const maxNotices = 2
 
 // tell puts a line nobody asked for on the status line, after the
 // answer to the last key; each stays flashFor.
-func (m *Model) tell(s string) { m.notice(s, false) }
+func (m *Model) tell(s string) { m.addNotice(s, false) }
 
 // warn tells of a failure nobody's key caused, the way tell does.
-func (m *Model) warn(err error) { m.notice(err.Error(), true) }
+func (m *Model) warn(err error) { m.addNotice(err.Error(), true) }
 
-func (m *Model) notice(s string, isErr bool) {
+func (m *Model) addNotice(s string, isErr bool) {
 	m.notices = append(m.notices, notice{termtext.Line(s), isErr, m.now})
 	if n := len(m.notices) - maxNotices; n > 0 {
 		m.notices = slices.Delete(m.notices, 0, n)
 	}
-}
-
-// told is the notices on the status line, oldest first (the clock's
-// tick drops those older than flashFor).
-func (m *Model) told() string {
-	parts := make([]string, len(m.notices))
-	for i, n := range m.notices {
-		parts[i] = n.text
-	}
-	return strings.Join(parts, " · ")
 }
 
 func (m *Model) fail(err error) tea.Cmd {

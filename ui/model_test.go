@@ -777,6 +777,15 @@ func TestWaitingForInputRingsAndNotifies(t *testing.T) {
 	}
 }
 
+// told is the text of the notices on the status line, oldest first.
+func (m *Model) told() string {
+	parts := make([]string, len(m.notices))
+	for i, n := range m.notices {
+		parts[i] = n.text
+	}
+	return strings.Join(parts, " · ")
+}
+
 // What comes in unasked is told after the answer to the last key, the
 // newest two at most, and each goes after flashFor like the answer.
 func TestStatusLineKeepsTheKeysAnswer(t *testing.T) {
