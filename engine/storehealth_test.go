@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"maps"
 	"net/http"
 	"regexp"
 	"strings"
@@ -199,9 +198,7 @@ func TestCallHandleLostWithTheDatabase(t *testing.T) {
 			made = m[1]
 		}
 		pgtest.Stop(t)
-		maps.Copy(w.Header(), up.Header())
-		w.WriteHeader(up.Code)
-		_, _ = w.Write(up.Body.Bytes())
+		hostile.Send(w, up)
 		return true
 	})
 	_, err := e.Call(ctxT(t), deck.CallRequest{Server: demoRef, Tool: "sleep", Args: json.RawMessage(`{"seconds":30}`)})

@@ -28,11 +28,7 @@ func (s *Server) HoldAnswer(method string) *Gate {
 			g.abandoned.Add(1)
 			return true
 		}
-		for k, v := range rec.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rec.Code)
-		w.Write(rec.Body.Bytes())
+		Send(w, rec)
 		return true
 	})
 	return g

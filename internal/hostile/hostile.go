@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -103,6 +104,13 @@ func (s *Server) Upstream(req *Request) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	s.Forward(rec, req)
 	return rec
+}
+
+// Send writes an answer Upstream recorded to the client.
+func Send(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {

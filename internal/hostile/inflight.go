@@ -14,7 +14,9 @@ type InFlight struct {
 }
 
 // CountInFlight answers method through the real server, holding each
-// request for hold so that concurrent ones overlap, and counts them.
+// request for hold so that concurrent ones overlap, and counts them. A
+// request stops counting before its answer leaves: a client that sends
+// its next request the moment an answer arrives is not counted twice.
 func (s *Server) CountInFlight(method string, hold time.Duration) *InFlight {
 	c := &InFlight{}
 	s.On(method, func(w http.ResponseWriter, req *Request) bool {
@@ -23,10 +25,11 @@ func (s *Server) CountInFlight(method string, hold time.Duration) *InFlight {
 		c.max = max(c.max, c.now)
 		c.mu.Unlock()
 		time.Sleep(hold) // the request's own duration, as a slow server's
-		s.Forward(w, req)
+		rec := s.Upstream(req)
 		c.mu.Lock()
 		c.now--
 		c.mu.Unlock()
+		Send(w, rec)
 		return true
 	})
 	return c

@@ -27,7 +27,8 @@ type Poll struct {
 
 // RecordPolls answers method through the real server, holding each
 // request for hold so that two engines' polls of one task would overlap,
-// and records them.
+// and records them. As in CountInFlight, a request stops counting before
+// its answer leaves.
 func (s *Server) RecordPolls(method string, hold time.Duration) *Polls {
 	p := &Polls{seen: map[string][]Poll{}, inFlight: map[string]int{}}
 	s.On(method, func(w http.ResponseWriter, req *Request) bool {
@@ -41,10 +42,11 @@ func (s *Server) RecordPolls(method string, hold time.Duration) *Polls {
 		p.overlap = max(p.overlap, p.inFlight[req.TaskID])
 		p.mu.Unlock()
 		time.Sleep(hold) // the request's own duration, as a slow server's
-		s.Forward(w, req)
+		rec := s.Upstream(req)
 		p.mu.Lock()
 		p.inFlight[req.TaskID]--
 		p.mu.Unlock()
+		Send(w, rec)
 		return true
 	})
 	return p
