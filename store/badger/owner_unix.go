@@ -38,3 +38,8 @@ func lockDir(dir string) (unlock func(), held bool) {
 	}
 	return sync.OnceFunc(func() { d.Close() }), false // closing releases the flock
 }
+
+// processGone says that no process has the id pid.
+func processGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}

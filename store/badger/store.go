@@ -8,6 +8,7 @@ package badger
 import (
 	"github.com/taskdeck/taskdeck/store"
 
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,7 +19,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/taskdeck/taskdeck/termtext"
 )
@@ -73,6 +76,15 @@ type Store struct {
 	recent recent
 }
 
+// lockSettles bounds Open's wait for a directory lock that no live
+// process names. A child this process forks holds a copy of every
+// descriptor until it execs, the store directory's flocked one
+// included: while it does, the store looks in use by nobody, and the
+// copy goes within moments. Another taskdeck checking the store before
+// its Badger opens names nobody either, and names itself once it has
+// opened.
+const lockSettles = 2 * time.Second
+
 // Open opens the store in dir, creating it (mode 0700) if needed. A nil
 // logger silences Badger; otherwise its warnings and errors go to logger.
 // Nothing is ever written to stdout or stderr.
@@ -80,6 +92,27 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 	if err := PrepareDir(dir); err != nil {
 		return nil, err
 	}
+	wait := &backoff.ExponentialBackOff{InitialInterval: time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 100 * time.Millisecond}
+	return backoff.Retry(context.Background(), func() (*Store, error) {
+		s, err := open(dir, logger)
+		var locked *store.LockedError
+		if errors.As(err, &locked) && holderUnknown(locked.PID) {
+			return nil, err // try again
+		}
+		if err != nil {
+			return nil, backoff.Permanent(err)
+		}
+		return s, nil
+	}, backoff.WithBackOff(wait), backoff.WithMaxElapsedTime(lockSettles))
+}
+
+// holderUnknown says that pid, read from the LOCK file of a locked store,
+// names no process that holds it: none, or one that has died.
+func holderUnknown(pid int) bool {
+	return pid == 0 || (pid != os.Getpid() && processGone(pid))
+}
+
+func open(dir string, logger *slog.Logger) (*Store, error) {
 	unlock, held := lockDir(dir)
 	defer unlock()
 	if held {
