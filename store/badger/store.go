@@ -109,9 +109,10 @@ func Open(dir string, logger *slog.Logger) (*Store, error) {
 // holderUnknown says that pid, read from the LOCK file of a locked store,
 // names no process that holds it: none, or one that has died.
 func holderUnknown(pid int) bool {
-	return pid == 0 || (pid != os.Getpid() && processGone(pid))
+	return pid == 0 || processGone(pid)
 }
 
+// open is one attempt of Open's.
 func open(dir string, logger *slog.Logger) (*Store, error) {
 	unlock, held := lockDir(dir)
 	defer unlock()
