@@ -389,6 +389,44 @@ func TestOpenWhileThisProcessForks(t *testing.T) {
 	}
 }
 
+// TestOpenWaitsOnlyForAHolderItCannotName: a lock whose LOCK file names
+// a process that has died is let go soon, and Open waits for it; a lock
+// that names nobody and is never let go is reported held once the wait
+// is over, not waited on for ever.
+func TestOpenWaitsOnlyForAHolderItCannotName(t *testing.T) {
+	hold := func(t *testing.T, dir string) (release func()) {
+		t.Helper()
+		d, err := os.Open(dir)
+		must(t, err)
+		must(t, syscall.Flock(int(d.Fd()), syscall.LOCK_EX|syscall.LOCK_NB))
+		return sync.OnceFunc(func() { d.Close() })
+	}
+	t.Run("a dead holder named", func(t *testing.T) {
+		dir := t.TempDir()
+		dead := exec.Command("true")
+		must(t, dead.Run()) // reaped: its pid names no process
+		must(t, os.WriteFile(filepath.Join(dir, "LOCK"), fmt.Appendf(nil, "%d\n", dead.Process.Pid), 0o600))
+		release := hold(t, dir)
+		defer release()
+		time.AfterFunc(50*time.Millisecond, release)
+		s, err := badger.Open(dir, nil)
+		if err != nil {
+			t.Fatalf("Open while a lock naming dead pid %d is let go: %v", dead.Process.Pid, err)
+		}
+		must(t, s.Close())
+	})
+	t.Run("nobody named, never let go", func(t *testing.T) {
+		dir := t.TempDir()
+		defer hold(t, dir)()
+		_, err := badger.Open(dir, nil)
+		var locked *store.LockedError
+		if !errors.As(err, &locked) || locked.PID != 0 {
+			t.Fatalf("Open of a store held by a lock naming nobody: %v, want *LockedError naming no pid", err)
+		}
+		assertOneLine(t, err)
+	})
+}
+
 func TestCorruptStore(t *testing.T) {
 	for _, tc := range []struct {
 		name, file string
