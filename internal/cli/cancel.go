@@ -20,8 +20,9 @@ type CancelOptions struct {
 func newCmdCancel(f *Factory, runF func(*CancelOptions) error) *cobra.Command {
 	opts := &CancelOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "cancel (ID... | - | --status S --search Q [--yes])",
-		Short: "Ask the server to cancel tasks (tasks/cancel)",
+		Use:        "cancel (ID... | - | --status S --search Q [--yes])",
+		Short:      "Ask the server to cancel tasks (tasks/cancel)",
+		SuggestFor: []string{"stop", "kill", "abort"},
 		Example: `  taskdeck cancel 06h36fetr0athexq
   taskdeck cancel --search 'tool:backfill' --status open --yes
   taskdeck ls --status problems | taskdeck cancel -`,

@@ -23,6 +23,7 @@ func newCmdForget(f *Factory, runF func(*ForgetOptions) error) *cobra.Command {
 		Use:               "forget (ID... | - | --status S --search Q [--yes])",
 		Short:             "Delete tasks' local records without telling their server",
 		Example:           `  taskdeck forget --status orphaned --yes`,
+		SuggestFor:        []string{"rm", "delete", "remove"},
 		ValidArgsFunction: f.completeIDs,
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			opts.ctx, opts.IDs = cmd.Context(), pos

@@ -21,6 +21,7 @@ func newCmdGet(f *Factory, runF func(*GetOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "get ID|KEY",
 		Short:             "Show one task, by its id or its idempotency key; an open task is refreshed from its server first",
+		SuggestFor:        []string{"show", "status", "info"},
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeIDs,
 		RunE: func(cmd *cobra.Command, pos []string) error {

@@ -19,9 +19,10 @@ type LsOptions struct {
 func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 	opts := &LsOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "ls",
-		Short: "List tasks from the store (no network)",
-		Args:  cobra.NoArgs,
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List tasks from the store (no network)",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.ctx = cmd.Context()
 			if err := opts.parse(); err != nil {

@@ -21,9 +21,10 @@ type PruneOptions struct {
 func newCmdPrune(f *Factory, runF func(*PruneOptions) error) *cobra.Command {
 	opts := &PruneOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "prune",
-		Short: "Delete finished tasks (completed, failed, cancelled, unknown)",
-		Args:  cobra.NoArgs,
+		Use:        "prune",
+		Short:      "Delete finished tasks (completed, failed, cancelled, unknown)",
+		SuggestFor: []string{"rm", "delete", "remove", "clean"},
+		Args:       cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.ctx = cmd.Context()
 			if runF != nil {

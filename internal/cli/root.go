@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -156,7 +157,9 @@ crashes, restarts and servers that ask for input.
 ` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          unknownCommand,
+		// What cobra's own suggestions use; SuggestionsFor reads it as is.
+		SuggestionsMinimumDistance: 2,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			f.configSet = cmd.Flags().Changed("config")
 		},
@@ -204,6 +207,23 @@ crashes, restarts and servers that ask for input.
 	strictCompletion(root)
 	usageArgs(root)
 	return root
+}
+
+// unknownCommand refuses a word that names no command, and says what was
+// meant when cobra finds a command near it (by spelling, an alias, or a
+// command's SuggestFor): cobra's own check names the word and nothing else.
+func unknownCommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	hint := "`taskdeck --help` lists the commands"
+	if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+		for i, name := range near {
+			near[i] = strconv.Quote(name)
+		}
+		hint = fmt.Sprintf("did you mean %s? (%s)", strings.Join(near, " or "), hint)
+	}
+	return fmt.Errorf("unknown command %q; %s", args[0], hint)
 }
 
 // usageArgs makes cobra's checks of positional arguments, on cmd and its
