@@ -56,6 +56,11 @@ func TestExitCodes(t *testing.T) {
 		{name: "no command near it", args: []string{"frobnicate"}, code: exitUsage,
 			want: []string{`unknown command "frobnicate"`, "`taskdeck --help` lists the commands"}},
 		{name: "list is ls", args: []string{"list"}, code: exitOK},
+		{name: "a misspelt subcommand", args: []string{"audit", "verfy"}, code: exitUsage,
+			want: []string{`did you mean "verify"?`, "`taskdeck audit --help`"}},
+		// A group that runs nothing itself printed its help for any word, exit 0.
+		{name: "a word a group does not know", args: []string{"notify", "bogus"}, code: exitUsage,
+			want: []string{`unknown command "bogus"`, "`taskdeck notify --help`"}},
 		{name: "a fragment in --url", args: []string{"call", "--url", "http://127.0.0.1:1/mcp#tok3n", "echo"},
 			code: exitUsage, want: []string{"http://127.0.0.1:1/mcp#redacted", "fragment"}},
 		{name: "a secret in --url", args: []string{"call", "--url", "http://ops:hunter2@127.0.0.1:1/mcp?token=s3cret", "echo"},

@@ -157,9 +157,6 @@ crashes, restarts and servers that ask for input.
 ` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          unknownCommand,
-		// What cobra's own suggestions use; SuggestionsFor reads it as is.
-		SuggestionsMinimumDistance: 2,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			f.configSet = cmd.Flags().Changed("config")
 		},
@@ -204,19 +201,37 @@ crashes, restarts and servers that ask for input.
 		newCmdAgent(f, nil),
 		newCmdNotify(f, nil),
 	)
+	commandWords(root)
 	strictCompletion(root)
 	usageArgs(root)
 	return root
 }
 
-// unknownCommand refuses a word that names no command, and says what was
-// meant when cobra finds a command near it (by spelling, an alias, or a
-// command's SuggestFor): cobra's own check names the word and nothing else.
+// commandWords makes each command that has subcommands (the root, audit,
+// notify, agent) refuse a word that names none of them. Cobra's own check
+// on the root names the word and nothing else, and a group that runs
+// nothing itself (notify) printed its help for any word and exited 0.
+func commandWords(cmd *cobra.Command) {
+	if cmd.HasSubCommands() {
+		cmd.Args = unknownCommand
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own; SuggestionsFor reads 0 as is
+		if !cmd.Runnable() {
+			cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		commandWords(sub)
+	}
+}
+
+// unknownCommand refuses a word that names no subcommand of cmd, and says
+// what was meant when cobra finds one near it (by spelling, or a command's
+// SuggestFor).
 func unknownCommand(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
-	hint := "`taskdeck --help` lists the commands"
+	hint := fmt.Sprintf("`%s --help` lists the commands", cmd.CommandPath())
 	if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
 		for i, name := range near {
 			near[i] = strconv.Quote(name)
