@@ -67,7 +67,7 @@ func TestDeadlineCommand(t *testing.T) {
 		{[]string{"--", id, "-5m"}, "is in the past; give a later time or a positive duration such as 2h"},
 		{[]string{id, "2020-01-02T03:04:05Z"}, "deadline 2020-01-02T03:04:05Z is in the past"},
 		{[]string{id, "soon"}, `deadline "soon": want a duration such as 2h or 30m, a time such as`},
-		{[]string{id}, "accepts 2 arg(s)"},
+		{[]string{id}, "`taskdeck deadline` takes ID (DURATION | TIME | none) (got 1 argument)"},
 		{[]string{"zzzzzzzzzz", "1h"}, "zzzzzzzzzz"},
 		{[]string{working[0], "1h"}, "waits for no answer, and a deadline bounds a wait for input"},
 	} {
@@ -106,7 +106,7 @@ func TestAnswerDeadline(t *testing.T) {
 		{[]string{"--deadline", "1h"}, "answer --deadline takes the task's ID alone"},
 		{[]string{"--deadline", "soon", id}, `deadline "soon": want a duration such as 2h or 30m`},
 		{[]string{"--deadline=-5m", id}, "is in the past; give a later time"},
-		{[]string{id, "approve-1"}, "accepts 3 arg(s)"},
+		{[]string{id, "approve-1"}, "`taskdeck answer` takes (ID KEY RESPONSE_JSON | --deadline DEADLINE ID) (got 2 arguments)"},
 	} {
 		r := c.run(append([]string{"answer"}, tc.args...)...).Must(t, exitUsage)
 		clitest.OneErrorLine(t, r, tc.want)

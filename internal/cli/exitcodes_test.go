@@ -56,6 +56,10 @@ func TestExitCodes(t *testing.T) {
 		{name: "no command near it", args: []string{"frobnicate"}, code: exitUsage,
 			want: []string{`unknown command "frobnicate"`, "`taskdeck --help` lists the commands"}},
 		{name: "list is ls", args: []string{"list"}, code: exitOK},
+		{name: "a word to a command that takes none", args: []string{"ls", "open"}, code: exitUsage,
+			want: []string{"`taskdeck ls` takes no arguments", `"open"`, "`taskdeck ls --help`"}},
+		{name: "too few arguments", args: []string{"answer", "someid"}, code: exitUsage,
+			want: []string{"`taskdeck answer` takes", "ID KEY RESPONSE_JSON", "got 1 argument)"}},
 		{name: "a misspelt subcommand", args: []string{"audit", "verfy"}, code: exitUsage,
 			want: []string{`did you mean "verify"?`, "`taskdeck audit --help`"}},
 		// A group that runs nothing itself printed its help for any word, exit 0.

@@ -242,14 +242,30 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 }
 
 // usageArgs makes cobra's checks of positional arguments, on cmd and its
-// subcommands, usage errors (exit 2) like every other mistake in a command.
+// subcommands, usage errors (exit 2) like every other mistake in a command,
+// in words that say what the command takes: cobra's name a word given to a
+// command that takes none an unknown command (`ls open`), and a wrong count
+// "accepts 1 arg(s), received 2" without the command or its arguments.
 func usageArgs(cmd *cobra.Command) {
 	if check := cmd.Args; check != nil {
 		cmd.Args = func(cmd *cobra.Command, args []string) error {
-			if err := check(cmd, args); err != nil {
-				return &exitError{code: exitUsage, err: err}
+			err := check(cmd, args)
+			if err == nil {
+				return nil
 			}
-			return nil
+			if !cmd.HasSubCommands() && !errors.As(err, new(*exitError)) {
+				path := cmd.CommandPath()
+				if check(cmd, nil) == nil && check(cmd, args[:1]) != nil {
+					err = fmt.Errorf("`%s` takes no arguments (got %q); `%s --help` says what it takes", path, args[0], path)
+				} else {
+					got := fmt.Sprintf("%d arguments", len(args))
+					if len(args) == 1 {
+						got = "1 argument"
+					}
+					err = fmt.Errorf("`%s` takes %s (got %s); `%s --help` says more", path, strings.TrimPrefix(cmd.Use, cmd.Name()+" "), got, path)
+				}
+			}
+			return &exitError{code: exitUsage, err: err}
 		}
 	}
 	for _, sub := range cmd.Commands() {
