@@ -255,7 +255,7 @@ func usageArgs(cmd *cobra.Command) {
 			}
 			if !cmd.HasSubCommands() && !errors.As(err, new(*exitError)) {
 				path := cmd.CommandPath()
-				if check(cmd, nil) == nil && check(cmd, args[:1]) != nil {
+				if len(args) > 0 && check(cmd, nil) == nil && check(cmd, args[:1]) != nil {
 					err = fmt.Errorf("`%s` takes no arguments (got %q); `%s --help` says what it takes", path, args[0], path)
 				} else {
 					got := fmt.Sprintf("%d arguments", len(args))
