@@ -5,7 +5,6 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -25,18 +24,12 @@ func TestDoctorGoSDKEverythingServer(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/modelcontextprotocol/go-sdk/examples/server/everything").CombinedOutput(); err != nil {
 		t.Fatalf("build go-sdk's everything server: %v\n%s", err, out)
 	}
-	ports := make([]string, 2)
-	for i := range ports {
-		p, err := testproc.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = strconv.Itoa(p)
-	}
-	mcpAddr, pprofAddr := net.JoinHostPort("127.0.0.1", ports[0]), net.JoinHostPort("127.0.0.1", ports[1])
 	// Its MCP handler answers nothing to a bare GET; its pprof listener,
 	// started first, says the process is up.
-	testproc.Serve(t, exec.Command(bin, "-http", mcpAddr, "-pprof", pprofAddr), "go-sdk everything server", "http://"+pprofAddr+"/debug/pprof/")
+	addrs := testproc.ServeOnPorts(t, 2, "go-sdk everything server", func(addrs []string) (*exec.Cmd, string) {
+		return exec.Command(bin, "-http", addrs[0], "-pprof", addrs[1]), "http://" + addrs[1] + "/debug/pprof/"
+	})
+	mcpAddr := addrs[0]
 	waitfor.Within(t, 10*time.Second, "the everything server's MCP address", func() bool {
 		c, err := net.Dial("tcp", mcpAddr)
 		if err == nil {

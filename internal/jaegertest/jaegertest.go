@@ -10,13 +10,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,23 +99,15 @@ exporters:
 func Start(t testing.TB) *Jaeger {
 	t.Helper()
 	bin := Bin(t)
-	dir := t.TempDir()
-	addrs := make([]string, 4) // query http, query grpc, otlp grpc, otlp http
-	for i := range addrs {
-		port, err := testproc.FreePort()
-		if err != nil {
+	confPath := filepath.Join(t.TempDir(), "jaeger.yaml")
+	// query http, query grpc, otlp grpc, otlp http
+	addrs := testproc.ServeOnPorts(t, 4, "jaeger", func(addrs []string) (*exec.Cmd, string) {
+		if err := os.WriteFile(confPath, fmt.Appendf(nil, config, addrs[0], addrs[1], addrs[2], addrs[3]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	}
-	confPath := filepath.Join(dir, "jaeger.yaml")
-	if err := os.WriteFile(confPath, fmt.Appendf(nil, config, addrs[0], addrs[1], addrs[2], addrs[3]), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config", "file:"+confPath)
-	j := &Jaeger{Query: "http://" + addrs[0], OTLPGRPC: "http://" + addrs[2], OTLPHTTP: "http://" + addrs[3]}
-	testproc.Serve(t, cmd, "jaeger", j.Query+"/api/services")
-	return j
+		return exec.Command(bin, "--config", "file:"+confPath), "http://" + addrs[0] + "/api/services"
+	})
+	return &Jaeger{Query: "http://" + addrs[0], OTLPGRPC: "http://" + addrs[2], OTLPHTTP: "http://" + addrs[3]}
 }
 
 // Span is a span as the query API shows it.

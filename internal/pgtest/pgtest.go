@@ -15,6 +15,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -136,12 +137,18 @@ func launch(bin string) error {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	port, err := testproc.FreePort()
-	if err != nil {
-		return err
+	srv.bin, srv.data, srv.cred = bin, data, cred
+	// A port is free only until something binds it: one that another
+	// process took before postgres did is given up for another.
+	for attempt := 1; ; attempt++ {
+		if srv.port, err = testproc.FreePort(); err != nil {
+			return err
+		}
+		err = serve()
+		if err == nil || attempt == 5 || !strings.Contains(strings.ToLower(err.Error()), "address already in use") {
+			return err
+		}
 	}
-	srv.port, srv.bin, srv.data, srv.cred = port, bin, data, cred
-	return serve()
 }
 
 // serve starts postgres on srv's data and port, and waits until it accepts

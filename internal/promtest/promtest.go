@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -84,17 +83,13 @@ func Start(t testing.TB, bearer string, targets ...string) *Prometheus {
 			t.Fatal(err)
 		}
 	}
-	port, err := testproc.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(bin, "--config.file="+confPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-	p := &Prometheus{URL: "http://" + addr}
-	testproc.Serve(t, cmd, "prometheus", p.URL+"/-/ready")
-	return p
+	addrs := testproc.ServeOnPorts(t, 1, "prometheus", func(addrs []string) (*exec.Cmd, string) {
+		cmd := exec.Command(bin, "--config.file="+confPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+			"--web.listen-address="+addrs[0])
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		return cmd, "http://" + addrs[0] + "/-/ready"
+	})
+	return &Prometheus{URL: "http://" + addrs[0]}
 }
 
 // Sample is one series of an instant query's answer.
