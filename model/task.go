@@ -476,9 +476,17 @@ func (t *Task) WaitsForInput() bool {
 
 // WaitingSince is when the task last began to wait for input: the
 // inbox's clock, apart from the task's run time.
-func (t *Task) WaitingSince() time.Time {
+func (t *Task) WaitingSince() time.Time { return t.lastEntered(StatusInputRequired) }
+
+// StatusSince is when the task moved to the status it has now.
+func (t *Task) StatusSince() time.Time { return t.lastEntered(t.Status) }
+
+// lastEntered is when the task last moved to s, by its history; the last
+// update when the history does not say (folded, or a record from before
+// histories).
+func (t *Task) lastEntered(s Status) time.Time {
 	for i := len(t.History) - 1; i >= 0; i-- {
-		if t.History[i].To == StatusInputRequired {
+		if t.History[i].To == s {
 			return t.History[i].At
 		}
 	}

@@ -22,9 +22,11 @@ const notifyLineMax = 200
 // notifyRun is `watch --notify`: until interrupted (or --timeout), one
 // line for each event that needs a person (a task starts waiting for
 // input, or a new round of questions; a task fails; a task is orphaned),
-// the tasks already waiting at the start first. On a terminal each line
-// also rings the bell and sends a desktop notification.
+// the tasks already waiting at the start first, and failures since the
+// command started (they may come before the feed's first snapshot). On a
+// terminal each line also rings the bell and sends a desktop notification.
 func notifyRun(opts *WatchOptions) error {
+	start := time.Now()
 	f := opts.f
 	ctx, cancel := opts.watchContext()
 	defer cancel()
@@ -32,7 +34,7 @@ func notifyRun(opts *WatchOptions) error {
 	if err != nil {
 		return err
 	}
-	n := &notifier{out: f.stdout, seen: map[string]string{}}
+	n := &notifier{out: f.stdout, seen: map[string]string{}, since: start}
 	if out, ok := f.stdout.(*os.File); ok && term.IsTerminal(int(out.Fd())) {
 		n.osc = termtext.DesktopNotification(os.Getenv)
 	}
@@ -60,6 +62,7 @@ type notifier struct {
 	osc     func(text string) string
 	seen    map[string]string // a task's last need (see need), by id
 	started bool              // the first snapshot is in
+	since   time.Time         // the command's start
 }
 
 // need is what a task needs of a person, "" for nothing: a new value is
@@ -91,9 +94,10 @@ func (n *notifier) event(ev deck.Event) {
 		t := e.Task
 		now, was := need(t), n.seen[t.ID]
 		n.seen[t.ID] = now
-		// At the start only what waits now is news: failures and orphans
-		// already there are history (`taskdeck ls` lists them).
-		if now == "" || now == was || (first && !t.WaitsForInput()) {
+		// At the start what waits now is news, and what failed or was
+		// orphaned since the command started; older ones are history
+		// (`taskdeck ls` lists them).
+		if now == "" || now == was || (first && !t.WaitsForInput() && t.StatusSince().Before(n.since)) {
 			continue
 		}
 		n.tell(t)
