@@ -58,6 +58,12 @@ func benchStartup(cfg config) (string, []finding) {
 		{name: fmt.Sprintf("taskdeck dashboard, store of %d open records only", cfg.open), dir: small},
 		{name: fmt.Sprintf("taskdeck dashboard, store of %d records (%d open)", cfg.records, cfg.open), dir: large},
 	}
+	// `taskdeck watch`, on the same stores: its first line comes once the
+	// open tasks are in and reconciled.
+	watchCmds := []*probe{
+		{name: fmt.Sprintf("taskdeck watch --json, store of %d open records only", cfg.open), dir: small},
+		{name: fmt.Sprintf("taskdeck watch --json, store of %d records (%d open)", cfg.records, cfg.open), dir: large},
+	}
 	// Watchers through the owner's socket, on the same stores: the
 	// dashboard's window, the proxy hub's (open tasks only), and a Watch
 	// of every record (what both did before: once on the large store, it
@@ -113,6 +119,14 @@ func benchStartup(cfg config) (string, []finding) {
 			}
 			p.total = append(p.total, el.Seconds())
 		}
+		for k := range watchCmds {
+			p := watchCmds[(k+round)%len(watchCmds)]
+			el, err := firstWatchLine(bin, p.dir)
+			if err != nil {
+				return fail(err)
+			}
+			p.total = append(p.total, el.Seconds())
+		}
 	}
 	t := &table{head: []string{"design", "process start → list ready (median)", "min–max", "of which store.Open", "of which the list", "open tasks found", "vs open-only store", "vs full scan"}}
 	for _, p := range probes {
@@ -131,6 +145,14 @@ func benchStartup(cfg config) (string, []finding) {
 		"on the same stores, with a server config that names no server (nothing is contacted); the clock runs from just before exec "+
 		"to the first terminal output that holds the status count %q, which the first frame with the task list draws. %d runs:\n\n%s",
 		frameCols, frameRows, marker, rounds, tf)
+	tc := &table{head: []string{"design", "process start → first line (median)", "min–max", "vs open-only store"}}
+	for _, p := range watchCmds {
+		lo, hi := minMax(p.total)
+		tc.add(p.name, dur(median(p.total)), dur(lo)+"–"+dur(hi), ratio(median(p.total), median(watchCmds[0].total)))
+	}
+	out += fmt.Sprintf("\n`taskdeck watch --json`, in the same rounds, on the same stores with the same config: the clock runs from just "+
+		"before exec to its first line on stdout, the first open task it found, printed once the start-up reconcile of the %d open "+
+		"tasks is over (each unreachable: their server is not configured). %d runs:\n\n%s", cfg.open, rounds, tc)
 	tw := &table{head: []string{"watcher", "Watch call → first event (median)", "min–max", "records in the snapshot", "watcher's Go heap holding them (median)", "the owner's Go heap over the call (median)", "first event vs open-only store", "watcher's heap vs open-only store", "owner's heap vs open-only store"}}
 	for i, w := range watches {
 		lo, hi := minMax(w.first)
@@ -170,6 +192,10 @@ func benchStartup(cfg config) (string, []finding) {
 		bigFrame < 0.2, dur(bigFrame)})
 	found = append(found, finding{"4.4 first dashboard frame independent of the number of terminal records", bigFrame/smallFrame < 1.5,
 		fmt.Sprintf("%.2f× the open-only store (%s vs %s)", bigFrame/smallFrame, dur(bigFrame), dur(smallFrame))})
+
+	bigWatch, smallWatch := median(watchCmds[1].total), median(watchCmds[0].total)
+	found = append(found, finding{"4.9 `taskdeck watch` first line independent of the number of terminal records (≤ 1.5× the open-only store)", bigWatch/smallWatch < 1.5,
+		fmt.Sprintf("%.2f× the open-only store (%s vs %s)", bigWatch/smallWatch, dur(bigWatch), dur(smallWatch))})
 
 	// 5. Store size.
 	t5 := &table{head: []string{"state", "records", "apparent size", "on disk (allocated)", "on disk per record"}}

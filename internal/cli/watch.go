@@ -79,7 +79,9 @@ func watchRun(opts *WatchOptions) error {
 	// first event: that is a timeout (7), not an interruption (130).
 	timedOut := func() bool { return errors.Is(ctx.Err(), context.DeadlineExceeded) && opts.ctx.Err() == nil }
 	w := &watcher{p: f.printer(opts.JSON), current: map[string]deck.Entry{}}
-	feed, err := dk.Watch(ctx, 0)
+	// The open records and what changes: finished ones are not followed,
+	// and a store's years of them would only slow the start.
+	feed, err := dk.WatchWindow(ctx, 0, deck.Window{})
 	if err != nil {
 		if timedOut() {
 			return w.timedOut(opts, dk)
@@ -130,11 +132,11 @@ func (w *watcher) timedOut(opts *WatchOptions, dk deck.Deck) error {
 // watchGiveUp failed polls in a row.
 type watcher struct {
 	p       *printer
-	current map[string]deck.Entry // every record, as last heard
+	current map[string]deck.Entry // every record heard of, as last heard
 	atStart []string              // the tasks open when the watch began, and the orphans
 	follow  map[string]bool       // nil until the reconcile is over
 
-	sawSnapshot bool
+	sawSnapshot bool // its last part
 }
 
 // event takes one event; it reports whether the watch is over.
@@ -143,12 +145,13 @@ func (w *watcher) event(ev deck.Event) bool {
 		delete(w.current, id)
 		delete(w.follow, id)
 	}
-	if ev.Kind == deck.EventSnapshot {
+	snapshot := ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore
+	if snapshot && !ev.More {
 		w.sawSnapshot = true
 	}
 	for _, e := range ev.Entries {
 		w.current[e.Task.ID] = e
-		if ev.Kind == deck.EventSnapshot && (e.Task.Pollable() || e.Task.Status == model.StatusOrphaned) {
+		if snapshot && (e.Task.Pollable() || e.Task.Status == model.StatusOrphaned) {
 			w.atStart = append(w.atStart, e.Task.ID)
 		}
 		if w.follow[e.Task.ID] {

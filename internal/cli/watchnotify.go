@@ -19,6 +19,11 @@ import (
 // one line of `watch --notify`, in runes.
 const notifyLineMax = 200
 
+// notifyRecentFinished is how many of the newest finished records the
+// first snapshot of `watch --notify` holds: where a failure since the
+// command started is found (older failures are history, not news).
+const notifyRecentFinished = 100
+
 // notifyRun is `watch --notify`: until interrupted (or --timeout), one
 // line for each event that needs a person (a task starts waiting for
 // input, or a new round of questions; a task fails; a task is orphaned),
@@ -38,7 +43,7 @@ func notifyRun(opts *WatchOptions) error {
 	if out, ok := f.stdout.(*os.File); ok && term.IsTerminal(int(out.Fd())) {
 		n.osc = termtext.DesktopNotification(os.Getenv)
 	}
-	feed, err := dk.Watch(ctx, 0)
+	feed, err := dk.WatchWindow(ctx, 0, deck.Window{Finished: notifyRecentFinished})
 	if err == nil {
 		for ev := range feed.Events() {
 			n.event(ev)
@@ -61,7 +66,7 @@ type notifier struct {
 	// not a terminal).
 	osc     func(text string) string
 	seen    map[string]string // a task's last need (see need), by id
-	started bool              // the first snapshot is in
+	started bool              // the first snapshot's last part is in
 	since   time.Time         // the command's start
 }
 
@@ -89,11 +94,16 @@ func (n *notifier) event(ev deck.Event) {
 	for _, id := range ev.Deleted {
 		delete(n.seen, id)
 	}
-	first := ev.Kind == deck.EventSnapshot && !n.started
+	snapshot := ev.Kind == deck.EventSnapshot || ev.Kind == deck.EventSnapshotMore
+	first := snapshot && !n.started
 	for _, e := range ev.Entries {
 		t := e.Task
 		now, was := need(t), n.seen[t.ID]
-		n.seen[t.ID] = now
+		if now == "" {
+			delete(n.seen, t.ID) // kept: only tasks with a need, as the store keeps them
+		} else {
+			n.seen[t.ID] = now
+		}
 		// At the start what waits now is news, and what failed or was
 		// orphaned since the command started; older ones are history
 		// (`taskdeck ls` lists them).
@@ -102,7 +112,7 @@ func (n *notifier) event(ev deck.Event) {
 		}
 		n.tell(t)
 	}
-	if ev.Kind == deck.EventSnapshot {
+	if snapshot && !ev.More {
 		n.started = true
 	}
 }
