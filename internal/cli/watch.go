@@ -150,8 +150,14 @@ func (w *watcher) event(ev deck.Event) bool {
 		w.sawSnapshot = true
 	}
 	for _, e := range ev.Entries {
+		_, heard := w.current[e.Task.ID]
 		w.current[e.Task.ID] = e
-		if snapshot && (e.Task.Pollable() || e.Task.Status == model.StatusOrphaned) {
+		// A snapshot's later parts are read as they are sent: a task open
+		// at its start that ended before its part was read is in none, and
+		// its change, after the last part, says what it was.
+		wasOpen := snapshot && openAtStart(e.Task.Status) ||
+			ev.Kind == deck.EventChange && w.follow == nil && !heard && openAtStart(ev.Prev)
+		if wasOpen {
 			w.atStart = append(w.atStart, e.Task.ID)
 		}
 		if w.follow[e.Task.ID] {
@@ -187,6 +193,10 @@ func (w *watcher) event(ev deck.Event) bool {
 	}
 	return true
 }
+
+// openAtStart tells the statuses a watch follows, or reports, from its
+// start.
+func openAtStart(s model.Status) bool { return s.Pollable() || s == model.StatusOrphaned }
 
 // lost is the exit of a watch whose every followed task ended or waits,
 // or 3 when some were let go after their polls kept failing.
