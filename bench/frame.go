@@ -34,9 +34,9 @@ func buildTaskdeck(dir string) (string, error) {
 // took minutes.
 var frameTimeout = flag.Duration("frame-timeout", time.Minute, "how long one dashboard run may take to show its first frame")
 
-// noServers writes, beside the store in dir (not in it), a server config
+// noServersConfig writes, beside the store in dir (not in it), a server config
 // that names no server, so that a taskdeck on the store contacts none.
-func noServers(dir string) (string, error) {
+func noServersConfig(dir string) (string, error) {
 	config := dir + ".no-servers.json"
 	return config, os.WriteFile(config, []byte(`{"mcpServers":{}}`), 0o600)
 }
@@ -50,7 +50,7 @@ const frameCols, frameRows = 120, 40
 // output that contains marker. It then quits the dashboard with q, and
 // kills it if it does not exit; either way it is waited for.
 func firstFrame(bin, dir, marker string) (time.Duration, error) {
-	config, err := noServers(dir)
+	config, err := noServersConfig(dir)
 	if err != nil {
 		return 0, err
 	}

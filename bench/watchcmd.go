@@ -16,7 +16,7 @@ import (
 // printed once the start-up reconcile is over. It then interrupts the
 // watch and waits for it.
 func firstWatchLine(bin, dir string) (time.Duration, error) {
-	config, err := noServers(dir)
+	config, err := noServersConfig(dir)
 	if err != nil {
 		return 0, err
 	}

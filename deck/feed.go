@@ -38,8 +38,9 @@ const (
 	// small and costs the same however many records are open); the last
 	// part has More false. The first part is as of Rev; the open records
 	// of the later parts are read as they are sent, so a part may hold a
-	// record as changed after Rev: that change follows the last part, as
-	// every change after Rev does.
+	// record as changed after Rev, or miss one that was open at Rev and
+	// ended before its part was read: that change follows the last part,
+	// with Prev, as every change after Rev does.
 	EventSnapshotMore EventKind = "snapshotMore"
 	// EventCaughtUp means the replay after Watch(from) is over; what follows
 	// is live.

@@ -136,7 +136,7 @@ type watcher struct {
 	atStart []string              // the tasks open when the watch began, and the orphans
 	follow  map[string]bool       // nil until the reconcile is over
 
-	sawSnapshot bool // its last part
+	sawSnapshot bool // the snapshot's last part is in
 }
 
 // event takes one event; it reports whether the watch is over.
