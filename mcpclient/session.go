@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/taskdeck/taskdeck/internal/version"
 	"github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/mcpclient/legacy"
 	"github.com/taskdeck/taskdeck/mcpclient/wire"
@@ -29,7 +30,7 @@ import (
 const DefaultRequestTimeout = 30 * time.Second
 
 // Version is what taskdeck calls itself in clientInfo.
-var Version = "0.1.0"
+var Version = version.Number()
 
 // PoolOptions configure how servers are reached.
 type PoolOptions struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/engine"
+	"github.com/taskdeck/taskdeck/internal/version"
 	"github.com/taskdeck/taskdeck/mcpclient"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
@@ -155,6 +156,7 @@ before anything else happens, and follows each task to its end: across
 crashes, restarts and servers that ask for input.
 
 ` + exitCodesHelp,
+		Version:       version.Line(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
@@ -164,6 +166,7 @@ crashes, restarts and servers that ask for input.
 			return f.dashboard(cmd.Context(), "? help · n new call · q quit")
 		},
 	}
+	root.Flags().Bool("version", false, "print taskdeck's version, the commit it was built from and its Go")
 	root.Flags().BoolVar(&f.readOnly, "read-only", false, "the dashboard as a viewer: list, watch and read; every action is refused")
 	root.PersistentFlags().StringVar(&f.dataDir, "data-dir", defaultDataDir(), "directory of the task store and the log file")
 	root.PersistentFlags().StringVar(&f.configPath, "config", defaultConfigPath(), "server configuration (mcpServers JSON)")
@@ -173,6 +176,7 @@ crashes, restarts and servers that ask for input.
 	// A knob for the tests, which cannot wait out the default.
 	root.PersistentFlags().DurationVar(&f.requestTimeout, "request-timeout", mcpclient.DefaultRequestTimeout, "how long one request to a server may take")
 	root.PersistentFlags().MarkHidden("request-timeout")
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
@@ -200,6 +204,7 @@ crashes, restarts and servers that ask for input.
 		newCmdProxy(f, nil),
 		newCmdAgent(f, nil),
 		newCmdNotify(f, nil),
+		newCmdVersion(f),
 	)
 	commandWords(root)
 	strictCompletion(root)
