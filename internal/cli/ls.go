@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/taskdeck/taskdeck/deck"
 )
 
 // LsOptions is `taskdeck ls`, validated.
@@ -12,7 +13,8 @@ type LsOptions struct {
 	f   *Factory
 	ctx context.Context
 
-	filter // empty: every record
+	filter     // empty: every record
+	Limit  int // 0: every record the filter admits
 	JSON   bool
 }
 
@@ -28,6 +30,9 @@ func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 			if err := opts.parse(); err != nil {
 				return err
 			}
+			if opts.Limit < 0 {
+				return usageErr("--limit %d: give how many of the newest tasks to list (0: every one)", opts.Limit)
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -35,6 +40,7 @@ func newCmdLs(f *Factory, runF func(*LsOptions) error) *cobra.Command {
 		},
 	}
 	opts.filter.flags(cmd)
+	cmd.Flags().IntVarP(&opts.Limit, "limit", "n", 0, "list only the newest N tasks the other flags select (0: every one)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "one JSON object per line")
 	return cmd
 }
@@ -45,18 +51,20 @@ func lsRun(opts *LsOptions) error {
 	if err != nil {
 		return err
 	}
-	shown, err := opts.find(opts.ctx, dk) // newest first, as the dashboard
-	if err != nil {
-		return err
-	}
-	if opts.JSON {
-		for _, e := range shown {
+	table := &taskTable{w: f.stdout, configured: configured(opts.ctx, dk), now: time.Now()}
+	_, err = opts.pages(opts.ctx, dk, opts.Limit, func(page []deck.Entry, more bool) error { // newest first, as the dashboard
+		if !opts.JSON {
+			return table.page(page, more)
+		}
+		for _, e := range page {
 			if err := printEntryJSON(f.stdout, e); err != nil {
 				return err
 			}
 		}
 		return nil
+	})
+	if err == nil && !opts.JSON {
+		err = table.end()
 	}
-	printTable(f.stdout, shown, configured(opts.ctx, dk), time.Now())
-	return nil
+	return err
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/taskdeck/taskdeck/deck"
 	"github.com/taskdeck/taskdeck/internal/clitest"
+	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // TestLsStatusGroups: `ls --status` takes the dashboard's groups, alone
@@ -132,4 +134,78 @@ func TestLsShowsTheQuestionGetShowsTheAnswer(t *testing.T) {
 	if !strings.HasPrefix(strings.TrimSpace(line), want) || !strings.Contains(line, " by "+deck.LocalUser().Name) {
 		t.Errorf("get: answered line %q, want %q… by %s", line, want, deck.LocalUser().Name)
 	}
+}
+
+// TestLsPagesThroughTheStore: ls and the bulk commands read the store a
+// page at a time (listPage); across the pages' edges nothing is lost or
+// listed twice, --limit stops at the newest N, a search finds what only
+// the oldest page holds, and an agent there is in the table.
+func TestLsPagesThroughTheStore(t *testing.T) {
+	t.Parallel()
+	c := newInproc(t)
+	const total, old = 2*listPage + 500, 10
+	base := time.Now().Add(-time.Hour)
+	var want []string // newest first
+	_, err := badger.Load(c.dataDir, func(yield func(*model.Task) bool) {
+		for i := range total {
+			at := base.Add(time.Duration(i) * time.Millisecond)
+			tool := "sleep"
+			if i < old {
+				tool = "oldtool"
+			}
+			rec := model.NewIntent(model.ServerRef{Name: "demo"}, tool, json.RawMessage(`{"seconds":1}`), "", at)
+			rec.TaskID = fmt.Sprintf("TASK%06d", i)
+			_ = rec.MoveTo(model.StatusWorking, "", at)
+			if i%3 > 0 {
+				_ = rec.MoveTo(model.StatusCompleted, "", at)
+			}
+			if i == 0 {
+				rec.Agent = "ci-bot"
+			}
+			want = append([]string{rec.ID}, want...)
+			if !yield(rec) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(r clitest.Result) []string {
+		var out []string
+		for l := range strings.Lines(r.Stdout) {
+			var e struct{ ID string }
+			if err := json.Unmarshal([]byte(l), &e); err != nil {
+				t.Fatalf("%v in %q", err, l)
+			}
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	if got := ids(c.run("ls", "--json").Must(t, exitOK)); !slices.Equal(got, want) {
+		t.Fatalf("ls --json listed %d records, want all %d newest first (first difference at %d)", len(got), total, firstDiff(got, want))
+	}
+	if got := ids(c.run("ls", "--json", "--limit", fmt.Sprint(listPage+7)).Must(t, exitOK)); !slices.Equal(got, want[:listPage+7]) {
+		t.Fatalf("ls --limit %d listed %d records, want the newest %d", listPage+7, len(got), listPage+7)
+	}
+	table := c.run("ls", "--search", "tool:oldtool").Must(t, exitOK).Stdout
+	if rows := strings.Count(table, "\n") - 1; rows != old || !strings.Contains(table, "ci-bot") || !strings.Contains(table, want[total-1]) {
+		t.Fatalf("ls --search tool:oldtool: %d rows, want the %d oldest, the oldest's agent ci-bot among them:\n%s", rows, old, table)
+	}
+	if lines := strings.Count(c.run("ls").Must(t, exitOK).Stdout, "\n"); lines != total+1 {
+		t.Fatalf("ls printed %d lines, want a header and %d rows", lines, total)
+	}
+	c.run("forget", "--search", "tool:oldtool", "--yes").Must(t, exitOK)
+	if got := ids(c.run("ls", "--json").Must(t, exitOK)); !slices.Equal(got, want[:total-old]) {
+		t.Fatalf("after forget --search tool:oldtool: %d records listed, want the %d newest", len(got), total-old)
+	}
+}
+
+func firstDiff(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

@@ -242,40 +242,50 @@ func printInputs(w io.Writer, t *model.Task, pad string) {
 	}
 }
 
-// printTable lists tasks one line each, in the order given; on a shared store (some open task has a
-// watcher, or none can reach it) a WATCHER column names the host of the
-// engine that polls each.
-func printTable(w io.Writer, entries []deck.Entry, configured []deck.Server, now time.Time) {
-	if len(entries) == 0 {
-		fmt.Fprintln(w, "no tasks")
-		return
+// taskTable is ls's table, printed a page at a time so that what ls holds
+// is one page however many records the store keeps: the header once, the
+// columns aligned within each page (as kubectl's chunked lists). The
+// first page decides the AGENT column (also there when more pages may
+// follow, so that an older task's agent is never left out) and the
+// WATCHER column (a fleet's open tasks).
+type taskTable struct {
+	w              io.Writer
+	configured     []deck.Server
+	now            time.Time
+	started        bool
+	agents, shared bool
+}
+
+func (p *taskTable) page(entries []deck.Entry, more bool) error {
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	if !p.started {
+		p.started = true
+		p.shared = slices.ContainsFunc(entries, func(e deck.Entry) bool { return e.Poll.Watcher != "" || e.Poll.NoEngine })
+		// As the dashboard's table: an AGENT column once a record names one.
+		p.agents = more || slices.ContainsFunc(entries, func(e deck.Entry) bool { return e.Task.Agent != "" })
+		head := "ID\tSTATUS\tSERVER\tTOOL\t"
+		if p.agents {
+			head += "AGENT\t"
+		}
+		head += "AGE\t"
+		if p.shared {
+			head += "WATCHER\t"
+		}
+		fmt.Fprintln(tw, head+"MESSAGE")
 	}
-	shared := slices.ContainsFunc(entries, func(e deck.Entry) bool { return e.Poll.Watcher != "" || e.Poll.NoEngine })
-	// As the dashboard's table: an AGENT column once a record names one.
-	agents := slices.ContainsFunc(entries, func(e deck.Entry) bool { return e.Task.Agent != "" })
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := "ID\tSTATUS\tSERVER\tTOOL\t"
-	if agents {
-		head += "AGENT\t"
-	}
-	head += "AGE\t"
-	if shared {
-		head += "WATCHER\t"
-	}
-	fmt.Fprintln(tw, head+"MESSAGE")
 	for _, e := range entries {
 		t := e.Task
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", t.ID, present.StatusText(t), termtext.OneLine(present.ServerName(t.Server, configured), 24),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t", t.ID, present.StatusText(t), termtext.OneLine(present.ServerName(t.Server, p.configured), 24),
 			termtext.OneLine(termtext.Line(t.Tool), 20))
-		if agents {
+		if p.agents {
 			agent := "-" // the local user's own call: a cell still, so columns line up
 			if t.Agent != "" {
 				agent = termtext.OneLine(termtext.Line(t.Agent), 20)
 			}
 			fmt.Fprintf(tw, "%s\t", agent)
 		}
-		fmt.Fprintf(tw, "%s\t", present.Age(now.Sub(t.CreatedAt)))
-		if shared {
+		fmt.Fprintf(tw, "%s\t", present.Age(p.now.Sub(t.CreatedAt)))
+		if p.shared {
 			fmt.Fprintf(tw, "%s\t", present.WatchShort(e.Poll))
 		}
 		msg := present.Question(t) // a waiting task's question says more than its status message
@@ -284,7 +294,16 @@ func printTable(w io.Writer, entries []deck.Entry, configured []deck.Server, now
 		}
 		fmt.Fprintf(tw, "%s\n", termtext.OneLine(msg, 50))
 	}
-	tw.Flush()
+	return tw.Flush()
+}
+
+// end says so when no page came.
+func (p *taskTable) end() error {
+	if p.started {
+		return nil
+	}
+	_, err := fmt.Fprintln(p.w, "no tasks")
+	return err
 }
 
 // printDetail shows everything about one task.
