@@ -7,20 +7,21 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 )
 
-// firstWatchLine runs `taskdeck watch --json` on the store in dir, with a
-// server config that names no server, and returns the time from just
-// before exec to its first line on stdout: the first open task it found,
-// printed once the start-up reconcile is over. It then interrupts the
-// watch and waits for it.
-func firstWatchLine(bin, dir string) (time.Duration, error) {
+// firstLine runs `taskdeck ARGS` (watch --json, ls --json) on the store in
+// dir, with a server config that names no server, and returns the time
+// from just before exec to its first line on stdout, which must be a task
+// (for watch, the first open task it found, printed once the start-up
+// reconcile is over). It then interrupts the command and waits for it.
+func firstLine(bin, dir string, args ...string) (time.Duration, error) {
 	config, err := noServersConfig(dir)
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.Command(bin, "--data-dir", dir, "--config", config, "watch", "--json")
+	cmd := exec.Command(bin, append([]string{"--data-dir", dir, "--config", config}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, err
@@ -55,7 +56,7 @@ func firstWatchLine(bin, dir string) (time.Duration, error) {
 		_ = cmd.Process.Kill()
 		<-drained
 	}
-	_ = cmd.Wait() // interrupted: exit 130
+	_ = cmd.Wait() // interrupted (exit 130), or over
 	var task struct {
 		ID string `json:"id"`
 	}
@@ -63,7 +64,7 @@ func firstWatchLine(bin, dir string) (time.Duration, error) {
 		l.err = fmt.Errorf("its first line is not a task: %q", l.text)
 	}
 	if l.err != nil {
-		return 0, fmt.Errorf("taskdeck watch --json on %s: %w", dir, l.err)
+		return 0, fmt.Errorf("taskdeck %s on %s: %w", strings.Join(args, " "), dir, l.err)
 	}
 	return l.at, nil
 }
