@@ -144,33 +144,17 @@ func TestLsPagesThroughTheStore(t *testing.T) {
 	t.Parallel()
 	c := newInproc(t)
 	const total, old = 2*listPage + 500, 10
-	base := time.Now().Add(-time.Hour)
-	var want []string // newest first
-	_, err := badger.Load(c.dataDir, func(yield func(*model.Task) bool) {
-		for i := range total {
-			at := base.Add(time.Duration(i) * time.Millisecond)
-			tool := "sleep"
-			if i < old {
-				tool = "oldtool"
-			}
-			rec := model.NewIntent(model.ServerRef{Name: "demo"}, tool, json.RawMessage(`{"seconds":1}`), "", at)
-			rec.TaskID = fmt.Sprintf("TASK%06d", i)
-			_ = rec.MoveTo(model.StatusWorking, "", at)
-			if i%3 > 0 {
-				_ = rec.MoveTo(model.StatusCompleted, "", at)
-			}
-			if i == 0 {
-				rec.Agent = "ci-bot"
-			}
-			want = append([]string{rec.ID}, want...)
-			if !yield(rec) {
-				return
-			}
+	want := loadStore(t, c.dataDir, total, func(i int, rec *model.Task) {
+		if i < old {
+			rec.Tool = "oldtool"
+		}
+		if i%3 > 0 {
+			_ = rec.MoveTo(model.StatusCompleted, "", rec.CreatedAt)
+		}
+		if i == 0 {
+			rec.Agent = "ci-bot"
 		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ids := func(r clitest.Result) []string {
 		var out []string
 		for l := range strings.Lines(r.Stdout) {
@@ -199,6 +183,61 @@ func TestLsPagesThroughTheStore(t *testing.T) {
 	if got := ids(c.run("ls", "--json").Must(t, exitOK)); !slices.Equal(got, want[:total-old]) {
 		t.Fatalf("after forget --search tool:oldtool: %d records listed, want the %d newest", len(got), total-old)
 	}
+}
+
+// TestCompleteIDsOffersOpenAndNewest: a task id's completion offers the
+// open tasks and the newest records, not every record (which froze the
+// shell for seconds on a large store).
+func TestCompleteIDsOffersOpenAndNewest(t *testing.T) {
+	t.Parallel()
+	c := newInproc(t)
+	const total = 2000
+	ids := loadStore(t, c.dataDir, total, func(i int, rec *model.Task) {
+		if i >= 5 { // the five oldest stay open
+			_ = rec.MoveTo(model.StatusCompleted, "", rec.CreatedAt)
+		}
+	})
+	var offered []string
+	for l := range strings.Lines(c.run("__complete", "get", "").Must(t, exitOK).Stdout) {
+		if id, _, ok := strings.Cut(l, "\t"); ok {
+			offered = append(offered, id)
+		}
+	}
+	for _, id := range append(ids[:completeRecent:completeRecent], ids[total-5:]...) {
+		if !slices.Contains(offered, id) {
+			t.Fatalf("completion offered %d ids, not %s (want the %d newest and the 5 open ones)", len(offered), id, completeRecent)
+		}
+	}
+	if len(offered) != completeRecent+5 {
+		t.Fatalf("completion offered %d ids, want %d: the newest %d and the 5 open ones", len(offered), completeRecent+5, completeRecent)
+	}
+}
+
+// loadStore fills a new store at dir with total working records made a
+// millisecond apart, each first passed to shape, and returns their ids,
+// newest first.
+func loadStore(t *testing.T, dir string, total int, shape func(i int, rec *model.Task)) []string {
+	t.Helper()
+	base := time.Now().Add(-time.Hour)
+	var ids []string
+	_, err := badger.Load(dir, func(yield func(*model.Task) bool) {
+		for i := range total {
+			at := base.Add(time.Duration(i) * time.Millisecond)
+			rec := model.NewIntent(model.ServerRef{Name: "demo"}, "sleep", json.RawMessage(`{"seconds":1}`), "", at)
+			rec.TaskID = fmt.Sprintf("TASK%06d", i)
+			_ = rec.MoveTo(model.StatusWorking, "", at)
+			shape(i, rec)
+			rec.ArgsHash = model.ArgsHash(rec.Server, rec.Tool, rec.Arguments)
+			ids = append([]string{rec.ID}, ids...)
+			if !yield(rec) {
+				return
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 func firstDiff(a, b []string) int {

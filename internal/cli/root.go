@@ -575,6 +575,16 @@ func (f *Factory) completeServers(*cobra.Command, []string, string) ([]string, c
 	return cfg.Names(), cobra.ShellCompDirectiveNoFileComp
 }
 
+// What a task id's completion offers: the newest open tasks and the
+// newest of any status, read from the store's indexes. It read every
+// record, which froze the shell for seconds at 100,000; an older id is
+// still taken whole or by any unique part of it.
+const (
+	completeOpen   = 200
+	completeRecent = 100
+)
+
+// completeIDs offers task ids, each with its tool and status beside it.
 func (f *Factory) completeIDs(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
@@ -583,10 +593,16 @@ func (f *Factory) completeIDs(cmd *cobra.Command, args []string, _ string) ([]st
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	entries, _ := dk.List(cmd.Context(), deck.Filter{})
 	var ids []string
-	for _, e := range entries {
-		ids = append(ids, e.Task.ID+"\t"+termtext.Line(e.Task.Tool)+" "+string(e.Task.Status))
+	seen := map[string]bool{}
+	for _, fl := range []deck.Filter{{Groups: []string{"open"}, Limit: completeOpen}, {Limit: completeRecent}} {
+		entries, _ := dk.List(cmd.Context(), fl)
+		for _, e := range entries {
+			if !seen[e.Task.ID] {
+				seen[e.Task.ID] = true
+				ids = append(ids, e.Task.ID+"\t"+termtext.Line(e.Task.Tool)+" "+string(e.Task.Status))
+			}
+		}
 	}
 	return ids, cobra.ShellCompDirectiveNoFileComp
 }
