@@ -218,10 +218,14 @@ func AppendChainHash(dst, prev []byte, rev uint64, body []byte) []byte {
 }
 
 // AuditFilter selects audit entries: those made at or after Since (zero:
-// all) of task Task (every task when empty).
+// all) of task Task (every task when empty), after revision After, at
+// most Limit of them (0: every one). A reader pages through the log with
+// Limit and the revision of the last entry it was given as After.
 type AuditFilter struct {
 	Since time.Time `json:"since,omitzero"`
 	Task  string    `json:"task,omitempty"`
+	After uint64    `json:"after,omitempty"`
+	Limit int       `json:"limit,omitempty"`
 }
 
 // AuditReport is what a verification of the audit log checked.

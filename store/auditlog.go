@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/taskdeck/taskdeck/model"
@@ -26,7 +27,7 @@ func DecodeAudit(rev uint64, body, hash []byte) (model.AuditEntry, error) {
 // checkpoint the kept log starts after.
 func ReadAudit(b Backend, f model.AuditFilter) ([]model.AuditEntry, model.AuditCheckpoint, error) {
 	var out []model.AuditEntry
-	cp, err := b.AuditLog(func(_ model.AuditCheckpoint, rev uint64, body, hash []byte) error {
+	cp, err := b.AuditLog(f.After, func(_ model.AuditCheckpoint, rev uint64, body, hash []byte) error {
 		e, err := DecodeAudit(rev, body, hash)
 		if err != nil {
 			return err
@@ -34,10 +35,19 @@ func ReadAudit(b Backend, f model.AuditFilter) ([]model.AuditEntry, model.AuditC
 		if (f.Task == "" || e.Task == f.Task) && !e.At.Before(f.Since) {
 			out = append(out, e)
 		}
+		if f.Limit > 0 && len(out) == f.Limit {
+			return errEnoughAudit
+		}
 		return nil
 	})
+	if errors.Is(err, errEnoughAudit) {
+		err = nil
+	}
 	return out, cp, err
 }
+
+// errEnoughAudit ends a read of the log once the filter's Limit is met.
+var errEnoughAudit = errors.New("enough audit entries")
 
 // VerifyAudit recomputes the audit chain of b from its checkpoint and
 // checks every live record against the entry of its last change; with a
@@ -57,7 +67,7 @@ func VerifyAudit(b Backend, key []byte) (model.AuditReport, error) {
 		}
 		return rep.Fault == nil
 	}
-	cp, err := b.AuditLog(func(cp model.AuditCheckpoint, rev uint64, body, hash []byte) error {
+	cp, err := b.AuditLog(0, func(cp model.AuditCheckpoint, rev uint64, body, hash []byte) error {
 		if start(cp) {
 			rep.Fault = v.Next(rev, body, hash)
 		}

@@ -62,7 +62,7 @@ type Backend interface {
 	SetCommitHook(fn func([]Change))
 	Snapshot() (rev uint64, tasks []*model.Task, err error)
 	ChangesSince(rev uint64) (changes []Change, upTo uint64, ok bool, err error)
-	AuditLog(fn AuditFunc) (model.AuditCheckpoint, error)
+	AuditLog(after uint64, fn AuditFunc) (model.AuditCheckpoint, error)
 	PruneAudit(cutoff time.Time) (int, error)
 	Close() error
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/taskdeck/taskdeck/internal/waitfor"
 	mcpconfig "github.com/taskdeck/taskdeck/mcpclient/config"
 	"github.com/taskdeck/taskdeck/model"
+	"github.com/taskdeck/taskdeck/store"
+	"github.com/taskdeck/taskdeck/store/badger"
 )
 
 // TestAuditScriptedSession: two principals act through the library (a
@@ -197,4 +199,44 @@ func TestAuditOnAFleetNamesTheHost(t *testing.T) {
 		t.Fatalf("the acts on a fleet: %v", acts)
 	}
 	a.run("audit", "verify").Must(t, exitOK)
+}
+
+// TestAuditReadsTheLogInPages: `taskdeck audit` reads the log a page at a
+// time (auditPage); across the pages' edges, and from inside the runs of
+// entries one commit wrote, it lists what one read of the whole log
+// gives, each entry once, with its hash; --task finds an entry of the
+// oldest page.
+func TestAuditReadsTheLogInPages(t *testing.T) {
+	t.Parallel()
+	c := newInproc(t)
+	ids := loadStore(t, c.dataDir, 2*auditPage+300, func(int, *model.Task) {})
+	var listed []model.AuditEntry
+	for l := range strings.Lines(c.run("audit", "--json").Must(t, exitOK).Stdout) {
+		var e model.AuditEntry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("%v in %q", err, l)
+		}
+		listed = append(listed, e)
+	}
+	s, err := badger.Open(c.dataDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _, err := store.ReadAudit(s, model.AuditFilter{})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != len(whole) || len(whole) < len(ids) {
+		t.Fatalf("audit listed %d entries, one read of the log gives %d (for %d records)", len(listed), len(whole), len(ids))
+	}
+	for i := range whole {
+		if listed[i].Rev != whole[i].Rev || listed[i].Hash != whole[i].Hash || listed[i].Task != whole[i].Task {
+			t.Fatalf("entry %d: audit listed %d %s %s, the log holds %d %s %s", i, listed[i].Rev, listed[i].Task, listed[i].Hash, whole[i].Rev, whole[i].Task, whole[i].Hash)
+		}
+	}
+	oldest := ids[len(ids)-1]
+	if out := c.run("audit", "--task", oldest).Must(t, exitOK).Stdout; !strings.Contains(out, oldest) || strings.Count(out, "\n") != 1 {
+		t.Fatalf("audit --task %s:\n%s\nwant its one entry", oldest, out)
+	}
 }

@@ -411,27 +411,34 @@ func (s *Store) startAudit(found bool) error {
 	})
 }
 
-// AuditLog calls fn with each audit entry kept, in revision order, read
-// in one transaction, and returns the checkpoint the kept log starts
-// after. The hash of an entry before the last of its run is recomputed
-// from the hash before it (see the layout above).
-func (s *Store) AuditLog(fn store.AuditFunc) (model.AuditCheckpoint, error) {
+// AuditLog calls fn with each audit entry kept after revision after, in
+// revision order, read in one transaction, and returns the checkpoint the
+// kept log starts after. The hash of an entry before the last of its run
+// is recomputed from the hash before it (see the layout above): a read
+// that starts inside a run starts from the run before it.
+func (s *Store) AuditLog(after uint64, fn store.AuditFunc) (model.AuditCheckpoint, error) {
 	var cp model.AuditCheckpoint
 	err := s.view(func(txn *badger.Txn) error {
 		var err error
 		if cp, _, err = readCheckpoint(txn); err != nil {
 			return err
 		}
-		prev, _ := hex.DecodeString(cp.Hash) // readCheckpoint's hex
-		return eachRun(txn, cp.Rev+1, func(r run) error {
+		from := max(after, cp.Rev) + 1
+		prev, err := hashBefore(txn, cp, from)
+		if err != nil {
+			return err
+		}
+		return eachRun(txn, from, func(r run) error {
 			for i, stored := range r.entries {
 				rev, body := r.first+uint64(i), canonAudit(stored)
 				hash := r.hash
 				if rev < r.last {
 					hash = model.ChainHash(prev, rev, body)
 				}
-				if err := fn(cp, rev, body, hash); err != nil {
-					return err
+				if rev >= from {
+					if err := fn(cp, rev, body, hash); err != nil {
+						return err
+					}
 				}
 				prev = hash
 			}
@@ -440,6 +447,43 @@ func (s *Store) AuditLog(fn store.AuditFunc) (model.AuditCheckpoint, error) {
 	})
 	return cp, s.damaged(err)
 }
+
+// hashBefore is the chain's hash before the run that holds revision from:
+// the hash of the run before it, or the checkpoint's when there is none.
+func hashBefore(txn *badger.Txn, cp model.AuditCheckpoint, from uint64) ([]byte, error) {
+	cpHash, _ := hex.DecodeString(cp.Hash) // readCheckpoint's hex
+	first := from
+	err := eachRun(txn, from, func(r run) error {
+		first = r.first
+		return errFound
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return nil, err
+	}
+	if first <= cp.Rev+1 {
+		return cpHash, nil
+	}
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: auditPrefix, Reverse: true})
+	defer it.Close()
+	// Past every key of a run that ends at first-1 (one with two
+	// revisions in its key too).
+	it.Seek(binary.BigEndian.AppendUint64(revKey(auditPrefix, first-1), 1<<64-1))
+	if !it.Valid() {
+		return cpHash, nil
+	}
+	v, err := it.Item().ValueCopy(nil)
+	if err != nil {
+		return nil, err
+	}
+	r, err := readRun(it.Item().KeyCopy(nil), v)
+	if err != nil || r.last <= cp.Rev {
+		return cpHash, err
+	}
+	return r.hash, nil
+}
+
+// errFound ends a walk at the first run it is given.
+var errFound = errors.New("found")
 
 // errPruned stops PruneAudit's walk at a run it keeps.
 var errPruned = errors.New("the rest is kept")

@@ -266,7 +266,7 @@ func TestAuditEntriesPacked(t *testing.T) {
 	must(t, s.Create(gone))
 	must(t, s.Delete(gone.ID, model.Actor{Name: "alice", Role: model.RoleUser}))
 	var canon [][]byte
-	_, err = s.AuditLog(func(_ model.AuditCheckpoint, _ uint64, body, _ []byte) error {
+	_, err = s.AuditLog(0, func(_ model.AuditCheckpoint, _ uint64, body, _ []byte) error {
 		canon = append(canon, slices.Clone(body))
 		return nil
 	})

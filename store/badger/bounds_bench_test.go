@@ -112,7 +112,7 @@ func polledLargeTasks(b *testing.B) {
 func auditBytes(t testing.TB, s *badger.Store) int64 {
 	t.Helper()
 	var n int64
-	_, err := s.AuditLog(func(_ model.AuditCheckpoint, _ uint64, body, hash []byte) error {
+	_, err := s.AuditLog(0, func(_ model.AuditCheckpoint, _ uint64, body, hash []byte) error {
 		n += int64(len(body) + len(hash))
 		return nil
 	})

@@ -16,17 +16,17 @@ import (
 // (model.SealAudit). It must be called before the store is shared.
 func (s *Store) SetAuditKey(key []byte) { s.auditKey = key }
 
-// AuditLog calls fn with each audit entry kept, in revision order, read
-// in one transaction, and returns the checkpoint the kept log starts
-// after.
-func (s *Store) AuditLog(fn store.AuditFunc) (model.AuditCheckpoint, error) {
+// AuditLog calls fn with each audit entry kept after revision after, in
+// revision order, read in one transaction, and returns the checkpoint the
+// kept log starts after.
+func (s *Store) AuditLog(after uint64, fn store.AuditFunc) (model.AuditCheckpoint, error) {
 	var cp model.AuditCheckpoint
 	err := s.readTx("read the audit log", func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		if cp, err = readCheckpoint(ctx, tx); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT rev, body, hash FROM taskdeck_audit WHERE rev > $1 ORDER BY rev`, int64(cp.Rev))
+		rows, err := tx.Query(ctx, `SELECT rev, body, hash FROM taskdeck_audit WHERE rev > $1 ORDER BY rev`, int64(max(after, cp.Rev)))
 		if err != nil {
 			return err
 		}

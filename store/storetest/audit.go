@@ -102,6 +102,7 @@ func testAuditNamesEveryChange(t *testing.T, s store.Backend) {
 	if task, _, err := store.ReadAudit(s, model.AuditFilter{Task: rec.ID}); err != nil || len(task) != 3 {
 		t.Fatalf("the entries of task %s: %d, %v; want 3", rec.ID, len(task), err)
 	}
+	readInPages(t, s, entries)
 	rep, err := store.VerifyAudit(s, AuditKey)
 	Must(t, err)
 	if rep.Fault != nil || !rep.Keyed || rep.Entries != len(entries) || rep.Records != 1 {
@@ -140,6 +141,7 @@ func testAuditPruneKeepsAVerifiableChain(t *testing.T, s store.Backend) {
 	if since, _, err := store.ReadAudit(s, model.AuditFilter{Since: entries[1].At}); err != nil || len(since) != 1 || since[0].Task != newest.ID {
 		t.Fatalf("entries since the last: %+v, %v", since, err)
 	}
+	readInPages(t, s, entries)
 	rep, err := store.VerifyAudit(s, AuditKey)
 	Must(t, err)
 	if rep.Fault != nil || rep.Entries != 2 || rep.Checkpoint != cp {
@@ -163,7 +165,7 @@ func testAuditTail(t *testing.T, s store.Backend) {
 	}
 	var lastRev uint64
 	var lastBody []byte
-	_, err := s.AuditLog(func(_ model.AuditCheckpoint, rev uint64, body, _ []byte) error {
+	_, err := s.AuditLog(0, func(_ model.AuditCheckpoint, rev uint64, body, _ []byte) error {
 		lastRev, lastBody = rev, slices.Clone(body)
 		return nil
 	})
@@ -172,5 +174,34 @@ func testAuditTail(t *testing.T, s store.Backend) {
 	Must(t, err)
 	if !found || rev != lastRev || string(body) != string(lastBody) || !model.SealedBy(AuditKey, body) {
 		t.Fatalf("LastAudit: %d %s (found %v), want %d %s sealed with the key", rev, body, found, lastRev, lastBody)
+	}
+}
+
+// readInPages reads the log a few entries at a time (Limit, and the last
+// revision read as After), from every start inside and between the runs
+// of entries one commit wrote, and wants the whole read's entries and
+// hashes.
+func readInPages(t *testing.T, s store.Backend, whole []model.AuditEntry) {
+	t.Helper()
+	for _, size := range []int{1, 2, 3, 5} {
+		var got []model.AuditEntry
+		var after uint64
+		for {
+			page, _, err := store.ReadAudit(s, model.AuditFilter{After: after, Limit: size})
+			Must(t, err)
+			got = append(got, page...)
+			if len(page) < size {
+				break
+			}
+			after = page[len(page)-1].Rev
+		}
+		if len(got) != len(whole) {
+			t.Fatalf("read %d at a time: %d entries, want %d", size, len(got), len(whole))
+		}
+		for i := range got {
+			if got[i].Rev != whole[i].Rev || got[i].Hash != whole[i].Hash || got[i].Task != whole[i].Task || got[i].Act != whole[i].Act {
+				t.Fatalf("read %d at a time, entry %d: %d %s %s, want %d %s %s", size, i, got[i].Rev, got[i].Act, got[i].Hash, whole[i].Rev, whole[i].Act, whole[i].Hash)
+			}
+		}
 	}
 }
