@@ -91,14 +91,7 @@ func TestAuditScriptedSession(t *testing.T) {
 	c.run("cancel", kept).Must(t, exitOK)
 	me := deck.LocalUser()
 
-	var entries []model.AuditEntry
-	for l := range strings.Lines(c.run("audit", "--json").Must(t, exitOK).Stdout) {
-		var en model.AuditEntry
-		if err := json.Unmarshal([]byte(l), &en); err != nil {
-			t.Fatalf("audit --json: %v in %q", err, l)
-		}
-		entries = append(entries, en)
-	}
+	entries := auditJSON(t, c)
 	type act struct{ task, act, actor, keys string }
 	var got []act
 	for i, en := range entries {
@@ -210,14 +203,7 @@ func TestAuditReadsTheLogInPages(t *testing.T) {
 	t.Parallel()
 	c := newInproc(t)
 	ids := loadStore(t, c.dataDir, 2*auditPage+300, func(int, *model.Task) {})
-	var listed []model.AuditEntry
-	for l := range strings.Lines(c.run("audit", "--json").Must(t, exitOK).Stdout) {
-		var e model.AuditEntry
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			t.Fatalf("%v in %q", err, l)
-		}
-		listed = append(listed, e)
-	}
+	listed := auditJSON(t, c)
 	s, err := badger.Open(c.dataDir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -239,4 +225,18 @@ func TestAuditReadsTheLogInPages(t *testing.T) {
 	if out := c.run("audit", "--task", oldest).Must(t, exitOK).Stdout; !strings.Contains(out, oldest) || strings.Count(out, "\n") != 1 {
 		t.Fatalf("audit --task %s:\n%s\nwant its one entry", oldest, out)
 	}
+}
+
+// auditJSON runs `taskdeck audit --json` and reads its entries.
+func auditJSON(t *testing.T, c *inproc) []model.AuditEntry {
+	t.Helper()
+	var entries []model.AuditEntry
+	for l := range strings.Lines(c.run("audit", "--json").Must(t, exitOK).Stdout) {
+		var e model.AuditEntry
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("audit --json: %v in %q", err, l)
+		}
+		entries = append(entries, e)
+	}
+	return entries
 }
