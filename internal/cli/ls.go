@@ -51,20 +51,24 @@ func lsRun(opts *LsOptions) error {
 	if err != nil {
 		return err
 	}
-	table := &taskTable{w: f.stdout, configured: configured(opts.ctx, dk), now: time.Now()}
-	_, err = opts.pages(opts.ctx, dk, opts.Limit, func(page []deck.Entry, more bool) error { // newest first, as the dashboard
-		if !opts.JSON {
-			return table.page(page, more)
-		}
+	emit := func(page []deck.Entry, _ bool) error {
 		for _, e := range page {
 			if err := printEntryJSON(f.stdout, e); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
-	if err == nil && !opts.JSON {
-		err = table.end()
 	}
-	return err
+	var table *taskTable
+	if !opts.JSON {
+		table = &taskTable{w: f.stdout, configured: configured(opts.ctx, dk), now: time.Now()}
+		emit = table.page
+	}
+	if _, err := opts.pages(opts.ctx, dk, opts.Limit, emit); err != nil { // newest first, as the dashboard
+		return err
+	}
+	if table != nil {
+		return table.end()
+	}
+	return nil
 }

@@ -424,11 +424,16 @@ func (s *Store) AuditLog(after uint64, fn store.AuditFunc) (model.AuditCheckpoin
 			return err
 		}
 		from := max(after, cp.Rev) + 1
-		prev, err := hashBefore(txn, cp, from)
-		if err != nil {
-			return err
-		}
+		var prev []byte
+		started := false
 		return eachRun(txn, from, func(r run) error {
+			if !started { // the chain up to this run's first entry
+				h, err := hashBefore(txn, cp, r.first)
+				if err != nil {
+					return err
+				}
+				prev, started = h, true
+			}
 			for i, stored := range r.entries {
 				rev, body := r.first+uint64(i), canonAudit(stored)
 				hash := r.hash
@@ -448,18 +453,11 @@ func (s *Store) AuditLog(after uint64, fn store.AuditFunc) (model.AuditCheckpoin
 	return cp, s.damaged(err)
 }
 
-// hashBefore is the chain's hash before the run that holds revision from:
-// the hash of the run before it, or the checkpoint's when there is none.
-func hashBefore(txn *badger.Txn, cp model.AuditCheckpoint, from uint64) ([]byte, error) {
+// hashBefore is the chain's hash before the run that starts at revision
+// first: the hash of the run before it, or the checkpoint's when there is
+// none.
+func hashBefore(txn *badger.Txn, cp model.AuditCheckpoint, first uint64) ([]byte, error) {
 	cpHash, _ := hex.DecodeString(cp.Hash) // readCheckpoint's hex
-	first := from
-	err := eachRun(txn, from, func(r run) error {
-		first = r.first
-		return errFound
-	})
-	if err != nil && !errors.Is(err, errFound) {
-		return nil, err
-	}
 	if first <= cp.Rev+1 {
 		return cpHash, nil
 	}
@@ -481,9 +479,6 @@ func hashBefore(txn *badger.Txn, cp model.AuditCheckpoint, from uint64) ([]byte,
 	}
 	return r.hash, nil
 }
-
-// errFound ends a walk at the first run it is given.
-var errFound = errors.New("found")
 
 // errPruned stops PruneAudit's walk at a run it keeps.
 var errPruned = errors.New("the rest is kept")
